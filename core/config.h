@@ -1,0 +1,92 @@
+// The configuration of a model, fixed when the model is created (DESIGN.md 2.1-2.4).
+//
+//   perceptron::ModelConfig config;
+//   config.dimension = 20;
+//   config.algorithm = perceptron::Algorithm::kAveraged;
+//   config.gamma = 0.1;
+//   config.comparator = separator;  // d or d+1 values; scaled to unit length
+//   absl::Status status = perceptron::ValidateConfig(config);
+//
+// Plain data; not synchronized.
+#ifndef PERCEPTRON_CORE_CONFIG_H_
+#define PERCEPTRON_CORE_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace perceptron {
+
+// The largest input dimension d a model may have (the weight vector has d+1 entries with bias).
+inline constexpr uint32_t kMaxDimension = 1u << 24;
+
+// The learning rule of a model (DESIGN.md 2.3).
+enum class Algorithm {
+  kClassic,   // w <- w + eta*y*x^ when y*(w . x^) <= 0.
+  kMargin,    // update when w = 0 or y*(w . x^)/||w|| <= gamma/2. Needs gamma and normalize.
+  kAveraged,  // learns as classic, predicts with the average of w over the examples seen.
+  kVoted,     // learns as classic, predicts by the survival-weighted vote of past vectors.
+  kKernel,    // dual form over stored mistakes, with a budget.
+};
+
+enum class KernelType {
+  kLinear,      // k(a, b) = a . b
+  kPolynomial,  // k(a, b) = (a . b + c0)^degree
+  kRbf,         // k(a, b) = exp(-||a - b||^2 / (2 sigma^2))
+};
+
+struct KernelConfig {
+  KernelType type = KernelType::kLinear;
+  // Polynomial degree, 1..kMaxPolynomialDegree. Default: 2.
+  int degree = 2;
+  // Polynomial offset c0, finite and >= 0. Default: 1.
+  double c0 = 1.0;
+  // RBF width sigma, finite and > 0. Default: 1.
+  double sigma = 1.0;
+};
+
+inline constexpr int kMaxPolynomialDegree = 16;
+
+struct ModelConfig {
+  // Input dimension d, 1..kMaxDimension. Required.
+  uint32_t dimension = 0;
+  // Default: kClassic.
+  Algorithm algorithm = Algorithm::kClassic;
+  // Learning rate eta, finite and > 0. Default: 1.
+  double eta = 1.0;
+  // Append a constant coordinate to every example. Default: on.
+  bool bias = true;
+  // The appended constant c, finite and > 0. Default: 1.
+  double bias_constant = 1.0;
+  // Scale each (augmented) example to unit L2 norm. Default: on. Required by kMargin.
+  bool normalize = true;
+  // Margin gamma > 0. Required by kMargin and whenever a comparator is given. Default: none.
+  std::optional<double> gamma;
+  // Comparator u for TD_gamma and the bound: empty (none), or d values, or d+1 values when bias
+  // is on (the last for the bias coordinate; with d values the bias entry is 0). Must be finite
+  // and not zero; the model scales it to unit length. Default: none.
+  std::vector<double> comparator;
+  // Used by kKernel only.
+  KernelConfig kernel;
+  // kKernel: the most mistakes kept; when over, the oldest is dropped. >= 1. Default: 10000.
+  uint64_t kernel_budget = 10000;
+  // kVoted: the most past weight vectors kept; when over, the oldest is dropped. >= 1.
+  // Default: 1000.
+  uint64_t max_voted_vectors = 1000;
+
+  // The length of the weight vector: d, plus one with bias.
+  uint32_t weight_dimension() const { return dimension + (bias ? 1 : 0); }
+};
+
+// OK if `config` describes a valid model, else INVALID_ARGUMENT naming the bad field and value.
+absl::Status ValidateConfig(const ModelConfig& config);
+
+absl::string_view AlgorithmName(Algorithm algorithm);
+absl::string_view KernelTypeName(KernelType type);
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_CONFIG_H_

@@ -1,0 +1,102 @@
+#include "core/example.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace perceptron {
+namespace {
+
+// Sparse vectors up to this many entries are checked for repeated indices pairwise, with no
+// allocation; longer ones are sorted in a copy.
+constexpr size_t kPairwiseDuplicateCheck = 64;
+
+absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
+  const size_t n = indices.size();
+  if (n <= kPairwiseDuplicateCheck) {
+    for (size_t i = 1; i < n; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (indices[i] == indices[j]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "features: index ", indices[i], " repeated at positions ", j, " and ", i));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> sorted(n);
+  for (size_t i = 0; i < n; ++i) sorted[i] = {indices[i], static_cast<uint32_t>(i)};
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < n; ++i) {
+    if (sorted[i].first == sorted[i - 1].first) {
+      return absl::InvalidArgumentError(absl::StrCat("features: index ", sorted[i].first,
+                                                     " repeated at positions ",
+                                                     sorted[i - 1].second, " and ",
+                                                     sorted[i].second));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Features Features::Copy(const FeatureView& view) {
+  Features f;
+  f.values.assign(view.values.begin(), view.values.end());
+  f.indices.assign(view.indices.begin(), view.indices.end());
+  f.sparse = view.sparse;
+  return f;
+}
+
+absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension) {
+  if (!x.sparse) {
+    if (x.values.size() != dimension) {
+      return absl::InvalidArgumentError(absl::StrCat("features: dense vector has ",
+                                                     x.values.size(),
+                                                     " values; the model's dimension is ",
+                                                     dimension));
+    }
+  } else {
+    if (x.indices.size() != x.values.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
+                                                     x.indices.size(), " indices but ",
+                                                     x.values.size(), " values"));
+    }
+    if (x.values.size() > dimension) {
+      return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
+                                                     x.values.size(),
+                                                     " entries, more than the dimension ",
+                                                     dimension));
+    }
+    for (size_t i = 0; i < x.indices.size(); ++i) {
+      if (x.indices[i] >= dimension) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("features: index ", x.indices[i], " at position ", i,
+                         " is out of range for dimension ", dimension));
+      }
+    }
+  }
+  double norm_sq = 0;
+  for (size_t i = 0; i < x.values.size(); ++i) {
+    const double v = x.values[i];
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("features: value at position ", i,
+                       x.sparse ? absl::StrCat(" (index ", x.indices[i], ")") : std::string(),
+                       " is ", v, ", not finite"));
+    }
+    norm_sq += v * v;
+  }
+  if (!std::isfinite(norm_sq)) {
+    return absl::InvalidArgumentError("features: squared norm overflows a double");
+  }
+  return x.sparse ? CheckDuplicates(x.indices) : absl::OkStatus();
+}
+
+absl::Status ValidateLabel(int label) {
+  if (label == 1 || label == -1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("label ", label, " must be -1 or +1"));
+}
+
+}  // namespace perceptron

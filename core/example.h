@@ -1,0 +1,60 @@
+// Examples: dense or sparse feature vectors, their validation, and labels (DESIGN.md 4, 6).
+//
+//   std::vector<double> x = {0.5, -1.0, 2.0};
+//   perceptron::FeatureView dense = perceptron::FeatureView::Dense(x);
+//   absl::Status s = perceptron::ValidateFeatures(dense, /*dimension=*/3);
+//
+//   std::vector<uint32_t> idx = {7, 2};
+//   std::vector<double> val = {1.0, 0.25};
+//   perceptron::FeatureView sparse = perceptron::FeatureView::Sparse(idx, val);
+//
+// A FeatureView borrows its arrays; Features owns them. Neither is synchronized.
+#ifndef PERCEPTRON_CORE_EXAMPLE_H_
+#define PERCEPTRON_CORE_EXAMPLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace perceptron {
+
+// A borrowed feature vector. Dense: `values` holds d entries. Sparse: `indices[k]` is the
+// coordinate of `values[k]`; indices are < d, unique, in any order; absent coordinates are 0.
+struct FeatureView {
+  absl::Span<const double> values;
+  absl::Span<const uint32_t> indices;
+  bool sparse = false;
+
+  static FeatureView Dense(absl::Span<const double> values) { return {values, {}, false}; }
+  static FeatureView Sparse(absl::Span<const uint32_t> indices, absl::Span<const double> values) {
+    return {values, indices, true};
+  }
+};
+
+// An owned feature vector, as FeatureView describes.
+struct Features {
+  std::vector<double> values;
+  std::vector<uint32_t> indices;
+  bool sparse = false;
+
+  static Features Copy(const FeatureView& view);
+  FeatureView view() const { return {values, indices, sparse}; }
+  friend bool operator==(const Features& a, const Features& b) {
+    return a.sparse == b.sparse && a.values == b.values && a.indices == b.indices;
+  }
+};
+
+// OK if `x` is a valid example for a model of input dimension `dimension`; otherwise
+// INVALID_ARGUMENT naming the offending position and value: a non-finite value, a dense vector of
+// the wrong length, a sparse index out of range or repeated, mismatched index/value counts, or a
+// squared norm that overflows. Does not check normalizability (see Preparer::Prepare).
+absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension);
+
+// OK if `label` is -1 or +1, else INVALID_ARGUMENT naming it.
+absl::Status ValidateLabel(int label);
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_EXAMPLE_H_

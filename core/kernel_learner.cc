@@ -1,0 +1,190 @@
+#include "core/kernel_learner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace perceptron {
+namespace {
+
+// The query side of a kernel evaluation: raw coordinates of x (scaled later), with sparse inputs
+// sorted once so each stored vector is merged in O(nnz_sv + nnz_x).
+class Query {
+ public:
+  explicit Query(const Prepared& p) : p_(p) {
+    if (p.x.sparse) {
+      sorted_.reserve(p.x.values.size());
+      for (size_t k = 0; k < p.x.values.size(); ++k) {
+        sorted_.emplace_back(p.x.indices[k], p.x.values[k]);
+      }
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+    double sq = 0;
+    for (double v : p.x.values) sq += v * v;
+    sq += p.bias_value * p.bias_value;
+    norm_sq_ = p.scale * p.scale * sq;
+  }
+
+  // x^ . sv
+  double Dot(const SupportVector& sv) const {
+    double s = 0;
+    const size_t n = sv.indices.size();
+    if (!p_.x.sparse) {
+      for (size_t k = 0; k < n; ++k) {
+        const uint32_t i = sv.indices[k];
+        s += sv.values[k] * (i == p_.dimension ? p_.bias_value : p_.x.values[i]);
+      }
+    } else {
+      size_t a = 0, b = 0;
+      while (a < n && b < sorted_.size()) {
+        if (sv.indices[a] < sorted_[b].first) {
+          ++a;
+        } else if (sorted_[b].first < sv.indices[a]) {
+          ++b;
+        } else {
+          s += sv.values[a++] * sorted_[b++].second;
+        }
+      }
+      if (p_.has_bias && n > 0 && sv.indices[n - 1] == p_.dimension) {
+        s += sv.values[n - 1] * p_.bias_value;
+      }
+    }
+    return p_.scale * s;
+  }
+
+  double norm_sq() const { return norm_sq_; }
+
+ private:
+  const Prepared& p_;
+  std::vector<std::pair<uint32_t, double>> sorted_;
+  double norm_sq_;
+};
+
+SupportVector ToSupportVector(const Prepared& p, double coefficient) {
+  SupportVector sv;
+  sv.coefficient = coefficient;
+  std::vector<std::pair<uint32_t, double>> entries;
+  entries.reserve(p.x.values.size() + 1);
+  for (size_t k = 0; k < p.x.values.size(); ++k) {
+    const uint32_t i = p.x.sparse ? p.x.indices[k] : static_cast<uint32_t>(k);
+    if (p.x.values[k] != 0) entries.emplace_back(i, p.scale * p.x.values[k]);
+  }
+  if (p.x.sparse) std::sort(entries.begin(), entries.end());
+  if (p.has_bias) entries.emplace_back(p.dimension, p.scale * p.bias_value);
+  sv.indices.reserve(entries.size());
+  sv.values.reserve(entries.size());
+  for (const auto& [i, v] : entries) {
+    sv.indices.push_back(i);
+    sv.values.push_back(v);
+  }
+  return sv;
+}
+
+}  // namespace
+
+KernelLearner::KernelLearner(const ModelConfig& config)
+    : kernel_(config.kernel),
+      eta_(config.eta),
+      weight_dimension_(config.weight_dimension()),
+      budget_(config.kernel_budget) {}
+
+KernelLearner::Stored KernelLearner::MakeStored(SupportVector sv) {
+  const double norm_sq = DenseDot(sv.values.data(), sv.values.data(), sv.values.size());
+  return {std::move(sv), norm_sq};
+}
+
+double KernelLearner::Kernel(double dot, double a_norm_sq, double b_norm_sq) const {
+  switch (kernel_.type) {
+    case KernelType::kLinear:
+      return dot;
+    case KernelType::kPolynomial: {
+      const double base = dot + kernel_.c0;
+      double r = 1;
+      for (int i = 0; i < kernel_.degree; ++i) r *= base;
+      return r;
+    }
+    case KernelType::kRbf: {
+      const double dist_sq = std::max(0.0, a_norm_sq + b_norm_sq - 2 * dot);
+      return std::exp(-dist_sq / (2 * kernel_.sigma * kernel_.sigma));
+    }
+  }
+  return 0;
+}
+
+double KernelLearner::Score(const Prepared& x) const {
+  if (store_.empty()) return 0;
+  const Query q(x);
+  double f = 0;
+  for (const Stored& s : store_) {
+    f += s.sv.coefficient * Kernel(q.Dot(s.sv), s.norm_sq, q.norm_sq());
+  }
+  return f;
+}
+
+bool KernelLearner::LearnFromScore(const Prepared& x, int y, double f) {
+  if (y * f > 0 || x.norm == 0) return false;
+  store_.push_back(MakeStored(ToSupportVector(x, eta_ * y)));
+  if (store_.size() > budget_) {
+    store_.pop_front();
+    ++dropped_;
+  }
+  return true;
+}
+
+bool KernelLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Score(x)); }
+
+double KernelLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+  const double f = Score(x);
+  *updated = LearnFromScore(x, y, f);
+  return f;
+}
+
+LearnerFigures KernelLearner::figures() const {
+  LearnerFigures f;
+  f.support_vectors = store_.size();
+  f.dropped = dropped_;
+  return f;
+}
+
+LearnerState KernelLearner::ExportState() const {
+  LearnerState state;
+  state.support.reserve(store_.size());
+  for (const Stored& s : store_) state.support.push_back(s.sv);
+  state.dropped = dropped_;
+  return state;
+}
+
+absl::Status KernelLearner::ImportState(LearnerState state) {
+  if (state.support.size() > budget_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", state.support.size(), " support vectors exceed the budget ", budget_));
+  }
+  for (size_t j = 0; j < state.support.size(); ++j) {
+    const SupportVector& sv = state.support[j];
+    if (sv.indices.size() != sv.values.size() || !std::isfinite(sv.coefficient)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state: support vector ", j, " is malformed"));
+    }
+    for (size_t k = 0; k < sv.indices.size(); ++k) {
+      if (sv.indices[k] >= weight_dimension_ || (k > 0 && sv.indices[k] <= sv.indices[k - 1]) ||
+          !std::isfinite(sv.values[k])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "state: support vector ", j, " entry ", k, " (index ", sv.indices[k], ", value ",
+            sv.values[k], ") is out of range, unsorted or not finite"));
+      }
+    }
+  }
+  store_.clear();
+  for (SupportVector& sv : state.support) store_.push_back(MakeStored(std::move(sv)));
+  dropped_ = state.dropped;
+  return absl::OkStatus();
+}
+
+void KernelLearner::Reset() {
+  store_.clear();
+  dropped_ = 0;
+}
+
+}  // namespace perceptron

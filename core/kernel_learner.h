@@ -1,0 +1,47 @@
+// The kernel perceptron in dual form (seed 001 section 1.4). Use MakeLearner. Not thread-safe.
+#ifndef PERCEPTRON_CORE_KERNEL_LEARNER_H_
+#define PERCEPTRON_CORE_KERNEL_LEARNER_H_
+
+#include <deque>
+
+#include "core/learner.h"
+
+namespace perceptron {
+
+// f(x) = sum_j eta y_j k(x^_j, x^) over the stored mistakes x^_j. On y*f(x) <= 0 (f on the
+// current store) the example is stored; past `kernel_budget` the oldest is dropped and counted.
+// Scoring costs O(stored * nnz).
+class KernelLearner : public Learner {
+ public:
+  explicit KernelLearner(const ModelConfig& config);
+
+  double Score(const Prepared& x) const override;
+  bool Learn(const Prepared& x, int y) override;
+  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::Span<const double> weights() const override { return {}; }
+  LearnerFigures figures() const override;
+  LearnerState ExportState() const override;
+  absl::Status ImportState(LearnerState state) override;
+  void Reset() override;
+
+ private:
+  struct Stored {
+    SupportVector sv;
+    double norm_sq;  // ||x^_j||^2, from the stored values
+  };
+
+  double Kernel(double dot, double a_norm_sq, double b_norm_sq) const;
+  bool LearnFromScore(const Prepared& x, int y, double f);
+  static Stored MakeStored(SupportVector sv);
+
+  KernelConfig kernel_;
+  double eta_;
+  uint32_t weight_dimension_;
+  uint64_t budget_;
+  std::deque<Stored> store_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_KERNEL_LEARNER_H_

@@ -1,0 +1,156 @@
+#include "core/linear_learners.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace perceptron {
+
+absl::Status CheckVector(absl::string_view what, const std::vector<double>& v, size_t size) {
+  if (v.size() != size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", what, " has ", v.size(), " values; expected ", size));
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state: ", what, " value ", i, " is ", v[i], ", not finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- ClassicLearner ----
+
+ClassicLearner::ClassicLearner(const ModelConfig& config)
+    : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
+
+bool ClassicLearner::LearnFromScore(const Prepared& x, int y, double s) {
+  // A zero x^ (possible only without bias and normalization) leaves w unchanged: no update.
+  if (y * s > 0 || x.norm == 0) return false;
+  AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  return true;
+}
+
+bool ClassicLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Dot(w_, x)); }
+
+double ClassicLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+  const double s = Dot(w_, x);
+  *updated = LearnFromScore(x, y, s);
+  return s;
+}
+
+LearnerState ClassicLearner::ExportState() const {
+  LearnerState state;
+  state.weights = w_;
+  return state;
+}
+
+absl::Status ClassicLearner::ImportState(LearnerState state) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  w_ = std::move(state.weights);
+  return absl::OkStatus();
+}
+
+void ClassicLearner::Reset() { std::fill(w_.begin(), w_.end(), 0.0); }
+
+// ---- MarginLearner ----
+
+MarginLearner::MarginLearner(const ModelConfig& config)
+    : eta_(config.eta), half_gamma_(*config.gamma / 2), w_(config.weight_dimension(), 0.0) {}
+
+bool MarginLearner::LearnFromScore(const Prepared& x, int y, double s) {
+  if (x.norm == 0) return false;
+  if (norm_sq_ > 0 && y * s > half_gamma_ * std::sqrt(norm_sq_)) return false;
+  // ||w + a x^||^2 = ||w||^2 + 2 a (w . x^) + a^2 ||x^||^2.
+  const double a = eta_ * y;
+  norm_sq_ = std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
+  AddScaled(a, x, absl::MakeSpan(w_));
+  return true;
+}
+
+bool MarginLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Dot(w_, x)); }
+
+double MarginLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+  const double s = Dot(w_, x);
+  *updated = LearnFromScore(x, y, s);
+  return s;
+}
+
+LearnerState MarginLearner::ExportState() const {
+  LearnerState state;
+  state.weights = w_;
+  state.weight_norm_sq = norm_sq_;
+  return state;
+}
+
+absl::Status MarginLearner::ImportState(LearnerState state) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  if (!std::isfinite(state.weight_norm_sq) || state.weight_norm_sq < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: weight_norm_sq ", state.weight_norm_sq, " is not a squared norm"));
+  }
+  w_ = std::move(state.weights);
+  norm_sq_ = state.weight_norm_sq;
+  return absl::OkStatus();
+}
+
+void MarginLearner::Reset() {
+  std::fill(w_.begin(), w_.end(), 0.0);
+  norm_sq_ = 0;
+}
+
+// ---- AveragedLearner ----
+
+AveragedLearner::AveragedLearner(const ModelConfig& config)
+    : ClassicLearner(config), acc_(config.weight_dimension(), 0.0) {}
+
+double AveragedLearner::AverageScore(double w_dot, const Prepared& x) const {
+  if (steps_ == 0) return w_dot;
+  const double n = static_cast<double>(steps_);
+  return ((n + 1) * w_dot - Dot(acc_, x)) / n;
+}
+
+bool AveragedLearner::Step(const Prepared& x, int y, double w_dot) {
+  ++steps_;
+  if (!LearnFromScore(x, y, w_dot)) return false;
+  AddScaled(eta_ * y * static_cast<double>(steps_), x, absl::MakeSpan(acc_));
+  return true;
+}
+
+double AveragedLearner::Score(const Prepared& x) const { return AverageScore(Dot(w_, x), x); }
+
+bool AveragedLearner::Learn(const Prepared& x, int y) { return Step(x, y, Dot(w_, x)); }
+
+double AveragedLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+  const double w_dot = Dot(w_, x);
+  const double score = AverageScore(w_dot, x);
+  *updated = Step(x, y, w_dot);
+  return score;
+}
+
+LearnerState AveragedLearner::ExportState() const {
+  LearnerState state = ClassicLearner::ExportState();
+  state.average_accumulator = acc_;
+  state.average_steps = steps_;
+  return state;
+}
+
+absl::Status AveragedLearner::ImportState(LearnerState state) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(
+      CheckVector("average_accumulator", state.average_accumulator, acc_.size()));
+  w_ = std::move(state.weights);
+  acc_ = std::move(state.average_accumulator);
+  steps_ = state.average_steps;
+  return absl::OkStatus();
+}
+
+void AveragedLearner::Reset() {
+  ClassicLearner::Reset();
+  std::fill(acc_.begin(), acc_.end(), 0.0);
+  steps_ = 0;
+}
+
+}  // namespace perceptron

@@ -1,0 +1,83 @@
+// The primal learners: classic, margin and averaged perceptrons (DESIGN.md 2.3).
+// Use MakeLearner (learner.h) rather than these classes directly. Not thread-safe.
+#ifndef PERCEPTRON_CORE_LINEAR_LEARNERS_H_
+#define PERCEPTRON_CORE_LINEAR_LEARNERS_H_
+
+#include <vector>
+
+#include "core/learner.h"
+
+namespace perceptron {
+
+// w <- w + eta*y*x^ whenever y*(w . x^) <= 0 on the current w.
+class ClassicLearner : public Learner {
+ public:
+  explicit ClassicLearner(const ModelConfig& config);
+
+  double Score(const Prepared& x) const override { return Dot(w_, x); }
+  bool Learn(const Prepared& x, int y) override;
+  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::Span<const double> weights() const override { return w_; }
+  LearnerState ExportState() const override;
+  absl::Status ImportState(LearnerState state) override;
+  void Reset() override;
+
+ protected:
+  // Applies the update for a score s = w . x^ already computed on the current w.
+  bool LearnFromScore(const Prepared& x, int y, double s);
+
+  double eta_;
+  std::vector<double> w_;
+};
+
+// Seed 001 section 1.3: update when w = 0 or y*(w . x^)/||w|| <= gamma/2.
+class MarginLearner : public Learner {
+ public:
+  explicit MarginLearner(const ModelConfig& config);
+
+  double Score(const Prepared& x) const override { return Dot(w_, x); }
+  bool Learn(const Prepared& x, int y) override;
+  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::Span<const double> weights() const override { return w_; }
+  LearnerState ExportState() const override;
+  absl::Status ImportState(LearnerState state) override;
+  void Reset() override;
+
+ private:
+  bool LearnFromScore(const Prepared& x, int y, double s);
+
+  double eta_;
+  double half_gamma_;
+  std::vector<double> w_;
+  double norm_sq_ = 0;  // ||w||^2, kept incrementally in O(nnz) per update
+};
+
+// Learns as classic; scores with the average of w over the labeled examples seen, where w_t is
+// the weight vector after example t. With n examples and updates delta_k made at example t_k,
+//   sum_{t=1..n} w_t = (n+1) w_n - sum_k t_k delta_k,
+// so a second accumulator makes the cost O(nnz) per update and O(nnz) per score.
+class AveragedLearner : public ClassicLearner {
+ public:
+  explicit AveragedLearner(const ModelConfig& config);
+
+  double Score(const Prepared& x) const override;
+  bool Learn(const Prepared& x, int y) override;
+  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  LearnerState ExportState() const override;
+  absl::Status ImportState(LearnerState state) override;
+  void Reset() override;
+
+ private:
+  double AverageScore(double w_dot, const Prepared& x) const;
+  bool Step(const Prepared& x, int y, double w_dot);
+
+  std::vector<double> acc_;
+  uint64_t steps_ = 0;
+};
+
+// INVALID_ARGUMENT unless `v` has `size` finite values; `what` names it in the message.
+absl::Status CheckVector(absl::string_view what, const std::vector<double>& v, size_t size);
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_LINEAR_LEARNERS_H_

@@ -1,0 +1,194 @@
+#include "core/model.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace perceptron {
+namespace {
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+Model::Model(const ModelConfig& config)
+    : config_(config), preparer_(config), learner_(MakeLearner(config)), bound_(config) {}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelConfig& config) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateConfig(config));
+  return std::unique_ptr<Model>(new Model(config));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Create(state.config));
+  PERCEPTRON_RETURN_IF_ERROR(model->learner_->ImportState(std::move(state.learner)));
+  PERCEPTRON_RETURN_IF_ERROR(model->bound_.Restore(state.td_gamma, state.radius));
+  if (state.next_prediction_id == 0) {
+    return absl::InvalidArgumentError("state: next_prediction_id must be >= 1");
+  }
+  for (PendingPrediction& p : state.pending) {
+    if (p.prediction_id == 0 || p.prediction_id >= state.next_prediction_id) {
+      return absl::InvalidArgumentError(absl::StrCat("state: pending prediction id ",
+                                                     p.prediction_id, " is not below ",
+                                                     state.next_prediction_id));
+    }
+    if (!std::isfinite(p.score)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state: pending prediction ", p.prediction_id, " has score ", p.score));
+    }
+    if (absl::Status s = model->ValidateAndPrepare(p.features.view()).status(); !s.ok()) {
+      return Prefixed(absl::StrCat("state: pending prediction ", p.prediction_id, ": "), s);
+    }
+    auto [it, inserted] = model->pending_.try_emplace(
+        p.prediction_id, Pending{std::move(p.features), p.score, p.issued_at});
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state: pending prediction id ", p.prediction_id, " repeated"));
+    }
+  }
+  model->counters_ = state.counters;
+  model->next_prediction_id_ = state.next_prediction_id;
+  return model;
+}
+
+absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateFeatures(x, config_.dimension));
+  return preparer_.Prepare(x);
+}
+
+Outcome Model::Account(const Prepared& x, int label, double score, bool updated) {
+  Outcome o;
+  o.score = score;
+  o.predicted = PredictedLabel(score);
+  o.mistake = label * score <= 0;
+  o.updated = updated;
+  ++counters_.examples;
+  counters_.mistakes += o.mistake;
+  counters_.updates += o.updated;
+  bound_.Observe(x, label);
+  return o;
+}
+
+absl::StatusOr<Prediction> Model::Predict(const FeatureView& x) const {
+  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  const double score = learner_->Score(p);
+  return Prediction{score, PredictedLabel(score)};
+}
+
+absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
+  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  const double score = learner_->Score(p);
+  const uint64_t id = next_prediction_id_++;
+  pending_.emplace(id, Pending{Features::Copy(x), score, now});
+  ++counters_.predictions;
+  return Issued{id, score, PredictedLabel(score)};
+}
+
+absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
+  auto it = pending_.find(prediction_id);
+  if (it == pending_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "prediction ", prediction_id,
+        prediction_id > 0 && prediction_id < next_prediction_id_
+            ? " was already revealed or has expired"
+            : " was never issued by this model"));
+  }
+  // The features were validated and prepared when issued; preparing them again gives the same x^.
+  absl::StatusOr<Prepared> p = preparer_.Prepare(it->second.features.view());
+  if (!p.ok()) return p.status();
+  const bool updated = learner_->Learn(*p, label);
+  const Outcome o = Account(*p, label, it->second.score, updated);
+  pending_.erase(it);
+  return o;
+}
+
+absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
+  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  bool updated = false;
+  const double score = learner_->ScoreAndLearn(p, label, &updated);
+  return Account(p, label, score, updated);
+}
+
+absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
+                                         const TrainOptions& options) {
+  if (options.max_epochs == 0) return absl::InvalidArgumentError("train: max_epochs must be >= 1");
+  std::vector<Prepared> prepared;
+  prepared.reserve(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    absl::Status s = ValidateLabel(data[i].label);
+    absl::StatusOr<Prepared> p = s.ok() ? ValidateAndPrepare(data[i].x) : s;
+    if (!p.ok()) return Prefixed(absl::StrCat("example ", i, ": "), p.status());
+    prepared.push_back(*p);
+  }
+  TrainResult result;
+  while (result.epochs < options.max_epochs && !result.converged) {
+    ++result.epochs;
+    uint64_t epoch_updates = 0;
+    for (size_t i = 0; i < prepared.size(); ++i) {
+      bool updated = false;
+      const double score = learner_->ScoreAndLearn(prepared[i], data[i].label, &updated);
+      const Outcome o = Account(prepared[i], data[i].label, score, updated);
+      result.mistakes += o.mistake;
+      if (updated) {
+        ++epoch_updates;
+        if (options.on_update) options.on_update(result.epochs, i);
+      }
+    }
+    result.updates += epoch_updates;
+    result.converged = epoch_updates == 0;
+  }
+  return result;
+}
+
+size_t Model::ExpirePending(int64_t cutoff) {
+  size_t n = 0;
+  for (auto it = pending_.begin(); it != pending_.end() && it->second.issued_at < cutoff;) {
+    it = pending_.erase(it);
+    ++n;
+  }
+  counters_.expired += n;
+  return n;
+}
+
+void Model::Reset() {
+  learner_->Reset();
+  bound_.Reset();
+  counters_ = Counters();
+  pending_.clear();
+  // Ids stay unique for the model's life, so a stale id from before the reset is never matched.
+}
+
+ModelState Model::ExportState() const {
+  ModelState s;
+  s.config = config_;
+  s.counters = counters_;
+  s.td_gamma = bound_.td_gamma();
+  s.radius = bound_.radius();
+  s.learner = learner_->ExportState();
+  s.next_prediction_id = next_prediction_id_;
+  s.pending.reserve(pending_.size());
+  for (const auto& [id, p] : pending_) {
+    s.pending.push_back({id, p.features, p.score, p.issued_at});
+  }
+  return s;
+}
+
+Stats Model::stats() const {
+  Stats s;
+  s.counters = counters_;
+  s.pending = pending_.size();
+  s.figures = learner_->figures();
+  s.bound = bound_.Report(config_, s.figures);
+  s.gamma = config_.gamma;
+  absl::Span<const double> w = learner_->weights();
+  s.weight_norm = std::sqrt(DenseDot(w.data(), w.data(), w.size()));
+  return s;
+}
+
+}  // namespace perceptron

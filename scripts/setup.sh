@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building and testing the project needs, and nothing else.
+# Safe to run again: packages already present are skipped, and apt is only touched when one is missing.
+# Usage: scripts/setup.sh            (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  # Toolchain.
+  cmake g++ make pkg-config git ca-certificates clang-format
+  # Libraries of core/ and its tests and benchmarks.
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.
+  python3 python3-numpy python3-sklearn
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

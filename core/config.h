@@ -46,6 +46,7 @@ struct KernelConfig {
   double c0 = 1.0;
   // RBF width sigma, finite and > 0. Default: 1.
   double sigma = 1.0;
+  friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
 };
 
 inline constexpr int kMaxPolynomialDegree = 16;
@@ -79,6 +80,7 @@ struct ModelConfig {
 
   // The length of the weight vector: d, plus one with bias.
   uint32_t weight_dimension() const { return dimension + (bias ? 1 : 0); }
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 // OK if `config` describes a valid model, else INVALID_ARGUMENT naming the bad field and value.

@@ -59,6 +59,7 @@ struct ModelState {
   LearnerState learner;
   uint64_t next_prediction_id = 1;
   std::vector<PendingPrediction> pending;  // by increasing prediction_id
+  friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
 struct Prediction {

@@ -1,0 +1,557 @@
+// The model: predict-then-reveal (DESIGN.md 2.2), cyclic training (2.3, seed 002), counters,
+// bad input (6) and rebuilding from state (2.5, 5).
+#include "core/model.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/core/state_bits.h"
+#include "tests/core/streams.h"
+
+namespace perceptron {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::StateBits;
+
+FeatureView D(const std::vector<double>& v) { return FeatureView::Dense(v); }
+
+ModelConfig Plain(uint32_t d) {
+  ModelConfig c;
+  c.dimension = d;
+  c.bias = false;
+  c.normalize = false;
+  return c;
+}
+
+TEST(ModelTest, Seed002CyclicTrainingEndsAtTwoFourAfterFourUpdatesInThreePasses) {
+  auto model = *Model::Create(Plain(2));
+  const std::vector<std::vector<double>> x = {{-2, 0}, {0, -2}, {-2, 2}, {2, 2}};
+  const int y[] = {-1, -1, 1, 1};
+  std::vector<LabeledExample> data;
+  for (int i = 0; i < 4; ++i) data.push_back({D(x[i]), y[i]});
+  std::vector<std::vector<double>> seen;
+  std::vector<std::pair<uint32_t, size_t>> where;
+  TrainOptions options;
+  options.on_update = [&](uint32_t epoch, size_t index) {
+    seen.emplace_back(model->weights().begin(), model->weights().end());
+    where.emplace_back(epoch, index);
+  };
+  absl::StatusOr<TrainResult> r = model->Train(data, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(seen, ElementsAre(ElementsAre(2, 0), ElementsAre(2, 2), ElementsAre(0, 4),
+                                ElementsAre(2, 4)));
+  // Pass 1 updates on the first three points, pass 2 on the first, pass 3 is clean.
+  EXPECT_THAT(where, ElementsAre(std::pair<uint32_t, size_t>(1, 0), std::pair<uint32_t, size_t>(1, 1),
+                                 std::pair<uint32_t, size_t>(1, 2), std::pair<uint32_t, size_t>(2, 0)));
+  EXPECT_EQ(r->updates, 4u);
+  EXPECT_EQ(r->epochs, 3u);
+  EXPECT_TRUE(r->converged);
+  EXPECT_THAT(model->weights(), ElementsAre(2, 4));
+  EXPECT_EQ(model->counters().examples, 12u);
+  EXPECT_EQ(model->counters().updates, 4u);
+}
+
+TEST(ModelTest, TrainStopsAtMaxEpochsOnInseparableData) {
+  auto model = *Model::Create(Plain(1));
+  const std::vector<double> a = {1};
+  const std::vector<LabeledExample> data = {{D(a), 1}, {D(a), -1}};
+  TrainOptions options;
+  options.max_epochs = 7;
+  absl::StatusOr<TrainResult> r = model->Train(data, options);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->epochs, 7u);
+  EXPECT_FALSE(r->converged);
+  EXPECT_EQ(r->updates, 14u);
+}
+
+TEST(ModelTest, FirstExampleIsAlwaysAMistakeAndTiesPredictPlusOne) {
+  auto model = *Model::Create(ModelConfig{.dimension = 3});
+  absl::StatusOr<Prediction> p = model->Predict(D({1, 2, 3}));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->score, 0);
+  EXPECT_EQ(p->label, 1);
+  absl::StatusOr<Outcome> o = model->Learn(D({1, 2, 3}), 1);
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->mistake);  // y * 0 <= 0, although the label +1 was predicted
+  EXPECT_TRUE(o->updated);
+  EXPECT_EQ(o->predicted, 1);
+}
+
+TEST(ModelTest, BiasAndNormalizationPrepareAsDesigned) {
+  ModelConfig c;
+  c.dimension = 2;
+  c.bias_constant = 2;
+  auto model = *Model::Create(c);
+  ASSERT_TRUE(model->Learn(D({3, 6}), 1).ok());
+  // x^ = [3, 6, 2] / 7.
+  EXPECT_THAT(model->weights(), ElementsAre(3.0 / 7, 6.0 / 7, 2.0 / 7));
+  EXPECT_EQ(model->stats().bound.radius, 1.0);
+}
+
+TEST(ModelTest, DelayedRevealIsJudgedOnTheIssuedScoreAndLearnsOnCurrentWeights) {
+  auto model = *Model::Create(Plain(2));
+  // Issued at w = 0: score 0, a mistake whatever the label.
+  absl::StatusOr<Issued> early = model->Issue(D({1, 0}), 0);
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->score, 0);
+  ASSERT_TRUE(model->Learn(D({1, 0}), 1).ok());  // w = (1, 0)
+  // Issued now: score 1, correct for +1.
+  absl::StatusOr<Issued> late = model->Issue(D({1, 1}), 0);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->score, 1);
+  ASSERT_TRUE(model->Learn(D({3, 0}), -1).ok());  // w = (1,0) - (3,0) = (-2, 0)
+
+  // The early prediction: a mistake (issued score 0), but on the current w = (-2, 0) the label -1
+  // gives y*(w.x) = 2 > 0, so no update.
+  absl::StatusOr<Outcome> a = model->Reveal(early->prediction_id, -1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->mistake);
+  EXPECT_FALSE(a->updated);
+  EXPECT_EQ(a->score, 0);
+  // The late one: issued score 1 was right for +1, but current w gives -2: update, no mistake.
+  absl::StatusOr<Outcome> b = model->Reveal(late->prediction_id, 1);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->mistake);
+  EXPECT_TRUE(b->updated);
+  EXPECT_THAT(model->weights(), ElementsAre(-1, 1));
+  EXPECT_EQ(model->counters(), (Counters{.examples = 4, .mistakes = 3, .updates = 3,
+                                         .predictions = 2, .expired = 0}));
+}
+
+TEST(ModelTest, OutOfOrderRevealsMatchAReferenceThatAppliesLabelsInRevealOrder) {
+  // Reference: for classic, revealing in some order is learning the issued examples in that
+  // order, except that mistakes are judged on the issued scores.
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 50; ++trial) {
+    ModelConfig c;
+    c.dimension = 4;
+    auto model = *Model::Create(c);
+    auto reference = *Model::Create(c);
+    std::vector<std::vector<double>> xs(40, std::vector<double>(4));
+    std::vector<int> ys(40);
+    std::vector<Issued> issued;
+    for (int i = 0; i < 40; ++i) {
+      for (double& v : xs[i]) v = normal(rng);
+      ys[i] = normal(rng) > 0 ? 1 : -1;
+      issued.push_back(*model->Issue(D(xs[i]), i));
+      EXPECT_EQ(issued.back().prediction_id, static_cast<uint64_t>(i + 1));
+    }
+    std::vector<int> order(40);
+    for (int i = 0; i < 40; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    uint64_t mistakes = 0;
+    for (int i : order) {
+      absl::StatusOr<Outcome> o = model->Reveal(issued[i].prediction_id, ys[i]);
+      ASSERT_TRUE(o.ok()) << o.status();
+      EXPECT_EQ(o->mistake, ys[i] * issued[i].score <= 0);
+      mistakes += o->mistake;
+      absl::StatusOr<Outcome> r = reference->Learn(D(xs[i]), ys[i]);
+      EXPECT_EQ(o->updated, r->updated);
+    }
+    const std::vector<double> w(model->weights().begin(), model->weights().end());
+    const std::vector<double> r(reference->weights().begin(), reference->weights().end());
+    EXPECT_EQ(testing::Bits().Add(w).str(), testing::Bits().Add(r).str());
+    EXPECT_EQ(model->counters().mistakes, mistakes);
+    EXPECT_EQ(model->pending_count(), 0u);
+  }
+}
+
+TEST(ModelTest, RevealErrorsNameTheIdAndChangeNothing) {
+  auto model = *Model::Create(ModelConfig{.dimension = 2});
+  Issued i = *model->Issue(D({1, 2}), 0);
+  const std::string before = StateBits(model->ExportState());
+  absl::Status s = model->Reveal(i.prediction_id, 0).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("label 0"));
+  s = model->Reveal(99, 1).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("prediction 99 was never issued"));
+  EXPECT_EQ(StateBits(model->ExportState()), before);
+  ASSERT_TRUE(model->Reveal(i.prediction_id, 1).ok());
+  const std::string after = StateBits(model->ExportState());
+  s = model->Reveal(i.prediction_id, 1).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("already revealed or has expired"));
+  EXPECT_EQ(StateBits(model->ExportState()), after);
+}
+
+TEST(ModelTest, ExpiredPredictionsAreCountedAndCannotBeRevealed) {
+  auto model = *Model::Create(ModelConfig{.dimension = 1});
+  Issued a = *model->Issue(D({1}), 10);
+  Issued b = *model->Issue(D({2}), 20);
+  Issued c = *model->Issue(D({3}), 30);
+  EXPECT_EQ(model->ExpirePending(25), 2u);
+  EXPECT_EQ(model->counters().expired, 2u);
+  EXPECT_EQ(model->pending_count(), 1u);
+  EXPECT_EQ(model->Reveal(a.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model->Reveal(b.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(model->Reveal(c.prediction_id, 1).ok());
+  EXPECT_EQ(model->stats().pending, 0u);
+}
+
+TEST(ModelTest, ResetZeroesStateKeepsConfigAndNeverReusesIds) {
+  ModelConfig c;
+  c.dimension = 2;
+  c.algorithm = Algorithm::kAveraged;
+  c.gamma = 0.1;
+  c.comparator = {1, 0};
+  auto model = *Model::Create(c);
+  Issued first = *model->Issue(D({1, 1}), 0);
+  ASSERT_TRUE(model->Learn(D({1, 1}), -1).ok());
+  model->Reset();
+  const Stats st = model->stats();
+  EXPECT_EQ(st.counters, Counters());
+  EXPECT_EQ(st.pending, 0u);
+  EXPECT_EQ(st.bound.td_gamma, 0);
+  EXPECT_EQ(st.weight_norm, 0);
+  EXPECT_EQ(model->config(), c);
+  EXPECT_EQ(model->Reveal(first.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_GT(model->Issue(D({1, 1}), 0)->prediction_id, first.prediction_id);
+}
+
+// ---- Bad input: INVALID_ARGUMENT naming the problem, and the model unchanged. ----
+
+struct BadCase {
+  std::string name;
+  FeatureView x;
+  int label;
+  std::string message;
+};
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelConfig c;
+    c.dimension = 3;
+    c.bias = false;
+    c.gamma = 0.2;
+    c.comparator = {1, 1, 1};
+    model_ = *Model::Create(c);
+    ASSERT_TRUE(model_->Learn(D({1, -1, 0.5}), 1).ok());
+    pending_ = model_->Issue(D({0.5, 0.5, 0.5}), 0)->prediction_id;
+  }
+  std::unique_ptr<Model> model_;
+  uint64_t pending_ = 0;
+};
+
+TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  static const std::vector<double> v_nan = {1, nan, 0}, v_inf = {inf, 0, 0}, v_ninf = {0, 0, -inf};
+  static const std::vector<double> short_v = {1, 2}, long_v = {1, 2, 3, 4}, zero = {0, 0, 0};
+  static const std::vector<double> huge = {1e200, 1e200, 1};
+  static const std::vector<uint32_t> idx_out = {0, 3}, idx_dup = {2, 0, 2}, idx_ok = {0, 1};
+  static const std::vector<double> val2 = {1, 2}, val3 = {1, 2, 3}, sp_nan = {1, nan};
+  const std::vector<double> ok = {1, 2, 3};
+  const std::vector<BadCase> cases = {
+      {"nan", D(v_nan), 1, "position 1 is nan, not finite"},
+      {"inf", D(v_inf), 1, "position 0 is inf, not finite"},
+      {"-inf", D(v_ninf), 1, "position 2 is -inf, not finite"},
+      {"short", D(short_v), 1, "dense vector has 2 values; the model's dimension is 3"},
+      {"long", D(long_v), 1, "dense vector has 4 values; the model's dimension is 3"},
+      {"zero", D(zero), 1, "is zero and cannot be normalized"},
+      {"overflow", D(huge), 1, "squared norm overflows"},
+      {"index out of range", FeatureView::Sparse(idx_out, val2), 1,
+       "index 3 at position 1 is out of range for dimension 3"},
+      {"duplicate index", FeatureView::Sparse(idx_dup, val3), 1,
+       "index 2 repeated at positions 0 and 2"},
+      {"count mismatch", FeatureView::Sparse(idx_ok, val3), 1, "has 2 indices but 3 values"},
+      {"sparse nan", FeatureView::Sparse(idx_ok, sp_nan), 1, "position 1 (index 1) is nan"},
+      {"label 0", D(ok), 0, "label 0 must be -1 or +1"},
+      {"label 2", D(ok), 2, "label 2 must be -1 or +1"},
+      {"label -3", D(ok), -3, "label -3 must be -1 or +1"},
+  };
+  const std::string before = StateBits(model_->ExportState());
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const bool label_case = c.label != 1;
+    absl::Status learn = model_->Learn(c.x, c.label).status();
+    EXPECT_EQ(learn.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(learn.message()), HasSubstr(c.message));
+    if (!label_case) {
+      absl::Status issue = model_->Issue(c.x, 0).status();
+      EXPECT_EQ(issue.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(issue.message()), HasSubstr(c.message));
+      absl::Status predict = model_->Predict(c.x).status();
+      EXPECT_EQ(predict.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(predict.message()), HasSubstr(c.message));
+    }
+    // In a training set, the error names the example's index and nothing is learned.
+    const std::vector<LabeledExample> data = {{D(ok), 1}, {D(ok), -1}, {c.x, c.label}};
+    absl::Status train = model_->Train(data).status();
+    EXPECT_EQ(train.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(train.message()), HasSubstr("example 2: "));
+    EXPECT_THAT(std::string(train.message()), HasSubstr(c.message));
+    EXPECT_EQ(StateBits(model_->ExportState()), before);
+  }
+  // A long sparse vector (checked by sorting) with a duplicate far apart.
+  ModelConfig big;
+  big.dimension = 1000;
+  auto wide = *Model::Create(big);
+  std::vector<uint32_t> idx(100);
+  std::vector<double> val(100, 1.0);
+  for (uint32_t i = 0; i < 100; ++i) idx[i] = 7 * i;
+  idx[90] = idx[5];
+  absl::Status s = wide->Learn(FeatureView::Sparse(idx, val), 1).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("index 35 repeated at positions 5 and 90"));
+  EXPECT_EQ(wide->counters(), Counters());
+}
+
+TEST(ModelTest, ZeroExampleWithoutNormalizationIsAMistakeButNoUpdate) {
+  auto model = *Model::Create(Plain(2));
+  absl::StatusOr<Outcome> o = model->Learn(D({0, 0}), 1);
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->mistake);
+  EXPECT_FALSE(o->updated);
+  EXPECT_EQ(model->counters().updates, 0u);
+}
+
+TEST(ModelTest, CreateRejectsBadConfigs) {
+  struct Case {
+    ModelConfig config;
+    std::string message;
+  };
+  auto with = [](auto edit) {
+    ModelConfig c;
+    c.dimension = 3;
+    edit(c);
+    return c;
+  };
+  const std::vector<Case> cases = {
+      {with([](ModelConfig& c) { c.dimension = 0; }), "dimension 0 is out of range"},
+      {with([](ModelConfig& c) { c.dimension = kMaxDimension + 1; }), "is out of range"},
+      {with([](ModelConfig& c) { c.eta = 0; }), "eta 0 must be finite and > 0"},
+      {with([](ModelConfig& c) { c.eta = NAN; }), "eta nan"},
+      {with([](ModelConfig& c) { c.gamma = 0; }), "gamma 0 must be finite and > 0"},
+      {with([](ModelConfig& c) { c.gamma = -1; }), "gamma -1"},
+      {with([](ModelConfig& c) { c.bias_constant = 0; }), "bias_constant 0"},
+      {with([](ModelConfig& c) { c.algorithm = Algorithm::kMargin; }), "gamma is required"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kMargin;
+         c.gamma = 0.1;
+         c.normalize = false;
+       }),
+       "normalize must be on"},
+      {with([](ModelConfig& c) {
+         c.gamma = 0.1;
+         c.comparator = {1, 2};
+       }),
+       "comparator has 2 values; expected 3 or 4"},
+      {with([](ModelConfig& c) {
+         c.gamma = 0.1;
+         c.comparator = {0, 0, 0};
+       }),
+       "comparator is zero"},
+      {with([](ModelConfig& c) {
+         c.gamma = 0.1;
+         c.comparator = {0, INFINITY, 0};
+       }),
+       "comparator value 1 is inf"},
+      {with([](ModelConfig& c) { c.comparator = {1, 0, 0}; }), "gamma is required with a comparator"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kKernel;
+         c.kernel_budget = 0;
+       }),
+       "kernel_budget must be >= 1"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kKernel;
+         c.kernel.type = KernelType::kRbf;
+         c.kernel.sigma = 0;
+       }),
+       "kernel.sigma 0"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kKernel;
+         c.kernel.type = KernelType::kPolynomial;
+         c.kernel.degree = 0;
+       }),
+       "kernel.degree 0 is out of range"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kVoted;
+         c.max_voted_vectors = 0;
+       }),
+       "max_voted_vectors must be >= 1"},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = Model::Create(c.config).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+}
+
+// ---- Rebuilding from state continues bit-identically. ----
+
+struct Variant {
+  std::string name;
+  ModelConfig config;
+};
+
+std::vector<Variant> Variants(uint32_t d) {
+  std::vector<Variant> v;
+  auto add = [&](std::string name, auto edit) {
+    ModelConfig c;
+    c.dimension = d;
+    c.gamma = 0.05;
+    c.comparator.assign(d, 1.0);
+    edit(c);
+    v.push_back({std::move(name), c});
+  };
+  add("classic", [](ModelConfig&) {});
+  add("classic-raw", [](ModelConfig& c) {
+    c.normalize = false;
+    c.eta = 0.3;
+  });
+  add("margin", [](ModelConfig& c) { c.algorithm = Algorithm::kMargin; });
+  add("averaged", [](ModelConfig& c) { c.algorithm = Algorithm::kAveraged; });
+  add("voted", [](ModelConfig& c) {
+    c.algorithm = Algorithm::kVoted;
+    c.max_voted_vectors = 5;
+  });
+  add("kernel-linear", [](ModelConfig& c) { c.algorithm = Algorithm::kKernel; });
+  add("kernel-poly", [](ModelConfig& c) {
+    c.algorithm = Algorithm::kKernel;
+    c.kernel.type = KernelType::kPolynomial;
+    c.kernel.degree = 3;
+    c.kernel_budget = 20;
+  });
+  add("kernel-rbf", [](ModelConfig& c) {
+    c.algorithm = Algorithm::kKernel;
+    c.kernel.type = KernelType::kRbf;
+    c.kernel.sigma = 0.7;
+    c.kernel_budget = 15;
+  });
+  return v;
+}
+
+// Drives a model with a mix of labeled examples, issued predictions and out-of-order reveals.
+class Driver {
+ public:
+  Driver(uint32_t d, bool sparse, uint64_t seed) : d_(d), sparse_(sparse), rng_(seed) {}
+
+  void Step(Model& m, std::vector<Issued>* open) {
+    std::uniform_int_distribution<int> action(0, 9);
+    const int a = action(rng_);
+    if (a < 2 && !open->empty()) {
+      std::uniform_int_distribution<size_t> which(0, open->size() - 1);
+      const size_t k = which(rng_);
+      const int label = (*open)[k].prediction_id % 3 == 0 ? -1 : 1;
+      ASSERT_TRUE(m.Reveal((*open)[k].prediction_id, label).ok());
+      open->erase(open->begin() + k);
+      return;
+    }
+    Draw();
+    const FeatureView x = sparse_ ? FeatureView::Sparse(idx_, val_) : FeatureView::Dense(val_);
+    if (a < 4) {
+      open->push_back(*m.Issue(x, 0));
+    } else {
+      ASSERT_TRUE(m.Learn(x, label_).ok());
+    }
+  }
+
+ private:
+  void Draw() {
+    std::normal_distribution<double> normal;
+    idx_.clear();
+    val_.clear();
+    if (sparse_) {
+      for (uint32_t i = 0; i < d_; ++i) {
+        if (rng_() % 4 == 0) idx_.push_back(i);
+      }
+      std::shuffle(idx_.begin(), idx_.end(), rng_);
+      if (idx_.empty()) idx_.push_back(0);
+      for (size_t k = 0; k < idx_.size(); ++k) val_.push_back(normal(rng_));
+    } else {
+      for (uint32_t i = 0; i < d_; ++i) val_.push_back(normal(rng_));
+    }
+    double s = 0;
+    for (size_t k = 0; k < val_.size(); ++k) s += (sparse_ ? idx_[k] % 2 : k % 2) ? val_[k] : -val_[k];
+    label_ = (s > 0) == (rng_() % 10 != 0) ? 1 : -1;  // a separable rule with 10% noise
+  }
+
+  uint32_t d_;
+  bool sparse_;
+  std::mt19937_64 rng_;
+  std::vector<uint32_t> idx_;
+  std::vector<double> val_;
+  int label_ = 1;
+};
+
+TEST(ModelTest, RebuildingFromStateContinuesBitIdenticallyForEveryAlgorithm) {
+  for (bool sparse : {false, true}) {
+    for (const Variant& v : Variants(12)) {
+      SCOPED_TRACE(v.name + (sparse ? " sparse" : " dense"));
+      auto straight = *Model::Create(v.config);
+      auto first = *Model::Create(v.config);
+      Driver a(12, sparse, 99), b(12, sparse, 99);
+      std::vector<Issued> open_a, open_b;
+      for (int i = 0; i < 300; ++i) a.Step(*straight, &open_a);
+      for (int i = 0; i < 300; ++i) b.Step(*first, &open_b);
+      const ModelState saved = first->ExportState();
+      first.reset();
+      absl::StatusOr<std::unique_ptr<Model>> rebuilt = Model::FromState(saved);
+      ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+      EXPECT_EQ(StateBits((*rebuilt)->ExportState()), StateBits(saved));
+      EXPECT_TRUE((*rebuilt)->ExportState() == saved);
+      for (int i = 0; i < 300; ++i) a.Step(*straight, &open_a);
+      for (int i = 0; i < 300; ++i) b.Step(**rebuilt, &open_b);
+      const ModelState x = straight->ExportState(), y = (*rebuilt)->ExportState();
+      EXPECT_EQ(StateBits(x), StateBits(y));
+      EXPECT_GT(x.counters.updates, 0u);
+      EXPECT_GT(x.counters.predictions, 0u);
+    }
+  }
+}
+
+TEST(ModelTest, ReplayingTheSameExamplesGivesBitIdenticalWeights) {
+  for (const Variant& v : Variants(6)) {
+    auto m1 = *Model::Create(v.config);
+    auto m2 = *Model::Create(v.config);
+    Driver a(6, false, 5), b(6, false, 5);
+    std::vector<Issued> oa, ob;
+    for (int i = 0; i < 500; ++i) a.Step(*m1, &oa), b.Step(*m2, &ob);
+    EXPECT_EQ(StateBits(m1->ExportState()), StateBits(m2->ExportState())) << v.name;
+  }
+}
+
+TEST(ModelTest, FromStateRejectsInconsistentStateNamingTheField) {
+  ModelConfig c;
+  c.dimension = 3;
+  auto model = *Model::Create(c);
+  ASSERT_TRUE(model->Learn(D({1, 2, 3}), 1).ok());
+  model->Issue(D({1, 1, 1}), 0).IgnoreError();
+  const ModelState good = model->ExportState();
+  struct Case {
+    std::string name;
+    std::function<void(ModelState&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"bad config", [](ModelState& s) { s.config.dimension = 0; }, "dimension 0"},
+      {"short weights", [](ModelState& s) { s.learner.weights.pop_back(); },
+       "weights has 3 values; expected 4"},
+      {"nan weight", [](ModelState& s) { s.learner.weights[1] = NAN; }, "weights value 1 is nan"},
+      {"negative td", [](ModelState& s) { s.td_gamma = -1; }, "td_gamma -1"},
+      {"future id", [](ModelState& s) { s.pending[0].prediction_id = 50; },
+       "pending prediction id 50 is not below"},
+      {"bad pending features", [](ModelState& s) { s.pending[0].features.values.pop_back(); },
+       "pending prediction 1: features: dense vector has 2 values"},
+      {"zero next id", [](ModelState& s) { s.next_prediction_id = 0; }, "next_prediction_id"},
+  };
+  for (const Case& k : cases) {
+    ModelState s = good;
+    k.edit(s);
+    absl::Status st = Model::FromState(s).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << k.name;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(k.message)) << k.name;
+  }
+  EXPECT_TRUE(Model::FromState(good).ok());
+}
+
+}  // namespace
+}  // namespace perceptron

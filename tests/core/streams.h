@@ -77,6 +77,24 @@ inline Stream MakeStream(const StreamSpec& spec) {
   return s;
 }
 
+// x^ computed directly from DESIGN.md 2.1, independently of Preparer: for naive references.
+inline std::vector<double> Augmented(const std::vector<double>& x, const ModelConfig& c) {
+  std::vector<double> a = x;
+  if (c.bias) a.push_back(c.bias_constant);
+  if (c.normalize) {
+    double n2 = 0;
+    for (double v : a) n2 += v * v;
+    for (double& v : a) v /= std::sqrt(n2);
+  }
+  return a;
+}
+
+inline double NaiveDot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
 }  // namespace perceptron::testing
 
 #endif  // PERCEPTRON_TESTS_CORE_STREAMS_H_

@@ -1,0 +1,73 @@
+#include "core/example.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace perceptron {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(ExampleTest, ValidDenseAndSparseVectorsPass) {
+  const std::vector<double> dense = {0, -1.5, 2};
+  EXPECT_TRUE(ValidateFeatures(FeatureView::Dense(dense), 3).ok());
+  const std::vector<uint32_t> idx = {9, 0, 4};
+  const std::vector<double> val = {1, 2, 3};
+  EXPECT_TRUE(ValidateFeatures(FeatureView::Sparse(idx, val), 10).ok());
+  EXPECT_TRUE(ValidateFeatures(FeatureView::Sparse({}, {}), 10).ok());  // all zeros
+}
+
+TEST(ExampleTest, EachProblemIsNamed) {
+  const std::vector<double> nan = {1, NAN}, two = {1, 2}, big = {1e300, 1e300};
+  const std::vector<uint32_t> out = {0, 5}, dup = {1, 1};
+  absl::Status s = ValidateFeatures(FeatureView::Dense(nan), 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("position 1 is nan"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Dense(two), 3)),
+              HasSubstr("dense vector has 2 values; the model's dimension is 3"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(out, two), 5)),
+              HasSubstr("index 5 at position 1 is out of range for dimension 5"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(dup, two), 5)),
+              HasSubstr("index 1 repeated at positions 0 and 1"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(out, nan), 9)),
+              HasSubstr("position 1 (index 5) is nan"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Dense(big), 2)),
+              HasSubstr("squared norm overflows"));
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(dup, {}), 5)),
+              HasSubstr("2 indices but 0 values"));
+}
+
+TEST(ExampleTest, LongSparseVectorsAreCheckedForDuplicatesBySorting) {
+  std::vector<uint32_t> idx(1000);
+  std::vector<double> val(1000, 1.0);
+  for (uint32_t i = 0; i < 1000; ++i) idx[i] = 999 - i;
+  EXPECT_TRUE(ValidateFeatures(FeatureView::Sparse(idx, val), 1000).ok());
+  idx[700] = idx[3];
+  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(idx, val), 1000)),
+              HasSubstr("index 996 repeated at positions 3 and 700"));
+}
+
+TEST(ExampleTest, LabelsMustBePlusOrMinusOne) {
+  EXPECT_TRUE(ValidateLabel(1).ok());
+  EXPECT_TRUE(ValidateLabel(-1).ok());
+  EXPECT_EQ(ValidateLabel(0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(ValidateLabel(2)), HasSubstr("label 2 must be -1 or +1"));
+}
+
+TEST(ExampleTest, FeaturesCopyOwnsItsData) {
+  std::vector<uint32_t> idx = {3};
+  std::vector<double> val = {4};
+  const Features f = Features::Copy(FeatureView::Sparse(idx, val));
+  idx[0] = 0;
+  val[0] = 0;
+  EXPECT_TRUE(f.sparse);
+  EXPECT_EQ(f.indices, std::vector<uint32_t>{3});
+  EXPECT_EQ(f.values, std::vector<double>{4});
+}
+
+}  // namespace
+}  // namespace perceptron

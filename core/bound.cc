@@ -15,7 +15,8 @@ BoundTracker::BoundTracker(const ModelConfig& config) {
   for (double& v : u_) v /= norm;
 }
 
-BoundReport BoundTracker::Report(const ModelConfig& config, const LearnerFigures& figures) const {
+BoundReport BoundTracker::Report(const ModelConfig& config,
+                                 const LearnerFigures& figures) const {
   BoundReport r;
   r.radius = radius_;
   if (u_.empty()) return r;
@@ -35,7 +36,8 @@ BoundReport BoundTracker::Report(const ModelConfig& config, const LearnerFigures
       r.bound = r.bound_available ? 8 / (g * g) : 0;
       break;
     case Algorithm::kKernel:
-      r.bound_available = config.kernel.type == KernelType::kLinear && figures.dropped == 0;
+      r.bound_available =
+          config.kernel.type == KernelType::kLinear && figures.dropped == 0;
       r.bound = r.bound_available ? classic : 0;
       break;
   }
@@ -43,9 +45,11 @@ BoundReport BoundTracker::Report(const ModelConfig& config, const LearnerFigures
 }
 
 absl::Status BoundTracker::Restore(double td_gamma, double radius) {
-  if (!std::isfinite(td_gamma) || td_gamma < 0 || !std::isfinite(radius) || radius < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("state: td_gamma ", td_gamma, " or radius ",
-                                                   radius, " is not finite and >= 0"));
+  if (!std::isfinite(td_gamma) || td_gamma < 0 || !std::isfinite(radius) ||
+      radius < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("state: td_gamma ", td_gamma,
+                                                   " or radius ", radius,
+                                                   " is not finite and >= 0"));
   }
   td_gamma_ = td_gamma;
   radius_ = radius;

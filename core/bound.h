@@ -1,9 +1,9 @@
 // The comparator, TD_gamma, the radius R and the mistake bound (DESIGN.md 2.4).
 //
 //   perceptron::BoundTracker tracker(config);
-//   tracker.Observe(prepared, label);        // once per labeled example, O(nnz)
-//   perceptron::BoundReport r = tracker.Report(config.algorithm, figures);
-//   if (r.bound_available) { ... r.bound ... }
+//   tracker.Observe(prepared, label);        // once per labeled example,
+//   O(nnz) perceptron::BoundReport r = tracker.Report(config.algorithm,
+//   figures); if (r.bound_available) { ... r.bound ... }
 //
 // Not thread-safe.
 #ifndef PERCEPTRON_CORE_BOUND_H_
@@ -22,14 +22,18 @@ struct BoundReport {
   // TD_gamma = sum_t max(0, gamma - y_t (u . x^_t)); only with a comparator.
   bool td_available = false;
   double td_gamma = 0;
-  // R = max_t ||x^_t|| over labeled examples (exactly 1 when normalized; 0 before any).
+  // R = max_t ||x^_t|| over labeled examples (exactly 1 when normalized; 0
+  // before any).
   double radius = 0;
-  // The algorithm's bound on its updates, when the theory gives one for this model:
+  // The algorithm's bound on its updates, when the theory gives one for this
+  // model:
   //   classic, averaged, voted, and a linear kernel that dropped nothing:
   //       (R/gamma)^2 + 2 TD_gamma/gamma;
-  //   margin: 8/gamma^2, only while TD_gamma == 0 (the stream so far is separable by u with
+  //   margin: 8/gamma^2, only while TD_gamma == 0 (the stream so far is
+  //   separable by u with
   //       margin gamma);
-  //   polynomial and rbf kernels: none (the comparator lives in the input space, not the
+  //   polynomial and rbf kernels: none (the comparator lives in the input
+  //   space, not the
   //       kernel's).
   // Without a comparator it is never available (and never reported as 0).
   bool bound_available = false;
@@ -38,8 +42,9 @@ struct BoundReport {
 
 class BoundTracker {
  public:
-  // `config` must have passed ValidateConfig. The comparator is scaled to unit length and, when
-  // it has d entries and the model a bias, extended with a 0 for the bias coordinate.
+  // `config` must have passed ValidateConfig. The comparator is scaled to unit
+  // length and, when it has d entries and the model a bias, extended with a 0
+  // for the bias coordinate.
   explicit BoundTracker(const ModelConfig& config);
 
   // Accounts one labeled example.
@@ -51,7 +56,8 @@ class BoundTracker {
     }
   }
 
-  BoundReport Report(const ModelConfig& config, const LearnerFigures& figures) const;
+  BoundReport Report(const ModelConfig& config,
+                     const LearnerFigures& figures) const;
 
   // The unit comparator (weight dimension entries), empty without one.
   const std::vector<double>& comparator() const { return u_; }

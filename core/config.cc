@@ -17,21 +17,26 @@ absl::Status ValidateComparator(const ModelConfig& config) {
   const std::vector<double>& u = config.comparator;
   if (u.empty()) return absl::OkStatus();
   if (u.size() != config.dimension && u.size() != config.weight_dimension()) {
-    return Invalid("comparator",
-                   absl::StrCat("has ", u.size(), " values; expected ", config.dimension,
-                                config.bias ? absl::StrCat(" or ", config.weight_dimension())
-                                            : std::string()));
+    return Invalid(
+        "comparator",
+        absl::StrCat("has ", u.size(), " values; expected ", config.dimension,
+                     config.bias
+                         ? absl::StrCat(" or ", config.weight_dimension())
+                         : std::string()));
   }
   double norm_sq = 0;
   for (size_t i = 0; i < u.size(); ++i) {
     if (!std::isfinite(u[i])) {
-      return Invalid("comparator", absl::StrCat("value ", i, " is ", u[i], ", not finite"));
+      return Invalid("comparator",
+                     absl::StrCat("value ", i, " is ", u[i], ", not finite"));
     }
     norm_sq += u[i] * u[i];
   }
-  if (norm_sq == 0) return Invalid("comparator", "is zero and cannot be scaled to unit length");
+  if (norm_sq == 0)
+    return Invalid("comparator", "is zero and cannot be scaled to unit length");
   if (!std::isfinite(norm_sq)) return Invalid("comparator", "norm overflows");
-  if (!config.gamma.has_value()) return Invalid("gamma", "is required with a comparator");
+  if (!config.gamma.has_value())
+    return Invalid("gamma", "is required with a comparator");
   return absl::OkStatus();
 }
 
@@ -43,15 +48,18 @@ absl::Status ValidateKernel(const ModelConfig& config) {
     case KernelType::kPolynomial:
       if (k.degree < 1 || k.degree > kMaxPolynomialDegree) {
         return Invalid("kernel.degree",
-                       absl::StrCat(k.degree, " is out of range 1..", kMaxPolynomialDegree));
+                       absl::StrCat(k.degree, " is out of range 1..",
+                                    kMaxPolynomialDegree));
       }
       if (!std::isfinite(k.c0) || k.c0 < 0) {
-        return Invalid("kernel.c0", absl::StrCat(k.c0, " must be finite and >= 0"));
+        return Invalid("kernel.c0",
+                       absl::StrCat(k.c0, " must be finite and >= 0"));
       }
       return absl::OkStatus();
     case KernelType::kRbf:
       if (!PositiveFinite(k.sigma)) {
-        return Invalid("kernel.sigma", absl::StrCat(k.sigma, " must be finite and > 0"));
+        return Invalid("kernel.sigma",
+                       absl::StrCat(k.sigma, " must be finite and > 0"));
       }
       return absl::OkStatus();
   }
@@ -62,37 +70,44 @@ absl::Status ValidateKernel(const ModelConfig& config) {
 
 absl::Status ValidateConfig(const ModelConfig& config) {
   if (config.dimension == 0 || config.dimension > kMaxDimension) {
-    return Invalid("dimension",
-                   absl::StrCat(config.dimension, " is out of range 1..", kMaxDimension));
+    return Invalid(
+        "dimension",
+        absl::StrCat(config.dimension, " is out of range 1..", kMaxDimension));
   }
   if (!PositiveFinite(config.eta)) {
     return Invalid("eta", absl::StrCat(config.eta, " must be finite and > 0"));
   }
   if (config.bias && !PositiveFinite(config.bias_constant)) {
-    return Invalid("bias_constant",
-                   absl::StrCat(config.bias_constant, " must be finite and > 0"));
+    return Invalid("bias_constant", absl::StrCat(config.bias_constant,
+                                                 " must be finite and > 0"));
   }
   if (config.gamma.has_value() && !PositiveFinite(*config.gamma)) {
-    return Invalid("gamma", absl::StrCat(*config.gamma, " must be finite and > 0"));
+    return Invalid("gamma",
+                   absl::StrCat(*config.gamma, " must be finite and > 0"));
   }
   switch (config.algorithm) {
     case Algorithm::kClassic:
     case Algorithm::kAveraged:
       break;
     case Algorithm::kMargin:
-      if (!config.gamma.has_value()) return Invalid("gamma", "is required by the margin rule");
-      if (!config.normalize) return Invalid("normalize", "must be on for the margin rule");
+      if (!config.gamma.has_value())
+        return Invalid("gamma", "is required by the margin rule");
+      if (!config.normalize)
+        return Invalid("normalize", "must be on for the margin rule");
       break;
     case Algorithm::kVoted:
-      if (config.max_voted_vectors == 0) return Invalid("max_voted_vectors", "must be >= 1");
+      if (config.max_voted_vectors == 0)
+        return Invalid("max_voted_vectors", "must be >= 1");
       break;
     case Algorithm::kKernel:
-      if (config.kernel_budget == 0) return Invalid("kernel_budget", "must be >= 1");
+      if (config.kernel_budget == 0)
+        return Invalid("kernel_budget", "must be >= 1");
       if (absl::Status s = ValidateKernel(config); !s.ok()) return s;
       break;
     default:
-      return Invalid("algorithm", absl::StrCat(static_cast<int>(config.algorithm),
-                                               " is unknown"));
+      return Invalid(
+          "algorithm",
+          absl::StrCat(static_cast<int>(config.algorithm), " is unknown"));
   }
   return ValidateComparator(config);
 }

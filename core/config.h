@@ -1,4 +1,5 @@
-// The configuration of a model, fixed when the model is created (DESIGN.md 2.1-2.4).
+// The configuration of a model, fixed when the model is created
+// (DESIGN.md 2.1-2.4).
 //
 //   perceptron::ModelConfig config;
 //   config.dimension = 20;
@@ -13,23 +14,27 @@
 
 #include <cstdint>
 #include <optional>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace perceptron {
 
-// The largest input dimension d a model may have (the weight vector has d+1 entries with bias).
+// The largest input dimension d a model may have (the weight vector has d+1
+// entries with bias).
 inline constexpr uint32_t kMaxDimension = 1u << 24;
 
 // The learning rule of a model (DESIGN.md 2.3).
 enum class Algorithm {
-  kClassic,   // w <- w + eta*y*x^ when y*(w . x^) <= 0.
-  kMargin,    // update when w = 0 or y*(w . x^)/||w|| <= gamma/2. Needs gamma and normalize.
-  kAveraged,  // learns as classic, predicts with the average of w over the examples seen.
-  kVoted,     // learns as classic, predicts by the survival-weighted vote of past vectors.
-  kKernel,    // dual form over stored mistakes, with a budget.
+  kClassic,  // w <- w + eta*y*x^ when y*(w . x^) <= 0.
+  kMargin,  // update when w = 0 or y*(w . x^)/||w|| <= gamma/2. Needs gamma and
+            // normalize.
+  kAveraged,  // learns as classic, predicts with the average of w over the
+              // examples seen.
+  kVoted,   // learns as classic, predicts by the survival-weighted vote of past
+            // vectors.
+  kKernel,  // dual form over stored mistakes, with a budget.
 };
 
 enum class KernelType {
@@ -62,20 +67,24 @@ struct ModelConfig {
   bool bias = true;
   // The appended constant c, finite and > 0. Default: 1.
   double bias_constant = 1.0;
-  // Scale each (augmented) example to unit L2 norm. Default: on. Required by kMargin.
+  // Scale each (augmented) example to unit L2 norm. Default: on. Required by
+  // kMargin.
   bool normalize = true;
-  // Margin gamma > 0. Required by kMargin and whenever a comparator is given. Default: none.
+  // Margin gamma > 0. Required by kMargin and whenever a comparator is given.
+  // Default: none.
   std::optional<double> gamma;
-  // Comparator u for TD_gamma and the bound: empty (none), or d values, or d+1 values when bias
-  // is on (the last for the bias coordinate; with d values the bias entry is 0). Must be finite
-  // and not zero; the model scales it to unit length. Default: none.
+  // Comparator u for TD_gamma and the bound: empty (none), or d values, or d+1
+  // values when bias is on (the last for the bias coordinate; with d values the
+  // bias entry is 0). Must be finite and not zero; the model scales it to unit
+  // length. Default: none.
   std::vector<double> comparator;
   // Used by kKernel only.
   KernelConfig kernel;
-  // kKernel: the most mistakes kept; when over, the oldest is dropped. >= 1. Default: 10000.
+  // kKernel: the most mistakes kept; when over, the oldest is dropped. >= 1.
+  // Default: 10000.
   uint64_t kernel_budget = 10000;
-  // kVoted: the most past weight vectors kept; when over, the oldest is dropped. >= 1.
-  // Default: 1000.
+  // kVoted: the most past weight vectors kept; when over, the oldest is
+  // dropped. >= 1. Default: 1000.
   uint64_t max_voted_vectors = 1000;
 
   // The length of the weight vector: d, plus one with bias.
@@ -83,7 +92,8 @@ struct ModelConfig {
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
-// OK if `config` describes a valid model, else INVALID_ARGUMENT naming the bad field and value.
+// OK if `config` describes a valid model, else INVALID_ARGUMENT naming the bad
+// field and value.
 absl::Status ValidateConfig(const ModelConfig& config);
 
 absl::string_view AlgorithmName(Algorithm algorithm);

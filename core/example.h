@@ -1,4 +1,5 @@
-// Examples: dense or sparse feature vectors, their validation, and labels (DESIGN.md 4, 6).
+// Examples: dense or sparse feature vectors, their validation, and labels
+// (DESIGN.md 4, 6).
 //
 //   std::vector<double> x = {0.5, -1.0, 2.0};
 //   perceptron::FeatureView dense = perceptron::FeatureView::Dense(x);
@@ -8,7 +9,8 @@
 //   std::vector<double> val = {1.0, 0.25};
 //   perceptron::FeatureView sparse = perceptron::FeatureView::Sparse(idx, val);
 //
-// A FeatureView borrows its arrays; Features owns them. Neither is synchronized.
+// A FeatureView borrows its arrays; Features owns them. Neither is
+// synchronized.
 #ifndef PERCEPTRON_CORE_EXAMPLE_H_
 #define PERCEPTRON_CORE_EXAMPLE_H_
 
@@ -20,15 +22,19 @@
 
 namespace perceptron {
 
-// A borrowed feature vector. Dense: `values` holds d entries. Sparse: `indices[k]` is the
-// coordinate of `values[k]`; indices are < d, unique, in any order; absent coordinates are 0.
+// A borrowed feature vector. Dense: `values` holds d entries. Sparse:
+// `indices[k]` is the coordinate of `values[k]`; indices are < d, unique, in
+// any order; absent coordinates are 0.
 struct FeatureView {
   absl::Span<const double> values;
   absl::Span<const uint32_t> indices;
   bool sparse = false;
 
-  static FeatureView Dense(absl::Span<const double> values) { return {values, {}, false}; }
-  static FeatureView Sparse(absl::Span<const uint32_t> indices, absl::Span<const double> values) {
+  static FeatureView Dense(absl::Span<const double> values) {
+    return {values, {}, false};
+  }
+  static FeatureView Sparse(absl::Span<const uint32_t> indices,
+                            absl::Span<const double> values) {
     return {values, indices, true};
   }
 };
@@ -42,14 +48,16 @@ struct Features {
   static Features Copy(const FeatureView& view);
   FeatureView view() const { return {values, indices, sparse}; }
   friend bool operator==(const Features& a, const Features& b) {
-    return a.sparse == b.sparse && a.values == b.values && a.indices == b.indices;
+    return a.sparse == b.sparse && a.values == b.values &&
+           a.indices == b.indices;
   }
 };
 
-// OK if `x` is a valid example for a model of input dimension `dimension`; otherwise
-// INVALID_ARGUMENT naming the offending position and value: a non-finite value, a dense vector of
-// the wrong length, a sparse index out of range or repeated, mismatched index/value counts, or a
-// squared norm that overflows. Does not check normalizability (see Preparer::Prepare).
+// OK if `x` is a valid example for a model of input dimension `dimension`;
+// otherwise INVALID_ARGUMENT naming the offending position and value: a
+// non-finite value, a dense vector of the wrong length, a sparse index out of
+// range or repeated, or mismatched index/value counts. The norm (overflow, zero
+// under normalization) is checked by Preparer::Prepare, which computes it.
 absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension);
 
 // OK if `label` is -1 or +1, else INVALID_ARGUMENT naming it.

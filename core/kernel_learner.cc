@@ -9,8 +9,9 @@
 namespace perceptron {
 namespace {
 
-// The query side of a kernel evaluation: raw coordinates of x (scaled later), with sparse inputs
-// sorted once so each stored vector is merged in O(nnz_sv + nnz_x).
+// The query side of a kernel evaluation: raw coordinates of x (scaled later),
+// with sparse inputs sorted once so each stored vector is merged in O(nnz_sv +
+// nnz_x).
 class Query {
  public:
   explicit Query(const Prepared& p) : p_(p) {
@@ -34,7 +35,8 @@ class Query {
     if (!p_.x.sparse) {
       for (size_t k = 0; k < n; ++k) {
         const uint32_t i = sv.indices[k];
-        s += sv.values[k] * (i == p_.dimension ? p_.bias_value : p_.x.values[i]);
+        s +=
+            sv.values[k] * (i == p_.dimension ? p_.bias_value : p_.x.values[i]);
       }
     } else {
       size_t a = 0, b = 0;
@@ -91,11 +93,13 @@ KernelLearner::KernelLearner(const ModelConfig& config)
       budget_(config.kernel_budget) {}
 
 KernelLearner::Stored KernelLearner::MakeStored(SupportVector sv) {
-  const double norm_sq = DenseDot(sv.values.data(), sv.values.data(), sv.values.size());
+  const double norm_sq =
+      DenseDot(sv.values.data(), sv.values.data(), sv.values.size());
   return {std::move(sv), norm_sq};
 }
 
-double KernelLearner::Kernel(double dot, double a_norm_sq, double b_norm_sq) const {
+double KernelLearner::Kernel(double dot, double a_norm_sq,
+                             double b_norm_sq) const {
   switch (kernel_.type) {
     case KernelType::kLinear:
       return dot;
@@ -133,7 +137,9 @@ bool KernelLearner::LearnFromScore(const Prepared& x, int y, double f) {
   return true;
 }
 
-bool KernelLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Score(x)); }
+bool KernelLearner::Learn(const Prepared& x, int y) {
+  return LearnFromScore(x, y, Score(x));
+}
 
 double KernelLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
   const double f = Score(x);
@@ -158,26 +164,31 @@ LearnerState KernelLearner::ExportState() const {
 
 absl::Status KernelLearner::ImportState(LearnerState state) {
   if (state.support.size() > budget_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state: ", state.support.size(), " support vectors exceed the budget ", budget_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", state.support.size(),
+                     " support vectors exceed the budget ", budget_));
   }
   for (size_t j = 0; j < state.support.size(); ++j) {
     const SupportVector& sv = state.support[j];
-    if (sv.indices.size() != sv.values.size() || !std::isfinite(sv.coefficient)) {
+    if (sv.indices.size() != sv.values.size() ||
+        !std::isfinite(sv.coefficient)) {
       return absl::InvalidArgumentError(
           absl::StrCat("state: support vector ", j, " is malformed"));
     }
     for (size_t k = 0; k < sv.indices.size(); ++k) {
-      if (sv.indices[k] >= weight_dimension_ || (k > 0 && sv.indices[k] <= sv.indices[k - 1]) ||
+      if (sv.indices[k] >= weight_dimension_ ||
+          (k > 0 && sv.indices[k] <= sv.indices[k - 1]) ||
           !std::isfinite(sv.values[k])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "state: support vector ", j, " entry ", k, " (index ", sv.indices[k], ", value ",
-            sv.values[k], ") is out of range, unsorted or not finite"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("state: support vector ", j, " entry ", k, " (index ",
+                         sv.indices[k], ", value ", sv.values[k],
+                         ") is out of range, unsorted or not finite"));
       }
     }
   }
   store_.clear();
-  for (SupportVector& sv : state.support) store_.push_back(MakeStored(std::move(sv)));
+  for (SupportVector& sv : state.support)
+    store_.push_back(MakeStored(std::move(sv)));
   dropped_ = state.dropped;
   return absl::OkStatus();
 }

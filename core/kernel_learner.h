@@ -1,4 +1,5 @@
-// The kernel perceptron in dual form (seed 001 section 1.4). Use MakeLearner. Not thread-safe.
+// The kernel perceptron in dual form (seed 001 section 1.4). Use MakeLearner.
+// Not thread-safe.
 #ifndef PERCEPTRON_CORE_KERNEL_LEARNER_H_
 #define PERCEPTRON_CORE_KERNEL_LEARNER_H_
 
@@ -8,9 +9,9 @@
 
 namespace perceptron {
 
-// f(x) = sum_j eta y_j k(x^_j, x^) over the stored mistakes x^_j. On y*f(x) <= 0 (f on the
-// current store) the example is stored; past `kernel_budget` the oldest is dropped and counted.
-// Scoring costs O(stored * nnz).
+// f(x) = sum_j eta y_j k(x^_j, x^) over the stored mistakes x^_j. On y*f(x) <=
+// 0 (f on the current store) the example is stored; past `kernel_budget` the
+// oldest is dropped and counted. Scoring costs O(stored * nnz).
 class KernelLearner : public Learner {
  public:
   explicit KernelLearner(const ModelConfig& config);

@@ -1,12 +1,14 @@
 // The learning rules of DESIGN.md 2.3 behind one interface.
 //
 //   absl::StatusOr<std::unique_ptr<perceptron::Learner>> learner =
-//       perceptron::MakeLearner(config);               // config already validated
-//   double score = (*learner)->Score(prepared);         // what the model would issue
-//   bool updated = (*learner)->Learn(prepared, +1);     // the rule, on the CURRENT state
+//       perceptron::MakeLearner(config);               // config already
+//       validated
+//   double score = (*learner)->Score(prepared);         // what the model would
+//   issue bool updated = (*learner)->Learn(prepared, +1);     // the rule, on
+//   the CURRENT state
 //
-// A Learner knows nothing of counters, bounds or pending predictions (see Model). It is not
-// thread-safe: callers serialize access.
+// A Learner knows nothing of counters, bounds or pending predictions (see
+// Model). It is not thread-safe: callers serialize access.
 #ifndef PERCEPTRON_CORE_LEARNER_H_
 #define PERCEPTRON_CORE_LEARNER_H_
 
@@ -21,16 +23,18 @@
 
 namespace perceptron {
 
-// A past weight vector of the voted perceptron and the number of labeled examples it survived
-// (examples that arrived while it was current and did not change it).
+// A past weight vector of the voted perceptron and the number of labeled
+// examples it survived (examples that arrived while it was current and did not
+// change it).
 struct VotedVector {
   std::vector<double> weights;
   uint64_t survived = 0;
   friend bool operator==(const VotedVector&, const VotedVector&) = default;
 };
 
-// A stored mistake of the kernel perceptron: the prepared example x^ as sorted (index, value)
-// pairs, the bias coordinate having index d, and its coefficient eta * y.
+// A stored mistake of the kernel perceptron: the prepared example x^ as sorted
+// (index, value) pairs, the bias coordinate having index d, and its coefficient
+// eta * y.
 struct SupportVector {
   std::vector<uint32_t> indices;
   std::vector<double> values;
@@ -38,17 +42,20 @@ struct SupportVector {
   friend bool operator==(const SupportVector&, const SupportVector&) = default;
 };
 
-// Everything a learner needs to continue bit-identically. Fields unused by an algorithm are empty.
+// Everything a learner needs to continue bit-identically. Fields unused by an
+// algorithm are empty.
 struct LearnerState {
-  // classic, margin, averaged, voted: the current weight vector (weight dimension entries).
+  // classic, margin, averaged, voted: the current weight vector (weight
+  // dimension entries).
   std::vector<double> weights;
   // margin: ||w||^2, kept incrementally.
   double weight_norm_sq = 0;
-  // averaged: sum over updates of (example number) * (the update); and the number of labeled
-  // examples learned from.
+  // averaged: sum over updates of (example number) * (the update); and the
+  // number of labeled examples learned from.
   std::vector<double> average_accumulator;
   uint64_t average_steps = 0;
-  // voted: past vectors, oldest first, and the survival count of the current one.
+  // voted: past vectors, oldest first, and the survival count of the current
+  // one.
   std::vector<VotedVector> voted;
   uint64_t current_survived = 0;
   // kernel: stored mistakes, oldest first.
@@ -61,38 +68,42 @@ struct LearnerState {
 // Algorithm-specific figures for status reports.
 struct LearnerFigures {
   uint64_t support_vectors = 0;  // kernel: stored mistakes
-  uint64_t voted_vectors = 0;    // voted: stored past vectors plus the current one
-  uint64_t dropped = 0;          // voted/kernel: removed by the cap or budget
+  uint64_t voted_vectors =
+      0;                 // voted: stored past vectors plus the current one
+  uint64_t dropped = 0;  // voted/kernel: removed by the cap or budget
 };
 
 class Learner {
  public:
   virtual ~Learner() = default;
 
-  // The score the model issues for `x`. The predicted label is +1 if it is >= 0, else -1.
+  // The score the model issues for `x`. The predicted label is +1 if it is >=
+  // 0, else -1.
   virtual double Score(const Prepared& x) const = 0;
 
-  // Applies the learning rule for label `y` (+1 or -1) to the current state. Returns true if the
-  // state changed (an update).
+  // Applies the learning rule for label `y` (+1 or -1) to the current state.
+  // Returns true if the state changed (an update).
   virtual bool Learn(const Prepared& x, int y) = 0;
 
-  // Score(x), then Learn(x, y); sets *updated to Learn's result. Equivalent to the two calls,
-  // bit for bit; learners override it to share work.
+  // Score(x), then Learn(x, y); sets *updated to Learn's result. Equivalent to
+  // the two calls, bit for bit; learners override it to share work.
   virtual double ScoreAndLearn(const Prepared& x, int y, bool* updated) {
     const double score = Score(x);
     *updated = Learn(x, y);
     return score;
   }
 
-  // The primal weight vector w (weight dimension entries); empty for the kernel learner.
+  // The primal weight vector w (weight dimension entries); empty for the kernel
+  // learner.
   virtual absl::Span<const double> weights() const = 0;
 
   virtual LearnerFigures figures() const { return {}; }
 
   virtual LearnerState ExportState() const = 0;
 
-  // Replaces the state. INVALID_ARGUMENT, with the state unchanged, if `state` does not fit the
-  // configuration (wrong lengths, non-finite values, counts over the cap).
+  // Replaces the state. INVALID_ARGUMENT, with the state unchanged, if `state`
+  // does not fit the configuration (wrong lengths, non-finite values, counts
+  // over the cap).
   virtual absl::Status ImportState(LearnerState state) = 0;
 
   // Back to the initial state (w = 0, nothing stored).

@@ -7,15 +7,16 @@
 
 namespace perceptron {
 
-absl::Status CheckVector(absl::string_view what, const std::vector<double>& v, size_t size) {
+absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
+                         size_t size) {
   if (v.size() != size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state: ", what, " has ", v.size(), " values; expected ", size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", what, " has ", v.size(), " values; expected ", size));
   }
   for (size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state: ", what, " value ", i, " is ", v[i], ", not finite"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state: ", what, " value ", i, " is ", v[i], ", not finite"));
     }
   }
   return absl::OkStatus();
@@ -27,13 +28,16 @@ ClassicLearner::ClassicLearner(const ModelConfig& config)
     : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
 
 bool ClassicLearner::LearnFromScore(const Prepared& x, int y, double s) {
-  // A zero x^ (possible only without bias and normalization) leaves w unchanged: no update.
+  // A zero x^ (possible only without bias and normalization) leaves w
+  // unchanged: no update.
   if (y * s > 0 || x.norm == 0) return false;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
   return true;
 }
 
-bool ClassicLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Dot(w_, x)); }
+bool ClassicLearner::Learn(const Prepared& x, int y) {
+  return LearnFromScore(x, y, Dot(w_, x));
+}
 
 double ClassicLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
   const double s = Dot(w_, x);
@@ -58,7 +62,9 @@ void ClassicLearner::Reset() { std::fill(w_.begin(), w_.end(), 0.0); }
 // ---- MarginLearner ----
 
 MarginLearner::MarginLearner(const ModelConfig& config)
-    : eta_(config.eta), half_gamma_(*config.gamma / 2), w_(config.weight_dimension(), 0.0) {}
+    : eta_(config.eta),
+      half_gamma_(*config.gamma / 2),
+      w_(config.weight_dimension(), 0.0) {}
 
 bool MarginLearner::LearnFromScore(const Prepared& x, int y, double s) {
   if (x.norm == 0) return false;
@@ -70,7 +76,9 @@ bool MarginLearner::LearnFromScore(const Prepared& x, int y, double s) {
   return true;
 }
 
-bool MarginLearner::Learn(const Prepared& x, int y) { return LearnFromScore(x, y, Dot(w_, x)); }
+bool MarginLearner::Learn(const Prepared& x, int y) {
+  return LearnFromScore(x, y, Dot(w_, x));
+}
 
 double MarginLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
   const double s = Dot(w_, x);
@@ -88,8 +96,9 @@ LearnerState MarginLearner::ExportState() const {
 absl::Status MarginLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
   if (!std::isfinite(state.weight_norm_sq) || state.weight_norm_sq < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state: weight_norm_sq ", state.weight_norm_sq, " is not a squared norm"));
+    return absl::InvalidArgumentError(absl::StrCat("state: weight_norm_sq ",
+                                                   state.weight_norm_sq,
+                                                   " is not a squared norm"));
   }
   w_ = std::move(state.weights);
   norm_sq_ = state.weight_norm_sq;
@@ -119,9 +128,13 @@ bool AveragedLearner::Step(const Prepared& x, int y, double w_dot) {
   return true;
 }
 
-double AveragedLearner::Score(const Prepared& x) const { return AverageScore(Dot(w_, x), x); }
+double AveragedLearner::Score(const Prepared& x) const {
+  return AverageScore(Dot(w_, x), x);
+}
 
-bool AveragedLearner::Learn(const Prepared& x, int y) { return Step(x, y, Dot(w_, x)); }
+bool AveragedLearner::Learn(const Prepared& x, int y) {
+  return Step(x, y, Dot(w_, x));
+}
 
 double AveragedLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
   const double w_dot = Dot(w_, x);
@@ -139,8 +152,8 @@ LearnerState AveragedLearner::ExportState() const {
 
 absl::Status AveragedLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
-  PERCEPTRON_RETURN_IF_ERROR(
-      CheckVector("average_accumulator", state.average_accumulator, acc_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(CheckVector(
+      "average_accumulator", state.average_accumulator, acc_.size()));
   w_ = std::move(state.weights);
   acc_ = std::move(state.average_accumulator);
   steps_ = state.average_steps;

@@ -1,5 +1,6 @@
-// The primal learners: classic, margin and averaged perceptrons (DESIGN.md 2.3).
-// Use MakeLearner (learner.h) rather than these classes directly. Not thread-safe.
+// The primal learners: classic, margin and averaged perceptrons
+// (DESIGN.md 2.3). Use MakeLearner (learner.h) rather than these classes
+// directly. Not thread-safe.
 #ifndef PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 #define PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 
@@ -23,7 +24,8 @@ class ClassicLearner : public Learner {
   void Reset() override;
 
  protected:
-  // Applies the update for a score s = w . x^ already computed on the current w.
+  // Applies the update for a score s = w . x^ already computed on the current
+  // w.
   bool LearnFromScore(const Prepared& x, int y, double s);
 
   double eta_;
@@ -52,10 +54,12 @@ class MarginLearner : public Learner {
   double norm_sq_ = 0;  // ||w||^2, kept incrementally in O(nnz) per update
 };
 
-// Learns as classic; scores with the average of w over the labeled examples seen, where w_t is
-// the weight vector after example t. With n examples and updates delta_k made at example t_k,
+// Learns as classic; scores with the average of w over the labeled examples
+// seen, where w_t is the weight vector after example t. With n examples and
+// updates delta_k made at example t_k,
 //   sum_{t=1..n} w_t = (n+1) w_n - sum_k t_k delta_k,
-// so a second accumulator makes the cost O(nnz) per update and O(nnz) per score.
+// so a second accumulator makes the cost O(nnz) per update and O(nnz) per
+// score.
 class AveragedLearner : public ClassicLearner {
  public:
   explicit AveragedLearner(const ModelConfig& config);
@@ -75,8 +79,10 @@ class AveragedLearner : public ClassicLearner {
   uint64_t steps_ = 0;
 };
 
-// INVALID_ARGUMENT unless `v` has `size` finite values; `what` names it in the message.
-absl::Status CheckVector(absl::string_view what, const std::vector<double>& v, size_t size);
+// INVALID_ARGUMENT unless `v` has `size` finite values; `what` names it in the
+// message.
+absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
+                         size_t size);
 
 }  // namespace perceptron
 

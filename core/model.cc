@@ -16,38 +16,48 @@ absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
 }  // namespace
 
 Model::Model(const ModelConfig& config)
-    : config_(config), preparer_(config), learner_(MakeLearner(config)), bound_(config) {}
+    : config_(config),
+      preparer_(config),
+      learner_(MakeLearner(config)),
+      bound_(config) {}
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelConfig& config) {
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(
+    const ModelConfig& config) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateConfig(config));
   return std::unique_ptr<Model>(new Model(config));
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
-  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Create(state.config));
-  PERCEPTRON_RETURN_IF_ERROR(model->learner_->ImportState(std::move(state.learner)));
-  PERCEPTRON_RETURN_IF_ERROR(model->bound_.Restore(state.td_gamma, state.radius));
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                              Create(state.config));
+  PERCEPTRON_RETURN_IF_ERROR(
+      model->learner_->ImportState(std::move(state.learner)));
+  PERCEPTRON_RETURN_IF_ERROR(
+      model->bound_.Restore(state.td_gamma, state.radius));
   if (state.next_prediction_id == 0) {
     return absl::InvalidArgumentError("state: next_prediction_id must be >= 1");
   }
   for (PendingPrediction& p : state.pending) {
     if (p.prediction_id == 0 || p.prediction_id >= state.next_prediction_id) {
-      return absl::InvalidArgumentError(absl::StrCat("state: pending prediction id ",
-                                                     p.prediction_id, " is not below ",
-                                                     state.next_prediction_id));
+      return absl::InvalidArgumentError(
+          absl::StrCat("state: pending prediction id ", p.prediction_id,
+                       " is not below ", state.next_prediction_id));
     }
     if (!std::isfinite(p.score)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("state: pending prediction ", p.prediction_id, " has score ", p.score));
+          absl::StrCat("state: pending prediction ", p.prediction_id,
+                       " has score ", p.score));
     }
-    if (absl::Status s = model->ValidateAndPrepare(p.features.view()).status(); !s.ok()) {
-      return Prefixed(absl::StrCat("state: pending prediction ", p.prediction_id, ": "), s);
+    if (absl::Status s = model->ValidateAndPrepare(p.features.view()).status();
+        !s.ok()) {
+      return Prefixed(
+          absl::StrCat("state: pending prediction ", p.prediction_id, ": "), s);
     }
     auto [it, inserted] = model->pending_.try_emplace(
         p.prediction_id, Pending{std::move(p.features), p.score, p.issued_at});
     if (!inserted) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state: pending prediction id ", p.prediction_id, " repeated"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state: pending prediction id ", p.prediction_id, " repeated"));
     }
   }
   model->counters_ = state.counters;
@@ -60,7 +70,8 @@ absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
   return preparer_.Prepare(x);
 }
 
-Outcome Model::Account(const Prepared& x, int label, double score, bool updated) {
+Outcome Model::Account(const Prepared& x, int label, double score,
+                       bool updated) {
   Outcome o;
   o.score = score;
   o.predicted = PredictedLabel(score);
@@ -92,13 +103,14 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
   auto it = pending_.find(prediction_id);
   if (it == pending_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "prediction ", prediction_id,
-        prediction_id > 0 && prediction_id < next_prediction_id_
-            ? " was already revealed or has expired"
-            : " was never issued by this model"));
+    return absl::NotFoundError(
+        absl::StrCat("prediction ", prediction_id,
+                     prediction_id > 0 && prediction_id < next_prediction_id_
+                         ? " was already revealed or has expired"
+                         : " was never issued by this model"));
   }
-  // The features were validated and prepared when issued; preparing them again gives the same x^.
+  // The features were validated and prepared when issued; preparing them again
+  // gives the same x^.
   absl::StatusOr<Prepared> p = preparer_.Prepare(it->second.features.view());
   if (!p.ok()) return p.status();
   const bool updated = learner_->Learn(*p, label);
@@ -117,7 +129,8 @@ absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
 
 absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
                                          const TrainOptions& options) {
-  if (options.max_epochs == 0) return absl::InvalidArgumentError("train: max_epochs must be >= 1");
+  if (options.max_epochs == 0)
+    return absl::InvalidArgumentError("train: max_epochs must be >= 1");
   std::vector<Prepared> prepared;
   prepared.reserve(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
@@ -132,7 +145,8 @@ absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
     uint64_t epoch_updates = 0;
     for (size_t i = 0; i < prepared.size(); ++i) {
       bool updated = false;
-      const double score = learner_->ScoreAndLearn(prepared[i], data[i].label, &updated);
+      const double score =
+          learner_->ScoreAndLearn(prepared[i], data[i].label, &updated);
       const Outcome o = Account(prepared[i], data[i].label, score, updated);
       result.mistakes += o.mistake;
       if (updated) {
@@ -148,7 +162,8 @@ absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
 
 size_t Model::ExpirePending(int64_t cutoff) {
   size_t n = 0;
-  for (auto it = pending_.begin(); it != pending_.end() && it->second.issued_at < cutoff;) {
+  for (auto it = pending_.begin();
+       it != pending_.end() && it->second.issued_at < cutoff;) {
     it = pending_.erase(it);
     ++n;
   }
@@ -161,7 +176,8 @@ void Model::Reset() {
   bound_.Reset();
   counters_ = Counters();
   pending_.clear();
-  // Ids stay unique for the model's life, so a stale id from before the reset is never matched.
+  // Ids stay unique for the model's life, so a stale id from before the reset
+  // is never matched.
 }
 
 ModelState Model::ExportState() const {

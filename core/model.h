@@ -1,17 +1,22 @@
-// A named-model's learning state: configuration, learner, counters, bound accounting and the
-// pending predictions of the predict-then-reveal protocol (DESIGN.md 2, 4, 5).
+// A named-model's learning state: configuration, learner, counters, bound
+// accounting and the pending predictions of the predict-then-reveal protocol
+// (DESIGN.md 2, 4, 5).
 //
-//   absl::StatusOr<std::unique_ptr<perceptron::Model>> model = perceptron::Model::Create(config);
+//   absl::StatusOr<std::unique_ptr<perceptron::Model>> model =
+//   perceptron::Model::Create(config);
 //   // The prequential path: predict, then learn from the label at once.
-//   absl::StatusOr<perceptron::Outcome> o = (*model)->Learn(FeatureView::Dense(x), +1);
+//   absl::StatusOr<perceptron::Outcome> o =
+//   (*model)->Learn(FeatureView::Dense(x), +1);
 //   // The delayed path: issue a prediction now, reveal its label later.
-//   absl::StatusOr<perceptron::Issued> issued = (*model)->Issue(FeatureView::Dense(x), now);
-//   absl::StatusOr<perceptron::Outcome> later = (*model)->Reveal(issued->prediction_id, -1);
-//   perceptron::Stats stats = (*model)->stats();
+//   absl::StatusOr<perceptron::Issued> issued =
+//   (*model)->Issue(FeatureView::Dense(x), now);
+//   absl::StatusOr<perceptron::Outcome> later =
+//   (*model)->Reveal(issued->prediction_id, -1); perceptron::Stats stats =
+//   (*model)->stats();
 //
-// Every method validates its input before changing anything: on error the model is unchanged.
-// A Model is not thread-safe; callers serialize access to one model. Different models are
-// independent.
+// Every method validates its input before changing anything: on error the model
+// is unchanged. A Model is not thread-safe; callers serialize access to one
+// model. Different models are independent.
 #ifndef PERCEPTRON_CORE_MODEL_H_
 #define PERCEPTRON_CORE_MODEL_H_
 
@@ -33,11 +38,13 @@
 namespace perceptron {
 
 struct Counters {
-  uint64_t examples = 0;     // labeled examples learned from (reveals and labeled examples)
+  uint64_t examples =
+      0;  // labeled examples learned from (reveals and labeled examples)
   uint64_t mistakes = 0;     // of those, y * issued score <= 0
   uint64_t updates = 0;      // times the learner's state changed
   uint64_t predictions = 0;  // predictions issued with an id (Issue)
-  uint64_t expired = 0;      // issued predictions removed unrevealed by ExpirePending
+  uint64_t expired =
+      0;  // issued predictions removed unrevealed by ExpirePending
   friend bool operator==(const Counters&, const Counters&) = default;
 };
 
@@ -45,12 +52,14 @@ struct Counters {
 struct PendingPrediction {
   uint64_t prediction_id = 0;
   Features features;
-  double score = 0;        // the issued score, on which the mistake is judged
-  int64_t issued_at = 0;   // the caller's clock, as given to Issue
-  friend bool operator==(const PendingPrediction&, const PendingPrediction&) = default;
+  double score = 0;       // the issued score, on which the mistake is judged
+  int64_t issued_at = 0;  // the caller's clock, as given to Issue
+  friend bool operator==(const PendingPrediction&,
+                         const PendingPrediction&) = default;
 };
 
-// Everything a model is; Model::FromState(ExportState()) continues bit-identically.
+// Everything a model is; Model::FromState(ExportState()) continues
+// bit-identically.
 struct ModelState {
   ModelConfig config;
   Counters counters;
@@ -75,10 +84,10 @@ struct Issued {
 
 // The result of learning from one label.
 struct Outcome {
-  double score = 0;     // the issued score
-  int predicted = 1;    // the issued label
-  bool mistake = false; // y * score <= 0
-  bool updated = false; // the learner's state changed
+  double score = 0;      // the issued score
+  int predicted = 1;     // the issued label
+  bool mistake = false;  // y * score <= 0
+  bool updated = false;  // the learner's state changed
 };
 
 struct Stats {
@@ -98,58 +107,66 @@ struct LabeledExample {
 struct TrainOptions {
   // Passes over the data at most, >= 1. Default: 100.
   uint32_t max_epochs = 100;
-  // Called after each update with the epoch (1-based) and the example's index. Optional.
+  // Called after each update with the epoch (1-based) and the example's index.
+  // Optional.
   std::function<void(uint32_t epoch, size_t index)> on_update;
 };
 
 struct TrainResult {
-  uint32_t epochs = 0;      // passes made
-  bool converged = false;   // the last pass made no update
-  uint64_t updates = 0;     // updates over all passes
-  uint64_t mistakes = 0;    // mistakes over all passes
+  uint32_t epochs = 0;     // passes made
+  bool converged = false;  // the last pass made no update
+  uint64_t updates = 0;    // updates over all passes
+  uint64_t mistakes = 0;   // mistakes over all passes
 };
 
 class Model {
  public:
   // INVALID_ARGUMENT if `config` is invalid.
-  static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelConfig& config);
+  static absl::StatusOr<std::unique_ptr<Model>> Create(
+      const ModelConfig& config);
 
-  // Rebuilds a model from ExportState's output. INVALID_ARGUMENT, naming the field, if the state
-  // is inconsistent with its configuration or itself.
+  // Rebuilds a model from ExportState's output. INVALID_ARGUMENT, naming the
+  // field, if the state is inconsistent with its configuration or itself.
   static absl::StatusOr<std::unique_ptr<Model>> FromState(ModelState state);
 
   // The score and label for `x`; nothing is kept or learned.
   absl::StatusOr<Prediction> Predict(const FeatureView& x) const;
 
-  // Predicts `x`, keeps it pending under a new prediction id (unique in this model, increasing)
-  // and returns the id and issued score. `now` is the caller's clock, used by ExpirePending.
+  // Predicts `x`, keeps it pending under a new prediction id (unique in this
+  // model, increasing) and returns the id and issued score. `now` is the
+  // caller's clock, used by ExpirePending.
   absl::StatusOr<Issued> Issue(const FeatureView& x, int64_t now);
 
-  // Reveals the label of a pending prediction: the mistake is judged on the issued score, the
-  // learning rule applied to the current state. NOT_FOUND if the id is unknown, expired or
-  // already revealed; INVALID_ARGUMENT if the label is not +-1.
+  // Reveals the label of a pending prediction: the mistake is judged on the
+  // issued score, the learning rule applied to the current state. NOT_FOUND if
+  // the id is unknown, expired or already revealed; INVALID_ARGUMENT if the
+  // label is not +-1.
   absl::StatusOr<Outcome> Reveal(uint64_t prediction_id, int label);
 
   // A labeled example: predict, then reveal at once (the prequential path).
   absl::StatusOr<Outcome> Learn(const FeatureView& x, int label);
 
-  // Cyclic training to separation (DESIGN.md 2.3): passes over `data` in order, each example a
-  // labeled example as in Learn, until a pass makes no update or max_epochs passes are made.
-  // Every example is validated first; on error (naming the example's index) nothing changes.
+  // Cyclic training to separation (DESIGN.md 2.3): passes over `data` in order,
+  // each example a labeled example as in Learn, until a pass makes no update or
+  // max_epochs passes are made. Every example is validated first; on error
+  // (naming the example's index) nothing changes.
   absl::StatusOr<TrainResult> Train(absl::Span<const LabeledExample> data,
                                     const TrainOptions& options = {});
 
-  // Removes pending predictions issued before `cutoff`, counting them as expired; returns how
-  // many. Expects non-decreasing `now` across Issue calls: it stops at the first younger one.
+  // Removes pending predictions issued before `cutoff`, counting them as
+  // expired; returns how many. Expects non-decreasing `now` across Issue calls:
+  // it stops at the first younger one.
   size_t ExpirePending(int64_t cutoff);
 
-  // Zeroes the state (weights, counters, bound, pending); keeps the configuration.
+  // Zeroes the state (weights, counters, bound, pending); keeps the
+  // configuration.
   void Reset();
 
   ModelState ExportState() const;
   Stats stats() const;
   const ModelConfig& config() const { return config_; }
-  // The primal weights (weight dimension entries; empty for the kernel learner).
+  // The primal weights (weight dimension entries; empty for the kernel
+  // learner).
   absl::Span<const double> weights() const { return learner_->weights(); }
   const Counters& counters() const { return counters_; }
   size_t pending_count() const { return pending_.size(); }

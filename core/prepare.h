@@ -1,11 +1,13 @@
-// Preparation of an example (DESIGN.md 2.1) and the linear algebra on prepared examples.
+// Preparation of an example (DESIGN.md 2.1) and the linear algebra on prepared
+// examples.
 //
-// A prepared example x^ is scale * [x, c]: the bias constant c is appended when the model has a
-// bias, and scale is 1/||[x, c]|| when the model normalizes (else 1). It borrows x.
+// A prepared example x^ is scale * [x, c]: the bias constant c is appended when
+// the model has a bias, and scale is 1/||[x, c]|| when the model normalizes
+// (else 1). It borrows x.
 //
 //   perceptron::Preparer preparer(config);
-//   absl::StatusOr<perceptron::Prepared> p = preparer.Prepare(view);  // view already validated
-//   double score = perceptron::Dot(weights, *p);
+//   absl::StatusOr<perceptron::Prepared> p = preparer.Prepare(view);  // view
+//   already validated double score = perceptron::Dot(weights, *p);
 //   perceptron::AddScaled(eta * label, *p, absl::MakeSpan(weights));
 //
 // Every operation is deterministic: the same inputs give bit-identical outputs.
@@ -22,12 +24,12 @@
 namespace perceptron {
 
 struct Prepared {
-  FeatureView x;            // the raw features (borrowed)
-  uint32_t dimension = 0;   // d; the bias coordinate, if any, is index d
+  FeatureView x;           // the raw features (borrowed)
+  uint32_t dimension = 0;  // d; the bias coordinate, if any, is index d
   bool has_bias = false;
-  double bias_value = 0;    // c
-  double scale = 1;         // x^ = scale * [x, c]
-  double norm = 0;          // ||x^||: exactly 1 when normalized
+  double bias_value = 0;  // c
+  double scale = 1;       // x^ = scale * [x, c]
+  double norm = 0;        // ||x^||: exactly 1 when normalized
 
   // Coordinate i of x^ for a dense x (i < d), or the bias coordinate (i == d).
   double dense_at(uint32_t i) const {
@@ -35,7 +37,8 @@ struct Prepared {
   }
 };
 
-// Prepares examples for one model configuration. Thread-compatible; immutable after construction.
+// Prepares examples for one model configuration. Thread-compatible; immutable
+// after construction.
 class Preparer {
  public:
   explicit Preparer(const ModelConfig& config)
@@ -44,8 +47,9 @@ class Preparer {
         bias_constant_(config.bias_constant),
         normalize_(config.normalize) {}
 
-  // Prepares `x`, which must already have passed ValidateFeatures. INVALID_ARGUMENT if the model
-  // normalizes and the augmented vector is zero. The result borrows `x`.
+  // Prepares `x`, which must already have passed ValidateFeatures.
+  // INVALID_ARGUMENT if the squared norm of the augmented vector overflows, or
+  // if the model normalizes and it is zero. The result borrows `x`.
   absl::StatusOr<Prepared> Prepare(const FeatureView& x) const;
 
  private:
@@ -61,7 +65,8 @@ double Dot(absl::Span<const double> w, const Prepared& x);
 // w <- w + a * x^.
 void AddScaled(double a, const Prepared& x, absl::Span<double> w);
 
-// sum_i a_i b_i over two dense arrays of length n, with a fixed summation order.
+// sum_i a_i b_i over two dense arrays of length n, with a fixed summation
+// order.
 double DenseDot(const double* a, const double* b, size_t n);
 
 }  // namespace perceptron

@@ -55,9 +55,9 @@ LearnerState VotedLearner::ExportState() const {
 absl::Status VotedLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
   if (state.voted.size() > max_vectors_) {
-    return absl::InvalidArgumentError(absl::StrCat("state: ", state.voted.size(),
-                                                   " voted vectors exceed the cap ",
-                                                   max_vectors_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", state.voted.size(),
+                     " voted vectors exceed the cap ", max_vectors_));
   }
   for (size_t k = 0; k < state.voted.size(); ++k) {
     PERCEPTRON_RETURN_IF_ERROR(CheckVector(absl::StrCat("voted vector ", k),

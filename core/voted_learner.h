@@ -1,4 +1,5 @@
-// The voted perceptron (seed 003; Freund & Schapire 1999). Use MakeLearner. Not thread-safe.
+// The voted perceptron (seed 003; Freund & Schapire 1999). Use MakeLearner. Not
+// thread-safe.
 #ifndef PERCEPTRON_CORE_VOTED_LEARNER_H_
 #define PERCEPTRON_CORE_VOTED_LEARNER_H_
 
@@ -8,11 +9,12 @@
 
 namespace perceptron {
 
-// Learns as classic. Each weight vector w_k carries c_k, the number of labeled examples it
-// survived (arrived while it was current and did not change it); the score is
-// sum_k c_k sign(w_k . x^), over the stored past vectors and the current one. A vector that
-// survived nothing has no vote and is not stored. At most `max_voted_vectors` past vectors are
-// kept; past that the oldest is dropped and counted. Scoring costs O(vectors * nnz).
+// Learns as classic. Each weight vector w_k carries c_k, the number of labeled
+// examples it survived (arrived while it was current and did not change it);
+// the score is sum_k c_k sign(w_k . x^), over the stored past vectors and the
+// current one. A vector that survived nothing has no vote and is not stored. At
+// most `max_voted_vectors` past vectors are kept; past that the oldest is
+// dropped and counted. Scoring costs O(vectors * nnz).
 class VotedLearner : public Learner {
  public:
   explicit VotedLearner(const ModelConfig& config);

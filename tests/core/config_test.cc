@@ -48,14 +48,18 @@ TEST(ConfigTest, EachBadFieldIsRejectedAndNamed) {
     return c;
   };
   const std::vector<Case> cases = {
-      {with([](ModelConfig& c) { c.dimension = 0; }), "dimension 0 is out of range"},
-      {with([](ModelConfig& c) { c.dimension = kMaxDimension + 1; }), "is out of range"},
+      {with([](ModelConfig& c) { c.dimension = 0; }),
+       "dimension 0 is out of range"},
+      {with([](ModelConfig& c) { c.dimension = kMaxDimension + 1; }),
+       "is out of range"},
       {with([](ModelConfig& c) { c.eta = 0; }), "eta 0 must be finite and > 0"},
       {with([](ModelConfig& c) { c.eta = NAN; }), "eta nan"},
-      {with([](ModelConfig& c) { c.gamma = 0; }), "gamma 0 must be finite and > 0"},
+      {with([](ModelConfig& c) { c.gamma = 0; }),
+       "gamma 0 must be finite and > 0"},
       {with([](ModelConfig& c) { c.gamma = -1; }), "gamma -1"},
       {with([](ModelConfig& c) { c.bias_constant = 0; }), "bias_constant 0"},
-      {with([](ModelConfig& c) { c.algorithm = Algorithm::kMargin; }), "gamma is required"},
+      {with([](ModelConfig& c) { c.algorithm = Algorithm::kMargin; }),
+       "gamma is required"},
       {with([](ModelConfig& c) {
          c.algorithm = Algorithm::kMargin;
          c.gamma = 0.1;
@@ -77,7 +81,10 @@ TEST(ConfigTest, EachBadFieldIsRejectedAndNamed) {
          c.comparator = {0, INFINITY, 0};
        }),
        "comparator value 1 is inf"},
-      {with([](ModelConfig& c) { c.comparator = {1, 0, 0}; }), "gamma is required with a comparator"},
+      {with([](ModelConfig& c) {
+         c.comparator = {1, 0, 0};
+       }),
+       "gamma is required with a comparator"},
       {with([](ModelConfig& c) {
          c.algorithm = Algorithm::kKernel;
          c.kernel_budget = 0;

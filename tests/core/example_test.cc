@@ -18,7 +18,8 @@ TEST(ExampleTest, ValidDenseAndSparseVectorsPass) {
   const std::vector<uint32_t> idx = {9, 0, 4};
   const std::vector<double> val = {1, 2, 3};
   EXPECT_TRUE(ValidateFeatures(FeatureView::Sparse(idx, val), 10).ok());
-  EXPECT_TRUE(ValidateFeatures(FeatureView::Sparse({}, {}), 10).ok());  // all zeros
+  EXPECT_TRUE(
+      ValidateFeatures(FeatureView::Sparse({}, {}), 10).ok());  // all zeros
 }
 
 TEST(ExampleTest, EachProblemIsNamed) {
@@ -27,16 +28,18 @@ TEST(ExampleTest, EachProblemIsNamed) {
   absl::Status s = ValidateFeatures(FeatureView::Dense(nan), 2);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(s), HasSubstr("position 1 is nan"));
-  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Dense(two), 3)),
-              HasSubstr("dense vector has 2 values; the model's dimension is 3"));
-  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(out, two), 5)),
-              HasSubstr("index 5 at position 1 is out of range for dimension 5"));
+  EXPECT_THAT(
+      Message(ValidateFeatures(FeatureView::Dense(two), 3)),
+      HasSubstr("dense vector has 2 values; the model's dimension is 3"));
+  EXPECT_THAT(
+      Message(ValidateFeatures(FeatureView::Sparse(out, two), 5)),
+      HasSubstr("index 5 at position 1 is out of range for dimension 5"));
   EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(dup, two), 5)),
               HasSubstr("index 1 repeated at positions 0 and 1"));
   EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(out, nan), 9)),
               HasSubstr("position 1 (index 5) is nan"));
-  EXPECT_THAT(Message(ValidateFeatures(FeatureView::Dense(big), 2)),
-              HasSubstr("squared norm overflows"));
+  EXPECT_TRUE(ValidateFeatures(FeatureView::Dense(big), 2)
+                  .ok());  // Prepare checks the norm
   EXPECT_THAT(Message(ValidateFeatures(FeatureView::Sparse(dup, {}), 5)),
               HasSubstr("2 indices but 0 values"));
 }

@@ -1,5 +1,6 @@
-// The kernel perceptron: the linear kernel repeats classic, rbf and polynomial kernels learn
-// XOR-like data, the budget caps storage, sparse and dense inputs agree.
+// The kernel perceptron: the linear kernel repeats classic, rbf and polynomial
+// kernels learn XOR-like data, the budget caps storage, sparse and dense inputs
+// agree.
 #include "core/kernel_learner.h"
 
 #include <cmath>
@@ -39,7 +40,8 @@ TEST(KernelLearnerTest, LinearKernelMakesTheSameMistakesAsClassic) {
       ASSERT_NEAR(a.score, b.score, 1e-9 * (1 + std::abs(a.score)));
     }
     EXPECT_EQ(classic->counters(), kernel->counters());
-    EXPECT_EQ(kernel->stats().figures.support_vectors, kernel->counters().updates);
+    EXPECT_EQ(kernel->stats().figures.support_vectors,
+              kernel->counters().updates);
     examples += s.x.size();
     mistakes += classic->counters().mistakes;
   }
@@ -99,7 +101,8 @@ TEST(KernelLearnerTest, RbfKernelLearnsXorThatClassicCannot) {
   EXPECT_EQ(rbf->stats().figures.support_vectors, rbf->counters().updates);
   std::cout << "[ xor ] 4000 examples: classic " << classic->counters().mistakes
             << " mistakes (" << classic_late << " in the second half), rbf "
-            << rbf->counters().mistakes << ", polynomial " << poly->counters().mistakes << "\n";
+            << rbf->counters().mistakes << ", polynomial "
+            << poly->counters().mistakes << "\n";
 }
 
 TEST(KernelLearnerTest, BudgetDropsTheOldestAndCountsThem) {
@@ -127,7 +130,8 @@ TEST(KernelLearnerTest, BudgetDropsTheOldestAndCountsThem) {
 TEST(KernelLearnerTest, SparseAndDenseInputsScoreAlike) {
   std::mt19937_64 rng(8);
   std::normal_distribution<double> normal;
-  for (KernelType type : {KernelType::kLinear, KernelType::kPolynomial, KernelType::kRbf}) {
+  for (KernelType type :
+       {KernelType::kLinear, KernelType::kPolynomial, KernelType::kRbf}) {
     ModelConfig c;
     c.dimension = 30;
     c.algorithm = Algorithm::kKernel;
@@ -141,13 +145,15 @@ TEST(KernelLearnerTest, SparseAndDenseInputsScoreAlike) {
       for (uint32_t i = 0; i < 30; ++i) {
         if (rng() % 3 == 0) x[i] = normal(rng);
       }
-      for (uint32_t i = 30; i-- > 0;) {  // descending: sparse input in any order
+      for (uint32_t i = 30;
+           i-- > 0;) {  // descending: sparse input in any order
         if (x[i] != 0) idx.push_back(i), val.push_back(x[i]);
       }
       const int y = x[0] + x[1] - x[2] > 0 ? 1 : -1;
       const Outcome a = *dense->Learn(FeatureView::Dense(x), y);
       const Outcome b = *sparse->Learn(FeatureView::Sparse(idx, val), y);
-      ASSERT_NEAR(a.score, b.score, 1e-9 * (1 + std::abs(a.score))) << KernelTypeName(type);
+      ASSERT_NEAR(a.score, b.score, 1e-9 * (1 + std::abs(a.score)))
+          << KernelTypeName(type);
       ASSERT_EQ(a.updated, b.updated);
     }
     EXPECT_GT(dense->counters().updates, 0u);

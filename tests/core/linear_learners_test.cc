@@ -1,4 +1,5 @@
-// Classic, margin and averaged learners against naive reference implementations.
+// Classic, margin and averaged learners against naive reference
+// implementations.
 #include "core/linear_learners.h"
 
 #include <cmath>
@@ -45,7 +46,8 @@ TEST(LinearLearnersTest, ClassicMatchesTheNaiveRule) {
       const std::vector<double> xa = Augmented(s.x[t], c);
       const double naive = NaiveDot(w, xa);
       const Outcome o = *model->Learn(FeatureView::Dense(s.x[t]), s.y[t]);
-      ASSERT_NEAR(o.score, naive, 1e-9 * (1 + std::abs(naive))) << "stream " << k << " t " << t;
+      ASSERT_NEAR(o.score, naive, 1e-9 * (1 + std::abs(naive)))
+          << "stream " << k << " t " << t;
       ASSERT_EQ(o.updated, s.y[t] * naive <= 0) << "stream " << k << " t " << t;
       if (s.y[t] * naive <= 0) Axpy(c.eta * s.y[t], xa, &w);
     }
@@ -63,13 +65,17 @@ TEST(LinearLearnersTest, AveragedPredictionsEqualTheNaiveAverageOfWeights) {
     ModelConfig c = testing::StreamConfig(spec);
     c.algorithm = Algorithm::kAveraged;
     auto model = *Model::Create(c);
-    // Naive: keep w, and the sum of w after each example; the average is sum / n.
-    std::vector<double> w(c.weight_dimension(), 0.0), sum(c.weight_dimension(), 0.0);
+    // Naive: keep w, and the sum of w after each example; the average is sum /
+    // n.
+    std::vector<double> w(c.weight_dimension(), 0.0),
+        sum(c.weight_dimension(), 0.0);
     for (size_t t = 0; t < s.x.size(); ++t) {
       const std::vector<double> xa = Augmented(s.x[t], c);
-      const double naive = t == 0 ? 0.0 : NaiveDot(sum, xa) / static_cast<double>(t);
+      const double naive =
+          t == 0 ? 0.0 : NaiveDot(sum, xa) / static_cast<double>(t);
       const Prediction p = *model->Predict(FeatureView::Dense(s.x[t]));
-      ASSERT_NEAR(p.score, naive, 1e-9 * (1 + std::abs(naive))) << "stream " << k << " t " << t;
+      ASSERT_NEAR(p.score, naive, 1e-9 * (1 + std::abs(naive)))
+          << "stream " << k << " t " << t;
       if (std::abs(naive) > 1e-9) {
         ASSERT_EQ(p.label, naive >= 0 ? 1 : -1);
         ++compared;
@@ -129,10 +135,13 @@ TEST(LinearLearnersTest, MarginRuleUpdatesOnCorrectButCloseExamples) {
   c.algorithm = Algorithm::kMargin;
   c.gamma = 0.5;
   auto model = *Model::Create(c);
-  ASSERT_TRUE(model->Learn(FeatureView::Dense(std::vector<double>{1, 0}), 1)->updated);
-  // w = (1, 0); x^ = (cos 80deg, sin 80deg): correct (margin 0.17) but below gamma/2 = 0.25.
+  ASSERT_TRUE(
+      model->Learn(FeatureView::Dense(std::vector<double>{1, 0}), 1)->updated);
+  // w = (1, 0); x^ = (cos 80deg, sin 80deg): correct (margin 0.17) but below
+  // gamma/2 = 0.25.
   const double a = 80 * M_PI / 180;
-  const Outcome o = *model->Learn(FeatureView::Dense(std::vector<double>{std::cos(a), std::sin(a)}), 1);
+  const Outcome o = *model->Learn(
+      FeatureView::Dense(std::vector<double>{std::cos(a), std::sin(a)}), 1);
   EXPECT_FALSE(o.mistake);
   EXPECT_TRUE(o.updated);
   EXPECT_EQ(model->counters().mistakes, 1u);

@@ -1,5 +1,5 @@
-// The model: predict-then-reveal (DESIGN.md 2.2), cyclic training (2.3, seed 002), counters,
-// bad input (6) and rebuilding from state (2.5, 5).
+// The model: predict-then-reveal (DESIGN.md 2.2), cyclic training (2.3, seed
+// 002), counters, bad input (6) and rebuilding from state (2.5, 5).
 #include "core/model.h"
 
 #include <cmath>
@@ -28,9 +28,11 @@ ModelConfig Plain(uint32_t d) {
   return c;
 }
 
-TEST(ModelTest, Seed002CyclicTrainingEndsAtTwoFourAfterFourUpdatesInThreePasses) {
+TEST(ModelTest,
+     Seed002CyclicTrainingEndsAtTwoFourAfterFourUpdatesInThreePasses) {
   auto model = *Model::Create(Plain(2));
-  const std::vector<std::vector<double>> x = {{-2, 0}, {0, -2}, {-2, 2}, {2, 2}};
+  const std::vector<std::vector<double>> x = {
+      {-2, 0}, {0, -2}, {-2, 2}, {2, 2}};
   const int y[] = {-1, -1, 1, 1};
   std::vector<LabeledExample> data;
   for (int i = 0; i < 4; ++i) data.push_back({D(x[i]), y[i]});
@@ -43,11 +45,14 @@ TEST(ModelTest, Seed002CyclicTrainingEndsAtTwoFourAfterFourUpdatesInThreePasses)
   };
   absl::StatusOr<TrainResult> r = model->Train(data, options);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(seen, ElementsAre(ElementsAre(2, 0), ElementsAre(2, 2), ElementsAre(0, 4),
-                                ElementsAre(2, 4)));
-  // Pass 1 updates on the first three points, pass 2 on the first, pass 3 is clean.
-  EXPECT_THAT(where, ElementsAre(std::pair<uint32_t, size_t>(1, 0), std::pair<uint32_t, size_t>(1, 1),
-                                 std::pair<uint32_t, size_t>(1, 2), std::pair<uint32_t, size_t>(2, 0)));
+  EXPECT_THAT(seen, ElementsAre(ElementsAre(2, 0), ElementsAre(2, 2),
+                                ElementsAre(0, 4), ElementsAre(2, 4)));
+  // Pass 1 updates on the first three points, pass 2 on the first, pass 3 is
+  // clean.
+  EXPECT_THAT(where, ElementsAre(std::pair<uint32_t, size_t>(1, 0),
+                                 std::pair<uint32_t, size_t>(1, 1),
+                                 std::pair<uint32_t, size_t>(1, 2),
+                                 std::pair<uint32_t, size_t>(2, 0)));
   EXPECT_EQ(r->updates, 4u);
   EXPECT_EQ(r->epochs, 3u);
   EXPECT_TRUE(r->converged);
@@ -93,7 +98,8 @@ TEST(ModelTest, BiasAndNormalizationPrepareAsDesigned) {
   EXPECT_EQ(model->stats().bound.radius, 1.0);
 }
 
-TEST(ModelTest, DelayedRevealIsJudgedOnTheIssuedScoreAndLearnsOnCurrentWeights) {
+TEST(ModelTest,
+     DelayedRevealIsJudgedOnTheIssuedScoreAndLearnsOnCurrentWeights) {
   auto model = *Model::Create(Plain(2));
   // Issued at w = 0: score 0, a mistake whatever the label.
   absl::StatusOr<Issued> early = model->Issue(D({1, 0}), 0);
@@ -106,26 +112,32 @@ TEST(ModelTest, DelayedRevealIsJudgedOnTheIssuedScoreAndLearnsOnCurrentWeights) 
   EXPECT_EQ(late->score, 1);
   ASSERT_TRUE(model->Learn(D({3, 0}), -1).ok());  // w = (1,0) - (3,0) = (-2, 0)
 
-  // The early prediction: a mistake (issued score 0), but on the current w = (-2, 0) the label -1
-  // gives y*(w.x) = 2 > 0, so no update.
+  // The early prediction: a mistake (issued score 0), but on the current w =
+  // (-2, 0) the label -1 gives y*(w.x) = 2 > 0, so no update.
   absl::StatusOr<Outcome> a = model->Reveal(early->prediction_id, -1);
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->mistake);
   EXPECT_FALSE(a->updated);
   EXPECT_EQ(a->score, 0);
-  // The late one: issued score 1 was right for +1, but current w gives -2: update, no mistake.
+  // The late one: issued score 1 was right for +1, but current w gives -2:
+  // update, no mistake.
   absl::StatusOr<Outcome> b = model->Reveal(late->prediction_id, 1);
   ASSERT_TRUE(b.ok());
   EXPECT_FALSE(b->mistake);
   EXPECT_TRUE(b->updated);
   EXPECT_THAT(model->weights(), ElementsAre(-1, 1));
-  EXPECT_EQ(model->counters(), (Counters{.examples = 4, .mistakes = 3, .updates = 3,
-                                         .predictions = 2, .expired = 0}));
+  EXPECT_EQ(model->counters(), (Counters{.examples = 4,
+                                         .mistakes = 3,
+                                         .updates = 3,
+                                         .predictions = 2,
+                                         .expired = 0}));
 }
 
-TEST(ModelTest, OutOfOrderRevealsMatchAReferenceThatAppliesLabelsInRevealOrder) {
-  // Reference: for classic, revealing in some order is learning the issued examples in that
-  // order, except that mistakes are judged on the issued scores.
+TEST(ModelTest,
+     OutOfOrderRevealsMatchAReferenceThatAppliesLabelsInRevealOrder) {
+  // Reference: for classic, revealing in some order is learning the issued
+  // examples in that order, except that mistakes are judged on the issued
+  // scores.
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;
   for (int trial = 0; trial < 50; ++trial) {
@@ -154,8 +166,10 @@ TEST(ModelTest, OutOfOrderRevealsMatchAReferenceThatAppliesLabelsInRevealOrder) 
       absl::StatusOr<Outcome> r = reference->Learn(D(xs[i]), ys[i]);
       EXPECT_EQ(o->updated, r->updated);
     }
-    const std::vector<double> w(model->weights().begin(), model->weights().end());
-    const std::vector<double> r(reference->weights().begin(), reference->weights().end());
+    const std::vector<double> w(model->weights().begin(),
+                                model->weights().end());
+    const std::vector<double> r(reference->weights().begin(),
+                                reference->weights().end());
     EXPECT_EQ(testing::Bits().Add(w).str(), testing::Bits().Add(r).str());
     EXPECT_EQ(model->counters().mistakes, mistakes);
     EXPECT_EQ(model->pending_count(), 0u);
@@ -171,13 +185,15 @@ TEST(ModelTest, RevealErrorsNameTheIdAndChangeNothing) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("label 0"));
   s = model->Reveal(99, 1).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("prediction 99 was never issued"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("prediction 99 was never issued"));
   EXPECT_EQ(StateBits(model->ExportState()), before);
   ASSERT_TRUE(model->Reveal(i.prediction_id, 1).ok());
   const std::string after = StateBits(model->ExportState());
   s = model->Reveal(i.prediction_id, 1).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("already revealed or has expired"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("already revealed or has expired"));
   EXPECT_EQ(StateBits(model->ExportState()), after);
 }
 
@@ -189,8 +205,10 @@ TEST(ModelTest, ExpiredPredictionsAreCountedAndCannotBeRevealed) {
   EXPECT_EQ(model->ExpirePending(25), 2u);
   EXPECT_EQ(model->counters().expired, 2u);
   EXPECT_EQ(model->pending_count(), 1u);
-  EXPECT_EQ(model->Reveal(a.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(model->Reveal(b.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model->Reveal(a.prediction_id, 1).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(model->Reveal(b.prediction_id, 1).status().code(),
+            absl::StatusCode::kNotFound);
   EXPECT_TRUE(model->Reveal(c.prediction_id, 1).ok());
   EXPECT_EQ(model->stats().pending, 0u);
 }
@@ -211,11 +229,13 @@ TEST(ModelTest, ResetZeroesStateKeepsConfigAndNeverReusesIds) {
   EXPECT_EQ(st.bound.td_gamma, 0);
   EXPECT_EQ(st.weight_norm, 0);
   EXPECT_EQ(model->config(), c);
-  EXPECT_EQ(model->Reveal(first.prediction_id, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model->Reveal(first.prediction_id, 1).status().code(),
+            absl::StatusCode::kNotFound);
   EXPECT_GT(model->Issue(D({1, 1}), 0)->prediction_id, first.prediction_id);
 }
 
-// ---- Bad input: INVALID_ARGUMENT naming the problem, and the model unchanged. ----
+// ---- Bad input: INVALID_ARGUMENT naming the problem, and the model unchanged.
+// ----
 
 struct BadCase {
   std::string name;
@@ -243,26 +263,34 @@ class BadInputTest : public ::testing::Test {
 TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  static const std::vector<double> v_nan = {1, nan, 0}, v_inf = {inf, 0, 0}, v_ninf = {0, 0, -inf};
-  static const std::vector<double> short_v = {1, 2}, long_v = {1, 2, 3, 4}, zero = {0, 0, 0};
+  static const std::vector<double> v_nan = {1, nan, 0}, v_inf = {inf, 0, 0},
+                                   v_ninf = {0, 0, -inf};
+  static const std::vector<double> short_v = {1, 2}, long_v = {1, 2, 3, 4},
+                                   zero = {0, 0, 0};
   static const std::vector<double> huge = {1e200, 1e200, 1};
-  static const std::vector<uint32_t> idx_out = {0, 3}, idx_dup = {2, 0, 2}, idx_ok = {0, 1};
-  static const std::vector<double> val2 = {1, 2}, val3 = {1, 2, 3}, sp_nan = {1, nan};
+  static const std::vector<uint32_t> idx_out = {0, 3}, idx_dup = {2, 0, 2},
+                                     idx_ok = {0, 1};
+  static const std::vector<double> val2 = {1, 2}, val3 = {1, 2, 3},
+                                   sp_nan = {1, nan};
   const std::vector<double> ok = {1, 2, 3};
   const std::vector<BadCase> cases = {
       {"nan", D(v_nan), 1, "position 1 is nan, not finite"},
       {"inf", D(v_inf), 1, "position 0 is inf, not finite"},
       {"-inf", D(v_ninf), 1, "position 2 is -inf, not finite"},
-      {"short", D(short_v), 1, "dense vector has 2 values; the model's dimension is 3"},
-      {"long", D(long_v), 1, "dense vector has 4 values; the model's dimension is 3"},
+      {"short", D(short_v), 1,
+       "dense vector has 2 values; the model's dimension is 3"},
+      {"long", D(long_v), 1,
+       "dense vector has 4 values; the model's dimension is 3"},
       {"zero", D(zero), 1, "is zero and cannot be normalized"},
       {"overflow", D(huge), 1, "squared norm overflows"},
       {"index out of range", FeatureView::Sparse(idx_out, val2), 1,
        "index 3 at position 1 is out of range for dimension 3"},
       {"duplicate index", FeatureView::Sparse(idx_dup, val3), 1,
        "index 2 repeated at positions 0 and 2"},
-      {"count mismatch", FeatureView::Sparse(idx_ok, val3), 1, "has 2 indices but 3 values"},
-      {"sparse nan", FeatureView::Sparse(idx_ok, sp_nan), 1, "position 1 (index 1) is nan"},
+      {"count mismatch", FeatureView::Sparse(idx_ok, val3), 1,
+       "has 2 indices but 3 values"},
+      {"sparse nan", FeatureView::Sparse(idx_ok, sp_nan), 1,
+       "position 1 (index 1) is nan"},
       {"label 0", D(ok), 0, "label 0 must be -1 or +1"},
       {"label 2", D(ok), 2, "label 2 must be -1 or +1"},
       {"label -3", D(ok), -3, "label -3 must be -1 or +1"},
@@ -282,8 +310,10 @@ TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
       EXPECT_EQ(predict.code(), absl::StatusCode::kInvalidArgument);
       EXPECT_THAT(std::string(predict.message()), HasSubstr(c.message));
     }
-    // In a training set, the error names the example's index and nothing is learned.
-    const std::vector<LabeledExample> data = {{D(ok), 1}, {D(ok), -1}, {c.x, c.label}};
+    // In a training set, the error names the example's index and nothing is
+    // learned.
+    const std::vector<LabeledExample> data = {
+        {D(ok), 1}, {D(ok), -1}, {c.x, c.label}};
     absl::Status train = model_->Train(data).status();
     EXPECT_EQ(train.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(train.message()), HasSubstr("example 2: "));
@@ -300,7 +330,8 @@ TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
   idx[90] = idx[5];
   absl::Status s = wide->Learn(FeatureView::Sparse(idx, val), 1).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("index 35 repeated at positions 5 and 90"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("index 35 repeated at positions 5 and 90"));
   EXPECT_EQ(wide->counters(), Counters());
 }
 
@@ -316,7 +347,8 @@ TEST(ModelTest, ZeroExampleWithoutNormalizationIsAMistakeButNoUpdate) {
 TEST(ModelTest, CreateRefusesAnInvalidConfig) {
   ModelConfig c;
   c.dimension = 0;
-  EXPECT_EQ(Model::Create(c).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Model::Create(c).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // ---- Rebuilding from state continues bit-identically. ----
@@ -347,7 +379,8 @@ std::vector<Variant> Variants(uint32_t d) {
     c.algorithm = Algorithm::kVoted;
     c.max_voted_vectors = 5;
   });
-  add("kernel-linear", [](ModelConfig& c) { c.algorithm = Algorithm::kKernel; });
+  add("kernel-linear",
+      [](ModelConfig& c) { c.algorithm = Algorithm::kKernel; });
   add("kernel-poly", [](ModelConfig& c) {
     c.algorithm = Algorithm::kKernel;
     c.kernel.type = KernelType::kPolynomial;
@@ -363,10 +396,12 @@ std::vector<Variant> Variants(uint32_t d) {
   return v;
 }
 
-// Drives a model with a mix of labeled examples, issued predictions and out-of-order reveals.
+// Drives a model with a mix of labeled examples, issued predictions and
+// out-of-order reveals.
 class Driver {
  public:
-  Driver(uint32_t d, bool sparse, uint64_t seed) : d_(d), sparse_(sparse), rng_(seed) {}
+  Driver(uint32_t d, bool sparse, uint64_t seed)
+      : d_(d), sparse_(sparse), rng_(seed) {}
 
   void Step(Model& m, std::vector<Issued>* open) {
     std::uniform_int_distribution<int> action(0, 9);
@@ -380,7 +415,8 @@ class Driver {
       return;
     }
     Draw();
-    const FeatureView x = sparse_ ? FeatureView::Sparse(idx_, val_) : FeatureView::Dense(val_);
+    const FeatureView x =
+        sparse_ ? FeatureView::Sparse(idx_, val_) : FeatureView::Dense(val_);
     if (a < 4) {
       open->push_back(*m.Issue(x, 0));
     } else {
@@ -404,8 +440,11 @@ class Driver {
       for (uint32_t i = 0; i < d_; ++i) val_.push_back(normal(rng_));
     }
     double s = 0;
-    for (size_t k = 0; k < val_.size(); ++k) s += (sparse_ ? idx_[k] % 2 : k % 2) ? val_[k] : -val_[k];
-    label_ = (s > 0) == (rng_() % 10 != 0) ? 1 : -1;  // a separable rule with 10% noise
+    for (size_t k = 0; k < val_.size(); ++k)
+      s += (sparse_ ? idx_[k] % 2 : k % 2) ? val_[k] : -val_[k];
+    label_ = (s > 0) == (rng_() % 10 != 0)
+                 ? 1
+                 : -1;  // a separable rule with 10% noise
   }
 
   uint32_t d_;
@@ -434,7 +473,8 @@ TEST(ModelTest, RebuildingFromStateContinuesBitIdenticallyForEveryAlgorithm) {
       EXPECT_TRUE((*rebuilt)->ExportState() == saved);
       for (int i = 0; i < 300; ++i) a.Step(*straight, &open_a);
       for (int i = 0; i < 300; ++i) b.Step(**rebuilt, &open_b);
-      const ModelState x = straight->ExportState(), y = (*rebuilt)->ExportState();
+      const ModelState x = straight->ExportState(),
+                       y = (*rebuilt)->ExportState();
       EXPECT_EQ(StateBits(x), StateBits(y));
       EXPECT_GT(x.counters.updates, 0u);
       EXPECT_GT(x.counters.predictions, 0u);
@@ -449,7 +489,8 @@ TEST(ModelTest, ReplayingTheSameExamplesGivesBitIdenticalWeights) {
     Driver a(6, false, 5), b(6, false, 5);
     std::vector<Issued> oa, ob;
     for (int i = 0; i < 500; ++i) a.Step(*m1, &oa), b.Step(*m2, &ob);
-    EXPECT_EQ(StateBits(m1->ExportState()), StateBits(m2->ExportState())) << v.name;
+    EXPECT_EQ(StateBits(m1->ExportState()), StateBits(m2->ExportState()))
+        << v.name;
   }
 }
 
@@ -466,16 +507,20 @@ TEST(ModelTest, FromStateRejectsInconsistentStateNamingTheField) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"bad config", [](ModelState& s) { s.config.dimension = 0; }, "dimension 0"},
+      {"bad config", [](ModelState& s) { s.config.dimension = 0; },
+       "dimension 0"},
       {"short weights", [](ModelState& s) { s.learner.weights.pop_back(); },
        "weights has 3 values; expected 4"},
-      {"nan weight", [](ModelState& s) { s.learner.weights[1] = NAN; }, "weights value 1 is nan"},
+      {"nan weight", [](ModelState& s) { s.learner.weights[1] = NAN; },
+       "weights value 1 is nan"},
       {"negative td", [](ModelState& s) { s.td_gamma = -1; }, "td_gamma -1"},
       {"future id", [](ModelState& s) { s.pending[0].prediction_id = 50; },
        "pending prediction id 50 is not below"},
-      {"bad pending features", [](ModelState& s) { s.pending[0].features.values.pop_back(); },
+      {"bad pending features",
+       [](ModelState& s) { s.pending[0].features.values.pop_back(); },
        "pending prediction 1: features: dense vector has 2 values"},
-      {"zero next id", [](ModelState& s) { s.next_prediction_id = 0; }, "next_prediction_id"},
+      {"zero next id", [](ModelState& s) { s.next_prediction_id = 0; },
+       "next_prediction_id"},
   };
   for (const Case& k : cases) {
     ModelState s = good;

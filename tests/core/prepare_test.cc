@@ -19,7 +19,8 @@ ModelConfig Config(bool bias, bool normalize, double c = 1) {
 
 TEST(PrepareTest, BiasThenNormalization) {
   const std::vector<double> x = {1, 2, 2};
-  const Prepared p = *Preparer(Config(true, true, 4)).Prepare(FeatureView::Dense(x));
+  const Prepared p =
+      *Preparer(Config(true, true, 4)).Prepare(FeatureView::Dense(x));
   // [1, 2, 2, 4] has norm 5.
   EXPECT_EQ(p.scale, 0.2);
   EXPECT_EQ(p.norm, 1.0);
@@ -31,20 +32,34 @@ TEST(PrepareTest, BiasThenNormalization) {
 
 TEST(PrepareTest, WithoutNormalizationTheRadiusIsTheNorm) {
   const std::vector<double> x = {3, 4, 0};
-  const Prepared p = *Preparer(Config(false, false)).Prepare(FeatureView::Dense(x));
+  const Prepared p =
+      *Preparer(Config(false, false)).Prepare(FeatureView::Dense(x));
   EXPECT_EQ(p.scale, 1.0);
   EXPECT_EQ(p.norm, 5.0);
-  const Prepared q = *Preparer(Config(true, false, 12)).Prepare(FeatureView::Dense(x));
+  const Prepared q =
+      *Preparer(Config(true, false, 12)).Prepare(FeatureView::Dense(x));
   EXPECT_EQ(q.norm, 13.0);
 }
 
 TEST(PrepareTest, ZeroVectorCannotBeNormalizedButBiasRescuesIt) {
   const std::vector<double> zero = {0, 0, 0};
-  absl::StatusOr<Prepared> p = Preparer(Config(false, true)).Prepare(FeatureView::Dense(zero));
+  absl::StatusOr<Prepared> p =
+      Preparer(Config(false, true)).Prepare(FeatureView::Dense(zero));
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(p.status().message()), ::testing::HasSubstr("zero"));
-  EXPECT_TRUE(Preparer(Config(true, true)).Prepare(FeatureView::Dense(zero)).ok());
-  EXPECT_TRUE(Preparer(Config(false, false)).Prepare(FeatureView::Dense(zero)).ok());
+  EXPECT_TRUE(
+      Preparer(Config(true, true)).Prepare(FeatureView::Dense(zero)).ok());
+  EXPECT_TRUE(
+      Preparer(Config(false, false)).Prepare(FeatureView::Dense(zero)).ok());
+}
+
+TEST(PrepareTest, OverflowingNormIsRejected) {
+  const std::vector<double> big = {1e200, 1e200, 1};
+  absl::StatusOr<Prepared> p =
+      Preparer(Config(false, false)).Prepare(FeatureView::Dense(big));
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()),
+              ::testing::HasSubstr("squared norm overflows"));
 }
 
 TEST(PrepareTest, SparseAndDenseAgree) {
@@ -68,7 +83,8 @@ TEST(PrepareTest, DenseDotHandlesEveryRemainder) {
   for (size_t n = 0; n < 11; ++n) {
     std::vector<double> a(n), b(n);
     double expect = 0;
-    for (size_t i = 0; i < n; ++i) a[i] = i + 1, b[i] = 2, expect += 2 * (i + 1);
+    for (size_t i = 0; i < n; ++i)
+      a[i] = i + 1, b[i] = 2, expect += 2 * (i + 1);
     EXPECT_EQ(DenseDot(a.data(), b.data(), n), expect) << n;
   }
 }

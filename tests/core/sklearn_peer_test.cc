@@ -1,5 +1,6 @@
-// DESIGN.md 2.6: one classic pass over breast_cancer.csv (bias c = 1, no normalization, eta = 1)
-// equals scikit-learn's Perceptron, which the test runs itself through Debian's Python.
+// DESIGN.md 2.6: one classic pass over breast_cancer.csv (bias c = 1, no
+// normalization, eta = 1) equals scikit-learn's Perceptron, which the test runs
+// itself through Debian's Python.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -21,8 +22,8 @@ struct Sklearn {
 };
 
 Sklearn RunSklearn() {
-  const std::string command =
-      std::string(PERCEPTRON_PYTHON) + " " + PERCEPTRON_SKLEARN_SCRIPT + " 2>&1";
+  const std::string command = std::string(PERCEPTRON_PYTHON) + " " +
+                              PERCEPTRON_SKLEARN_SCRIPT + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
   std::string out;
@@ -39,7 +40,8 @@ Sklearn RunSklearn() {
     in >> key;
     if (key == "csv") in >> r.csv;
     if (key == "samples") in >> r.samples;
-    if (key == "intercept") r.intercept = std::strtod(line.substr(10).c_str(), nullptr);
+    if (key == "intercept")
+      r.intercept = std::strtod(line.substr(10).c_str(), nullptr);
     if (key == "coef") {
       std::string v;
       while (in >> v) r.coef.push_back(std::strtod(v.c_str(), nullptr));
@@ -48,9 +50,11 @@ Sklearn RunSklearn() {
   return r;
 }
 
-// sklearn's own CSV layout: a header "n_samples,n_features,names...", then rows of features and
-// an integer target (0 malignant, 1 benign; sklearn's positive class is 1).
-void ReadBreastCancer(const std::string& path, std::vector<std::vector<double>>* x,
+// sklearn's own CSV layout: a header "n_samples,n_features,names...", then rows
+// of features and an integer target (0 malignant, 1 benign; sklearn's positive
+// class is 1).
+void ReadBreastCancer(const std::string& path,
+                      std::vector<std::vector<double>>* x,
                       std::vector<int>* y) {
   std::ifstream in(path);
   ASSERT_TRUE(in) << "cannot open " << path;
@@ -60,7 +64,8 @@ void ReadBreastCancer(const std::string& path, std::vector<std::vector<double>>*
     std::vector<double> row;
     std::istringstream cells(line);
     std::string cell;
-    while (std::getline(cells, cell, ',')) row.push_back(std::strtod(cell.c_str(), nullptr));
+    while (std::getline(cells, cell, ','))
+      row.push_back(std::strtod(cell.c_str(), nullptr));
     y->push_back(row.back() == 1 ? 1 : -1);
     row.pop_back();
     x->push_back(std::move(row));
@@ -84,24 +89,29 @@ TEST(SklearnPeerTest, OneClassicPassEqualsSklearnPerceptronOnBreastCancer) {
   config.eta = 1;
   auto model = *Model::Create(config);
   for (size_t t = 0; t < x.size(); ++t) {
-    ASSERT_TRUE(model->Learn(FeatureView::Dense(x[t]), y[t]).ok()) << "row " << t;
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(x[t]), y[t]).ok())
+        << "row " << t;
   }
   const absl::Span<const double> w = model->weights();
   double worst = 0;
   for (size_t i = 0; i < 30; ++i) {
-    const double rel = std::abs(w[i] - sk.coef[i]) / std::max(1e-300, std::abs(sk.coef[i]));
+    const double rel =
+        std::abs(w[i] - sk.coef[i]) / std::max(1e-300, std::abs(sk.coef[i]));
     worst = std::max(worst, rel);
-    EXPECT_LE(rel, 1e-12) << "coef " << i << ": " << w[i] << " vs sklearn " << sk.coef[i];
+    EXPECT_LE(rel, 1e-12) << "coef " << i << ": " << w[i] << " vs sklearn "
+                          << sk.coef[i];
   }
   EXPECT_LE(std::abs(w[30] - sk.intercept), 1e-12 * std::abs(sk.intercept))
       << "intercept " << w[30] << " vs sklearn " << sk.intercept;
-  // DESIGN.md 2.6 records 168 updates for this pass; without delays updates == mistakes.
+  // DESIGN.md 2.6 records 168 updates for this pass; without delays updates ==
+  // mistakes.
   EXPECT_EQ(model->counters().updates, 168u);
   EXPECT_EQ(model->counters().mistakes, 168u);
   EXPECT_EQ(model->counters().examples, 569u);
   std::cout << "[ peer ] 569 examples, " << model->counters().updates
-            << " updates; largest relative difference from sklearn's coef_ " << worst
-            << ", intercept " << w[30] << " vs " << sk.intercept << "\n";
+            << " updates; largest relative difference from sklearn's coef_ "
+            << worst << ", intercept " << w[30] << " vs " << sk.intercept
+            << "\n";
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// A byte string of a ModelState's numbers, so tests can compare states bit for bit (operator==
-// on doubles would equate 0.0 and -0.0).
+// A byte string of a ModelState's numbers, so tests can compare states bit for
+// bit (operator== on doubles would equate 0.0 and -0.0).
 #ifndef PERCEPTRON_TESTS_CORE_STATE_BITS_H_
 #define PERCEPTRON_TESTS_CORE_STATE_BITS_H_
 
@@ -38,11 +38,15 @@ inline std::string StateBits(const ModelState& s) {
   b.Add(s.counters.predictions).Add(s.counters.expired);
   b.Add(s.td_gamma).Add(s.radius).Add(s.next_prediction_id);
   const LearnerState& l = s.learner;
-  b.Add(l.weights).Add(l.weight_norm_sq).Add(l.average_accumulator).Add(l.average_steps);
+  b.Add(l.weights)
+      .Add(l.weight_norm_sq)
+      .Add(l.average_accumulator)
+      .Add(l.average_steps);
   b.Add(l.voted.size());
   for (const VotedVector& v : l.voted) b.Add(v.weights).Add(v.survived);
   b.Add(l.current_survived).Add(l.support.size());
-  for (const SupportVector& v : l.support) b.Add(v.indices).Add(v.values).Add(v.coefficient);
+  for (const SupportVector& v : l.support)
+    b.Add(v.indices).Add(v.values).Add(v.coefficient);
   b.Add(l.dropped).Add(s.pending.size());
   for (const PendingPrediction& p : s.pending) {
     b.Add(p.prediction_id).Add(p.features.values).Add(p.features.indices);

@@ -1,5 +1,5 @@
-// Random labeled streams for the core tests: separable with a known margin, or not, with label
-// noise, normalized or not. Deterministic for a given seed.
+// Random labeled streams for the core tests: separable with a known margin, or
+// not, with label noise, normalized or not. Deterministic for a given seed.
 #ifndef PERCEPTRON_TESTS_CORE_STREAMS_H_
 #define PERCEPTRON_TESTS_CORE_STREAMS_H_
 
@@ -19,12 +19,13 @@ struct StreamSpec {
   size_t length = 500;
   bool bias = true;
   bool normalize = true;
-  // Examples with |u . x^| < margin are redrawn, so the clean stream is separable by u with
-  // margin `margin` (0: no such guarantee).
+  // Examples with |u . x^| < margin are redrawn, so the clean stream is
+  // separable by u with margin `margin` (0: no such guarantee).
   double margin = 0.05;
   // Probability that a label is flipped after drawing.
   double noise = 0.0;
-  // Raw norms are spread over [1/norm_spread, norm_spread] (matters without normalization).
+  // Raw norms are spread over [1/norm_spread, norm_spread] (matters without
+  // normalization).
   double norm_spread = 1.0;
   uint64_t seed = 1;
 };
@@ -33,7 +34,7 @@ struct Stream {
   std::vector<std::vector<double>> x;
   std::vector<int> y;
   std::vector<double> separator;  // unit, weight dimension entries
-  double min_margin = 0;          // min_t y_t (u . x^_t) over the stream as labeled
+  double min_margin = 0;  // min_t y_t (u . x^_t) over the stream as labeled
 };
 
 inline ModelConfig StreamConfig(const StreamSpec& spec) {
@@ -61,9 +62,10 @@ inline Stream MakeStream(const StreamSpec& spec) {
   s.min_margin = INFINITY;
   while (s.x.size() < spec.length) {
     std::vector<double> x(spec.dimension);
-    const double scale = spec.norm_spread == 1.0
-                             ? 1.0
-                             : std::exp((2 * unit(rng) - 1) * std::log(spec.norm_spread));
+    const double scale =
+        spec.norm_spread == 1.0
+            ? 1.0
+            : std::exp((2 * unit(rng) - 1) * std::log(spec.norm_spread));
     for (double& v : x) v = scale * normal(rng);
     const Prepared p = *preparer.Prepare(FeatureView::Dense(x));
     const double m = Dot(s.separator, p);
@@ -77,8 +79,10 @@ inline Stream MakeStream(const StreamSpec& spec) {
   return s;
 }
 
-// x^ computed directly from DESIGN.md 2.1, independently of Preparer: for naive references.
-inline std::vector<double> Augmented(const std::vector<double>& x, const ModelConfig& c) {
+// x^ computed directly from DESIGN.md 2.1, independently of Preparer: for naive
+// references.
+inline std::vector<double> Augmented(const std::vector<double>& x,
+                                     const ModelConfig& c) {
   std::vector<double> a = x;
   if (c.bias) a.push_back(c.bias_constant);
   if (c.normalize) {
@@ -89,7 +93,8 @@ inline std::vector<double> Augmented(const std::vector<double>& x, const ModelCo
   return a;
 }
 
-inline double NaiveDot(const std::vector<double>& a, const std::vector<double>& b) {
+inline double NaiveDot(const std::vector<double>& a,
+                       const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;

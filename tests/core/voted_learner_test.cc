@@ -14,8 +14,9 @@ using testing::Augmented;
 using testing::MakeStream;
 using testing::NaiveDot;
 
-// Freund & Schapire's voted perceptron as DESIGN.md 2.3 states it: c_k is the number of examples
-// w_k survived; at most `cap` past vectors are kept (the oldest dropped).
+// Freund & Schapire's voted perceptron as DESIGN.md 2.3 states it: c_k is the
+// number of examples w_k survived; at most `cap` past vectors are kept (the
+// oldest dropped).
 class NaiveVoted {
  public:
   NaiveVoted(size_t dim, size_t cap) : w_(dim, 0.0), cap_(cap) {}
@@ -59,7 +60,8 @@ TEST(VotedLearnerTest, PredictionsEqualTheNaiveVoteOnSmallStreams) {
     const testing::Stream s = MakeStream(spec);
     ModelConfig c = testing::StreamConfig(spec);
     c.algorithm = Algorithm::kVoted;
-    c.max_voted_vectors = k % 2 == 0 ? 1000 : 4;  // half the streams run into the cap
+    c.max_voted_vectors =
+        k % 2 == 0 ? 1000 : 4;  // half the streams run into the cap
     auto model = *Model::Create(c);
     NaiveVoted naive(c.weight_dimension(), c.max_voted_vectors);
     for (size_t t = 0; t < s.x.size(); ++t) {
@@ -88,8 +90,10 @@ TEST(VotedLearnerTest, SurvivalCountsWeightTheVote) {
   const std::vector<double> pos = {1}, neg = {-1};
   // w = (1) survives 3 examples, then a flipped label sends it back to 0.
   ASSERT_TRUE(model->Learn(FeatureView::Dense(pos), 1)->updated);  // w = 1
-  for (int i = 0; i < 3; ++i) ASSERT_FALSE(model->Learn(FeatureView::Dense(pos), 1)->updated);
-  ASSERT_TRUE(model->Learn(FeatureView::Dense(pos), -1)->updated);  // w = 0, c(w=1) = 3
+  for (int i = 0; i < 3; ++i)
+    ASSERT_FALSE(model->Learn(FeatureView::Dense(pos), 1)->updated);
+  ASSERT_TRUE(
+      model->Learn(FeatureView::Dense(pos), -1)->updated);  // w = 0, c(w=1) = 3
   // Current w = 0 has survived nothing: the vote is 3 * sign(1 * x).
   EXPECT_EQ(model->Predict(FeatureView::Dense(pos))->score, 3);
   EXPECT_EQ(model->Predict(FeatureView::Dense(neg))->score, -3);

@@ -1,0 +1,135 @@
+// The core learner's predict+learn step on the DESIGN.md section 7 shapes: the
+// compute limit that later measurements of the service are compared against.
+// Prints examples per second (items_per_second). Run:
+// build/release/bench/core/core_benchmark
+//
+//   W1: dense, d = 20        W2: dense, d = 1000        W3: sparse, 32
+//   non-zeros of d = 2^20
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/model.h"
+
+namespace perceptron {
+namespace {
+
+// A pool of examples cycled through. The sparse pool is larger: with 32 of 2^20
+// coordinates, examples barely overlap, and a small pool would be learned by
+// heart after one cycle.
+size_t PoolSize(uint32_t nonzeros) { return nonzeros == 0 ? 4096 : 65536; }
+
+struct Workload {
+  uint32_t dimension;
+  uint32_t nonzeros;  // 0: dense
+};
+
+constexpr Workload kW1{20, 0}, kW2{1000, 0}, kW3{1u << 20, 32};
+
+struct Data {
+  std::vector<std::vector<double>> values;
+  std::vector<std::vector<uint32_t>> indices;
+  std::vector<int> labels;
+  std::vector<double> separator;
+};
+
+// Labels from a random separator with 10% flipped, so the learner keeps
+// updating.
+Data MakeData(const Workload& w) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> normal;
+  Data d;
+  d.separator.resize(w.dimension);
+  for (double& v : d.separator) v = normal(rng);
+  for (size_t t = 0; t < PoolSize(w.nonzeros); ++t) {
+    std::vector<double> val;
+    std::vector<uint32_t> idx;
+    double s = 0;
+    if (w.nonzeros == 0) {
+      val.resize(w.dimension);
+      for (uint32_t i = 0; i < w.dimension; ++i)
+        s += d.separator[i] * (val[i] = normal(rng));
+    } else {
+      std::uniform_int_distribution<uint32_t> pick(0, w.dimension - 1);
+      while (idx.size() < w.nonzeros) {
+        const uint32_t i = pick(rng);
+        if (std::find(idx.begin(), idx.end(), i) == idx.end()) idx.push_back(i);
+      }
+      for (uint32_t i : idx)
+        s += d.separator[i] * val.emplace_back(normal(rng));
+    }
+    d.values.push_back(std::move(val));
+    d.indices.push_back(std::move(idx));
+    d.labels.push_back((s >= 0) == (rng() % 10 != 0) ? 1 : -1);
+  }
+  return d;
+}
+
+FeatureView View(const Data& d, size_t t, bool sparse) {
+  return sparse ? FeatureView::Sparse(d.indices[t], d.values[t])
+                : FeatureView::Dense(d.values[t]);
+}
+
+void Run(benchmark::State& state, const Workload& w, Algorithm algorithm,
+         bool comparator) {
+  const Data data = MakeData(w);
+  ModelConfig config;
+  config.dimension = w.dimension;
+  config.algorithm = algorithm;
+  if (comparator) {
+    config.gamma = 0.05;
+    config.comparator = data.separator;
+  }
+  auto model = *Model::Create(config);
+  const bool sparse = w.nonzeros > 0;
+  size_t t = 0;
+  for (auto _ : state) {
+    absl::StatusOr<Outcome> o =
+        model->Learn(View(data, t, sparse), data.labels[t]);
+    benchmark::DoNotOptimize(o);
+    if (++t == data.labels.size()) t = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["mistake_rate"] =
+      static_cast<double>(model->counters().mistakes) /
+      model->counters().examples;
+}
+
+void Predict(benchmark::State& state, const Workload& w) {
+  const Data data = MakeData(w);
+  ModelConfig config;
+  config.dimension = w.dimension;
+  auto model = *Model::Create(config);
+  const bool sparse = w.nonzeros > 0;
+  for (size_t t = 0; t < data.labels.size(); ++t)
+    model->Learn(View(data, t, sparse), data.labels[t]).IgnoreError();
+  size_t t = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model->Predict(View(data, t, sparse)));
+    if (++t == data.labels.size()) t = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// Classic with a comparator: the path the service runs (TD_gamma kept per
+// example).
+BENCHMARK_CAPTURE(Run, W1_classic_bound, kW1, Algorithm::kClassic, true);
+BENCHMARK_CAPTURE(Run, W2_classic_bound, kW2, Algorithm::kClassic, true);
+BENCHMARK_CAPTURE(Run, W3_classic_bound, kW3, Algorithm::kClassic, true);
+// Without a comparator.
+BENCHMARK_CAPTURE(Run, W1_classic, kW1, Algorithm::kClassic, false);
+BENCHMARK_CAPTURE(Run, W2_classic, kW2, Algorithm::kClassic, false);
+BENCHMARK_CAPTURE(Run, W3_classic, kW3, Algorithm::kClassic, false);
+// The averaged learner keeps a second accumulator.
+BENCHMARK_CAPTURE(Run, W1_averaged_bound, kW1, Algorithm::kAveraged, true);
+BENCHMARK_CAPTURE(Run, W2_averaged_bound, kW2, Algorithm::kAveraged, true);
+BENCHMARK_CAPTURE(Run, W3_averaged_bound, kW3, Algorithm::kAveraged, true);
+// Scores only.
+BENCHMARK_CAPTURE(Predict, W1, kW1);
+BENCHMARK_CAPTURE(Predict, W2, kW2);
+BENCHMARK_CAPTURE(Predict, W3, kW3);
+
+}  // namespace
+}  // namespace perceptron
+
+BENCHMARK_MAIN();

@@ -20,6 +20,12 @@ using testing::StateBits;
 
 FeatureView D(const std::vector<double>& v) { return FeatureView::Dense(v); }
 
+ModelConfig Dim(uint32_t d) {
+  ModelConfig c;
+  c.dimension = d;
+  return c;
+}
+
 ModelConfig Plain(uint32_t d) {
   ModelConfig c;
   c.dimension = d;
@@ -75,7 +81,7 @@ TEST(ModelTest, TrainStopsAtMaxEpochsOnInseparableData) {
 }
 
 TEST(ModelTest, FirstExampleIsAlwaysAMistakeAndTiesPredictPlusOne) {
-  auto model = *Model::Create(ModelConfig{.dimension = 3});
+  auto model = *Model::Create(Dim(3));
   absl::StatusOr<Prediction> p = model->Predict(D({1, 2, 3}));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->score, 0);
@@ -177,7 +183,7 @@ TEST(ModelTest,
 }
 
 TEST(ModelTest, RevealErrorsNameTheIdAndChangeNothing) {
-  auto model = *Model::Create(ModelConfig{.dimension = 2});
+  auto model = *Model::Create(Dim(2));
   Issued i = *model->Issue(D({1, 2}), 0);
   const std::string before = StateBits(model->ExportState());
   absl::Status s = model->Reveal(i.prediction_id, 0).status();
@@ -198,7 +204,7 @@ TEST(ModelTest, RevealErrorsNameTheIdAndChangeNothing) {
 }
 
 TEST(ModelTest, ExpiredPredictionsAreCountedAndCannotBeRevealed) {
-  auto model = *Model::Create(ModelConfig{.dimension = 1});
+  auto model = *Model::Create(Dim(1));
   Issued a = *model->Issue(D({1}), 10);
   Issued b = *model->Issue(D({2}), 20);
   Issued c = *model->Issue(D({3}), 30);

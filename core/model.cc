@@ -149,10 +149,8 @@ absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
           learner_->ScoreAndLearn(prepared[i], data[i].label, &updated);
       const Outcome o = Account(prepared[i], data[i].label, score, updated);
       result.mistakes += o.mistake;
-      if (updated) {
-        ++epoch_updates;
-        if (options.on_update) options.on_update(result.epochs, i);
-      }
+      epoch_updates += o.updated;
+      if (options.on_example) options.on_example(result.epochs, i, o);
     }
     result.updates += epoch_updates;
     result.converged = epoch_updates == 0;
@@ -195,13 +193,14 @@ ModelState Model::ExportState() const {
   return s;
 }
 
-Stats Model::stats() const {
+Stats Model::stats(bool with_weight_norm) const {
   Stats s;
   s.counters = counters_;
   s.pending = pending_.size();
   s.figures = learner_->figures();
   s.bound = bound_.Report(config_, s.figures);
   s.gamma = config_.gamma;
+  if (!with_weight_norm) return s;
   absl::Span<const double> w = learner_->weights();
   s.weight_norm = std::sqrt(DenseDot(w.data(), w.data(), w.size()));
   return s;

@@ -107,9 +107,10 @@ struct LabeledExample {
 struct TrainOptions {
   // Passes over the data at most, >= 1. Default: 100.
   uint32_t max_epochs = 100;
-  // Called after each update with the epoch (1-based) and the example's index.
-  // Optional.
-  std::function<void(uint32_t epoch, size_t index)> on_update;
+  // Called after every example with the epoch (1-based), the example's index and
+  // its outcome. Optional.
+  std::function<void(uint32_t epoch, size_t index, const Outcome& outcome)>
+      on_example;
 };
 
 struct TrainResult {
@@ -163,7 +164,8 @@ class Model {
   void Reset();
 
   ModelState ExportState() const;
-  Stats stats() const;
+  // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false (it costs O(d)).
+  Stats stats(bool with_weight_norm = true) const;
   const ModelConfig& config() const { return config_; }
   // The primal weights (weight dimension entries; empty for the kernel
   // learner).

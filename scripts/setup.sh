@@ -9,6 +9,11 @@ packages=(
   cmake g++ make pkg-config git ca-certificates clang-format
   # Libraries of core/ and its tests and benchmarks.
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # The wire contract, the server and the client: gRPC, protobuf and their code generators
+  # (libgrpc++-dev alone does not bring the compilers).
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # The example Python client.
+  python3-grpcio python3-protobuf
   # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
 )

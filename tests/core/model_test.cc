@@ -45,7 +45,8 @@ TEST(ModelTest,
   std::vector<std::vector<double>> seen;
   std::vector<std::pair<uint32_t, size_t>> where;
   TrainOptions options;
-  options.on_update = [&](uint32_t epoch, size_t index) {
+  options.on_example = [&](uint32_t epoch, size_t index, const Outcome& o) {
+    if (!o.updated) return;
     seen.emplace_back(model->weights().begin(), model->weights().end());
     where.emplace_back(epoch, index);
   };

@@ -1,0 +1,95 @@
+#include "server/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/model_id.h"
+
+namespace perceptron::server {
+
+void ModelEntry::AddListener(ModelListener* l) {
+  absl::MutexLock lock(&listeners_mu);
+  listeners.insert(l);
+}
+
+void ModelEntry::RemoveListener(ModelListener* l) {
+  absl::MutexLock lock(&listeners_mu);
+  listeners.erase(l);
+}
+
+void ModelEntry::NotifyChanged() {
+  absl::MutexLock lock(&listeners_mu);
+  for (ModelListener* l : listeners) l->OnModelChanged();
+}
+
+void ModelEntry::NotifyDeleted() {
+  absl::MutexLock lock(&listeners_mu);
+  for (ModelListener* l : listeners) l->OnModelDeleted();
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(const std::string& id,
+                                                             const ModelConfig& config) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(id));
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config));
+  absl::MutexLock lock(&mu_);
+  if (models_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrCat("model ", id, " already exists"));
+  }
+  if (models_.size() >= limits_.max_models) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server holds its maximum of ", limits_.max_models, " models"));
+  }
+  auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
+  models_.emplace(id, entry);
+  return entry;
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(id);
+  if (it == models_.end()) return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+  return it->second;
+}
+
+absl::Status Registry::Delete(const std::string& id) {
+  std::shared_ptr<ModelEntry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = models_.find(id);
+    if (it == models_.end()) {
+      return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+    }
+    entry = std::move(it->second);
+    models_.erase(it);
+  }
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->deleted = true;
+  }
+  entry->NotifyDeleted();
+  return absl::OkStatus();
+}
+
+std::vector<std::shared_ptr<ModelEntry>> Registry::List(const std::string& after,
+                                                        size_t limit) const {
+  std::vector<std::shared_ptr<ModelEntry>> out;
+  absl::MutexLock lock(&mu_);
+  for (auto it = models_.upper_bound(after); it != models_.end() && out.size() < limit; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<ModelEntry>> Registry::All() const {
+  std::vector<std::shared_ptr<ModelEntry>> out;
+  absl::MutexLock lock(&mu_);
+  out.reserve(models_.size());
+  for (const auto& [id, e] : models_) out.push_back(e);
+  return out;
+}
+
+size_t Registry::size() const {
+  absl::MutexLock lock(&mu_);
+  return models_.size();
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,115 @@
+// The server's models: each a ModelEntry whose updates are serialized by its own mutex, so
+// different models run in parallel. Thread-safe.
+//
+//   Registry registry(limits);
+//   absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry.Create("spam", config);
+//   {
+//     absl::MutexLock lock(&(*e)->mu);
+//     (*e)->model->Learn(...);
+//   }
+//   (*e)->NotifyChanged();
+#ifndef PERCEPTRON_SERVER_REGISTRY_H_
+#define PERCEPTRON_SERVER_REGISTRY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/model.h"
+#include "server/limits.h"
+
+namespace perceptron::server {
+
+// Receives a model's change notifications (see ModelEntry::AddListener).
+class ModelListener {
+ public:
+  virtual ~ModelListener() = default;
+  // The model changed. Called without the entry's `mu` held; must not call AddListener or
+  // RemoveListener.
+  virtual void OnModelChanged() = 0;
+  // The model was deleted. Same rules.
+  virtual void OnModelDeleted() = 0;
+};
+
+// The mistakes of the last `size` labeled examples, for the recent mistake rate.
+class RecentWindow {
+ public:
+  explicit RecentWindow(size_t size) : bits_(size, 0) {}
+  void Add(bool mistake) {
+    mistakes_ += mistake - bits_[next_];
+    bits_[next_] = mistake;
+    next_ = (next_ + 1) % bits_.size();
+    if (count_ < bits_.size()) ++count_;
+  }
+  double rate() const { return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_; }
+  size_t size() const { return bits_.size(); }
+  void Clear() { *this = RecentWindow(bits_.size()); }
+
+ private:
+  std::vector<uint8_t> bits_;
+  size_t next_ = 0;
+  size_t count_ = 0;
+  int64_t mistakes_ = 0;
+};
+
+inline constexpr size_t kRecentWindow = 1000;
+
+struct ModelEntry {
+  ModelEntry(std::string id, std::unique_ptr<Model> m, absl::Time now)
+      : id(std::move(id)), created_at(now), model(std::move(m)), updated_at(now) {}
+
+  const std::string id;
+  const absl::Time created_at;
+
+  absl::Mutex mu;
+  std::unique_ptr<Model> model ABSL_GUARDED_BY(mu);
+  RecentWindow recent ABSL_GUARDED_BY(mu){kRecentWindow};
+  absl::Time updated_at ABSL_GUARDED_BY(mu);
+  bool deleted ABSL_GUARDED_BY(mu) = false;
+
+  // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`. Lock order:
+  // listeners_mu, then a listener's own lock, then `mu`.
+  void AddListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
+  // After it returns, `l` is never called again.
+  void RemoveListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
+  void NotifyChanged() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
+  void NotifyDeleted() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
+
+ private:
+  absl::Mutex listeners_mu;
+  absl::flat_hash_set<ModelListener*> listeners ABSL_GUARDED_BY(listeners_mu);
+};
+
+class Registry {
+ public:
+  explicit Registry(const Limits& limits) : limits_(limits) {}
+
+  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS, or RESOURCE_EXHAUSTED at the limit.
+  absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
+                                                     const ModelConfig& config);
+  // NOT_FOUND if there is no such model.
+  absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
+  // Removes the model, marks its entry deleted and tells its listeners. NOT_FOUND if unknown.
+  absl::Status Delete(const std::string& id);
+  // Up to `limit` models with ids greater than `after`, in id order.
+  std::vector<std::shared_ptr<ModelEntry>> List(const std::string& after, size_t limit) const;
+  // Every model, for background work.
+  std::vector<std::shared_ptr<ModelEntry>> All() const;
+  size_t size() const;
+
+ private:
+  const Limits limits_;
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_REGISTRY_H_

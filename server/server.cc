@@ -1,0 +1,54 @@
+#include "server/server.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/model_ops.h"
+
+namespace perceptron::server {
+
+PerceptronServer::PerceptronServer(const ServerOptions& options)
+    : options_(options), registry_(options.limits), service_(&registry_, options.limits) {}
+
+absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
+    const ServerOptions& options) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<PerceptronServer> s(new PerceptronServer(options));
+  grpc::ServerBuilder builder;
+  const std::string address = absl::StrCat(options.host, ":", options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(&s->service_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  s->expiry_ = std::thread([p = s.get()] { p->ExpiryLoop(); });
+  return s;
+}
+
+PerceptronServer::~PerceptronServer() { Shutdown(); }
+
+void PerceptronServer::ExpiryLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(options_.expiry_interval)) {
+    for (const std::shared_ptr<ModelEntry>& e : registry_.All()) {
+      ExpirePending(*e, options_.limits.pending_ttl);
+    }
+  }
+}
+
+void PerceptronServer::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+    if (health != nullptr) health->Shutdown();
+    service_.BeginShutdown();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+    server_->Wait();
+    stop_.Notify();
+    if (expiry_.joinable()) expiry_.join();
+  });
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,70 @@
+// perceptrond as an object: the gRPC server with the perceptron service, the standard health
+// and reflection services, and a background thread that expires pending predictions.
+//
+//   ServerOptions options;
+//   options.port = 0;  // pick a free port
+//   absl::StatusOr<std::unique_ptr<PerceptronServer>> server = PerceptronServer::Start(options);
+//   int port = (*server)->port();
+//   ...
+//   (*server)->Shutdown();  // answers in-flight batches, ends streams with UNAVAILABLE
+//
+// Thread-safe.
+#ifndef PERCEPTRON_SERVER_SERVER_H_
+#define PERCEPTRON_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "grpcpp/grpcpp.h"
+#include "server/limits.h"
+#include "server/registry.h"
+#include "server/service.h"
+
+namespace perceptron::server {
+
+struct ServerOptions {
+  // Address to listen on. Default: loopback only.
+  std::string host = "127.0.0.1";
+  // TCP port; 0 picks a free one (see PerceptronServer::port). Default: 50051.
+  int port = 50051;
+  Limits limits;
+  // How often pending predictions are checked for expiry. Default: 1 s.
+  absl::Duration expiry_interval = absl::Seconds(1);
+  // How long Shutdown waits for calls to end before cancelling them. Default: 5 s.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+};
+
+class PerceptronServer {
+ public:
+  // UNAVAILABLE if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<PerceptronServer>> Start(const ServerOptions& options);
+  ~PerceptronServer();
+
+  // The port actually bound.
+  int port() const { return port_; }
+  Registry& registry() { return registry_; }
+
+  // Refuses new calls, lets in-flight batches finish and be answered, ends open streams with
+  // UNAVAILABLE, then stops. Idempotent.
+  void Shutdown();
+
+ private:
+  explicit PerceptronServer(const ServerOptions& options);
+  void ExpiryLoop();
+
+  const ServerOptions options_;
+  Registry registry_;
+  PerceptronServiceImpl service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification stop_;
+  std::thread expiry_;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_SERVER_H_

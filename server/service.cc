@@ -1,0 +1,166 @@
+#include "server/service.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/convert.h"
+#include "server/learn_reactor.h"
+#include "server/model_ops.h"
+#include "server/watch_reactor.h"
+
+namespace perceptron::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(s));
+  return reactor;
+}
+
+absl::Status TooMany(absl::string_view what, int n, size_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(n, " ", what, " in one request is over the limit of ", limit));
+}
+
+}  // namespace
+
+void PerceptronServiceImpl::BeginShutdown() { streams_.StopAll(); }
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(const std::string& id) {
+  if (streams_.stopped()) return absl::UnavailableError("the server is shutting down");
+  return registry_->Get(id);
+}
+
+void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
+  model->set_model_id(entry.id);
+  absl::MutexLock lock(&entry.mu);
+  *model->mutable_config() = ConfigToProto(entry.model->config());
+  *model->mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
+    grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
+    v1::Model* response) {
+  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
+  absl::StatusOr<ModelConfig> config = ConfigFromProto(request->config(), limits_.max_dimension);
+  if (!config.ok()) return Done(context, config.status());
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+      registry_->Create(request->model_id(), *config);
+  if (!entry.ok()) return Done(context, entry.status());
+  FillModel(**entry, response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(grpc::CallbackServerContext* context,
+                                                          const v1::GetModelRequest* request,
+                                                          v1::Model* response) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  FillModel(**entry, response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
+    grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
+    v1::ListModelsResponse* response) {
+  const size_t size = request->page_size() == 0 ? 100 : std::min<size_t>(request->page_size(), 1000);
+  // One more than the page tells whether another page follows.
+  std::vector<std::shared_ptr<ModelEntry>> entries = registry_->List(request->page_token(), size + 1);
+  const bool more = entries.size() > size;
+  if (more) entries.pop_back();
+  for (const auto& e : entries) FillModel(*e, response->add_models());
+  if (more) response->set_next_page_token(entries.back()->id);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
+    grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
+    v1::DeleteModelResponse* response) {
+  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
+  return Done(context, registry_->Delete(request->model_id()));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(grpc::CallbackServerContext* context,
+                                                            const v1::ResetModelRequest* request,
+                                                            v1::Model* response) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  if (absl::Status s = ResetEntry(**entry); !s.ok()) return Done(context, s);
+  FillModel(**entry, response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>* PerceptronServiceImpl::Learn(
+    grpc::CallbackServerContext* context) {
+  return new LearnReactor(registry_, &limits_, &streams_);
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(grpc::CallbackServerContext* context,
+                                                         const v1::PredictRequest* request,
+                                                         v1::PredictResponse* response) {
+  if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
+    return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, PredictAll(**entry, *request, response));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(grpc::CallbackServerContext* context,
+                                                        const v1::RevealRequest* request,
+                                                        v1::RevealResponse* response) {
+  if (static_cast<size_t>(request->items_size()) > limits_.max_batch_items) {
+    return Done(context, TooMany("items", request->items_size(), limits_.max_batch_items));
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, ApplyReveals(**entry, request->items(), response->mutable_results(),
+                                    response->mutable_stats()));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(grpc::CallbackServerContext* context,
+                                                       const v1::TrainRequest* request,
+                                                       v1::TrainResponse* response) {
+  if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
+    return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, TrainOn(**entry, *request, limits_, response));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                           const v1::GetStatusRequest* request,
+                                                           v1::ModelStatus* response) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, FillStatus(**entry, response));
+}
+
+grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
+    grpc::CallbackServerContext* context, const v1::WatchStatusRequest* request) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) {
+    // A reactor that only finishes.
+    class Failed : public grpc::ServerWriteReactor<v1::ModelStatus> {
+     public:
+      explicit Failed(const grpc::Status& s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    return new Failed(ToGrpc(entry.status()));
+  }
+  const uint32_t ms = request->min_interval_ms() == 0 ? 200 : std::max(10u, request->min_interval_ms());
+  return new WatchReactor(*std::move(entry), absl::Milliseconds(ms), &streams_);
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(grpc::CallbackServerContext* context,
+                                                            const v1::GetWeightsRequest* request,
+                                                            v1::Weights* response) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, FillWeights(**entry, response));
+}
+
+}  // namespace perceptron::server

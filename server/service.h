@@ -1,0 +1,74 @@
+// perceptron.v1.PerceptronService over the gRPC callback API: unary handlers call model_ops and
+// finish; Learn and WatchStatus are reactors of their own (learn_reactor.h, watch_reactor.h).
+// Thread-safe.
+#ifndef PERCEPTRON_SERVER_SERVICE_H_
+#define PERCEPTRON_SERVER_SERVICE_H_
+
+#include "perceptron/v1/perceptron.grpc.pb.h"
+#include "server/limits.h"
+#include "server/registry.h"
+#include "server/stream_set.h"
+
+namespace perceptron::server {
+
+namespace v1 = ::perceptron::v1;
+
+class PerceptronServiceImpl final : public v1::PerceptronService::CallbackService {
+ public:
+  PerceptronServiceImpl(Registry* registry, const Limits& limits)
+      : registry_(registry), limits_(limits) {}
+
+  // Refuses new calls with UNAVAILABLE and ends open streams once their batch is answered.
+  void BeginShutdown();
+
+  Registry* registry() { return registry_; }
+  StreamSet& streams() { return streams_; }
+
+  grpc::ServerUnaryReactor* CreateModel(grpc::CallbackServerContext* context,
+                                        const v1::CreateModelRequest* request,
+                                        v1::Model* response) override;
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
+                                     const v1::GetModelRequest* request,
+                                     v1::Model* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
+                                        const v1::DeleteModelRequest* request,
+                                        v1::DeleteModelResponse* response) override;
+  grpc::ServerUnaryReactor* ResetModel(grpc::CallbackServerContext* context,
+                                       const v1::ResetModelRequest* request,
+                                       v1::Model* response) override;
+  grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>* Learn(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
+                                    const v1::PredictRequest* request,
+                                    v1::PredictResponse* response) override;
+  grpc::ServerUnaryReactor* Reveal(grpc::CallbackServerContext* context,
+                                   const v1::RevealRequest* request,
+                                   v1::RevealResponse* response) override;
+  grpc::ServerUnaryReactor* Train(grpc::CallbackServerContext* context,
+                                  const v1::TrainRequest* request,
+                                  v1::TrainResponse* response) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
+                                      const v1::GetStatusRequest* request,
+                                      v1::ModelStatus* response) override;
+  grpc::ServerWriteReactor<v1::ModelStatus>* WatchStatus(
+      grpc::CallbackServerContext* context, const v1::WatchStatusRequest* request) override;
+  grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
+                                       const v1::GetWeightsRequest* request,
+                                       v1::Weights* response) override;
+
+ private:
+  // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
+  absl::StatusOr<std::shared_ptr<ModelEntry>> Find(const std::string& id);
+  void FillModel(ModelEntry& entry, v1::Model* model);
+
+  Registry* const registry_;
+  const Limits limits_;
+  StreamSet streams_;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_SERVICE_H_

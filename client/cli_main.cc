@@ -1,0 +1,536 @@
+// perceptron: the command-line client of perceptrond.
+//
+//   perceptron create MODEL --dim=D [--algorithm=classic] [--gamma=G --comparator_file=F] ...
+//   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
+//   perceptron train FILE --model=MODEL [--create] [--epochs=N] [--batch=64] [--positive=CLASS]
+//   perceptron predict FILE --model=MODEL [--issue]
+//   perceptron reveal --model=MODEL ID LABEL [ID LABEL ...]
+//   perceptron status MODEL | watch MODEL [--interval=200ms]
+//   perceptron generate --dim=D --count=N --margin=M --noise=P --out=FILE [--separator_out=F]
+//
+// Results go to standard output, progress and errors to standard error. Exit status: 0 on
+// success, 1 on failure, 2 for a usage error.
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "client/data_reader.h"
+#include "client/generator.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
+ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
+// create
+ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
+ABSL_FLAG(std::string, algorithm, "classic", "create: classic, margin, averaged, voted or kernel");
+ABSL_FLAG(double, eta, 1.0, "create: learning rate");
+ABSL_FLAG(bool, bias, true, "create: append a constant coordinate");
+ABSL_FLAG(double, bias_constant, 1.0, "create: the constant");
+ABSL_FLAG(bool, normalize, true, "create: scale examples to unit norm");
+ABSL_FLAG(double, gamma, 0, "create: margin gamma (0: none)");
+ABSL_FLAG(std::string, comparator_file, "",
+          "create: a file of d or d+1 numbers, the comparator u (needs --gamma)");
+ABSL_FLAG(std::string, kernel, "linear", "create: linear, polynomial or rbf (kernel algorithm)");
+ABSL_FLAG(uint32_t, degree, 2, "create: polynomial degree");
+ABSL_FLAG(double, c0, 1.0, "create: polynomial offset");
+ABSL_FLAG(double, sigma, 1.0, "create: rbf width");
+ABSL_FLAG(uint64_t, budget, 10000, "create: kernel budget (stored mistakes)");
+ABSL_FLAG(uint64_t, max_voted, 1000, "create: voted perceptron's stored vectors");
+// data
+ABSL_FLAG(std::string, format, "auto", "train/predict: auto, libsvm or csv");
+ABSL_FLAG(std::string, positive, "",
+          "train: the raw label that is +1 (others -1); default maps +1/1 to +1, -1/0 to -1");
+ABSL_FLAG(int, index_base, 1, "LIBSVM: the first feature index (1 for SVMlight files)");
+ABSL_FLAG(int, label_column, -1, "CSV: the label's column from 0 (-1: the last)");
+// train
+ABSL_FLAG(bool, create, false, "train: create the model (classic, defaults) if missing");
+ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
+ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
+ABSL_FLAG(uint32_t, in_flight, 16, "train: requests in flight at most");
+ABSL_FLAG(std::string, progress, "auto", "train: show progress: auto (if a terminal), yes, no");
+// predict
+ABSL_FLAG(bool, issue, false,
+          "predict: issue predictions with ids through Learn (for a later reveal) instead of "
+          "scores only");
+// watch
+ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200), "watch: at most one update per");
+ABSL_FLAG(uint64_t, count, 0, "watch: stop after this many updates (0: never); generate: examples");
+// generate
+ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
+ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
+ABSL_FLAG(uint64_t, seed, 1, "generate: random seed");
+ABSL_FLAG(std::string, out, "", "generate: output LIBSVM file (default: standard output)");
+ABSL_FLAG(std::string, separator_out, "", "generate: write the separator u (d+1 numbers) here");
+
+namespace perceptron::client {
+namespace {
+
+constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
+
+  perceptron create MODEL --dim=D [--algorithm=classic|margin|averaged|voted|kernel]
+             [--gamma=G --comparator_file=FILE] [--eta --bias --normalize --kernel ...]
+  perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
+  perceptron train FILE --model=MODEL [--create] [--epochs=1] [--batch=64] [--positive=CLASS]
+  perceptron predict FILE --model=MODEL [--issue]
+  perceptron reveal --model=MODEL ID LABEL [ID LABEL ...]
+  perceptron status MODEL
+  perceptron watch MODEL [--interval=200ms] [--count=N]
+  perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
+             [--out=FILE] [--separator_out=FILE]
+
+Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the last column).
+--server=host:port (default 127.0.0.1:50051). --help lists every flag.)";
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "perceptron: %s: %s\n", absl::StatusCodeToString(s.code()).c_str(),
+               std::string(s.message()).c_str());
+  return 1;
+}
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "perceptron: %s\n\n%s\n", why.c_str(), kUsage);
+  return 2;
+}
+
+std::unique_ptr<Client> Connect() {
+  ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  return Client::Connect(options);
+}
+
+const char* AlgorithmText(v1::Algorithm a) {
+  switch (a) {
+    case v1::MARGIN:
+      return "margin";
+    case v1::AVERAGED:
+      return "averaged";
+    case v1::VOTED:
+      return "voted";
+    case v1::KERNEL:
+      return "kernel";
+    default:
+      return "classic";
+  }
+}
+
+std::string BoundText(const v1::ModelStats& s) {
+  if (!s.bound_available()) return "n/a";
+  return absl::StrFormat("%.1f", s.bound());
+}
+
+void PrintStatus(const v1::ModelStatus& st) {
+  const v1::ModelStats& s = st.stats();
+  std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
+              AlgorithmText(st.algorithm()), st.dimension());
+  std::printf("examples       %llu\n", static_cast<unsigned long long>(s.examples()));
+  std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
+              static_cast<unsigned long long>(s.mistakes()), 100 * st.mistake_rate(),
+              100 * st.recent_mistake_rate(),
+              static_cast<unsigned>(std::min<uint64_t>(s.examples(), st.recent_window())));
+  std::printf("updates        %llu\n", static_cast<unsigned long long>(s.updates()));
+  if (s.td_available()) {
+    std::printf("TD_gamma       %.6g (gamma %g)\n", s.td_gamma(), st.gamma());
+  } else {
+    std::printf("TD_gamma       n/a (no comparator)\n");
+  }
+  std::printf("radius R       %.6g\n", s.radius());
+  if (s.bound_available()) {
+    std::printf("bound          %.6g (updates/bound %.4f)\n", s.bound(),
+                s.bound() > 0 ? s.updates() / s.bound() : 0.0);
+  } else {
+    std::printf("bound          n/a\n");
+  }
+  std::printf("predictions    %llu issued, %llu pending, %llu expired\n",
+              static_cast<unsigned long long>(s.predictions()),
+              static_cast<unsigned long long>(s.pending()),
+              static_cast<unsigned long long>(s.expired()));
+  std::printf("||w||          %.6g\n", st.weight_norm());
+  if (st.algorithm() == v1::KERNEL) {
+    std::printf("support        %llu stored, %llu dropped\n",
+                static_cast<unsigned long long>(st.support_vectors()),
+                static_cast<unsigned long long>(st.dropped()));
+  }
+  if (st.algorithm() == v1::VOTED) {
+    std::printf("voted vectors  %llu stored, %llu dropped\n",
+                static_cast<unsigned long long>(st.voted_vectors()),
+                static_cast<unsigned long long>(st.dropped()));
+  }
+}
+
+absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::vector<double> out;
+  std::string token;
+  while (in >> token) {
+    for (absl::string_view t : absl::StrSplit(token, ',', absl::SkipEmpty())) {
+      double v;
+      if (!absl::SimpleAtod(t, &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": \"", t, "\" is not a number"));
+      }
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
+  v1::ModelConfig c;
+  c.set_dimension(dimension);
+  const std::string a = absl::GetFlag(FLAGS_algorithm);
+  v1::Algorithm algorithm;
+  if (!v1::Algorithm_Parse(absl::AsciiStrToUpper(a), &algorithm) || algorithm == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--algorithm=", a, " is not one of classic, "
+                                                   "margin, averaged, voted, kernel"));
+  }
+  c.set_algorithm(algorithm);
+  c.set_eta(absl::GetFlag(FLAGS_eta));
+  c.set_bias(absl::GetFlag(FLAGS_bias));
+  c.set_bias_constant(absl::GetFlag(FLAGS_bias_constant));
+  c.set_normalize(absl::GetFlag(FLAGS_normalize));
+  if (absl::GetFlag(FLAGS_gamma) != 0) c.set_gamma(absl::GetFlag(FLAGS_gamma));
+  if (!absl::GetFlag(FLAGS_comparator_file).empty()) {
+    absl::StatusOr<std::vector<double>> u = ReadNumbers(absl::GetFlag(FLAGS_comparator_file));
+    if (!u.ok()) return u.status();
+    c.mutable_comparator()->Add(u->begin(), u->end());
+  }
+  const std::string k = absl::GetFlag(FLAGS_kernel);
+  v1::KernelType kernel;
+  if (!v1::KernelType_Parse(absl::AsciiStrToUpper(k), &kernel) || kernel == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kernel=", k, " is not one of linear, polynomial, rbf"));
+  }
+  c.mutable_kernel()->set_type(kernel);
+  c.mutable_kernel()->set_degree(absl::GetFlag(FLAGS_degree));
+  c.mutable_kernel()->set_c0(absl::GetFlag(FLAGS_c0));
+  c.mutable_kernel()->set_sigma(absl::GetFlag(FLAGS_sigma));
+  c.set_kernel_budget(absl::GetFlag(FLAGS_budget));
+  c.set_max_voted_vectors(absl::GetFlag(FLAGS_max_voted));
+  return c;
+}
+
+int Create(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("create takes one MODEL");
+  if (absl::GetFlag(FLAGS_dim) == 0) return Usage("create needs --dim");
+  absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(absl::GetFlag(FLAGS_dim));
+  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
+  if (!m.ok()) return Fail(m.status());
+  std::printf("created %s (%s, d=%u%s)\n", m->model_id().c_str(),
+              AlgorithmText(m->config().algorithm()), m->config().dimension(),
+              m->config().comparator_size() > 0 ? ", with comparator" : "");
+  return 0;
+}
+
+absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
+  ReadOptions o;
+  const std::string f = absl::GetFlag(FLAGS_format);
+  if (f == "libsvm") {
+    o.format = Format::kLibsvm;
+  } else if (f == "csv") {
+    o.format = Format::kCsv;
+  } else if (f != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("--format=", f, " is not auto, libsvm or csv"));
+  }
+  o.positive_label = absl::GetFlag(FLAGS_positive);
+  o.index_base = absl::GetFlag(FLAGS_index_base);
+  o.label_column = absl::GetFlag(FLAGS_label_column);
+  o.require_labels = require_labels;
+  return ReadDataFile(path, o);
+}
+
+bool ShowProgress() {
+  const std::string p = absl::GetFlag(FLAGS_progress);
+  if (p == "yes") return true;
+  if (p == "no") return false;
+  return isatty(STDERR_FILENO);
+}
+
+int Train(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("train takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("train needs --model");
+  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
+  if (!data.ok()) return Fail(data.status());
+  std::unique_ptr<Client> client = Connect();
+  if (absl::GetFlag(FLAGS_create)) {
+    absl::StatusOr<v1::Model> existing = client->GetModel(model);
+    if (!existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
+      absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(
+          absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim) : data->dimension);
+      if (!config.ok()) return Fail(config.status());
+      absl::StatusOr<v1::Model> m = client->CreateModel(model, *config);
+      if (!m.ok()) return Fail(m.status());
+    }
+  }
+  const uint64_t total = data->examples.size() * static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
+  const bool progress = ShowProgress();
+  std::atomic<uint64_t> done{0};
+  absl::Time last_draw = absl::InfinitePast();
+  const absl::Time start = absl::Now();
+  SessionOptions so;
+  so.batch_size = absl::GetFlag(FLAGS_batch);
+  so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
+  so.on_response = [&](const v1::LearnResponse& r) {
+    const uint64_t n = done += r.results_size();
+    const absl::Time now = absl::Now();
+    if (!progress || (now - last_draw < absl::Milliseconds(100) && n < total)) return;
+    last_draw = now;
+    const int width = 30;
+    const int filled = total == 0 ? width : static_cast<int>(width * n / total);
+    const double rate = n / std::max(1e-9, absl::ToDoubleSeconds(now - start));
+    std::fprintf(stderr, "\r[%s%s] %3.0f%% %llu/%llu  mistakes %llu  updates %llu  bound %s  %.0f ex/s ",
+                 std::string(filled, '=').c_str(), std::string(width - filled, ' ').c_str(),
+                 total == 0 ? 100.0 : 100.0 * n / total, static_cast<unsigned long long>(n),
+                 static_cast<unsigned long long>(total),
+                 static_cast<unsigned long long>(r.stats().mistakes()),
+                 static_cast<unsigned long long>(r.stats().updates()),
+                 BoundText(r.stats()).c_str(), rate);
+  };
+  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  absl::Status added;
+  for (uint32_t epoch = 0; epoch < absl::GetFlag(FLAGS_epochs) && added.ok(); ++epoch) {
+    for (const Example& e : data->examples) {
+      added = session->AddLabeled(e);
+      if (!added.ok()) break;
+    }
+  }
+  absl::StatusOr<SessionSummary> summary = session->Finish();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (progress) std::fprintf(stderr, "\n");
+  if (!summary.ok()) return Fail(summary.status());
+  const v1::ModelStats& s = summary->stats;
+  std::printf("trained %s on %s: %llu examples in %.3f s (%.0f examples/s), %llu requests\n",
+              model.c_str(), args[0].c_str(), static_cast<unsigned long long>(summary->items),
+              seconds, summary->items / std::max(seconds, 1e-9),
+              static_cast<unsigned long long>(summary->requests));
+  std::printf("model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
+              static_cast<unsigned long long>(s.examples()),
+              static_cast<unsigned long long>(s.mistakes()),
+              static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
+  if (summary->item_errors > 0) {
+    std::fprintf(stderr, "perceptron: %llu examples were rejected; the first: %s\n",
+                 static_cast<unsigned long long>(summary->item_errors),
+                 summary->first_error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int Predict(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("predict takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("predict needs --model");
+  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/false);
+  if (!data.ok()) return Fail(data.status());
+  std::unique_ptr<Client> client = Connect();
+  if (absl::GetFlag(FLAGS_issue)) {
+    SessionOptions so;
+    so.batch_size = absl::GetFlag(FLAGS_batch);
+    so.on_response = [](const v1::LearnResponse& r) {
+      for (const v1::ItemResult& item : r.results()) {
+        if (item.has_prediction()) {
+          std::printf("%llu %+d %.17g\n",
+                      static_cast<unsigned long long>(item.prediction().prediction_id()),
+                      item.prediction().label(), item.prediction().score());
+        } else {
+          std::printf("error %s\n", item.error().message().c_str());
+        }
+      }
+    };
+    std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+    for (const Example& e : data->examples) {
+      if (!session->AddExample(e).ok()) break;
+    }
+    absl::StatusOr<SessionSummary> summary = session->Finish();
+    if (!summary.ok()) return Fail(summary.status());
+    return summary->item_errors > 0 ? 1 : 0;
+  }
+  const size_t batch = std::max<uint32_t>(1, absl::GetFlag(FLAGS_batch));
+  for (size_t i = 0; i < data->examples.size(); i += batch) {
+    std::vector<Example> chunk(data->examples.begin() + i,
+                               data->examples.begin() + std::min(data->examples.size(), i + batch));
+    absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
+    if (!r.ok()) return Fail(r.status());
+    for (const v1::Prediction& p : r->predictions()) std::printf("%+d %.17g\n", p.label(), p.score());
+  }
+  return 0;
+}
+
+int Reveal(const std::vector<std::string>& args) {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("reveal needs --model");
+  if (args.empty() || args.size() % 2 != 0) return Usage("reveal takes pairs: ID LABEL ...");
+  std::vector<std::pair<uint64_t, int>> labels;
+  for (size_t i = 0; i < args.size(); i += 2) {
+    uint64_t id;
+    int label;
+    if (!absl::SimpleAtoi(args[i], &id) || !absl::SimpleAtoi(args[i + 1], &label)) {
+      return Usage(absl::StrCat("\"", args[i], " ", args[i + 1], "\" is not ID LABEL"));
+    }
+    labels.emplace_back(id, label);
+  }
+  absl::StatusOr<v1::RevealResponse> r = Connect()->Reveal(model, labels);
+  if (!r.ok()) return Fail(r.status());
+  int rc = 0;
+  for (const v1::ItemResult& item : r->results()) {
+    if (item.has_error()) {
+      std::printf("error %s\n", item.error().message().c_str());
+      rc = 1;
+    } else {
+      std::printf("%llu mistake=%s updated=%s\n",
+                  static_cast<unsigned long long>(item.outcome().prediction_id()),
+                  item.outcome().mistake() ? "yes" : "no", item.outcome().updated() ? "yes" : "no");
+    }
+  }
+  return rc;
+}
+
+int Status(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("status takes one MODEL");
+  absl::StatusOr<v1::ModelStatus> st = Connect()->GetStatus(args[0]);
+  if (!st.ok()) return Fail(st.status());
+  PrintStatus(*st);
+  return 0;
+}
+
+int Watch(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("watch takes one MODEL");
+  const bool tty = isatty(STDOUT_FILENO);
+  const uint64_t limit = absl::GetFlag(FLAGS_count);
+  uint64_t seen = 0;
+  absl::Status s = Connect()->Watch(args[0], absl::GetFlag(FLAGS_interval),
+                                    [&](const v1::ModelStatus& st) {
+    if (tty) std::printf("\033[H\033[2J");  // a live view: redraw in place
+    std::printf("perceptron watch %s  (%s; Ctrl-C to stop)\n\n", args[0].c_str(),
+                absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone()).c_str());
+    PrintStatus(st);
+    const v1::ModelStats& s = st.stats();
+    if (s.bound_available() && s.bound() > 0) {
+      const int width = 40;
+      const int filled = std::min(width, static_cast<int>(width * s.updates() / s.bound()));
+      std::printf("updates/bound  [%s%s]\n", std::string(filled, '#').c_str(),
+                  std::string(width - filled, '.').c_str());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    return limit == 0 || ++seen < limit;
+  });
+  if (!s.ok()) return Fail(s);
+  return 0;
+}
+
+int Generate(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage("generate takes no arguments");
+  GeneratorOptions o;
+  o.dimension = absl::GetFlag(FLAGS_dim) == 0 ? 20 : absl::GetFlag(FLAGS_dim);
+  o.count = absl::GetFlag(FLAGS_count) == 0 ? 10000 : absl::GetFlag(FLAGS_count);
+  o.margin = absl::GetFlag(FLAGS_margin);
+  o.noise = absl::GetFlag(FLAGS_noise);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  absl::StatusOr<Synthetic> s = Generate(o);
+  if (!s.ok()) return Fail(s.status());
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  std::ofstream file;
+  if (!out_path.empty()) {
+    file.open(out_path);
+    if (!file) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
+  }
+  std::ostream& out = out_path.empty() ? std::cout : file;
+  for (const Example& e : s->examples) {
+    out << (*e.label > 0 ? "+1" : "-1");
+    for (size_t i = 0; i < e.values.size(); ++i) {
+      out << ' ' << i + 1 << ':' << absl::StrFormat("%.17g", e.values[i]);
+    }
+    out << '\n';
+  }
+  if (!absl::GetFlag(FLAGS_separator_out).empty()) {
+    std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
+    for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
+    if (!sep) return Fail(absl::PermissionDeniedError("cannot write the separator"));
+  }
+  if (!out_path.empty()) {
+    std::fprintf(stderr, "wrote %llu examples (d=%u, margin %g, noise %g) to %s\n",
+                 static_cast<unsigned long long>(o.count), o.dimension, o.margin, o.noise,
+                 out_path.c_str());
+  }
+  return 0;
+}
+
+int Run(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "create") return Create(args);
+  if (command == "train") return Train(args);
+  if (command == "predict") return Predict(args);
+  if (command == "reveal") return Reveal(args);
+  if (command == "status") return Status(args);
+  if (command == "watch") return Watch(args);
+  if (command == "generate") return Generate(args);
+  if (command == "list") {
+    absl::StatusOr<std::vector<v1::Model>> models = Connect()->ListModels();
+    if (!models.ok()) return Fail(models.status());
+    for (const v1::Model& m : *models) {
+      std::printf("%s\t%s\td=%u\n", m.model_id().c_str(), AlgorithmText(m.config().algorithm()),
+                  m.config().dimension());
+    }
+    return 0;
+  }
+  if (command == "health") {
+    absl::Status s = Connect()->CheckHealth(absl::Seconds(5));
+    if (!s.ok()) return Fail(s);
+    std::printf("SERVING\n");
+    return 0;
+  }
+  if (args.size() != 1) return Usage(absl::StrCat(command, " takes one MODEL"));
+  std::unique_ptr<Client> client = Connect();
+  if (command == "get") {
+    absl::StatusOr<v1::Model> m = client->GetModel(args[0]);
+    if (!m.ok()) return Fail(m.status());
+    std::printf("%s", m->DebugString().c_str());
+    return 0;
+  }
+  if (command == "delete") {
+    absl::Status s = client->DeleteModel(args[0]);
+    if (!s.ok()) return Fail(s);
+    std::printf("deleted %s\n", args[0].c_str());
+    return 0;
+  }
+  if (command == "reset") {
+    absl::StatusOr<v1::Model> m = client->ResetModel(args[0]);
+    if (!m.ok()) return Fail(m.status());
+    std::printf("reset %s\n", args[0].c_str());
+    return 0;
+  }
+  if (command == "weights") {
+    absl::StatusOr<v1::Weights> w = client->GetWeights(args[0]);
+    if (!w.ok()) return Fail(w.status());
+    for (double v : w->values()) std::printf("%.17g\n", v);
+    return 0;
+  }
+  return Usage(absl::StrCat("unknown command \"", command, "\""));
+}
+
+}  // namespace
+}  // namespace perceptron::client
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(perceptron::client::kUsage);
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() < 2) return perceptron::client::Usage("no command");
+  std::vector<std::string> args(rest.begin() + 2, rest.end());
+  return perceptron::client::Run(rest[1], args);
+}

@@ -4,7 +4,7 @@
 //   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
 //   perceptron train FILE --model=MODEL [--create] [--epochs=N] [--batch=64] [--positive=CLASS]
 //   perceptron predict FILE --model=MODEL [--issue]
-//   perceptron reveal --model=MODEL ID LABEL [ID LABEL ...]
+//   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]
 //   perceptron status MODEL | watch MODEL [--interval=200ms]
 //   perceptron generate --dim=D --count=N --margin=M --noise=P --out=FILE [--separator_out=F]
 //
@@ -87,7 +87,7 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
   perceptron train FILE --model=MODEL [--create] [--epochs=1] [--batch=64] [--positive=CLASS]
   perceptron predict FILE --model=MODEL [--issue]
-  perceptron reveal --model=MODEL ID LABEL [ID LABEL ...]
+  perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]      (e.g. 17:-1 18:+1)
   perceptron status MODEL
   perceptron watch MODEL [--interval=200ms] [--count=N]
   perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
@@ -375,13 +375,14 @@ int Predict(const std::vector<std::string>& args) {
 int Reveal(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("reveal needs --model");
-  if (args.empty() || args.size() % 2 != 0) return Usage("reveal takes pairs: ID LABEL ...");
+  if (args.empty()) return Usage("reveal takes ID:LABEL pairs");
   std::vector<std::pair<uint64_t, int>> labels;
-  for (size_t i = 0; i < args.size(); i += 2) {
+  for (const std::string& a : args) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(a, absl::MaxSplits(':', 1));
     uint64_t id;
     int label;
-    if (!absl::SimpleAtoi(args[i], &id) || !absl::SimpleAtoi(args[i + 1], &label)) {
-      return Usage(absl::StrCat("\"", args[i], " ", args[i + 1], "\" is not ID LABEL"));
+    if (!absl::SimpleAtoi(kv.first, &id) || !absl::SimpleAtoi(kv.second, &label)) {
+      return Usage(absl::StrCat("\"", a, "\" is not ID:LABEL"));
     }
     labels.emplace_back(id, label);
   }

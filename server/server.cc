@@ -44,7 +44,10 @@ void PerceptronServer::Shutdown() {
     grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
     if (health != nullptr) health->Shutdown();
     service_.BeginShutdown();
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+    // gRPC's own Shutdown would also wait, up to its deadline, for clients to close idle
+    // connections; wait only for the calls in progress instead, then close everything at once.
+    service_.AwaitIdle(absl::Now() + options_.shutdown_grace);
+    server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
     stop_.Notify();
     if (expiry_.joinable()) expiry_.join();

@@ -43,6 +43,7 @@ void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
 grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
+  UnaryCall call(&streams_);
   if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
   absl::StatusOr<ModelConfig> config = ConfigFromProto(request->config(), limits_.max_dimension);
   if (!config.ok()) return Done(context, config.status());
@@ -56,6 +57,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(grpc::CallbackServerContext* context,
                                                           const v1::GetModelRequest* request,
                                                           v1::Model* response) {
+  UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   FillModel(**entry, response);
@@ -65,6 +67,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
+  UnaryCall call(&streams_);
   const size_t size = request->page_size() == 0 ? 100 : std::min<size_t>(request->page_size(), 1000);
   // One more than the page tells whether another page follows.
   std::vector<std::shared_ptr<ModelEntry>> entries = registry_->List(request->page_token(), size + 1);
@@ -78,6 +81,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
+  UnaryCall call(&streams_);
   if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
   return Done(context, registry_->Delete(request->model_id()));
 }
@@ -85,6 +89,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(grpc::CallbackServerContext* context,
                                                             const v1::ResetModelRequest* request,
                                                             v1::Model* response) {
+  UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   if (absl::Status s = ResetEntry(**entry); !s.ok()) return Done(context, s);
@@ -100,6 +105,7 @@ grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>* PerceptronServiceI
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(grpc::CallbackServerContext* context,
                                                          const v1::PredictRequest* request,
                                                          v1::PredictResponse* response) {
+  UnaryCall call(&streams_);
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
   }
@@ -111,6 +117,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(grpc::CallbackServerContext* context,
                                                         const v1::RevealRequest* request,
                                                         v1::RevealResponse* response) {
+  UnaryCall call(&streams_);
   if (static_cast<size_t>(request->items_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("items", request->items_size(), limits_.max_batch_items));
   }
@@ -123,6 +130,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(grpc::CallbackServerContext* context,
                                                        const v1::TrainRequest* request,
                                                        v1::TrainResponse* response) {
+  UnaryCall call(&streams_);
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
   }
@@ -134,6 +142,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(grpc::CallbackServerContext* context,
                                                            const v1::GetStatusRequest* request,
                                                            v1::ModelStatus* response) {
+  UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, FillStatus(**entry, response));
@@ -158,6 +167,7 @@ grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(grpc::CallbackServerContext* context,
                                                             const v1::GetWeightsRequest* request,
                                                             v1::Weights* response) {
+  UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, FillWeights(**entry, response));

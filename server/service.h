@@ -20,6 +20,8 @@ class PerceptronServiceImpl final : public v1::PerceptronService::CallbackServic
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch is answered.
   void BeginShutdown();
+  // After BeginShutdown: true once every call has ended, false at `deadline`.
+  bool AwaitIdle(absl::Time deadline) { return streams_.AwaitIdle(deadline); }
 
   Registry* registry() { return registry_; }
   StreamSet& streams() { return streams_; }

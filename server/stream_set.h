@@ -1,4 +1,5 @@
-// The open streams of a server, so that shutdown can end each with UNAVAILABLE. Thread-safe.
+// The calls in progress on a server: open streams, so that shutdown can end each with
+// UNAVAILABLE, and a count of unary calls, so that shutdown can wait for them. Thread-safe.
 #ifndef PERCEPTRON_SERVER_STREAM_SET_H_
 #define PERCEPTRON_SERVER_STREAM_SET_H_
 
@@ -44,11 +45,41 @@ class StreamSet {
     absl::MutexLock lock(&mu_);
     return streams_.size();
   }
+  // Counts a unary call in progress (see UnaryCall); AwaitIdle waits for these too.
+  void BeginUnary() {
+    absl::MutexLock lock(&mu_);
+    ++unary_;
+  }
+  void EndUnary() {
+    absl::MutexLock lock(&mu_);
+    --unary_;
+  }
+  // True once no stream and no unary call is in progress, false at `deadline`.
+  bool AwaitIdle(absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return streams_.empty() && unary_ == 0;
+    };
+    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+  }
 
  private:
   mutable absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<StoppableStream*> streams_ ABSL_GUARDED_BY(mu_);
+  int unary_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Counts one unary call for the life of the scope.
+class UnaryCall {
+ public:
+  explicit UnaryCall(StreamSet* s) : s_(s) { s_->BeginUnary(); }
+  ~UnaryCall() { s_->EndUnary(); }
+  UnaryCall(const UnaryCall&) = delete;
+  UnaryCall& operator=(const UnaryCall&) = delete;
+
+ private:
+  StreamSet* s_;
 };
 
 }  // namespace perceptron::server

@@ -1,0 +1,153 @@
+// The perceptron CLI against a real perceptrond: training through the CLI equals the core
+// library run on the same data in the same order, exactly.
+#include <cstring>
+
+#include "client/data_reader.h"
+#include "core/model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/server_process.h"
+
+namespace perceptron {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RunCommand;
+using testing::ServerProcess;
+
+std::string Cli(const ServerProcess& server, const std::string& args) {
+  return absl::StrCat(PERCEPTRON_CLI_PATH, " --server=", server.target(), " --progress=no ", args);
+}
+
+// The core library's model after learning `data` once per epoch, in file order.
+std::unique_ptr<Model> CoreRun(const client::Dataset& data, const ModelConfig& config, int epochs) {
+  auto model = *Model::Create(config);
+  for (int e = 0; e < epochs; ++e) {
+    for (const client::Example& x : data.examples) {
+      const FeatureView v = x.sparse ? FeatureView::Sparse(x.indices, x.values)
+                                     : FeatureView::Dense(x.values);
+      EXPECT_TRUE(model->Learn(v, *x.label).ok());
+    }
+  }
+  return model;
+}
+
+void ExpectSameModel(client::Client& client, const std::string& id, const Model& core) {
+  absl::StatusOr<v1::ModelStatus> st = client.GetStatus(id);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->stats().examples(), core.counters().examples);
+  EXPECT_EQ(st->stats().mistakes(), core.counters().mistakes);
+  EXPECT_EQ(st->stats().updates(), core.counters().updates);
+  absl::StatusOr<v1::Weights> w = client.GetWeights(id);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(static_cast<size_t>(w->values_size()), core.weights().size());
+  EXPECT_EQ(std::memcmp(w->values().data(), core.weights().data(),
+                        core.weights().size() * sizeof(double)),
+            0)
+      << "weights differ from the core library's, bit for bit";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start();
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    client_ = server_->Connect();
+  }
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
+  const std::string csv = PERCEPTRON_BREAST_CANCER_CSV;
+  absl::StatusOr<client::Dataset> data = client::ReadDataFile(csv, {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->examples.size(), 569u);
+
+  // The peer-check configuration: bias, no normalization.
+  testing::CommandResult r =
+      RunCommand(Cli(*server_, "train " + csv + " --model=bc --create --normalize=false"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("569 examples, 168 mistakes, 168 updates"));
+  ModelConfig config;
+  config.dimension = 30;
+  config.normalize = false;
+  ExpectSameModel(*client_, "bc", *CoreRun(*data, config, 1));
+
+  // Defaults (normalized), averaged, three passes, small batches.
+  r = RunCommand(Cli(*server_, "train " + csv +
+                                   " --model=bc3 --create --algorithm=averaged --epochs=3 --batch=7"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ModelConfig averaged;
+  averaged.dimension = 30;
+  averaged.algorithm = Algorithm::kAveraged;
+  ExpectSameModel(*client_, "bc3", *CoreRun(*data, averaged, 3));
+}
+
+TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
+  const std::string dir = ::testing::TempDir();
+  const std::string data = dir + "/gen.svm", u = dir + "/u.txt";
+  testing::CommandResult r = RunCommand(
+      Cli(*server_, absl::StrCat("generate --dim=10 --count=20000 --margin=0.1 --noise=0.01 --out=",
+                                 data, " --separator_out=", u)));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "create gen --dim=10 --gamma=0.1 --comparator_file=" + u));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "train " + data + " --model=gen"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  absl::StatusOr<v1::ModelStatus> st = client_->GetStatus("gen");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->stats().examples(), 20000u);
+  EXPECT_TRUE(st->stats().bound_available());
+  EXPECT_GT(st->stats().updates(), 0u);
+  EXPECT_LE(st->stats().updates(), st->stats().bound());
+  // The stream is separable by u with margin 0.1 before noise: TD_gamma comes from the flips only.
+  EXPECT_GT(st->stats().td_gamma(), 0);
+
+  r = RunCommand(Cli(*server_, "status gen"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("examples       20000"));
+  EXPECT_THAT(r.output, HasSubstr("updates/bound"));
+  r = RunCommand(Cli(*server_, "watch gen --count=1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("perceptron watch gen"));
+}
+
+TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
+  testing::CommandResult r = RunCommand(Cli(*server_, "status nosuch"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("NOT_FOUND: model nosuch not found"));
+  r = RunCommand(Cli(*server_, "create m"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("create needs --dim"));
+  r = RunCommand(Cli(*server_, "create m --dim=3 --gamma=-1"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT: config: gamma -1"));
+  r = RunCommand(Cli(*server_, "bogus"));
+  EXPECT_EQ(r.exit_code, 2);
+  r = RunCommand(Cli(*server_, "health"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("SERVING"));
+}
+
+TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
+  const std::string dir = ::testing::TempDir();
+  ASSERT_EQ(RunCommand(Cli(*server_, "create p --dim=2")).exit_code, 0);
+  {
+    FILE* f = fopen((dir + "/two.svm").c_str(), "w");
+    fputs("1:1 2:0\n1:0 2:1\n", f);
+    fclose(f);
+  }
+  testing::CommandResult r = RunCommand(Cli(*server_, "predict " + dir + "/two.svm --model=p --issue"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("1 +1 0\n2 +1 0\n"));
+  r = RunCommand(Cli(*server_, "reveal --model=p 2:-1 1:+1 9:1"));
+  EXPECT_EQ(r.exit_code, 1);  // id 9 was never issued
+  EXPECT_THAT(r.output, HasSubstr("2 mistake=yes updated=yes"));
+  EXPECT_THAT(r.output, HasSubstr("1 mistake=yes updated=yes"));
+  EXPECT_THAT(r.output, HasSubstr("item 2: prediction 9 was never issued"));
+}
+
+}  // namespace
+}  // namespace perceptron

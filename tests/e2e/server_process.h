@@ -1,0 +1,110 @@
+// A real perceptrond process for end-to-end tests: started on an ephemeral loopback port (read
+// from its "listening on" line, so no sleeping), stopped with SIGTERM.
+#ifndef PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
+#define PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+
+namespace perceptron::testing {
+
+class ServerProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
+      const std::vector<std::string>& flags = {}) {
+    int out[2];
+    if (pipe(out) != 0) return absl::InternalError("pipe failed");
+    std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(out[1]);
+    std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fdopen(out[0], "r")));
+    char line[256];
+    if (fgets(line, sizeof line, p->out_) == nullptr) {
+      return absl::InternalError("perceptrond exited before listening");
+    }
+    const std::string text = line;
+    const size_t colon = text.rfind(':');
+    if (text.find("listening on") == std::string::npos || colon == std::string::npos ||
+        !absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(colon + 1)), &p->port_)) {
+      return absl::InternalError(absl::StrCat("unexpected first line: ", text));
+    }
+    return p;
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) Stop();
+    if (out_ != nullptr) fclose(out_);
+  }
+
+  int port() const { return port_; }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  std::unique_ptr<client::Client> Connect() const {
+    client::ClientOptions o;
+    o.target = target();
+    return client::Client::Connect(o);
+  }
+
+  // Sends `signal` and waits; the exit status (-1 if killed by a signal).
+  int Stop(int signal = SIGTERM) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  ServerProcess(pid_t pid, FILE* out) : pid_(pid), out_(out) {}
+
+  pid_t pid_;
+  FILE* out_;
+  int port_ = 0;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // standard output and standard error
+};
+
+// Runs a shell command and collects what it prints.
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace perceptron::testing
+
+#endif  // PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_

@@ -3,6 +3,7 @@
 //   perceptron create MODEL --dim=D [--algorithm=classic] [--gamma=G --comparator_file=F] ...
 //   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
 //   perceptron train FILE --model=MODEL [--create] [--epochs=N] [--batch=64] [--positive=CLASS]
+//   perceptron fit FILE --model=MODEL [--create] [--max_epochs=100]   (cyclic training)
 //   perceptron predict FILE --model=MODEL [--issue]
 //   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]
 //   perceptron status MODEL | watch MODEL [--interval=200ms]
@@ -60,6 +61,7 @@ ABSL_FLAG(int, label_column, -1, "CSV: the label's column from 0 (-1: the last)"
 // train
 ABSL_FLAG(bool, create, false, "train: create the model (classic, defaults) if missing");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
+ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
 ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
 ABSL_FLAG(uint32_t, in_flight, 16, "train: requests in flight at most");
 ABSL_FLAG(std::string, progress, "auto", "train: show progress: auto (if a terminal), yes, no");
@@ -86,6 +88,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
              [--gamma=G --comparator_file=FILE] [--eta --bias --normalize --kernel ...]
   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
   perceptron train FILE --model=MODEL [--create] [--epochs=1] [--batch=64] [--positive=CLASS]
+  perceptron fit FILE --model=MODEL [--create] [--max_epochs=100]
+             (cyclic training to separation, in one Train request)
   perceptron predict FILE --model=MODEL [--issue]
   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]      (e.g. 17:-1 18:+1)
   perceptron status MODEL
@@ -261,6 +265,38 @@ bool ShowProgress() {
   return isatty(STDERR_FILENO);
 }
 
+// With --create, creates `model` from the flags (and the data's dimension unless --dim) if it
+// does not exist.
+absl::Status CreateIfAsked(Client& client, const std::string& model, const Dataset& data) {
+  if (!absl::GetFlag(FLAGS_create)) return absl::OkStatus();
+  absl::StatusOr<v1::Model> existing = client.GetModel(model);
+  if (existing.ok() || existing.status().code() != absl::StatusCode::kNotFound) {
+    return existing.status();
+  }
+  absl::StatusOr<v1::ModelConfig> config =
+      ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim) : data.dimension);
+  if (!config.ok()) return config.status();
+  return client.CreateModel(model, *config).status();
+}
+
+int Fit(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("fit takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("fit needs --model");
+  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
+  if (!data.ok()) return Fail(data.status());
+  std::unique_ptr<Client> client = Connect();
+  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok()) return Fail(s);
+  absl::StatusOr<v1::TrainResponse> r =
+      client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
+  if (!r.ok()) return Fail(r.status());
+  std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n", model.c_str(),
+              args[0].c_str(), r->epochs(), r->converged() ? "separated" : "not separated",
+              static_cast<unsigned long long>(r->updates()),
+              static_cast<unsigned long long>(r->mistakes()));
+  return 0;
+}
+
 int Train(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("train takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -268,16 +304,7 @@ int Train(const std::vector<std::string>& args) {
   absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
   if (!data.ok()) return Fail(data.status());
   std::unique_ptr<Client> client = Connect();
-  if (absl::GetFlag(FLAGS_create)) {
-    absl::StatusOr<v1::Model> existing = client->GetModel(model);
-    if (!existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
-      absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(
-          absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim) : data->dimension);
-      if (!config.ok()) return Fail(config.status());
-      absl::StatusOr<v1::Model> m = client->CreateModel(model, *config);
-      if (!m.ok()) return Fail(m.status());
-    }
-  }
+  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok()) return Fail(s);
   const uint64_t total = data->examples.size() * static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
   const bool progress = ShowProgress();
   std::atomic<uint64_t> done{0};
@@ -476,6 +503,7 @@ int Generate(const std::vector<std::string>& args) {
 int Run(const std::string& command, const std::vector<std::string>& args) {
   if (command == "create") return Create(args);
   if (command == "train") return Train(args);
+  if (command == "fit") return Fit(args);
   if (command == "predict") return Predict(args);
   if (command == "reveal") return Reveal(args);
   if (command == "status") return Status(args);

@@ -1,0 +1,83 @@
+#include "server/registry.h"
+
+#include <atomic>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace perceptron::server {
+namespace {
+
+ModelConfig Dim(uint32_t d) {
+  ModelConfig c;
+  c.dimension = d;
+  return c;
+}
+
+class CountingListener : public ModelListener {
+ public:
+  void OnModelChanged() override { ++changed; }
+  void OnModelDeleted() override { ++deleted; }
+  std::atomic<int> changed{0}, deleted{0};
+};
+
+TEST(RegistryTest, CreateGetListDelete) {
+  Registry r(Limits{});
+  ASSERT_TRUE(r.Create("b", Dim(2)).ok());
+  ASSERT_TRUE(r.Create("a", Dim(3)).ok());
+  EXPECT_EQ(r.Create("a", Dim(3)).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(r.Create("bad id", Dim(3)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Create("c", Dim(0)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.size(), 2u);
+  std::vector<std::shared_ptr<ModelEntry>> page = r.List("", 1);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0]->id, "a");
+  page = r.List("a", 10);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0]->id, "b");
+  absl::StatusOr<std::shared_ptr<ModelEntry>> b = r.Get("b");
+  ASSERT_TRUE(b.ok());
+  CountingListener listener;
+  (*b)->AddListener(&listener);
+  (*b)->NotifyChanged();
+  ASSERT_TRUE(r.Delete("b").ok());
+  EXPECT_EQ(listener.changed, 1);
+  EXPECT_EQ(listener.deleted, 1);
+  {
+    absl::MutexLock lock(&(*b)->mu);
+    EXPECT_TRUE((*b)->deleted);
+  }
+  (*b)->RemoveListener(&listener);
+  EXPECT_EQ(r.Get("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.Delete("b").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RegistryTest, TheModelLimitIsEnforced) {
+  Limits limits;
+  limits.max_models = 2;
+  Registry r(limits);
+  ASSERT_TRUE(r.Create("a", Dim(1)).ok());
+  ASSERT_TRUE(r.Create("b", Dim(1)).ok());
+  absl::Status s = r.Create("c", Dim(1)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("maximum of 2 models"));
+}
+
+TEST(RecentWindowTest, RateOverTheLastExamples) {
+  RecentWindow w(4);
+  EXPECT_EQ(w.rate(), 0);
+  w.Add(true);
+  w.Add(false);
+  EXPECT_EQ(w.rate(), 0.5);
+  w.Add(true);
+  w.Add(true);
+  w.Add(false);  // pushes out the first mistake: window is false, true, true, false
+  EXPECT_EQ(w.rate(), 0.5);
+  w.Add(false);
+  w.Add(false);
+  w.Add(false);
+  EXPECT_EQ(w.rate(), 0);
+}
+
+}  // namespace
+}  // namespace perceptron::server

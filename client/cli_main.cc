@@ -1,16 +1,17 @@
 // perceptron: the command-line client of perceptrond.
 //
-//   perceptron create MODEL --dim=D [--algorithm=classic] [--gamma=G --comparator_file=F] ...
-//   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
-//   perceptron train FILE --model=MODEL [--create] [--epochs=N] [--batch=64] [--positive=CLASS]
-//   perceptron fit FILE --model=MODEL [--create] [--max_epochs=100]   (cyclic training)
-//   perceptron predict FILE --model=MODEL [--issue]
-//   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]
-//   perceptron status MODEL | watch MODEL [--interval=200ms]
-//   perceptron generate --dim=D --count=N --margin=M --noise=P --out=FILE [--separator_out=F]
+//   perceptron create MODEL --dim=D [--algorithm=classic] [--gamma=G
+//   --comparator_file=F] ... perceptron list | get MODEL | delete MODEL | reset
+//   MODEL | weights MODEL | health perceptron train FILE --model=MODEL
+//   [--create] [--epochs=N] [--batch=64] [--positive=CLASS] perceptron fit FILE
+//   --model=MODEL [--create] [--max_epochs=100]   (cyclic training) perceptron
+//   predict FILE --model=MODEL [--issue] perceptron reveal --model=MODEL
+//   ID:LABEL [ID:LABEL ...] perceptron status MODEL | watch MODEL
+//   [--interval=200ms] perceptron generate --dim=D --count=N --margin=M
+//   --noise=P --out=FILE [--separator_out=F]
 //
-// Results go to standard output, progress and errors to standard error. Exit status: 0 on
-// success, 1 on failure, 2 for a usage error.
+// Results go to standard output, progress and errors to standard error. Exit
+// status: 0 on success, 1 on failure, 2 for a usage error.
 #include <unistd.h>
 
 #include <atomic>
@@ -38,46 +39,60 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
 ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
 // create
 ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
-ABSL_FLAG(std::string, algorithm, "classic", "create: classic, margin, averaged, voted or kernel");
+ABSL_FLAG(std::string, algorithm, "classic",
+          "create: classic, margin, averaged, voted or kernel");
 ABSL_FLAG(double, eta, 1.0, "create: learning rate");
 ABSL_FLAG(bool, bias, true, "create: append a constant coordinate");
 ABSL_FLAG(double, bias_constant, 1.0, "create: the constant");
 ABSL_FLAG(bool, normalize, true, "create: scale examples to unit norm");
 ABSL_FLAG(double, gamma, 0, "create: margin gamma (0: none)");
-ABSL_FLAG(std::string, comparator_file, "",
-          "create: a file of d or d+1 numbers, the comparator u (needs --gamma)");
-ABSL_FLAG(std::string, kernel, "linear", "create: linear, polynomial or rbf (kernel algorithm)");
+ABSL_FLAG(
+    std::string, comparator_file, "",
+    "create: a file of d or d+1 numbers, the comparator u (needs --gamma)");
+ABSL_FLAG(std::string, kernel, "linear",
+          "create: linear, polynomial or rbf (kernel algorithm)");
 ABSL_FLAG(uint32_t, degree, 2, "create: polynomial degree");
 ABSL_FLAG(double, c0, 1.0, "create: polynomial offset");
 ABSL_FLAG(double, sigma, 1.0, "create: rbf width");
 ABSL_FLAG(uint64_t, budget, 10000, "create: kernel budget (stored mistakes)");
-ABSL_FLAG(uint64_t, max_voted, 1000, "create: voted perceptron's stored vectors");
+ABSL_FLAG(uint64_t, max_voted, 1000,
+          "create: voted perceptron's stored vectors");
 // data
 ABSL_FLAG(std::string, format, "auto", "train/predict: auto, libsvm or csv");
 ABSL_FLAG(std::string, positive, "",
-          "train: the raw label that is +1 (others -1); default maps +1/1 to +1, -1/0 to -1");
-ABSL_FLAG(int, index_base, 1, "LIBSVM: the first feature index (1 for SVMlight files)");
-ABSL_FLAG(int, label_column, -1, "CSV: the label's column from 0 (-1: the last)");
+          "train: the raw label that is +1 (others -1); default maps +1/1 to "
+          "+1, -1/0 to -1");
+ABSL_FLAG(int, index_base, 1,
+          "LIBSVM: the first feature index (1 for SVMlight files)");
+ABSL_FLAG(int, label_column, -1,
+          "CSV: the label's column from 0 (-1: the last)");
 // train
-ABSL_FLAG(bool, create, false, "train: create the model (classic, defaults) if missing");
+ABSL_FLAG(bool, create, false,
+          "train: create the model (classic, defaults) if missing");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
 ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
 ABSL_FLAG(uint32_t, in_flight, 16, "train: requests in flight at most");
-ABSL_FLAG(std::string, progress, "auto", "train: show progress: auto (if a terminal), yes, no");
+ABSL_FLAG(std::string, progress, "auto",
+          "train: show progress: auto (if a terminal), yes, no");
 // predict
 ABSL_FLAG(bool, issue, false,
-          "predict: issue predictions with ids through Learn (for a later reveal) instead of "
+          "predict: issue predictions with ids through Learn (for a later "
+          "reveal) instead of "
           "scores only");
 // watch
-ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200), "watch: at most one update per");
-ABSL_FLAG(uint64_t, count, 0, "watch: stop after this many updates (0: never); generate: examples");
+ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200),
+          "watch: at most one update per");
+ABSL_FLAG(uint64_t, count, 0,
+          "watch: stop after this many updates (0: never); generate: examples");
 // generate
 ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
 ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
 ABSL_FLAG(uint64_t, seed, 1, "generate: random seed");
-ABSL_FLAG(std::string, out, "", "generate: output LIBSVM file (default: standard output)");
-ABSL_FLAG(std::string, separator_out, "", "generate: write the separator u (d+1 numbers) here");
+ABSL_FLAG(std::string, out, "",
+          "generate: output LIBSVM file (default: standard output)");
+ABSL_FLAG(std::string, separator_out, "",
+          "generate: write the separator u (d+1 numbers) here");
 
 namespace perceptron::client {
 namespace {
@@ -101,7 +116,8 @@ Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the
 --server=host:port (default 127.0.0.1:50051). --help lists every flag.)";
 
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "perceptron: %s: %s\n", absl::StatusCodeToString(s.code()).c_str(),
+  std::fprintf(stderr, "perceptron: %s: %s\n",
+               absl::StatusCodeToString(s.code()).c_str(),
                std::string(s.message()).c_str());
   return 1;
 }
@@ -141,12 +157,15 @@ void PrintStatus(const v1::ModelStatus& st) {
   const v1::ModelStats& s = st.stats();
   std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
               AlgorithmText(st.algorithm()), st.dimension());
-  std::printf("examples       %llu\n", static_cast<unsigned long long>(s.examples()));
+  std::printf("examples       %llu\n",
+              static_cast<unsigned long long>(s.examples()));
   std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
-              static_cast<unsigned long long>(s.mistakes()), 100 * st.mistake_rate(),
-              100 * st.recent_mistake_rate(),
-              static_cast<unsigned>(std::min<uint64_t>(s.examples(), st.recent_window())));
-  std::printf("updates        %llu\n", static_cast<unsigned long long>(s.updates()));
+              static_cast<unsigned long long>(s.mistakes()),
+              100 * st.mistake_rate(), 100 * st.recent_mistake_rate(),
+              static_cast<unsigned>(
+                  std::min<uint64_t>(s.examples(), st.recent_window())));
+  std::printf("updates        %llu\n",
+              static_cast<unsigned long long>(s.updates()));
   if (s.td_available()) {
     std::printf("TD_gamma       %.6g (gamma %g)\n", s.td_gamma(), st.gamma());
   } else {
@@ -185,7 +204,8 @@ absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
     for (absl::string_view t : absl::StrSplit(token, ',', absl::SkipEmpty())) {
       double v;
       if (!absl::SimpleAtod(t, &v)) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": \"", t, "\" is not a number"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": \"", t, "\" is not a number"));
       }
       out.push_back(v);
     }
@@ -198,9 +218,12 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   c.set_dimension(dimension);
   const std::string a = absl::GetFlag(FLAGS_algorithm);
   v1::Algorithm algorithm;
-  if (!v1::Algorithm_Parse(absl::AsciiStrToUpper(a), &algorithm) || algorithm == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--algorithm=", a, " is not one of classic, "
-                                                   "margin, averaged, voted, kernel"));
+  if (!v1::Algorithm_Parse(absl::AsciiStrToUpper(a), &algorithm) ||
+      algorithm == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--algorithm=", a,
+                     " is not one of classic, "
+                     "margin, averaged, voted, kernel"));
   }
   c.set_algorithm(algorithm);
   c.set_eta(absl::GetFlag(FLAGS_eta));
@@ -209,7 +232,8 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   c.set_normalize(absl::GetFlag(FLAGS_normalize));
   if (absl::GetFlag(FLAGS_gamma) != 0) c.set_gamma(absl::GetFlag(FLAGS_gamma));
   if (!absl::GetFlag(FLAGS_comparator_file).empty()) {
-    absl::StatusOr<std::vector<double>> u = ReadNumbers(absl::GetFlag(FLAGS_comparator_file));
+    absl::StatusOr<std::vector<double>> u =
+        ReadNumbers(absl::GetFlag(FLAGS_comparator_file));
     if (!u.ok()) return u.status();
     c.mutable_comparator()->Add(u->begin(), u->end());
   }
@@ -231,7 +255,8 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
 int Create(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("create takes one MODEL");
   if (absl::GetFlag(FLAGS_dim) == 0) return Usage("create needs --dim");
-  absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(absl::GetFlag(FLAGS_dim));
+  absl::StatusOr<v1::ModelConfig> config =
+      ConfigFromFlags(absl::GetFlag(FLAGS_dim));
   if (!config.ok()) return Fail(config.status());
   absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
   if (!m.ok()) return Fail(m.status());
@@ -249,7 +274,8 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
   } else if (f == "csv") {
     o.format = Format::kCsv;
   } else if (f != "auto") {
-    return absl::InvalidArgumentError(absl::StrCat("--format=", f, " is not auto, libsvm or csv"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format=", f, " is not auto, libsvm or csv"));
   }
   o.positive_label = absl::GetFlag(FLAGS_positive);
   o.index_base = absl::GetFlag(FLAGS_index_base);
@@ -265,16 +291,19 @@ bool ShowProgress() {
   return isatty(STDERR_FILENO);
 }
 
-// With --create, creates `model` from the flags (and the data's dimension unless --dim) if it
-// does not exist.
-absl::Status CreateIfAsked(Client& client, const std::string& model, const Dataset& data) {
+// With --create, creates `model` from the flags (and the data's dimension
+// unless --dim) if it does not exist.
+absl::Status CreateIfAsked(Client& client, const std::string& model,
+                           const Dataset& data) {
   if (!absl::GetFlag(FLAGS_create)) return absl::OkStatus();
   absl::StatusOr<v1::Model> existing = client.GetModel(model);
-  if (existing.ok() || existing.status().code() != absl::StatusCode::kNotFound) {
+  if (existing.ok() ||
+      existing.status().code() != absl::StatusCode::kNotFound) {
     return existing.status();
   }
   absl::StatusOr<v1::ModelConfig> config =
-      ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim) : data.dimension);
+      ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
+                                                    : data.dimension);
   if (!config.ok()) return config.status();
   return client.CreateModel(model, *config).status();
 }
@@ -286,12 +315,14 @@ int Fit(const std::vector<std::string>& args) {
   absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
   if (!data.ok()) return Fail(data.status());
   std::unique_ptr<Client> client = Connect();
-  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok()) return Fail(s);
+  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
+    return Fail(s);
   absl::StatusOr<v1::TrainResponse> r =
       client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
   if (!r.ok()) return Fail(r.status());
-  std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n", model.c_str(),
-              args[0].c_str(), r->epochs(), r->converged() ? "separated" : "not separated",
+  std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n",
+              model.c_str(), args[0].c_str(), r->epochs(),
+              r->converged() ? "separated" : "not separated",
               static_cast<unsigned long long>(r->updates()),
               static_cast<unsigned long long>(r->mistakes()));
   return 0;
@@ -304,8 +335,10 @@ int Train(const std::vector<std::string>& args) {
   absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
   if (!data.ok()) return Fail(data.status());
   std::unique_ptr<Client> client = Connect();
-  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok()) return Fail(s);
-  const uint64_t total = data->examples.size() * static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
+  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
+    return Fail(s);
+  const uint64_t total = data->examples.size() *
+                         static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
   const bool progress = ShowProgress();
   std::atomic<uint64_t> done{0};
   absl::Time last_draw = absl::InfinitePast();
@@ -316,14 +349,19 @@ int Train(const std::vector<std::string>& args) {
   so.on_response = [&](const v1::LearnResponse& r) {
     const uint64_t n = done += r.results_size();
     const absl::Time now = absl::Now();
-    if (!progress || (now - last_draw < absl::Milliseconds(100) && n < total)) return;
+    if (!progress || (now - last_draw < absl::Milliseconds(100) && n < total))
+      return;
     last_draw = now;
     const int width = 30;
     const int filled = total == 0 ? width : static_cast<int>(width * n / total);
     const double rate = n / std::max(1e-9, absl::ToDoubleSeconds(now - start));
-    std::fprintf(stderr, "\r[%s%s] %3.0f%% %llu/%llu  mistakes %llu  updates %llu  bound %s  %.0f ex/s ",
-                 std::string(filled, '=').c_str(), std::string(width - filled, ' ').c_str(),
-                 total == 0 ? 100.0 : 100.0 * n / total, static_cast<unsigned long long>(n),
+    std::fprintf(stderr,
+                 "\r[%s%s] %3.0f%% %llu/%llu  mistakes %llu  updates %llu  "
+                 "bound %s  %.0f ex/s ",
+                 std::string(filled, '=').c_str(),
+                 std::string(width - filled, ' ').c_str(),
+                 total == 0 ? 100.0 : 100.0 * n / total,
+                 static_cast<unsigned long long>(n),
                  static_cast<unsigned long long>(total),
                  static_cast<unsigned long long>(r.stats().mistakes()),
                  static_cast<unsigned long long>(r.stats().updates()),
@@ -331,7 +369,8 @@ int Train(const std::vector<std::string>& args) {
   };
   std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
   absl::Status added;
-  for (uint32_t epoch = 0; epoch < absl::GetFlag(FLAGS_epochs) && added.ok(); ++epoch) {
+  for (uint32_t epoch = 0; epoch < absl::GetFlag(FLAGS_epochs) && added.ok();
+       ++epoch) {
     for (const Example& e : data->examples) {
       added = session->AddLabeled(e);
       if (!added.ok()) break;
@@ -342,16 +381,21 @@ int Train(const std::vector<std::string>& args) {
   if (progress) std::fprintf(stderr, "\n");
   if (!summary.ok()) return Fail(summary.status());
   const v1::ModelStats& s = summary->stats;
-  std::printf("trained %s on %s: %llu examples in %.3f s (%.0f examples/s), %llu requests\n",
-              model.c_str(), args[0].c_str(), static_cast<unsigned long long>(summary->items),
-              seconds, summary->items / std::max(seconds, 1e-9),
-              static_cast<unsigned long long>(summary->requests));
-  std::printf("model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
-              static_cast<unsigned long long>(s.examples()),
-              static_cast<unsigned long long>(s.mistakes()),
-              static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
+  std::printf(
+      "trained %s on %s: %llu examples in %.3f s (%.0f examples/s), %llu "
+      "requests\n",
+      model.c_str(), args[0].c_str(),
+      static_cast<unsigned long long>(summary->items), seconds,
+      summary->items / std::max(seconds, 1e-9),
+      static_cast<unsigned long long>(summary->requests));
+  std::printf(
+      "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
+      static_cast<unsigned long long>(s.examples()),
+      static_cast<unsigned long long>(s.mistakes()),
+      static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
   if (summary->item_errors > 0) {
-    std::fprintf(stderr, "perceptron: %llu examples were rejected; the first: %s\n",
+    std::fprintf(stderr,
+                 "perceptron: %llu examples were rejected; the first: %s\n",
                  static_cast<unsigned long long>(summary->item_errors),
                  summary->first_error.c_str());
     return 1;
@@ -373,7 +417,8 @@ int Predict(const std::vector<std::string>& args) {
       for (const v1::ItemResult& item : r.results()) {
         if (item.has_prediction()) {
           std::printf("%llu %+d %.17g\n",
-                      static_cast<unsigned long long>(item.prediction().prediction_id()),
+                      static_cast<unsigned long long>(
+                          item.prediction().prediction_id()),
                       item.prediction().label(), item.prediction().score());
         } else {
           std::printf("error %s\n", item.error().message().c_str());
@@ -390,11 +435,13 @@ int Predict(const std::vector<std::string>& args) {
   }
   const size_t batch = std::max<uint32_t>(1, absl::GetFlag(FLAGS_batch));
   for (size_t i = 0; i < data->examples.size(); i += batch) {
-    std::vector<Example> chunk(data->examples.begin() + i,
-                               data->examples.begin() + std::min(data->examples.size(), i + batch));
+    std::vector<Example> chunk(
+        data->examples.begin() + i,
+        data->examples.begin() + std::min(data->examples.size(), i + batch));
     absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
     if (!r.ok()) return Fail(r.status());
-    for (const v1::Prediction& p : r->predictions()) std::printf("%+d %.17g\n", p.label(), p.score());
+    for (const v1::Prediction& p : r->predictions())
+      std::printf("%+d %.17g\n", p.label(), p.score());
   }
   return 0;
 }
@@ -405,10 +452,12 @@ int Reveal(const std::vector<std::string>& args) {
   if (args.empty()) return Usage("reveal takes ID:LABEL pairs");
   std::vector<std::pair<uint64_t, int>> labels;
   for (const std::string& a : args) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(a, absl::MaxSplits(':', 1));
+    std::pair<std::string, std::string> kv =
+        absl::StrSplit(a, absl::MaxSplits(':', 1));
     uint64_t id;
     int label;
-    if (!absl::SimpleAtoi(kv.first, &id) || !absl::SimpleAtoi(kv.second, &label)) {
+    if (!absl::SimpleAtoi(kv.first, &id) ||
+        !absl::SimpleAtoi(kv.second, &label)) {
       return Usage(absl::StrCat("\"", a, "\" is not ID:LABEL"));
     }
     labels.emplace_back(id, label);
@@ -421,9 +470,11 @@ int Reveal(const std::vector<std::string>& args) {
       std::printf("error %s\n", item.error().message().c_str());
       rc = 1;
     } else {
-      std::printf("%llu mistake=%s updated=%s\n",
-                  static_cast<unsigned long long>(item.outcome().prediction_id()),
-                  item.outcome().mistake() ? "yes" : "no", item.outcome().updated() ? "yes" : "no");
+      std::printf(
+          "%llu mistake=%s updated=%s\n",
+          static_cast<unsigned long long>(item.outcome().prediction_id()),
+          item.outcome().mistake() ? "yes" : "no",
+          item.outcome().updated() ? "yes" : "no");
     }
   }
   return rc;
@@ -442,23 +493,27 @@ int Watch(const std::vector<std::string>& args) {
   const bool tty = isatty(STDOUT_FILENO);
   const uint64_t limit = absl::GetFlag(FLAGS_count);
   uint64_t seen = 0;
-  absl::Status s = Connect()->Watch(args[0], absl::GetFlag(FLAGS_interval),
-                                    [&](const v1::ModelStatus& st) {
-    if (tty) std::printf("\033[H\033[2J");  // a live view: redraw in place
-    std::printf("perceptron watch %s  (%s; Ctrl-C to stop)\n\n", args[0].c_str(),
-                absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone()).c_str());
-    PrintStatus(st);
-    const v1::ModelStats& s = st.stats();
-    if (s.bound_available() && s.bound() > 0) {
-      const int width = 40;
-      const int filled = std::min(width, static_cast<int>(width * s.updates() / s.bound()));
-      std::printf("updates/bound  [%s%s]\n", std::string(filled, '#').c_str(),
-                  std::string(width - filled, '.').c_str());
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-    return limit == 0 || ++seen < limit;
-  });
+  absl::Status s = Connect()->Watch(
+      args[0], absl::GetFlag(FLAGS_interval), [&](const v1::ModelStatus& st) {
+        if (tty) std::printf("\033[H\033[2J");  // a live view: redraw in place
+        std::printf(
+            "perceptron watch %s  (%s; Ctrl-C to stop)\n\n", args[0].c_str(),
+            absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone())
+                .c_str());
+        PrintStatus(st);
+        const v1::ModelStats& s = st.stats();
+        if (s.bound_available() && s.bound() > 0) {
+          const int width = 40;
+          const int filled = std::min(
+              width, static_cast<int>(width * s.updates() / s.bound()));
+          std::printf("updates/bound  [%s%s]\n",
+                      std::string(filled, '#').c_str(),
+                      std::string(width - filled, '.').c_str());
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+        return limit == 0 || ++seen < limit;
+      });
   if (!s.ok()) return Fail(s);
   return 0;
 }
@@ -467,7 +522,8 @@ int Generate(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage("generate takes no arguments");
   GeneratorOptions o;
   o.dimension = absl::GetFlag(FLAGS_dim) == 0 ? 20 : absl::GetFlag(FLAGS_dim);
-  o.count = absl::GetFlag(FLAGS_count) == 0 ? 10000 : absl::GetFlag(FLAGS_count);
+  o.count =
+      absl::GetFlag(FLAGS_count) == 0 ? 10000 : absl::GetFlag(FLAGS_count);
   o.margin = absl::GetFlag(FLAGS_margin);
   o.noise = absl::GetFlag(FLAGS_noise);
   o.seed = absl::GetFlag(FLAGS_seed);
@@ -477,7 +533,9 @@ int Generate(const std::vector<std::string>& args) {
   std::ofstream file;
   if (!out_path.empty()) {
     file.open(out_path);
-    if (!file) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
+    if (!file)
+      return Fail(
+          absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
   }
   std::ostream& out = out_path.empty() ? std::cout : file;
   for (const Example& e : s->examples) {
@@ -490,12 +548,14 @@ int Generate(const std::vector<std::string>& args) {
   if (!absl::GetFlag(FLAGS_separator_out).empty()) {
     std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
     for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
-    if (!sep) return Fail(absl::PermissionDeniedError("cannot write the separator"));
+    if (!sep)
+      return Fail(absl::PermissionDeniedError("cannot write the separator"));
   }
   if (!out_path.empty()) {
-    std::fprintf(stderr, "wrote %llu examples (d=%u, margin %g, noise %g) to %s\n",
-                 static_cast<unsigned long long>(o.count), o.dimension, o.margin, o.noise,
-                 out_path.c_str());
+    std::fprintf(stderr,
+                 "wrote %llu examples (d=%u, margin %g, noise %g) to %s\n",
+                 static_cast<unsigned long long>(o.count), o.dimension,
+                 o.margin, o.noise, out_path.c_str());
   }
   return 0;
 }
@@ -513,7 +573,8 @@ int Run(const std::string& command, const std::vector<std::string>& args) {
     absl::StatusOr<std::vector<v1::Model>> models = Connect()->ListModels();
     if (!models.ok()) return Fail(models.status());
     for (const v1::Model& m : *models) {
-      std::printf("%s\t%s\td=%u\n", m.model_id().c_str(), AlgorithmText(m.config().algorithm()),
+      std::printf("%s\t%s\td=%u\n", m.model_id().c_str(),
+                  AlgorithmText(m.config().algorithm()),
                   m.config().dimension());
     }
     return 0;

@@ -7,7 +7,8 @@ namespace perceptron::client {
 
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      s.error_message());
 }
 
 namespace {
@@ -22,8 +23,8 @@ absl::StatusOr<T> Result(const grpc::Status& s, T value) {
 
 // ---- LearnSession ----
 
-LearnSession::LearnSession(v1::PerceptronService::Stub* stub, std::string model_id,
-                           SessionOptions options)
+LearnSession::LearnSession(v1::PerceptronService::Stub* stub,
+                           std::string model_id, SessionOptions options)
     : model_id_(std::move(model_id)), options_(std::move(options)) {
   stream_ = stub->Learn(&context_);
   reader_ = std::thread([this] { ReadLoop(); });
@@ -46,7 +47,8 @@ void LearnSession::ReadLoop() {
       summary_.items += response.results_size();
       for (const v1::ItemResult& r : response.results()) {
         if (r.has_error()) {
-          if (summary_.item_errors++ == 0) summary_.first_error = r.error().message();
+          if (summary_.item_errors++ == 0)
+            summary_.first_error = r.error().message();
         }
       }
       summary_.stats = response.stats();
@@ -59,7 +61,8 @@ void LearnSession::ReadLoop() {
 
 absl::Status LearnSession::Flush() {
   if (request_.items_size() == 0 && named_) return absl::OkStatus();
-  if (finished_) return absl::FailedPreconditionError("the session is finished");
+  if (finished_)
+    return absl::FailedPreconditionError("the session is finished");
   if (!named_) {
     request_.set_model_id(model_id_);
     named_ = true;
@@ -70,7 +73,8 @@ absl::Status LearnSession::Flush() {
       return in_flight_ < options_.max_in_flight || reader_done_;
     };
     mu_.Await(absl::Condition(&room));
-    if (reader_done_) return absl::AbortedError("the stream has ended; Finish tells why");
+    if (reader_done_)
+      return absl::AbortedError("the stream has ended; Finish tells why");
     ++in_flight_;
   }
   if (!stream_->Write(request_)) {
@@ -81,12 +85,14 @@ absl::Status LearnSession::Flush() {
 }
 
 absl::Status LearnSession::Queued() {
-  if (static_cast<size_t>(request_.items_size()) >= options_.batch_size) return Flush();
+  if (static_cast<size_t>(request_.items_size()) >= options_.batch_size)
+    return Flush();
   return absl::OkStatus();
 }
 
 absl::Status LearnSession::AddLabeled(const Example& e) {
-  if (!e.label) return absl::InvalidArgumentError("AddLabeled: the example has no label");
+  if (!e.label)
+    return absl::InvalidArgumentError("AddLabeled: the example has no label");
   v1::LabeledExample* l = request_.add_items()->mutable_labeled();
   FeaturesToProto(e, l->mutable_features());
   l->set_label(*e.label);
@@ -106,8 +112,10 @@ absl::Status LearnSession::AddReveal(uint64_t prediction_id, int label) {
 }
 
 absl::StatusOr<SessionSummary> LearnSession::Finish() {
-  if (finished_) return absl::FailedPreconditionError("the session is already finished");
-  absl::Status flushed = request_.items_size() > 0 || !named_ ? Flush() : absl::OkStatus();
+  if (finished_)
+    return absl::FailedPreconditionError("the session is already finished");
+  absl::Status flushed =
+      request_.items_size() > 0 || !named_ ? Flush() : absl::OkStatus();
   finished_ = true;
   stream_->WritesDone();
   reader_.join();
@@ -125,12 +133,15 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   return std::make_unique<Client>(
-      grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args),
+      grpc::CreateCustomChannel(options.target,
+                                grpc::InsecureChannelCredentials(), args),
       options);
 }
 
-Client::Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
-    : options_(options), channel_(std::move(channel)),
+Client::Client(std::shared_ptr<grpc::Channel> channel,
+               const ClientOptions& options)
+    : options_(options),
+      channel_(std::move(channel)),
       stub_(v1::PerceptronService::NewStub(channel_)) {}
 
 void Client::SetDeadline(grpc::ClientContext* context) const {
@@ -141,14 +152,17 @@ absl::Status Client::CheckHealth(absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_wait_for_ready(true);
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  std::unique_ptr<grpc::health::v1::Health::Stub> health = grpc::health::v1::Health::NewStub(channel_);
+  std::unique_ptr<grpc::health::v1::Health::Stub> health =
+      grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
   const grpc::Status s = health->Check(&context, request, &response);
   if (!s.ok()) return FromGrpc(s);
   if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        "the server is ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+    return absl::UnavailableError(
+        absl::StrCat("the server is ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                         response.status())));
   }
   return absl::OkStatus();
 }
@@ -232,8 +246,8 @@ absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
   return Result(s, std::move(response));
 }
 
-absl::StatusOr<v1::PredictResponse> Client::Predict(const std::string& id,
-                                                    const std::vector<Example>& examples) {
+absl::StatusOr<v1::PredictResponse> Client::Predict(
+    const std::string& id, const std::vector<Example>& examples) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::PredictRequest request;
@@ -245,7 +259,8 @@ absl::StatusOr<v1::PredictResponse> Client::Predict(const std::string& id,
 }
 
 absl::StatusOr<v1::RevealResponse> Client::Reveal(
-    const std::string& id, const std::vector<std::pair<uint64_t, int>>& labels) {
+    const std::string& id,
+    const std::vector<std::pair<uint64_t, int>>& labels) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::RevealRequest request;
@@ -260,9 +275,9 @@ absl::StatusOr<v1::RevealResponse> Client::Reveal(
   return Result(s, std::move(response));
 }
 
-absl::StatusOr<v1::TrainResponse> Client::Train(const std::string& id,
-                                                const std::vector<Example>& examples,
-                                                uint32_t max_epochs) {
+absl::StatusOr<v1::TrainResponse> Client::Train(
+    const std::string& id, const std::vector<Example>& examples,
+    uint32_t max_epochs) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::TrainRequest request;
@@ -278,17 +293,20 @@ absl::StatusOr<v1::TrainResponse> Client::Train(const std::string& id,
   return Result(s, std::move(response));
 }
 
-absl::Status Client::Watch(const std::string& id, absl::Duration min_interval,
-                           const std::function<bool(const v1::ModelStatus&)>& on_status,
-                           absl::Duration timeout) {
+absl::Status Client::Watch(
+    const std::string& id, absl::Duration min_interval,
+    const std::function<bool(const v1::ModelStatus&)>& on_status,
+    absl::Duration timeout) {
   grpc::ClientContext context;
   if (timeout != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   }
   v1::WatchStatusRequest request;
   request.set_model_id(id);
-  request.set_min_interval_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(min_interval)));
-  std::unique_ptr<grpc::ClientReader<v1::ModelStatus>> reader = stub_->WatchStatus(&context, request);
+  request.set_min_interval_ms(
+      static_cast<uint32_t>(absl::ToInt64Milliseconds(min_interval)));
+  std::unique_ptr<grpc::ClientReader<v1::ModelStatus>> reader =
+      stub_->WatchStatus(&context, request);
   v1::ModelStatus status;
   while (reader->Read(&status)) {
     if (!on_status(status)) {
@@ -302,12 +320,13 @@ absl::Status Client::Watch(const std::string& id, absl::Duration min_interval,
   return FromGrpc(reader->Finish());
 }
 
-std::unique_ptr<LearnSession> Client::OpenLearnSession(const std::string& id,
-                                                       const SessionOptions& options) {
+std::unique_ptr<LearnSession> Client::OpenLearnSession(
+    const std::string& id, const SessionOptions& options) {
   SessionOptions o = options;
   if (o.batch_size == 0) o.batch_size = 1;
   if (o.max_in_flight == 0) o.max_in_flight = 1;
-  return std::unique_ptr<LearnSession>(new LearnSession(stub_.get(), id, std::move(o)));
+  return std::unique_ptr<LearnSession>(
+      new LearnSession(stub_.get(), id, std::move(o)));
 }
 
 }  // namespace perceptron::client

@@ -1,5 +1,5 @@
-// The C++ client library of perceptrond. It never prints; every call returns absl::Status or
-// absl::StatusOr with the server's code and message.
+// The C++ client library of perceptrond. It never prints; every call returns
+// absl::Status or absl::StatusOr with the server's code and message.
 //
 //   ClientOptions options;
 //   options.target = "127.0.0.1:50051";
@@ -8,9 +8,9 @@
 //   config.set_dimension(30);
 //   absl::StatusOr<v1::Model> m = client->CreateModel("spam", config);
 //
-//   SessionOptions so;                        // batches of 64, up to 16 in flight
-//   std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam", so);
-//   for (const Example& e : examples) s->AddLabeled(e);
+//   SessionOptions so;                        // batches of 64, up to 16 in
+//   flight std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam",
+//   so); for (const Example& e : examples) s->AddLabeled(e);
 //   absl::StatusOr<SessionSummary> summary = s->Finish();
 //
 // A Client is thread-safe; a LearnSession is used by one thread at a time.
@@ -47,9 +47,11 @@ struct ClientOptions {
 struct SessionOptions {
   // Items per request. Default: 64.
   size_t batch_size = 64;
-  // Requests sent and not yet answered, at most; Add* blocks past it. Default: 16.
+  // Requests sent and not yet answered, at most; Add* blocks past it.
+  // Default: 16.
   size_t max_in_flight = 16;
-  // Called with each answer, in order, on the session's reader thread. Optional.
+  // Called with each answer, in order, on the session's reader thread.
+  // Optional.
   std::function<void(const v1::LearnResponse&)> on_response;
 };
 
@@ -63,31 +65,35 @@ struct SessionSummary {
   v1::ModelStats stats;
 };
 
-// A Learn stream: items are batched, and up to max_in_flight batches travel at once.
+// A Learn stream: items are batched, and up to max_in_flight batches travel at
+// once.
 class LearnSession {
  public:
   ~LearnSession();
 
-  // Queue one item; a full batch is sent. An error means the stream has ended (Finish tells why).
+  // Queue one item; a full batch is sent. An error means the stream has ended
+  // (Finish tells why).
   absl::Status AddLabeled(const Example& e);
   absl::Status AddExample(const Example& e);
   absl::Status AddReveal(uint64_t prediction_id, int label);
   // Sends the queued items now, as a batch.
   absl::Status Flush();
-  // Sends what is queued, closes the stream and waits for every answer. The stream's status if it
-  // failed, else the summary.
+  // Sends what is queued, closes the stream and waits for every answer. The
+  // stream's status if it failed, else the summary.
   absl::StatusOr<SessionSummary> Finish();
 
  private:
   friend class Client;
-  LearnSession(v1::PerceptronService::Stub* stub, std::string model_id, SessionOptions options);
+  LearnSession(v1::PerceptronService::Stub* stub, std::string model_id,
+               SessionOptions options);
   absl::Status Queued();
   void ReadLoop();
 
   const std::string model_id_;
   const SessionOptions options_;
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>> stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>>
+      stream_;
   v1::LearnRequest request_;
   bool named_ = false;
   bool finished_ = false;
@@ -105,11 +111,13 @@ class Client {
   // Connects to an existing channel (tests).
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
 
-  // The server's health (grpc.health.v1) for the whole server: OK if SERVING, UNAVAILABLE with
-  // the status otherwise. Waits up to `timeout` for a connection.
+  // The server's health (grpc.health.v1) for the whole server: OK if SERVING,
+  // UNAVAILABLE with the status otherwise. Waits up to `timeout` for a
+  // connection.
   absl::Status CheckHealth(absl::Duration timeout);
 
-  absl::StatusOr<v1::Model> CreateModel(const std::string& id, const v1::ModelConfig& config);
+  absl::StatusOr<v1::Model> CreateModel(const std::string& id,
+                                        const v1::ModelConfig& config);
   absl::StatusOr<v1::Model> GetModel(const std::string& id);
   // Every model, following pages.
   absl::StatusOr<std::vector<v1::Model>> ListModels();
@@ -117,18 +125,20 @@ class Client {
   absl::StatusOr<v1::Model> ResetModel(const std::string& id);
   absl::StatusOr<v1::ModelStatus> GetStatus(const std::string& id);
   absl::StatusOr<v1::Weights> GetWeights(const std::string& id);
-  absl::StatusOr<v1::PredictResponse> Predict(const std::string& id,
-                                              const std::vector<Example>& examples);
-  absl::StatusOr<v1::RevealResponse> Reveal(const std::string& id,
-                                            const std::vector<std::pair<uint64_t, int>>& labels);
+  absl::StatusOr<v1::PredictResponse> Predict(
+      const std::string& id, const std::vector<Example>& examples);
+  absl::StatusOr<v1::RevealResponse> Reveal(
+      const std::string& id,
+      const std::vector<std::pair<uint64_t, int>>& labels);
   absl::StatusOr<v1::TrainResponse> Train(const std::string& id,
                                           const std::vector<Example>& examples,
                                           uint32_t max_epochs);
-  // Calls `on_status` with each status pushed until it returns false (then OK) or the stream ends
-  // (its status; DEADLINE_EXCEEDED after `timeout`).
-  absl::Status Watch(const std::string& id, absl::Duration min_interval,
-                     const std::function<bool(const v1::ModelStatus&)>& on_status,
-                     absl::Duration timeout = absl::InfiniteDuration());
+  // Calls `on_status` with each status pushed until it returns false (then OK)
+  // or the stream ends (its status; DEADLINE_EXCEEDED after `timeout`).
+  absl::Status Watch(
+      const std::string& id, absl::Duration min_interval,
+      const std::function<bool(const v1::ModelStatus&)>& on_status,
+      absl::Duration timeout = absl::InfiniteDuration());
 
   std::unique_ptr<LearnSession> OpenLearnSession(const std::string& id,
                                                  const SessionOptions& options);

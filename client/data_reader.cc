@@ -17,16 +17,19 @@ absl::Status Bad(const std::string& name, size_t line, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(name, ":", line, ": ", why));
 }
 
-absl::StatusOr<int> MapLabel(absl::string_view raw, const ReadOptions& options) {
+absl::StatusOr<int> MapLabel(absl::string_view raw,
+                             const ReadOptions& options) {
   raw = absl::StripAsciiWhitespace(raw);
-  if (!options.positive_label.empty()) return raw == options.positive_label ? 1 : -1;
+  if (!options.positive_label.empty())
+    return raw == options.positive_label ? 1 : -1;
   double v;
   if (absl::SimpleAtod(raw, &v)) {
     if (v == 1) return 1;
     if (v == -1 || v == 0) return -1;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("label \"", raw, "\" is not +1/1 or -1/0 (name the positive class to map "
+      absl::StrCat("label \"", raw,
+                   "\" is not +1/1 or -1/0 (name the positive class to map "
                    "other labels)"));
 }
 
@@ -43,10 +46,12 @@ absl::StatusOr<Dataset> ParseLibsvm(std::istream& in, const std::string& name,
   while (std::getline(in, line)) {
     ++n;
     absl::string_view text = line;
-    if (size_t hash = text.find('#'); hash != absl::string_view::npos) text = text.substr(0, hash);
+    if (size_t hash = text.find('#'); hash != absl::string_view::npos)
+      text = text.substr(0, hash);
     text = absl::StripAsciiWhitespace(text);
     if (text.empty()) continue;
-    std::vector<absl::string_view> tokens = absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    std::vector<absl::string_view> tokens =
+        absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     Example e;
     e.sparse = true;
     size_t first = 0;
@@ -59,15 +64,22 @@ absl::StatusOr<Dataset> ParseLibsvm(std::istream& in, const std::string& name,
       return Bad(name, n, "no label");
     }
     for (size_t k = first; k < tokens.size(); ++k) {
-      std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(tokens[k], absl::MaxSplits(':', 1));
+      std::pair<absl::string_view, absl::string_view> kv =
+          absl::StrSplit(tokens[k], absl::MaxSplits(':', 1));
       uint64_t index;
       double value;
-      if (!absl::SimpleAtoi(kv.first, &index) || !ParseDouble(kv.second, &value)) {
-        return Bad(name, n, absl::StrCat("cannot read \"", tokens[k], "\" as index:value"));
+      if (!absl::SimpleAtoi(kv.first, &index) ||
+          !ParseDouble(kv.second, &value)) {
+        return Bad(
+            name, n,
+            absl::StrCat("cannot read \"", tokens[k], "\" as index:value"));
       }
-      if (index < static_cast<uint64_t>(options.index_base) || index - options.index_base >= (1ull << 32) - 1) {
-        return Bad(name, n, absl::StrCat("index ", index, " is out of range (indices start at ",
-                                         options.index_base, ")"));
+      if (index < static_cast<uint64_t>(options.index_base) ||
+          index - options.index_base >= (1ull << 32) - 1) {
+        return Bad(
+            name, n,
+            absl::StrCat("index ", index, " is out of range (indices start at ",
+                         options.index_base, ")"));
       }
       const uint32_t i = static_cast<uint32_t>(index - options.index_base);
       e.indices.push_back(i);
@@ -97,14 +109,20 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
       for (absl::string_view c : cells) header |= !ParseDouble(c, &v);
       if (header) continue;
       columns = cells.size();
-      if (columns < 2) return Bad(name, n, "a CSV row needs at least a feature and a label");
+      if (columns < 2)
+        return Bad(name, n, "a CSV row needs at least a feature and a label");
     }
     if (cells.size() != columns) {
-      return Bad(name, n, absl::StrCat(cells.size(), " columns; the first data row has ", columns));
+      return Bad(name, n,
+                 absl::StrCat(cells.size(), " columns; the first data row has ",
+                              columns));
     }
-    const size_t label_at = options.label_column < 0 ? columns - 1 : options.label_column;
+    const size_t label_at =
+        options.label_column < 0 ? columns - 1 : options.label_column;
     if (label_at >= columns) {
-      return Bad(name, n, absl::StrCat("label column ", label_at, " is past the last column"));
+      return Bad(
+          name, n,
+          absl::StrCat("label column ", label_at, " is past the last column"));
     }
     Example e;
     for (size_t k = 0; k < columns; ++k) {
@@ -116,7 +134,9 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
       }
       double v;
       if (!ParseDouble(cells[k], &v)) {
-        return Bad(name, n, absl::StrCat("column ", k, " \"", cells[k], "\" is not a number"));
+        return Bad(
+            name, n,
+            absl::StrCat("column ", k, " \"", cells[k], "\" is not a number"));
       }
       e.values.push_back(v);
     }
@@ -128,23 +148,28 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
 
 Format Resolve(const std::string& name, Format f) {
   if (f != Format::kAuto) return f;
-  return absl::EndsWithIgnoreCase(name, ".csv") ? Format::kCsv : Format::kLibsvm;
+  return absl::EndsWithIgnoreCase(name, ".csv") ? Format::kCsv
+                                                : Format::kLibsvm;
 }
 
 }  // namespace
 
-absl::StatusOr<Dataset> ParseData(const std::string& text, const std::string& name,
+absl::StatusOr<Dataset> ParseData(const std::string& text,
+                                  const std::string& name,
                                   const ReadOptions& options) {
   std::istringstream in(text);
-  return Resolve(name, options.format) == Format::kCsv ? ParseCsv(in, name, options)
-                                                       : ParseLibsvm(in, name, options);
+  return Resolve(name, options.format) == Format::kCsv
+             ? ParseCsv(in, name, options)
+             : ParseLibsvm(in, name, options);
 }
 
-absl::StatusOr<Dataset> ReadDataFile(const std::string& path, const ReadOptions& options) {
+absl::StatusOr<Dataset> ReadDataFile(const std::string& path,
+                                     const ReadOptions& options) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  return Resolve(path, options.format) == Format::kCsv ? ParseCsv(in, path, options)
-                                                       : ParseLibsvm(in, path, options);
+  return Resolve(path, options.format) == Format::kCsv
+             ? ParseCsv(in, path, options)
+             : ParseLibsvm(in, path, options);
 }
 
 }  // namespace perceptron::client

@@ -1,13 +1,16 @@
-// Readers for labeled data files: LIBSVM/SVMlight ("label index:value ...", 1-based indices by
-// default) and CSV (numeric columns, the label in one of them, an optional header row).
+// Readers for labeled data files: LIBSVM/SVMlight ("label index:value ...",
+// 1-based indices by default) and CSV (numeric columns, the label in one of
+// them, an optional header row).
 //
 //   ReadOptions options;
 //   options.positive_label = "1";      // optional: which raw label is +1
 //   absl::StatusOr<Dataset> data = ReadDataFile("train.svm", options);
 //
-// Labels map to -1/+1: with `positive_label` set, that label is +1 and every other -1; otherwise
-// "+1"/"1"/"1.0" are +1 and "-1"/"0"/"0.0" are -1, and anything else is an error naming the line.
-// Errors are INVALID_ARGUMENT (NOT_FOUND for a missing file) and name the file and line.
+// Labels map to -1/+1: with `positive_label` set, that label is +1 and every
+// other -1; otherwise
+// "+1"/"1"/"1.0" are +1 and "-1"/"0"/"0.0" are -1, and anything else is an
+// error naming the line. Errors are INVALID_ARGUMENT (NOT_FOUND for a missing
+// file) and name the file and line.
 #ifndef PERCEPTRON_CLIENT_DATA_READER_H_
 #define PERCEPTRON_CLIENT_DATA_READER_H_
 
@@ -36,15 +39,18 @@ struct ReadOptions {
 
 struct Dataset {
   std::vector<Example> examples;
-  // The input dimension: CSV columns less the label; LIBSVM the largest index + 1.
+  // The input dimension: CSV columns less the label; LIBSVM the largest index
+  // + 1.
   uint32_t dimension = 0;
   bool sparse = false;
 };
 
-absl::StatusOr<Dataset> ReadDataFile(const std::string& path, const ReadOptions& options);
+absl::StatusOr<Dataset> ReadDataFile(const std::string& path,
+                                     const ReadOptions& options);
 
 // Parses `text` as the file named `name` would be (for tests and stdin).
-absl::StatusOr<Dataset> ParseData(const std::string& text, const std::string& name,
+absl::StatusOr<Dataset> ParseData(const std::string& text,
+                                  const std::string& name,
                                   const ReadOptions& options);
 
 }  // namespace perceptron::client

@@ -8,7 +8,8 @@ void FeaturesToProto(const Example& e, v1::Features* out) {
     s->mutable_indices()->Add(e.indices.begin(), e.indices.end());
     s->mutable_values()->Add(e.values.begin(), e.values.end());
   } else {
-    out->mutable_dense()->mutable_values()->Add(e.values.begin(), e.values.end());
+    out->mutable_dense()->mutable_values()->Add(e.values.begin(),
+                                                e.values.end());
   }
 }
 

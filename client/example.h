@@ -1,4 +1,5 @@
-// An example as the client library sends it: dense or sparse features and, when known, a label.
+// An example as the client library sends it: dense or sparse features and, when
+// known, a label.
 #ifndef PERCEPTRON_CLIENT_EXAMPLE_H_
 #define PERCEPTRON_CLIENT_EXAMPLE_H_
 

@@ -8,12 +8,15 @@
 namespace perceptron::client {
 
 absl::StatusOr<Synthetic> Generate(const GeneratorOptions& o) {
-  if (o.dimension == 0) return absl::InvalidArgumentError("generator: dimension must be >= 1");
+  if (o.dimension == 0)
+    return absl::InvalidArgumentError("generator: dimension must be >= 1");
   if (!(o.margin >= 0 && o.margin <= 0.5)) {
-    return absl::InvalidArgumentError(absl::StrCat("generator: margin ", o.margin, " not in [0, 0.5]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("generator: margin ", o.margin, " not in [0, 0.5]"));
   }
   if (!(o.noise >= 0 && o.noise <= 0.5)) {
-    return absl::InvalidArgumentError(absl::StrCat("generator: noise ", o.noise, " not in [0, 0.5]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("generator: noise ", o.noise, " not in [0, 0.5]"));
   }
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<double> normal;

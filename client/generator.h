@@ -1,7 +1,8 @@
-// A synthetic stream generator: examples separable by a known unit vector u with a chosen
-// margin, then a chosen fraction of labels flipped. The margin holds for the examples as a model
-// with the default preparation sees them (bias constant 1 appended, then unit norm), so u, of
-// d+1 entries, can be passed to CreateModel as the comparator with gamma = margin.
+// A synthetic stream generator: examples separable by a known unit vector u
+// with a chosen margin, then a chosen fraction of labels flipped. The margin
+// holds for the examples as a model with the default preparation sees them
+// (bias constant 1 appended, then unit norm), so u, of d+1 entries, can be
+// passed to CreateModel as the comparator with gamma = margin.
 //
 //   GeneratorOptions o;
 //   o.dimension = 20; o.margin = 0.05; o.noise = 0.02; o.count = 100000;

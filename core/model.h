@@ -107,8 +107,8 @@ struct LabeledExample {
 struct TrainOptions {
   // Passes over the data at most, >= 1. Default: 100.
   uint32_t max_epochs = 100;
-  // Called after every example with the epoch (1-based), the example's index and
-  // its outcome. Optional.
+  // Called after every example with the epoch (1-based), the example's index
+  // and its outcome. Optional.
   std::function<void(uint32_t epoch, size_t index, const Outcome& outcome)>
       on_example;
 };
@@ -164,7 +164,8 @@ class Model {
   void Reset();
 
   ModelState ExportState() const;
-  // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false (it costs O(d)).
+  // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false
+  // (it costs O(d)).
   Stats stats(bool with_weight_norm = true) const;
   const ModelConfig& config() const { return config_; }
   // The primal weights (weight dimension entries; empty for the kernel

@@ -4,12 +4,13 @@
 
 namespace perceptron::server {
 
-absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in, uint32_t max_dimension) {
+absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
+                                            uint32_t max_dimension) {
   ModelConfig c;
   if (in.dimension() > max_dimension) {
-    return absl::InvalidArgumentError(absl::StrCat("config: dimension ", in.dimension(),
-                                                   " is over the server's limit ",
-                                                   max_dimension));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: dimension ", in.dimension(),
+                     " is over the server's limit ", max_dimension));
   }
   c.dimension = in.dimension();
   switch (in.algorithm()) {
@@ -31,7 +32,8 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in, uint32_t 
       break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("config: algorithm ", static_cast<int>(in.algorithm()), " is unknown"));
+          absl::StrCat("config: algorithm ", static_cast<int>(in.algorithm()),
+                       " is unknown"));
   }
   if (in.has_eta()) c.eta = in.eta();
   if (in.has_bias()) c.bias = in.bias();
@@ -51,11 +53,14 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in, uint32_t 
       c.kernel.type = KernelType::kRbf;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config: kernel.type ", static_cast<int>(in.kernel().type()), " is unknown"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: kernel.type ",
+                       static_cast<int>(in.kernel().type()), " is unknown"));
   }
   if (in.kernel().degree() != 0) {
-    c.kernel.degree = in.kernel().degree() > 1000 ? 1000 : static_cast<int>(in.kernel().degree());
+    c.kernel.degree = in.kernel().degree() > 1000
+                          ? 1000
+                          : static_cast<int>(in.kernel().degree());
   }
   if (in.kernel().has_c0()) c.kernel.c0 = in.kernel().c0();
   if (in.kernel().has_sigma()) c.kernel.sigma = in.kernel().sigma();
@@ -68,8 +73,8 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in, uint32_t 
 v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   v1::ModelConfig out;
   out.set_dimension(in.dimension);
-  static constexpr v1::Algorithm kAlgorithms[] = {v1::CLASSIC, v1::MARGIN, v1::AVERAGED,
-                                                  v1::VOTED, v1::KERNEL};
+  static constexpr v1::Algorithm kAlgorithms[] = {
+      v1::CLASSIC, v1::MARGIN, v1::AVERAGED, v1::VOTED, v1::KERNEL};
   out.set_algorithm(kAlgorithms[static_cast<int>(in.algorithm)]);
   out.set_eta(in.eta);
   out.set_bias(in.bias);
@@ -77,7 +82,8 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   out.set_normalize(in.normalize);
   if (in.gamma) out.set_gamma(*in.gamma);
   out.mutable_comparator()->Add(in.comparator.begin(), in.comparator.end());
-  static constexpr v1::KernelType kKernels[] = {v1::LINEAR, v1::POLYNOMIAL, v1::RBF};
+  static constexpr v1::KernelType kKernels[] = {v1::LINEAR, v1::POLYNOMIAL,
+                                                v1::RBF};
   out.mutable_kernel()->set_type(kKernels[static_cast<int>(in.kernel.type)]);
   out.mutable_kernel()->set_degree(in.kernel.degree);
   out.mutable_kernel()->set_c0(in.kernel.c0);
@@ -90,14 +96,17 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
   switch (in.kind_case()) {
     case v1::Features::kDense:
-      return FeatureView::Dense(
-          absl::MakeConstSpan(in.dense().values().data(), in.dense().values().size()));
+      return FeatureView::Dense(absl::MakeConstSpan(
+          in.dense().values().data(), in.dense().values().size()));
     case v1::Features::kSparse:
       return FeatureView::Sparse(
-          absl::MakeConstSpan(in.sparse().indices().data(), in.sparse().indices().size()),
-          absl::MakeConstSpan(in.sparse().values().data(), in.sparse().values().size()));
+          absl::MakeConstSpan(in.sparse().indices().data(),
+                              in.sparse().indices().size()),
+          absl::MakeConstSpan(in.sparse().values().data(),
+                              in.sparse().values().size()));
     default:
-      return absl::InvalidArgumentError("features: neither dense nor sparse is set");
+      return absl::InvalidArgumentError(
+          "features: neither dense nor sparse is set");
   }
 }
 
@@ -117,11 +126,13 @@ void StatsToProto(const Stats& in, v1::ModelStats* out) {
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
 }
 
 absl::Status ForItem(int index, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat("item ", index, ": ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("item ", index, ": ", s.message()));
 }
 
 void ErrorToProto(const absl::Status& s, v1::ItemError* out) {

@@ -6,11 +6,16 @@
 
 namespace perceptron::server {
 
-LearnReactor::LearnReactor(Registry* registry, const Limits* limits, StreamSet* streams)
-    : registry_(registry), limits_(limits), streams_(streams), registered_(streams->Add(this)) {
+LearnReactor::LearnReactor(Registry* registry, const Limits* limits,
+                           StreamSet* streams)
+    : registry_(registry),
+      limits_(limits),
+      streams_(streams),
+      registered_(streams->Add(this)) {
   absl::MutexLock lock(&mu_);
   if (!registered_) {
-    FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "the server is shutting down"));
     return;
   }
   StartRead(&request_);
@@ -22,21 +27,25 @@ absl::StatusOr<v1::LearnResponse> LearnReactor::Process() {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
     }
-    absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry_->Get(request_.model_id());
+    absl::StatusOr<std::shared_ptr<ModelEntry>> e =
+        registry_->Get(request_.model_id());
     if (!e.ok()) return e.status();
     entry_ = *std::move(e);
-  } else if (!request_.model_id().empty() && request_.model_id() != entry_->id) {
-    return absl::InvalidArgumentError(absl::StrCat("this stream is for model ", entry_->id,
-                                                   "; a request named ", request_.model_id()));
+  } else if (!request_.model_id().empty() &&
+             request_.model_id() != entry_->id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this stream is for model ", entry_->id,
+                     "; a request named ", request_.model_id()));
   }
   if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
-    return absl::ResourceExhaustedError(absl::StrCat("a batch of ", request_.items_size(),
-                                                     " items is over the limit of ",
-                                                     limits_->max_batch_items));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a batch of ", request_.items_size(),
+                     " items is over the limit of ", limits_->max_batch_items));
   }
   v1::LearnResponse response;
-  absl::Status s = ApplyLearnItems(*entry_, request_.items(), *limits_,
-                                   response.mutable_results(), response.mutable_stats());
+  absl::Status s =
+      ApplyLearnItems(*entry_, request_.items(), *limits_,
+                      response.mutable_results(), response.mutable_stats());
   if (!s.ok()) return s;
   return response;
 }
@@ -86,7 +95,8 @@ void LearnReactor::OnWriteDone(bool ok) {
   queue_.pop_front();
   if (!ok) {
     queue_.clear();
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+    FinishLocked(
+        grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
     return;
   }
   WriteNextLocked();
@@ -98,7 +108,8 @@ void LearnReactor::OnWriteDone(bool ok) {
 }
 
 void LearnReactor::MaybeFinishLocked() {
-  if (final_status_ && !processing_ && !writing_ && queue_.empty()) FinishLocked(*final_status_);
+  if (final_status_ && !processing_ && !writing_ && queue_.empty())
+    FinishLocked(*final_status_);
 }
 
 void LearnReactor::FinishLocked(const grpc::Status& status) {
@@ -110,14 +121,16 @@ void LearnReactor::FinishLocked(const grpc::Status& status) {
 void LearnReactor::Stop() {
   absl::MutexLock lock(&mu_);
   if (!final_status_) {
-    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the server is shutting down");
   }
   MaybeFinishLocked();
 }
 
 void LearnReactor::OnCancel() {
   absl::MutexLock lock(&mu_);
-  // Drop the answers not yet started; the one being written, if any, must outlive its write.
+  // Drop the answers not yet started; the one being written, if any, must
+  // outlive its write.
   while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
   final_status_ = grpc::Status::CANCELLED;
   MaybeFinishLocked();

@@ -1,4 +1,5 @@
-// The server's limits (DESIGN.md section 6). Set from flags in main.cc; see there for defaults.
+// The server's limits (DESIGN.md section 6). Set from flags in main.cc; see
+// there for defaults.
 #ifndef PERCEPTRON_SERVER_LIMITS_H_
 #define PERCEPTRON_SERVER_LIMITS_H_
 
@@ -14,14 +15,15 @@ struct Limits {
   size_t max_models = 100000;
   // Largest input dimension d of a model. Default: 2^24.
   uint32_t max_dimension = 1u << 24;
-  // Most items in one Learn request, Reveal request, Predict request or Train request.
-  // Default: 10000.
+  // Most items in one Learn request, Reveal request, Predict request or Train
+  // request. Default: 10000.
   size_t max_batch_items = 10000;
   // Largest request message in bytes. Default: 64 MiB.
   size_t max_message_bytes = 64u << 20;
   // Most pending predictions per model. Default: 1000000.
   size_t max_pending = 1000000;
-  // A pending prediction not revealed within this long expires. Default: 1 hour.
+  // A pending prediction not revealed within this long expires. Default: 1
+  // hour.
   absl::Duration pending_ttl = absl::Hours(1);
   // Most passes a Train request may ask for. Default: 10000.
   uint32_t max_train_epochs = 10000;

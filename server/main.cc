@@ -1,7 +1,8 @@
 // perceptrond: the online perceptron learning service.
 //   perceptrond [--host=127.0.0.1] [--port=50051] [limits...]
-// Prints "perceptrond listening on HOST:PORT" once it accepts calls. SIGTERM or SIGINT shut it
-// down cleanly: in-flight batches are answered, open streams end with UNAVAILABLE.
+// Prints "perceptrond listening on HOST:PORT" once it accepts calls. SIGTERM or
+// SIGINT shut it down cleanly: in-flight batches are answered, open streams end
+// with UNAVAILABLE.
 #include <signal.h>
 
 #include <cstdio>
@@ -12,25 +13,31 @@
 #include "absl/time/clock.h"
 #include "server/server.h"
 
-ABSL_FLAG(std::string, host, "127.0.0.1",
-          "Address to listen on (loopback by default; 0.0.0.0 for every interface)");
+ABSL_FLAG(
+    std::string, host, "127.0.0.1",
+    "Address to listen on (loopback by default; 0.0.0.0 for every interface)");
 ABSL_FLAG(int, port, 50051, "TCP port; 0 picks a free one (printed at start)");
 ABSL_FLAG(uint64_t, max_models, 100000, "Most models the server holds");
-ABSL_FLAG(uint32_t, max_dimension, 1u << 24, "Largest input dimension of a model");
+ABSL_FLAG(uint32_t, max_dimension, 1u << 24,
+          "Largest input dimension of a model");
 ABSL_FLAG(uint64_t, max_batch_items, 10000, "Most items in one request");
-ABSL_FLAG(uint64_t, max_message_bytes, 64u << 20, "Largest request message, bytes");
+ABSL_FLAG(uint64_t, max_message_bytes, 64u << 20,
+          "Largest request message, bytes");
 ABSL_FLAG(uint64_t, max_pending, 1000000, "Most pending predictions per model");
 ABSL_FLAG(absl::Duration, pending_ttl, absl::Hours(1),
           "Pending predictions not revealed within this long expire");
-ABSL_FLAG(uint32_t, max_train_epochs, 10000, "Most passes one Train request may ask for");
+ABSL_FLAG(uint32_t, max_train_epochs, 10000,
+          "Most passes one Train request may ask for");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("perceptrond: online perceptron models over gRPC");
+  absl::SetProgramUsageMessage(
+      "perceptrond: online perceptron models over gRPC");
   absl::ParseCommandLine(argc, argv);
 
-  // Signals are taken by a waiting thread (below), never by an asynchronous handler.
+  // Signals are taken by a waiting thread (below), never by an asynchronous
+  // handler.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -49,22 +56,26 @@ int main(int argc, char** argv) {
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
   if (options.limits.max_message_bytes > (1u << 31) - 1) {
-    std::fprintf(stderr, "perceptrond: --max_message_bytes must be below 2 GiB\n");
+    std::fprintf(stderr,
+                 "perceptrond: --max_message_bytes must be below 2 GiB\n");
     return 2;
   }
 
   absl::StatusOr<std::unique_ptr<perceptron::server::PerceptronServer>> server =
       perceptron::server::PerceptronServer::Start(options);
   if (!server.ok()) {
-    std::fprintf(stderr, "perceptrond: %s\n", std::string(server.status().message()).c_str());
+    std::fprintf(stderr, "perceptrond: %s\n",
+                 std::string(server.status().message()).c_str());
     return 1;
   }
-  std::printf("perceptrond listening on %s:%d\n", options.host.c_str(), (*server)->port());
+  std::printf("perceptrond listening on %s:%d\n", options.host.c_str(),
+              (*server)->port());
   std::fflush(stdout);
 
   int signal = 0;
   sigwait(&signals, &signal);
-  std::fprintf(stderr, "perceptrond: %s, shutting down\n", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::fprintf(stderr, "perceptrond: %s, shutting down\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
   const absl::Time start = absl::Now();
   (*server)->Shutdown();
   std::fprintf(stderr, "perceptrond: stopped in %s\n",

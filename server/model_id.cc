@@ -14,11 +14,11 @@ absl::Status ValidateModelId(absl::string_view id) {
   }
   for (size_t i = 0; i < id.size(); ++i) {
     const char c = id[i];
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
-        c != '-') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+        c != '_' && c != '-') {
       return absl::InvalidArgumentError(absl::StrCat(
-          "model_id has character 0x", absl::Hex(static_cast<unsigned char>(c)), " at position ",
-          i, "; allowed are A-Z a-z 0-9 . _ -"));
+          "model_id has character 0x", absl::Hex(static_cast<unsigned char>(c)),
+          " at position ", i, "; allowed are A-Z a-z 0-9 . _ -"));
     }
   }
   return absl::OkStatus();

@@ -15,7 +15,8 @@ absl::Status Deleted(const ModelEntry& entry) {
 
 int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
 
-void OutcomeToProto(const Outcome& o, uint64_t prediction_id, v1::Outcome* out) {
+void OutcomeToProto(const Outcome& o, uint64_t prediction_id,
+                    v1::Outcome* out) {
   out->set_prediction_id(prediction_id);
   out->set_label(o.predicted);
   out->set_score(o.score);
@@ -23,16 +24,19 @@ void OutcomeToProto(const Outcome& o, uint64_t prediction_id, v1::Outcome* out) 
   out->set_updated(o.updated);
 }
 
-// Applies one Learn item. On success fills `result` and returns true if the model changed.
+// Applies one Learn item. On success fills `result` and returns true if the
+// model changed.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
-                               const Limits& limits, int64_t now, v1::ItemResult* result)
+                               const Limits& limits, int64_t now,
+                               v1::ItemResult* result)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   Model& model = *entry.model;
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
       if (model.pending_count() >= limits.max_pending) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "the model holds its maximum of ", limits.max_pending, " pending predictions"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the model holds its maximum of ", limits.max_pending,
+                         " pending predictions"));
       }
       absl::StatusOr<FeatureView> x = FeaturesFromProto(item.example());
       if (!x.ok()) return x.status();
@@ -45,14 +49,17 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kReveal: {
-      absl::StatusOr<Outcome> o = model.Reveal(item.reveal().prediction_id(), item.reveal().label());
+      absl::StatusOr<Outcome> o =
+          model.Reveal(item.reveal().prediction_id(), item.reveal().label());
       if (!o.ok()) return o.status();
       entry.recent.Add(o->mistake);
-      OutcomeToProto(*o, item.reveal().prediction_id(), result->mutable_outcome());
+      OutcomeToProto(*o, item.reveal().prediction_id(),
+                     result->mutable_outcome());
       return true;
     }
     case v1::LearnItem::kLabeled: {
-      absl::StatusOr<FeatureView> x = FeaturesFromProto(item.labeled().features());
+      absl::StatusOr<FeatureView> x =
+          FeaturesFromProto(item.labeled().features());
       if (!x.ok()) return x.status();
       absl::StatusOr<Outcome> o = model.Learn(*x, item.labeled().label());
       if (!o.ok()) return o.status();
@@ -61,17 +68,19 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     default:
-      return absl::InvalidArgumentError("the item is empty: set example, reveal or labeled");
+      return absl::InvalidArgumentError(
+          "the item is empty: set example, reveal or labeled");
   }
 }
 
 }  // namespace
 
-absl::Status ApplyLearnItems(ModelEntry& entry,
-                             const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
-                             const Limits& limits,
-                             google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-                             v1::ModelStats* stats) {
+absl::Status ApplyLearnItems(
+    ModelEntry& entry,
+    const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
+    const Limits& limits,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats) {
   bool changed = false;
   {
     absl::MutexLock lock(&entry.mu);
@@ -80,7 +89,8 @@ absl::Status ApplyLearnItems(ModelEntry& entry,
     results->Reserve(items.size());
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
-      absl::StatusOr<bool> applied = ApplyItem(entry, items[i], limits, now, result);
+      absl::StatusOr<bool> applied =
+          ApplyItem(entry, items[i], limits, now, result);
       if (!applied.ok()) {
         result->Clear();
         ErrorToProto(ForItem(i, applied.status()), result->mutable_error());
@@ -95,17 +105,19 @@ absl::Status ApplyLearnItems(ModelEntry& entry,
   return absl::OkStatus();
 }
 
-absl::Status ApplyReveals(ModelEntry& entry,
-                          const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
-                          google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-                          v1::ModelStats* stats) {
+absl::Status ApplyReveals(
+    ModelEntry& entry,
+    const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats) {
   bool changed = false;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
-      absl::StatusOr<Outcome> o = entry.model->Reveal(items[i].prediction_id(), items[i].label());
+      absl::StatusOr<Outcome> o =
+          entry.model->Reveal(items[i].prediction_id(), items[i].label());
       if (!o.ok()) {
         ErrorToProto(ForItem(i, o.status()), result->mutable_error());
         continue;
@@ -127,7 +139,8 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
   if (entry.deleted) return Deleted(entry);
   for (int i = 0; i < request.examples_size(); ++i) {
     absl::StatusOr<FeatureView> x = FeaturesFromProto(request.examples(i));
-    absl::StatusOr<Prediction> p = x.ok() ? entry.model->Predict(*x) : x.status();
+    absl::StatusOr<Prediction> p =
+        x.ok() ? entry.model->Predict(*x) : x.status();
     if (!p.ok()) {
       response->Clear();
       return ForItem(i, p.status());
@@ -139,20 +152,23 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request, const Limits& limits,
-                     v1::TrainResponse* response) {
+absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
+                     const Limits& limits, v1::TrainResponse* response) {
   TrainOptions options;
   options.max_epochs = request.max_epochs() == 0 ? 100 : request.max_epochs();
   if (options.max_epochs > limits.max_train_epochs) {
-    return absl::InvalidArgumentError(absl::StrCat("max_epochs ", options.max_epochs,
-                                                   " is over the server's limit ",
-                                                   limits.max_train_epochs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_epochs ", options.max_epochs,
+                     " is over the server's limit ", limits.max_train_epochs));
   }
   std::vector<LabeledExample> data;
   data.reserve(request.examples_size());
   for (int i = 0; i < request.examples_size(); ++i) {
-    absl::StatusOr<FeatureView> x = FeaturesFromProto(request.examples(i).features());
-    if (!x.ok()) return absl::InvalidArgumentError(absl::StrCat("example ", i, ": ", x.status().message()));
+    absl::StatusOr<FeatureView> x =
+        FeaturesFromProto(request.examples(i).features());
+    if (!x.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("example ", i, ": ", x.status().message()));
     data.push_back({*x, request.examples(i).label()});
   }
   absl::StatusOr<TrainResult> r;
@@ -160,11 +176,14 @@ absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request, const L
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     RecentWindow& recent = entry.recent;
-    options.on_example = [&recent](uint32_t, size_t, const Outcome& o) { recent.Add(o.mistake); };
+    options.on_example = [&recent](uint32_t, size_t, const Outcome& o) {
+      recent.Add(o.mistake);
+    };
     r = entry.model->Train(data, options);
     if (!r.ok()) return r.status();
     if (!data.empty()) entry.updated_at = absl::Now();
-    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), response->mutable_stats());
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
+                 response->mutable_stats());
   }
   response->set_epochs(r->epochs);
   response->set_converged(r->converged);
@@ -196,17 +215,20 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
   status->set_dimension(model.config().dimension);
   StatsToProto(s, status->mutable_stats());
   if (s.gamma) status->set_gamma(*s.gamma);
-  status->set_mistake_rate(s.counters.examples == 0 ? 0.0
-                                                    : static_cast<double>(s.counters.mistakes) /
-                                                          s.counters.examples);
+  status->set_mistake_rate(s.counters.examples == 0
+                               ? 0.0
+                               : static_cast<double>(s.counters.mistakes) /
+                                     s.counters.examples);
   status->set_recent_mistake_rate(entry.recent.rate());
   status->set_recent_window(entry.recent.size());
   status->set_weight_norm(s.weight_norm);
   status->set_support_vectors(s.figures.support_vectors);
   status->set_voted_vectors(s.figures.voted_vectors);
   status->set_dropped(s.figures.dropped);
-  *status->mutable_created_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
-  *status->mutable_updated_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.updated_at));
+  *status->mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
+  *status->mutable_updated_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.updated_at));
   return absl::OkStatus();
 }
 

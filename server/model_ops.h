@@ -1,5 +1,6 @@
-// What the RPCs do to a model entry, independent of the transport: each takes the entry's lock,
-// validates, applies, and notifies listeners after releasing it. Thread-safe.
+// What the RPCs do to a model entry, independent of the transport: each takes
+// the entry's lock, validates, applies, and notifies listeners after releasing
+// it. Thread-safe.
 #ifndef PERCEPTRON_SERVER_MODEL_OPS_H_
 #define PERCEPTRON_SERVER_MODEL_OPS_H_
 
@@ -13,28 +14,30 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-// Applies a batch of Learn items in order: one result per item; a bad item gets an error naming
-// its index and changes nothing. Fills `stats` after the batch. NOT_FOUND (nothing applied) if
-// the model has been deleted.
-absl::Status ApplyLearnItems(ModelEntry& entry,
-                             const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
-                             const Limits& limits,
-                             google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-                             v1::ModelStats* stats);
+// Applies a batch of Learn items in order: one result per item; a bad item gets
+// an error naming its index and changes nothing. Fills `stats` after the batch.
+// NOT_FOUND (nothing applied) if the model has been deleted.
+absl::Status ApplyLearnItems(
+    ModelEntry& entry,
+    const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
+    const Limits& limits,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats);
 
 // Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
-absl::Status ApplyReveals(ModelEntry& entry,
-                          const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
-                          google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-                          v1::ModelStats* stats);
+absl::Status ApplyReveals(
+    ModelEntry& entry,
+    const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats);
 
 // Scores every example, or INVALID_ARGUMENT naming the first bad one.
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
                         v1::PredictResponse* response);
 
 // Cyclic training (Model::Train) over the request's examples.
-absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request, const Limits& limits,
-                     v1::TrainResponse* response);
+absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
+                     const Limits& limits, v1::TrainResponse* response);
 
 // Zeroes the model's state.
 absl::Status ResetEntry(ModelEntry& entry);
@@ -44,7 +47,8 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status);
 
 absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
 
-// Expires pending predictions issued before now - ttl; notifies listeners if any expired.
+// Expires pending predictions issued before now - ttl; notifies listeners if
+// any expired.
 void ExpirePending(ModelEntry& entry, absl::Duration ttl);
 
 }  // namespace perceptron::server

@@ -26,27 +26,31 @@ void ModelEntry::NotifyDeleted() {
   for (ModelListener* l : listeners) l->OnModelDeleted();
 }
 
-absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(const std::string& id,
-                                                             const ModelConfig& config) {
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
+    const std::string& id, const ModelConfig& config) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(id));
-  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config));
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                              Model::Create(config));
   absl::MutexLock lock(&mu_);
   if (models_.contains(id)) {
-    return absl::AlreadyExistsError(absl::StrCat("model ", id, " already exists"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("model ", id, " already exists"));
   }
   if (models_.size() >= limits_.max_models) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the server holds its maximum of ", limits_.max_models, " models"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server holds its maximum of ", limits_.max_models, " models"));
   }
   auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
   models_.emplace(id, entry);
   return entry;
 }
 
-absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(const std::string& id) const {
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(
+    const std::string& id) const {
   absl::MutexLock lock(&mu_);
   auto it = models_.find(id);
-  if (it == models_.end()) return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+  if (it == models_.end())
+    return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
   return it->second;
 }
 
@@ -69,11 +73,12 @@ absl::Status Registry::Delete(const std::string& id) {
   return absl::OkStatus();
 }
 
-std::vector<std::shared_ptr<ModelEntry>> Registry::List(const std::string& after,
-                                                        size_t limit) const {
+std::vector<std::shared_ptr<ModelEntry>> Registry::List(
+    const std::string& after, size_t limit) const {
   std::vector<std::shared_ptr<ModelEntry>> out;
   absl::MutexLock lock(&mu_);
-  for (auto it = models_.upper_bound(after); it != models_.end() && out.size() < limit; ++it) {
+  for (auto it = models_.upper_bound(after);
+       it != models_.end() && out.size() < limit; ++it) {
     out.push_back(it->second);
   }
   return out;

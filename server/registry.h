@@ -1,8 +1,9 @@
-// The server's models: each a ModelEntry whose updates are serialized by its own mutex, so
-// different models run in parallel. Thread-safe.
+// The server's models: each a ModelEntry whose updates are serialized by its
+// own mutex, so different models run in parallel. Thread-safe.
 //
 //   Registry registry(limits);
-//   absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry.Create("spam", config);
+//   absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry.Create("spam",
+//   config);
 //   {
 //     absl::MutexLock lock(&(*e)->mu);
 //     (*e)->model->Learn(...);
@@ -31,14 +32,15 @@ namespace perceptron::server {
 class ModelListener {
  public:
   virtual ~ModelListener() = default;
-  // The model changed. Called without the entry's `mu` held; must not call AddListener or
-  // RemoveListener.
+  // The model changed. Called without the entry's `mu` held; must not call
+  // AddListener or RemoveListener.
   virtual void OnModelChanged() = 0;
   // The model was deleted. Same rules.
   virtual void OnModelDeleted() = 0;
 };
 
-// The mistakes of the last `size` labeled examples, for the recent mistake rate.
+// The mistakes of the last `size` labeled examples, for the recent mistake
+// rate.
 class RecentWindow {
  public:
   explicit RecentWindow(size_t size) : bits_(size, 0) {}
@@ -48,7 +50,9 @@ class RecentWindow {
     next_ = (next_ + 1) % bits_.size();
     if (count_ < bits_.size()) ++count_;
   }
-  double rate() const { return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_; }
+  double rate() const {
+    return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_;
+  }
   size_t size() const { return bits_.size(); }
   void Clear() { *this = RecentWindow(bits_.size()); }
 
@@ -63,7 +67,10 @@ inline constexpr size_t kRecentWindow = 1000;
 
 struct ModelEntry {
   ModelEntry(std::string id, std::unique_ptr<Model> m, absl::Time now)
-      : id(std::move(id)), created_at(now), model(std::move(m)), updated_at(now) {}
+      : id(std::move(id)),
+        created_at(now),
+        model(std::move(m)),
+        updated_at(now) {}
 
   const std::string id;
   const absl::Time created_at;
@@ -74,8 +81,8 @@ struct ModelEntry {
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
 
-  // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`. Lock order:
-  // listeners_mu, then a listener's own lock, then `mu`.
+  // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.
+  // Lock order: listeners_mu, then a listener's own lock, then `mu`.
   void AddListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
   // After it returns, `l` is never called again.
   void RemoveListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
@@ -91,15 +98,18 @@ class Registry {
  public:
   explicit Registry(const Limits& limits) : limits_(limits) {}
 
-  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS, or RESOURCE_EXHAUSTED at the limit.
+  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS, or
+  // RESOURCE_EXHAUSTED at the limit.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
                                                      const ModelConfig& config);
   // NOT_FOUND if there is no such model.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
-  // Removes the model, marks its entry deleted and tells its listeners. NOT_FOUND if unknown.
+  // Removes the model, marks its entry deleted and tells its listeners.
+  // NOT_FOUND if unknown.
   absl::Status Delete(const std::string& id);
   // Up to `limit` models with ids greater than `after`, in id order.
-  std::vector<std::shared_ptr<ModelEntry>> List(const std::string& after, size_t limit) const;
+  std::vector<std::shared_ptr<ModelEntry>> List(const std::string& after,
+                                                size_t limit) const;
   // Every model, for background work.
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
@@ -107,7 +117,8 @@ class Registry {
  private:
   const Limits limits_;
   mutable absl::Mutex mu_;
-  absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perceptron::server

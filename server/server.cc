@@ -8,7 +8,9 @@
 namespace perceptron::server {
 
 PerceptronServer::PerceptronServer(const ServerOptions& options)
-    : options_(options), registry_(options.limits), service_(&registry_, options.limits) {}
+    : options_(options),
+      registry_(options.limits),
+      service_(&registry_, options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -17,10 +19,13 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   std::unique_ptr<PerceptronServer> s(new PerceptronServer(options));
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &s->port_);
   builder.RegisterService(&s->service_);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(options.limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(options.limits.max_message_bytes));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
@@ -41,11 +46,13 @@ void PerceptronServer::ExpiryLoop() {
 
 void PerceptronServer::Shutdown() {
   std::call_once(shutdown_once_, [this] {
-    grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+    grpc::HealthCheckServiceInterface* health =
+        server_->GetHealthCheckService();
     if (health != nullptr) health->Shutdown();
     service_.BeginShutdown();
-    // gRPC's own Shutdown would also wait, up to its deadline, for clients to close idle
-    // connections; wait only for the calls in progress instead, then close everything at once.
+    // gRPC's own Shutdown would also wait, up to its deadline, for clients to
+    // close idle connections; wait only for the calls in progress instead, then
+    // close everything at once.
     service_.AwaitIdle(absl::Now() + options_.shutdown_grace);
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();

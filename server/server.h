@@ -1,12 +1,14 @@
-// perceptrond as an object: the gRPC server with the perceptron service, the standard health
-// and reflection services, and a background thread that expires pending predictions.
+// perceptrond as an object: the gRPC server with the perceptron service, the
+// standard health and reflection services, and a background thread that expires
+// pending predictions.
 //
 //   ServerOptions options;
 //   options.port = 0;  // pick a free port
-//   absl::StatusOr<std::unique_ptr<PerceptronServer>> server = PerceptronServer::Start(options);
-//   int port = (*server)->port();
+//   absl::StatusOr<std::unique_ptr<PerceptronServer>> server =
+//   PerceptronServer::Start(options); int port = (*server)->port();
 //   ...
-//   (*server)->Shutdown();  // answers in-flight batches, ends streams with UNAVAILABLE
+//   (*server)->Shutdown();  // answers in-flight batches, ends streams with
+//   UNAVAILABLE
 //
 // Thread-safe.
 #ifndef PERCEPTRON_SERVER_SERVER_H_
@@ -33,22 +35,24 @@ struct ServerOptions {
   Limits limits;
   // How often pending predictions are checked for expiry. Default: 1 s.
   absl::Duration expiry_interval = absl::Seconds(1);
-  // How long Shutdown waits for calls to end before cancelling them. Default: 5 s.
+  // How long Shutdown waits for calls to end before cancelling them. Default: 5
+  // s.
   absl::Duration shutdown_grace = absl::Seconds(5);
 };
 
 class PerceptronServer {
  public:
   // UNAVAILABLE if the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<PerceptronServer>> Start(const ServerOptions& options);
+  static absl::StatusOr<std::unique_ptr<PerceptronServer>> Start(
+      const ServerOptions& options);
   ~PerceptronServer();
 
   // The port actually bound.
   int port() const { return port_; }
   Registry& registry() { return registry_; }
 
-  // Refuses new calls, lets in-flight batches finish and be answered, ends open streams with
-  // UNAVAILABLE, then stops. Idempotent.
+  // Refuses new calls, lets in-flight batches finish and be answered, ends open
+  // streams with UNAVAILABLE, then stops. Idempotent.
   void Shutdown();
 
  private:

@@ -12,23 +12,26 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& s) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpc(s));
   return reactor;
 }
 
 absl::Status TooMany(absl::string_view what, int n, size_t limit) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat(n, " ", what, " in one request is over the limit of ", limit));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      n, " ", what, " in one request is over the limit of ", limit));
 }
 
 }  // namespace
 
 void PerceptronServiceImpl::BeginShutdown() { streams_.StopAll(); }
 
-absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(const std::string& id) {
-  if (streams_.stopped()) return absl::UnavailableError("the server is shutting down");
+absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(
+    const std::string& id) {
+  if (streams_.stopped())
+    return absl::UnavailableError("the server is shutting down");
   return registry_->Get(id);
 }
 
@@ -44,8 +47,10 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
-  absl::StatusOr<ModelConfig> config = ConfigFromProto(request->config(), limits_.max_dimension);
+  if (streams_.stopped())
+    return Done(context, absl::UnavailableError("shutting down"));
+  absl::StatusOr<ModelConfig> config =
+      ConfigFromProto(request->config(), limits_.max_dimension);
   if (!config.ok()) return Done(context, config.status());
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       registry_->Create(request->model_id(), *config);
@@ -54,9 +59,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
   return Done(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(grpc::CallbackServerContext* context,
-                                                          const v1::GetModelRequest* request,
-                                                          v1::Model* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
+    grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
+    v1::Model* response) {
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
@@ -68,9 +73,12 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
   UnaryCall call(&streams_);
-  const size_t size = request->page_size() == 0 ? 100 : std::min<size_t>(request->page_size(), 1000);
+  const size_t size = request->page_size() == 0
+                          ? 100
+                          : std::min<size_t>(request->page_size(), 1000);
   // One more than the page tells whether another page follows.
-  std::vector<std::shared_ptr<ModelEntry>> entries = registry_->List(request->page_token(), size + 1);
+  std::vector<std::shared_ptr<ModelEntry>> entries =
+      registry_->List(request->page_token(), size + 1);
   const bool more = entries.size() > size;
   if (more) entries.pop_back();
   for (const auto& e : entries) FillModel(*e, response->add_models());
@@ -82,13 +90,14 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
   UnaryCall call(&streams_);
-  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
+  if (streams_.stopped())
+    return Done(context, absl::UnavailableError("shutting down"));
   return Done(context, registry_->Delete(request->model_id()));
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(grpc::CallbackServerContext* context,
-                                                            const v1::ResetModelRequest* request,
-                                                            v1::Model* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
+    grpc::CallbackServerContext* context, const v1::ResetModelRequest* request,
+    v1::Model* response) {
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
@@ -97,51 +106,55 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(grpc::CallbackServer
   return Done(context, absl::OkStatus());
 }
 
-grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>* PerceptronServiceImpl::Learn(
-    grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>*
+PerceptronServiceImpl::Learn(grpc::CallbackServerContext* context) {
   return new LearnReactor(registry_, &limits_, &streams_);
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(grpc::CallbackServerContext* context,
-                                                         const v1::PredictRequest* request,
-                                                         v1::PredictResponse* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
+    grpc::CallbackServerContext* context, const v1::PredictRequest* request,
+    v1::PredictResponse* response) {
   UnaryCall call(&streams_);
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
-    return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
+    return Done(context, TooMany("examples", request->examples_size(),
+                                 limits_.max_batch_items));
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, PredictAll(**entry, *request, response));
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(grpc::CallbackServerContext* context,
-                                                        const v1::RevealRequest* request,
-                                                        v1::RevealResponse* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
+    grpc::CallbackServerContext* context, const v1::RevealRequest* request,
+    v1::RevealResponse* response) {
   UnaryCall call(&streams_);
   if (static_cast<size_t>(request->items_size()) > limits_.max_batch_items) {
-    return Done(context, TooMany("items", request->items_size(), limits_.max_batch_items));
+    return Done(context, TooMany("items", request->items_size(),
+                                 limits_.max_batch_items));
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  return Done(context, ApplyReveals(**entry, request->items(), response->mutable_results(),
+  return Done(context, ApplyReveals(**entry, request->items(),
+                                    response->mutable_results(),
                                     response->mutable_stats()));
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(grpc::CallbackServerContext* context,
-                                                       const v1::TrainRequest* request,
-                                                       v1::TrainResponse* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
+    grpc::CallbackServerContext* context, const v1::TrainRequest* request,
+    v1::TrainResponse* response) {
   UnaryCall call(&streams_);
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
-    return Done(context, TooMany("examples", request->examples_size(), limits_.max_batch_items));
+    return Done(context, TooMany("examples", request->examples_size(),
+                                 limits_.max_batch_items));
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, TrainOn(**entry, *request, limits_, response));
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                           const v1::GetStatusRequest* request,
-                                                           v1::ModelStatus* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
+    grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
+    v1::ModelStatus* response) {
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
@@ -149,24 +162,19 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(grpc::CallbackServerC
 }
 
 grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
-    grpc::CallbackServerContext* context, const v1::WatchStatusRequest* request) {
+    grpc::CallbackServerContext* context,
+    const v1::WatchStatusRequest* request) {
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
-  if (!entry.ok()) {
-    // A reactor that only finishes.
-    class Failed : public grpc::ServerWriteReactor<v1::ModelStatus> {
-     public:
-      explicit Failed(const grpc::Status& s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Failed(ToGrpc(entry.status()));
-  }
-  const uint32_t ms = request->min_interval_ms() == 0 ? 200 : std::max(10u, request->min_interval_ms());
+  if (!entry.ok()) return new FailedWatch(ToGrpc(entry.status()));
+  const uint32_t ms = request->min_interval_ms() == 0
+                          ? 200
+                          : std::max(10u, request->min_interval_ms());
   return new WatchReactor(*std::move(entry), absl::Milliseconds(ms), &streams_);
 }
 
-grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(grpc::CallbackServerContext* context,
-                                                            const v1::GetWeightsRequest* request,
-                                                            v1::Weights* response) {
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
+    grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
+    v1::Weights* response) {
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());

@@ -1,6 +1,6 @@
-// perceptron.v1.PerceptronService over the gRPC callback API: unary handlers call model_ops and
-// finish; Learn and WatchStatus are reactors of their own (learn_reactor.h, watch_reactor.h).
-// Thread-safe.
+// perceptron.v1.PerceptronService over the gRPC callback API: unary handlers
+// call model_ops and finish; Learn and WatchStatus are reactors of their own
+// (learn_reactor.h, watch_reactor.h). Thread-safe.
 #ifndef PERCEPTRON_SERVER_SERVICE_H_
 #define PERCEPTRON_SERVER_SERVICE_H_
 
@@ -13,12 +13,14 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-class PerceptronServiceImpl final : public v1::PerceptronService::CallbackService {
+class PerceptronServiceImpl final
+    : public v1::PerceptronService::CallbackService {
  public:
   PerceptronServiceImpl(Registry* registry, const Limits& limits)
       : registry_(registry), limits_(limits) {}
 
-  // Refuses new calls with UNAVAILABLE and ends open streams once their batch is answered.
+  // Refuses new calls with UNAVAILABLE and ends open streams once their batch
+  // is answered.
   void BeginShutdown();
   // After BeginShutdown: true once every call has ended, false at `deadline`.
   bool AwaitIdle(absl::Time deadline) { return streams_.AwaitIdle(deadline); }
@@ -32,12 +34,14 @@ class PerceptronServiceImpl final : public v1::PerceptronService::CallbackServic
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
                                      const v1::GetModelRequest* request,
                                      v1::Model* response) override;
-  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
-                                       const v1::ListModelsRequest* request,
-                                       v1::ListModelsResponse* response) override;
-  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
-                                        const v1::DeleteModelRequest* request,
-                                        v1::DeleteModelResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(
+      grpc::CallbackServerContext* context,
+      const v1::ListModelsRequest* request,
+      v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteModel(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteModelRequest* request,
+      v1::DeleteModelResponse* response) override;
   grpc::ServerUnaryReactor* ResetModel(grpc::CallbackServerContext* context,
                                        const v1::ResetModelRequest* request,
                                        v1::Model* response) override;
@@ -56,7 +60,8 @@ class PerceptronServiceImpl final : public v1::PerceptronService::CallbackServic
                                       const v1::GetStatusRequest* request,
                                       v1::ModelStatus* response) override;
   grpc::ServerWriteReactor<v1::ModelStatus>* WatchStatus(
-      grpc::CallbackServerContext* context, const v1::WatchStatusRequest* request) override;
+      grpc::CallbackServerContext* context,
+      const v1::WatchStatusRequest* request) override;
   grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
                                        const v1::GetWeightsRequest* request,
                                        v1::Weights* response) override;

@@ -1,5 +1,6 @@
-// The calls in progress on a server: open streams, so that shutdown can end each with
-// UNAVAILABLE, and a count of unary calls, so that shutdown can wait for them. Thread-safe.
+// The calls in progress on a server: open streams, so that shutdown can end
+// each with UNAVAILABLE, and a count of unary calls, so that shutdown can wait
+// for them. Thread-safe.
 #ifndef PERCEPTRON_SERVER_STREAM_SET_H_
 #define PERCEPTRON_SERVER_STREAM_SET_H_
 
@@ -13,14 +14,16 @@ namespace perceptron::server {
 class StoppableStream {
  public:
   virtual ~StoppableStream() = default;
-  // Ends the stream with UNAVAILABLE once the batch in progress, if any, has been answered.
-  // Called with the StreamSet's lock held: must not call back into the StreamSet.
+  // Ends the stream with UNAVAILABLE once the batch in progress, if any, has
+  // been answered. Called with the StreamSet's lock held: must not call back
+  // into the StreamSet.
   virtual void Stop() = 0;
 };
 
 class StreamSet {
  public:
-  // False (and `s` not added) once StopAll has been called: the caller should refuse the stream.
+  // False (and `s` not added) once StopAll has been called: the caller should
+  // refuse the stream.
   bool Add(StoppableStream* s) {
     absl::MutexLock lock(&mu_);
     if (stopped_) return false;
@@ -45,7 +48,8 @@ class StreamSet {
     absl::MutexLock lock(&mu_);
     return streams_.size();
   }
-  // Counts a unary call in progress (see UnaryCall); AwaitIdle waits for these too.
+  // Counts a unary call in progress (see UnaryCall); AwaitIdle waits for these
+  // too.
   void BeginUnary() {
     absl::MutexLock lock(&mu_);
     ++unary_;

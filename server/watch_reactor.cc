@@ -5,14 +5,15 @@
 
 namespace perceptron::server {
 
-WatchReactor::WatchReactor(std::shared_ptr<ModelEntry> entry, absl::Duration interval,
-                           StreamSet* streams)
+WatchReactor::WatchReactor(std::shared_ptr<ModelEntry> entry,
+                           absl::Duration interval, StreamSet* streams)
     : entry_(std::move(entry)), interval_(interval), streams_(streams) {
   registered_ = streams_->Add(this);
   entry_->AddListener(this);
   absl::MutexLock lock(&mu_);
   if (!registered_) {
-    FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "the server is shutting down"));
     return;
   }
   MaybeWriteLocked();
@@ -26,12 +27,14 @@ void WatchReactor::OnModelChanged() {
 
 void WatchReactor::OnModelDeleted() {
   absl::MutexLock lock(&mu_);
-  FinishLocked(grpc::Status(grpc::StatusCode::NOT_FOUND, "model " + entry_->id + " was deleted"));
+  FinishLocked(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            "model " + entry_->id + " was deleted"));
 }
 
 void WatchReactor::Stop() {
   absl::MutexLock lock(&mu_);
-  FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+  FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "the server is shutting down"));
 }
 
 void WatchReactor::MaybeWriteLocked() {
@@ -41,7 +44,8 @@ void WatchReactor::MaybeWriteLocked() {
     if (!alarm_armed_) {
       alarm_armed_ = true;
       alarm_ = std::make_unique<grpc::Alarm>();
-      alarm_->Set(absl::ToChronoTime(last_write_ + interval_), [this](bool ok) { OnAlarm(ok); });
+      alarm_->Set(absl::ToChronoTime(last_write_ + interval_),
+                  [this](bool ok) { OnAlarm(ok); });
     }
     return;
   }
@@ -75,7 +79,8 @@ void WatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
   writing_ = false;
   if (!ok) {
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+    FinishLocked(
+        grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
     return;
   }
   MaybeWriteLocked();
@@ -113,7 +118,8 @@ void WatchReactor::OnDone() {
   {
     absl::MutexLock lock(&mu_);
     cancelling_ = false;
-    destroy = !alarm_armed_;  // OnAlarm already ran; else it deletes when it runs
+    destroy =
+        !alarm_armed_;  // OnAlarm already ran; else it deletes when it runs
   }
   if (destroy) delete this;
 }

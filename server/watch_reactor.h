@@ -1,6 +1,7 @@
-// The WatchStatus stream: the model's status at once, then after each change, at most once per
-// interval (a change inside the interval is sent when it ends). Ends with NOT_FOUND when the model
-// is deleted and UNAVAILABLE on shutdown.
+// The WatchStatus stream: the model's status at once, then after each change,
+// at most once per interval (a change inside the interval is sent when it
+// ends). Ends with NOT_FOUND when the model is deleted and UNAVAILABLE on
+// shutdown.
 #ifndef PERCEPTRON_SERVER_WATCH_REACTOR_H_
 #define PERCEPTRON_SERVER_WATCH_REACTOR_H_
 
@@ -24,7 +25,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::ModelStatus>,
                            public StoppableStream {
  public:
   // Starts watching `entry` (which must not be null).
-  WatchReactor(std::shared_ptr<ModelEntry> entry, absl::Duration interval, StreamSet* streams);
+  WatchReactor(std::shared_ptr<ModelEntry> entry, absl::Duration interval,
+               StreamSet* streams);
 
   void OnModelChanged() override;
   void OnModelDeleted() override;
@@ -37,7 +39,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::ModelStatus>,
   void OnAlarm(bool fired);
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishLocked(const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<ModelEntry> entry_;
   const absl::Duration interval_;
@@ -49,12 +52,22 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::ModelStatus>,
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;  // OnDone ran; delete when the alarm is quiet
+  bool done_ ABSL_GUARDED_BY(mu_) =
+      false;  // OnDone ran; delete when the alarm is quiet
   bool alarm_armed_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelling_ ABSL_GUARDED_BY(mu_) = false;  // OnDone is cancelling the alarm
+  bool cancelling_ ABSL_GUARDED_BY(mu_) =
+      false;  // OnDone is cancelling the alarm
   absl::Time last_write_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // A new alarm for each arming; the last one stays until this is destroyed.
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
+};
+
+// A WatchStatus call refused at the start (unknown model, shutting down):
+// finishes at once.
+class FailedWatch final : public grpc::ServerWriteReactor<v1::ModelStatus> {
+ public:
+  explicit FailedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace perceptron::server

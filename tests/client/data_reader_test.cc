@@ -26,7 +26,8 @@ TEST(DataReaderTest, Libsvm) {
 TEST(DataReaderTest, CsvWithHeaderAndNamedPositiveClass) {
   ReadOptions o;
   o.positive_label = "2";
-  absl::StatusOr<Dataset> d = ParseData("a,b,class\n1,2,2\n3,4,7\n", "x.csv", o);
+  absl::StatusOr<Dataset> d =
+      ParseData("a,b,class\n1,2,2\n3,4,7\n", "x.csv", o);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->dimension, 2u);
   EXPECT_FALSE(d->sparse);
@@ -42,16 +43,21 @@ TEST(DataReaderTest, CsvWithHeaderAndNamedPositiveClass) {
 }
 
 TEST(DataReaderTest, ErrorsNameTheFileAndLine) {
-  EXPECT_THAT(std::string(ParseData("+1 1:2\n+1 x:2\n", "f.svm", {}).status().message()),
-              HasSubstr("f.svm:2: cannot read \"x:2\" as index:value"));
-  EXPECT_THAT(std::string(ParseData("+1 0:2\n", "f.svm", {}).status().message()),
-              HasSubstr("f.svm:1: index 0 is out of range (indices start at 1)"));
+  EXPECT_THAT(
+      std::string(
+          ParseData("+1 1:2\n+1 x:2\n", "f.svm", {}).status().message()),
+      HasSubstr("f.svm:2: cannot read \"x:2\" as index:value"));
+  EXPECT_THAT(
+      std::string(ParseData("+1 0:2\n", "f.svm", {}).status().message()),
+      HasSubstr("f.svm:1: index 0 is out of range (indices start at 1)"));
   EXPECT_THAT(std::string(ParseData("5 1:2\n", "f.svm", {}).status().message()),
               HasSubstr("f.svm:1: label \"5\" is not +1/1 or -1/0"));
-  EXPECT_THAT(std::string(ParseData("1,2,1\n1,1\n", "f.csv", {}).status().message()),
-              HasSubstr("f.csv:2: 2 columns; the first data row has 3"));
-  EXPECT_THAT(std::string(ParseData("1,2,1\n1,zz,1\n", "f.csv", {}).status().message()),
-              HasSubstr("f.csv:2: column 1 \"zz\" is not a number"));
+  EXPECT_THAT(
+      std::string(ParseData("1,2,1\n1,1\n", "f.csv", {}).status().message()),
+      HasSubstr("f.csv:2: 2 columns; the first data row has 3"));
+  EXPECT_THAT(
+      std::string(ParseData("1,2,1\n1,zz,1\n", "f.csv", {}).status().message()),
+      HasSubstr("f.csv:2: column 1 \"zz\" is not a number"));
   EXPECT_EQ(ReadDataFile("/nonexistent/file.csv", {}).status().code(),
             absl::StatusCode::kNotFound);
 }

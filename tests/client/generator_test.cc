@@ -20,7 +20,8 @@ TEST(GeneratorTest, TheSeparatorHasTheMarginOnPreparedExamplesBeforeNoise) {
   EXPECT_NEAR(norm, 1, 1e-12);
   int positives = 0;
   for (const Example& e : s->examples) {
-    // x^ = [x, 1] / ||[x, 1]||, as a model with the default preparation sees it.
+    // x^ = [x, 1] / ||[x, 1]||, as a model with the default preparation sees
+    // it.
     double sq = 1, dot = s->separator.back();
     for (size_t i = 0; i < e.values.size(); ++i) {
       sq += e.values[i] * e.values[i];
@@ -42,7 +43,8 @@ TEST(GeneratorTest, NoiseFlipsAboutTheRequestedFraction) {
   int flipped = 0;
   for (const Example& e : s.examples) {
     double dot = s.separator.back();
-    for (size_t i = 0; i < e.values.size(); ++i) dot += s.separator[i] * e.values[i];
+    for (size_t i = 0; i < e.values.size(); ++i)
+      dot += s.separator[i] * e.values[i];
     flipped += *e.label * dot < 0;
   }
   EXPECT_NEAR(flipped / 20000.0, 0.1, 0.01);

@@ -1,5 +1,5 @@
-// The perceptron CLI against a real perceptrond: training through the CLI equals the core
-// library run on the same data in the same order, exactly.
+// The perceptron CLI against a real perceptrond: training through the CLI
+// equals the core library run on the same data in the same order, exactly.
 #include <cstring>
 
 #include "client/data_reader.h"
@@ -16,11 +16,13 @@ using testing::RunCommand;
 using testing::ServerProcess;
 
 std::string Cli(const ServerProcess& server, const std::string& args) {
-  return absl::StrCat(PERCEPTRON_CLI_PATH, " --server=", server.target(), " --progress=no ", args);
+  return absl::StrCat(PERCEPTRON_CLI_PATH, " --server=", server.target(),
+                      " --progress=no ", args);
 }
 
 // The core library's model after learning `data` once per epoch, in file order.
-std::unique_ptr<Model> CoreRun(const client::Dataset& data, const ModelConfig& config, int epochs) {
+std::unique_ptr<Model> CoreRun(const client::Dataset& data,
+                               const ModelConfig& config, int epochs) {
   auto model = *Model::Create(config);
   for (int e = 0; e < epochs; ++e) {
     for (const client::Example& x : data.examples) {
@@ -32,7 +34,8 @@ std::unique_ptr<Model> CoreRun(const client::Dataset& data, const ModelConfig& c
   return model;
 }
 
-void ExpectSameModel(client::Client& client, const std::string& id, const Model& core) {
+void ExpectSameModel(client::Client& client, const std::string& id,
+                     const Model& core) {
   absl::StatusOr<v1::ModelStatus> st = client.GetStatus(id);
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_EQ(st->stats().examples(), core.counters().examples);
@@ -66,8 +69,8 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
   ASSERT_EQ(data->examples.size(), 569u);
 
   // The peer-check configuration: bias, no normalization.
-  testing::CommandResult r =
-      RunCommand(Cli(*server_, "train " + csv + " --model=bc --create --normalize=false"));
+  testing::CommandResult r = RunCommand(
+      Cli(*server_, "train " + csv + " --model=bc --create --normalize=false"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("569 examples, 168 mistakes, 168 updates"));
   ModelConfig config;
@@ -76,8 +79,10 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
   ExpectSameModel(*client_, "bc", *CoreRun(*data, config, 1));
 
   // Defaults (normalized), averaged, three passes, small batches.
-  r = RunCommand(Cli(*server_, "train " + csv +
-                                   " --model=bc3 --create --algorithm=averaged --epochs=3 --batch=7"));
+  r = RunCommand(Cli(
+      *server_,
+      "train " + csv +
+          " --model=bc3 --create --algorithm=averaged --epochs=3 --batch=7"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ModelConfig averaged;
   averaged.dimension = 30;
@@ -88,11 +93,14 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
 TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   const std::string dir = ::testing::TempDir();
   const std::string data = dir + "/gen.svm", u = dir + "/u.txt";
-  testing::CommandResult r = RunCommand(
-      Cli(*server_, absl::StrCat("generate --dim=10 --count=20000 --margin=0.1 --noise=0.01 --out=",
-                                 data, " --separator_out=", u)));
+  testing::CommandResult r = RunCommand(Cli(
+      *server_,
+      absl::StrCat(
+          "generate --dim=10 --count=20000 --margin=0.1 --noise=0.01 --out=",
+          data, " --separator_out=", u)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand(Cli(*server_, "create gen --dim=10 --gamma=0.1 --comparator_file=" + u));
+  r = RunCommand(
+      Cli(*server_, "create gen --dim=10 --gamma=0.1 --comparator_file=" + u));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(Cli(*server_, "train " + data + " --model=gen"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -102,7 +110,8 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   EXPECT_TRUE(st->stats().bound_available());
   EXPECT_GT(st->stats().updates(), 0u);
   EXPECT_LE(st->stats().updates(), st->stats().bound());
-  // The stream is separable by u with margin 0.1 before noise: TD_gamma comes from the flips only.
+  // The stream is separable by u with margin 0.1 before noise: TD_gamma comes
+  // from the flips only.
   EXPECT_GT(st->stats().td_gamma(), 0);
 
   r = RunCommand(Cli(*server_, "status gen"));
@@ -139,7 +148,8 @@ TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
     fputs("1:1 2:0\n1:0 2:1\n", f);
     fclose(f);
   }
-  testing::CommandResult r = RunCommand(Cli(*server_, "predict " + dir + "/two.svm --model=p --issue"));
+  testing::CommandResult r = RunCommand(
+      Cli(*server_, "predict " + dir + "/two.svm --model=p --issue"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("1 +1 0\n2 +1 0\n"));
   r = RunCommand(Cli(*server_, "reveal --model=p 2:-1 1:+1 9:1"));

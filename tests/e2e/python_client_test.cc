@@ -1,4 +1,5 @@
-// The example Python client (Debian's python3-grpcio) against a real perceptrond.
+// The example Python client (Debian's python3-grpcio) against a real
+// perceptrond.
 #include "core/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -10,12 +11,14 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(PythonClientTest, StreamsBreastCancerAndPrintsTheStatus) {
-  absl::StatusOr<std::unique_ptr<testing::ServerProcess>> server = testing::ServerProcess::Start();
+  absl::StatusOr<std::unique_ptr<testing::ServerProcess>> server =
+      testing::ServerProcess::Start();
   ASSERT_TRUE(server.ok()) << server.status();
   const testing::CommandResult r = testing::RunCommand(absl::StrCat(
-      PERCEPTRON_PYTHON, " ", PERCEPTRON_SOURCE_DIR, "/client/python/perceptron_client.py --stubs ",
-      PERCEPTRON_PYTHON_STUBS, " --server ", (*server)->target(),
-      " --model py --create --no-normalize ", PERCEPTRON_BREAST_CANCER_CSV));
+      PERCEPTRON_PYTHON, " ", PERCEPTRON_SOURCE_DIR,
+      "/client/python/perceptron_client.py --stubs ", PERCEPTRON_PYTHON_STUBS,
+      " --server ", (*server)->target(), " --model py --create --no-normalize ",
+      PERCEPTRON_BREAST_CANCER_CSV));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("streamed 569 examples (0 rejected)"));
   // The same figures as the core library and scikit-learn (DESIGN.md 2.6).

@@ -1,5 +1,6 @@
-// A real perceptrond process for end-to-end tests: started on an ephemeral loopback port (read
-// from its "listening on" line, so no sleeping), stopped with SIGTERM.
+// A real perceptrond process for end-to-end tests: started on an ephemeral
+// loopback port (read from its "listening on" line, so no sleeping), stopped
+// with SIGTERM.
 #ifndef PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 #define PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 
@@ -41,15 +42,18 @@ class ServerProcess {
       _exit(127);
     }
     close(out[1]);
-    std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fdopen(out[0], "r")));
+    std::unique_ptr<ServerProcess> p(
+        new ServerProcess(pid, fdopen(out[0], "r")));
     char line[256];
     if (fgets(line, sizeof line, p->out_) == nullptr) {
       return absl::InternalError("perceptrond exited before listening");
     }
     const std::string text = line;
     const size_t colon = text.rfind(':');
-    if (text.find("listening on") == std::string::npos || colon == std::string::npos ||
-        !absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(colon + 1)), &p->port_)) {
+    if (text.find("listening on") == std::string::npos ||
+        colon == std::string::npos ||
+        !absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(colon + 1)),
+                          &p->port_)) {
       return absl::InternalError(absl::StrCat("unexpected first line: ", text));
     }
     return p;

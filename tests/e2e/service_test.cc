@@ -1,5 +1,6 @@
-// perceptrond over the wire: delayed reveals from other connections, concurrent streams, watch,
-// health, every error code with the model unchanged, deletion and shutdown of open streams.
+// perceptrond over the wire: delayed reveals from other connections, concurrent
+// streams, watch, health, every error code with the model unchanged, deletion
+// and shutdown of open streams.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -20,8 +21,10 @@ using client::SessionOptions;
 using ::testing::HasSubstr;
 using testing::ServerProcess;
 
-std::unique_ptr<ServerProcess> StartServer(const std::vector<std::string>& flags = {}) {
-  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(flags);
+std::unique_ptr<ServerProcess> StartServer(
+    const std::vector<std::string>& flags = {}) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(flags);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
 }
@@ -39,7 +42,14 @@ Example RandomExample(std::mt19937_64& rng, uint32_t d, bool with_label) {
 }
 
 FeatureView View(const Example& e) {
-  return e.sparse ? FeatureView::Sparse(e.indices, e.values) : FeatureView::Dense(e.values);
+  return e.sparse ? FeatureView::Sparse(e.indices, e.values)
+                  : FeatureView::Dense(e.values);
+}
+
+SessionOptions Batches(size_t n) {
+  SessionOptions o;
+  o.batch_size = n;
+  return o;
 }
 
 v1::ModelConfig Config(uint32_t d) {
@@ -101,16 +111,18 @@ TEST(ServiceTest, DelayedRevealsFromOtherConnectionsMatchTheCoreLibrary) {
     ASSERT_EQ(predictions[i].prediction_id(), ci->prediction_id);
     ASSERT_EQ(predictions[i].score(), ci->score);
   }
-  for (const Example& e : labeled) ASSERT_TRUE(core->Learn(View(e), *e.label).ok());
+  for (const Example& e : labeled)
+    ASSERT_TRUE(core->Learn(View(e), *e.label).ok());
 
-  // Reveal in a shuffled order: half by unary Reveal on connection B, half through a Learn
-  // stream on connection C.
+  // Reveal in a shuffled order: half by unary Reveal on connection B, half
+  // through a Learn stream on connection C.
   std::vector<int> order(200);
   for (int i = 0; i < 200; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
   std::vector<std::pair<uint64_t, int>> first;
   for (int k = 0; k < 100; ++k) {
-    first.emplace_back(predictions[order[k]].prediction_id(), *issued[order[k]].label);
+    first.emplace_back(predictions[order[k]].prediction_id(),
+                       *issued[order[k]].label);
   }
   absl::StatusOr<v1::RevealResponse> revealed = b->Reveal("d", first);
   ASSERT_TRUE(revealed.ok()) << revealed.status();
@@ -122,7 +134,8 @@ TEST(ServiceTest, DelayedRevealsFromOtherConnectionsMatchTheCoreLibrary) {
     EXPECT_EQ(r.outcome().mistake(), o->mistake);
     EXPECT_EQ(r.outcome().updated(), o->updated);
     EXPECT_EQ(r.outcome().score(), predictions[order[k]].score());
-    EXPECT_EQ(r.outcome().mistake(), first[k].second * predictions[order[k]].score() <= 0);
+    EXPECT_EQ(r.outcome().mistake(),
+              first[k].second * predictions[order[k]].score() <= 0);
     mistakes_judged_on_issued_score += r.outcome().mistake();
   }
   EXPECT_GT(mistakes_judged_on_issued_score, 0);
@@ -138,12 +151,15 @@ TEST(ServiceTest, DelayedRevealsFromOtherConnectionsMatchTheCoreLibrary) {
   };
   std::unique_ptr<LearnSession> sess = c->OpenLearnSession("d", sc);
   for (int k = 100; k < 200; ++k) {
-    ASSERT_TRUE(sess->AddReveal(predictions[order[k]].prediction_id(), *issued[order[k]].label).ok());
+    ASSERT_TRUE(sess->AddReveal(predictions[order[k]].prediction_id(),
+                                *issued[order[k]].label)
+                    .ok());
   }
   ASSERT_TRUE(sess->Finish().ok());
   ASSERT_EQ(outcomes.size(), 100u);
   for (int k = 100; k < 200; ++k) {
-    absl::StatusOr<Outcome> o = core->Reveal(predictions[order[k]].prediction_id(), *issued[order[k]].label);
+    absl::StatusOr<Outcome> o = core->Reveal(
+        predictions[order[k]].prediction_id(), *issued[order[k]].label);
     EXPECT_EQ(outcomes[k - 100].mistake(), o->mistake);
     EXPECT_EQ(outcomes[k - 100].updated(), o->updated);
   }
@@ -161,8 +177,10 @@ TEST(ServiceTest, DelayedRevealsFromOtherConnectionsMatchTheCoreLibrary) {
   // Revealing again: NOT_FOUND for that item, nothing changed.
   absl::StatusOr<v1::RevealResponse> again = b->Reveal("d", {first[0]});
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->results(0).error().code(), static_cast<int>(absl::StatusCode::kNotFound));
-  EXPECT_THAT(again->results(0).error().message(), HasSubstr("already revealed or has expired"));
+  EXPECT_EQ(again->results(0).error().code(),
+            static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_THAT(again->results(0).error().message(),
+              HasSubstr("already revealed or has expired"));
   EXPECT_EQ(WeightBits(*a, "d"), CoreBits(*core));
 }
 
@@ -170,18 +188,22 @@ TEST(ServiceTest, ConcurrentStreamsLoseAndDoubleCountNothing) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   auto admin = server->Connect();
-  constexpr int kShared = 3, kAlone = 3, kPerShared = 3, kExamples = 4000, kEvery = 25;
-  constexpr int kIssued = kExamples / kEvery;  // one prediction issued every kEvery examples
+  constexpr int kShared = 3, kAlone = 3, kPerShared = 3, kExamples = 4000,
+                kEvery = 25;
+  constexpr int kIssued =
+      kExamples / kEvery;  // one prediction issued every kEvery examples
   for (int m = 0; m < kShared + kAlone; ++m) {
     ASSERT_TRUE(admin->CreateModel(absl::StrCat("m", m), Config(16)).ok());
   }
-  // Streams 0..8 go three to each shared model; streams 9..11 each have a model alone.
+  // Streams 0..8 go three to each shared model; streams 9..11 each have a model
+  // alone.
   std::vector<std::thread> threads;
   std::vector<absl::Status> results(kShared * kPerShared + kAlone);
   for (int t = 0; t < kShared * kPerShared + kAlone; ++t) {
     threads.emplace_back([&, t] {
-      const std::string model = t < kShared * kPerShared ? absl::StrCat("m", t % kShared)
-                                                         : absl::StrCat("m", kShared + t - 9);
+      const std::string model = t < kShared * kPerShared
+                                    ? absl::StrCat("m", t % kShared)
+                                    : absl::StrCat("m", kShared + t - 9);
       auto c = server->Connect();
       std::mt19937_64 rng(100 + t);
       SessionOptions so;
@@ -195,8 +217,9 @@ TEST(ServiceTest, ConcurrentStreamsLoseAndDoubleCountNothing) {
         }
       }
       absl::StatusOr<client::SessionSummary> sum = s->Finish();
-      results[t] = sum.ok() ? (sum->item_errors == 0 ? absl::OkStatus()
-                                                     : absl::InternalError(sum->first_error))
+      results[t] = sum.ok() ? (sum->item_errors == 0
+                                   ? absl::OkStatus()
+                                   : absl::InternalError(sum->first_error))
                             : sum.status();
     });
   }
@@ -206,12 +229,18 @@ TEST(ServiceTest, ConcurrentStreamsLoseAndDoubleCountNothing) {
     const int streams = m < kShared ? kPerShared : 1;
     absl::StatusOr<v1::ModelStatus> st = admin->GetStatus(absl::StrCat("m", m));
     ASSERT_TRUE(st.ok());
-    EXPECT_EQ(st->stats().examples(), static_cast<uint64_t>(streams * kExamples)) << m;
-    EXPECT_EQ(st->stats().predictions(), static_cast<uint64_t>(streams * kIssued)) << m;
-    EXPECT_EQ(st->stats().pending(), static_cast<uint64_t>(streams * kIssued)) << m;
+    EXPECT_EQ(st->stats().examples(),
+              static_cast<uint64_t>(streams * kExamples))
+        << m;
+    EXPECT_EQ(st->stats().predictions(),
+              static_cast<uint64_t>(streams * kIssued))
+        << m;
+    EXPECT_EQ(st->stats().pending(), static_cast<uint64_t>(streams * kIssued))
+        << m;
     EXPECT_LE(st->stats().mistakes(), st->stats().examples());
   }
-  // A model with one stream saw its examples in order: it equals the core library's run.
+  // A model with one stream saw its examples in order: it equals the core
+  // library's run.
   for (int t = 9; t < 12; ++t) {
     ModelConfig config;
     config.dimension = 16;
@@ -224,7 +253,8 @@ TEST(ServiceTest, ConcurrentStreamsLoseAndDoubleCountNothing) {
         ASSERT_TRUE(core->Issue(View(RandomExample(rng, 16, false)), 0).ok());
       }
     }
-    EXPECT_EQ(WeightBits(*admin, absl::StrCat("m", kShared + t - 9)), CoreBits(*core));
+    EXPECT_EQ(WeightBits(*admin, absl::StrCat("m", kShared + t - 9)),
+              CoreBits(*core));
   }
 }
 
@@ -256,9 +286,11 @@ TEST(ServiceTest, WatchStatusPushesChangesWhileAStreamLearns) {
   ASSERT_TRUE(reached(0));  // the first status comes at once
   std::mt19937_64 rng(3);
   std::unique_ptr<LearnSession> s = c->OpenLearnSession("w", {});
-  // Three phases in one open stream; after each, the watcher must see the new count.
+  // Three phases in one open stream; after each, the watcher must see the new
+  // count.
   for (int phase = 1; phase <= 3; ++phase) {
-    for (int i = 0; i < 2000; ++i) ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 5, true)).ok());
+    for (int i = 0; i < 2000; ++i)
+      ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 5, true)).ok());
     ASSERT_TRUE(s->Flush().ok());
     EXPECT_TRUE(reached(2000 * phase)) << "phase " << phase;
   }
@@ -271,7 +303,8 @@ TEST(ServiceTest, WatchStatusPushesChangesWhileAStreamLearns) {
   EXPECT_EQ(seen.back(), 6000u);
 }
 
-// Per-item errors and fatal stream errors, each leaving the model exactly as it was.
+// Per-item errors and fatal stream errors, each leaving the model exactly as it
+// was.
 TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   auto server = StartServer({"--max_batch_items=50", "--max_pending=3",
                              "--max_message_bytes=100000"});
@@ -285,9 +318,12 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   ASSERT_TRUE(c->CreateModel("e", config).ok());
   std::mt19937_64 rng(5);
   {
-    std::unique_ptr<LearnSession> s = c->OpenLearnSession("e", {.batch_size = 50});
-    for (int i = 0; i < 100; ++i) ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 3, true)).ok());
-    ASSERT_TRUE(s->AddExample(RandomExample(rng, 3, false)).ok());  // one pending prediction
+    std::unique_ptr<LearnSession> s =
+        c->OpenLearnSession("e", Batches(50));
+    for (int i = 0; i < 100; ++i)
+      ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 3, true)).ok());
+    ASSERT_TRUE(s->AddExample(RandomExample(rng, 3, false))
+                    .ok());  // one pending prediction
     ASSERT_TRUE(s->Finish().ok());
   }
   const std::string weights = WeightBits(*c, "e");
@@ -295,39 +331,49 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   auto unchanged = [&](const std::string& what) {
     EXPECT_EQ(WeightBits(*c, "e"), weights) << what;
     v1::ModelStatus now = *c->GetStatus("e");
-    EXPECT_EQ(now.stats().SerializeAsString(), before.stats().SerializeAsString()) << what;
+    EXPECT_EQ(now.stats().SerializeAsString(),
+              before.stats().SerializeAsString())
+        << what;
   };
   auto code = [](const absl::Status& s) { return s.code(); };
 
   // Unary errors.
-  EXPECT_EQ(code(c->CreateModel("e", Config(3)).status()), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(code(c->CreateModel("e", Config(3)).status()),
+            absl::StatusCode::kAlreadyExists);
   absl::Status s = c->CreateModel("bad id!", Config(3)).status();
   EXPECT_EQ(code(s), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("model_id has character 0x20 at position 3"));
-  EXPECT_EQ(code(c->CreateModel("z", Config(0)).status()), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("model_id has character 0x20 at position 3"));
+  EXPECT_EQ(code(c->CreateModel("z", Config(0)).status()),
+            absl::StatusCode::kInvalidArgument);
   v1::ModelConfig wrong = Config(3);
   wrong.set_gamma(0.1);
   wrong.add_comparator(1);
   s = c->CreateModel("z", wrong).status();
   EXPECT_EQ(code(s), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("comparator has 1 values; expected 3 or 4"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("comparator has 1 values; expected 3 or 4"));
   EXPECT_EQ(code(c->GetStatus("nosuch").status()), absl::StatusCode::kNotFound);
-  EXPECT_EQ(code(c->GetWeights("nosuch").status()), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code(c->GetWeights("nosuch").status()),
+            absl::StatusCode::kNotFound);
   Example nan_example;
   nan_example.values = {1, NAN, 0};
   s = c->Predict("e", {RandomExample(rng, 3, false), nan_example}).status();
   EXPECT_EQ(code(s), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("item 1: features: value at position 1 is nan"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("item 1: features: value at position 1 is nan"));
   Example labeled = RandomExample(rng, 3, true);
   Example bad_label = labeled;
   bad_label.label = 0;
   s = c->Train("e", {labeled, labeled, bad_label}, 5).status();
   EXPECT_EQ(code(s), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("example 2: label 0 must be -1 or +1"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("example 2: label 0 must be -1 or +1"));
   // Over the message size limit: gRPC refuses it before the service sees it.
   Example huge;
   huge.values.assign(20000, 1.0);
-  EXPECT_EQ(code(c->Predict("e", {huge}).status()), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(code(c->Predict("e", {huge}).status()),
+            absl::StatusCode::kResourceExhausted);
   unchanged("unary errors");
 
   // Per-item errors in a Learn stream: each names its item; the stream goes on.
@@ -364,18 +410,25 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   ASSERT_TRUE(sum.ok()) << sum.status();
   ASSERT_EQ(results.size(), 8u);
   const std::vector<std::pair<absl::StatusCode, std::string>> expected = {
-      {absl::StatusCode::kInvalidArgument, "item 0: features: value at position 1 is nan"},
-      {absl::StatusCode::kInvalidArgument, "item 1: features: dense vector has 2 values"},
-      {absl::StatusCode::kInvalidArgument, "item 2: features: index 3 at position 1 is out of range"},
-      {absl::StatusCode::kInvalidArgument, "item 3: features: index 1 repeated at positions 0 and 1"},
-      {absl::StatusCode::kInvalidArgument, "item 4: features: value at position 0 is inf"},
+      {absl::StatusCode::kInvalidArgument,
+       "item 0: features: value at position 1 is nan"},
+      {absl::StatusCode::kInvalidArgument,
+       "item 1: features: dense vector has 2 values"},
+      {absl::StatusCode::kInvalidArgument,
+       "item 2: features: index 3 at position 1 is out of range"},
+      {absl::StatusCode::kInvalidArgument,
+       "item 3: features: index 1 repeated at positions 0 and 1"},
+      {absl::StatusCode::kInvalidArgument,
+       "item 4: features: value at position 0 is inf"},
       {absl::StatusCode::kInvalidArgument, "item 5: label 3 must be -1 or +1"},
-      {absl::StatusCode::kNotFound, "item 6: prediction 12345 was never issued"},
+      {absl::StatusCode::kNotFound,
+       "item 6: prediction 12345 was never issued"},
       {absl::StatusCode::kInvalidArgument, "item 7: label 5 must be -1 or +1"},
   };
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_TRUE(results[i].has_error()) << i;
-    EXPECT_EQ(results[i].error().code(), static_cast<int>(expected[i].first)) << i;
+    EXPECT_EQ(results[i].error().code(), static_cast<int>(expected[i].first))
+        << i;
     EXPECT_THAT(results[i].error().message(), HasSubstr(expected[i].second));
   }
   EXPECT_EQ(sum->item_errors, 8u);
@@ -383,8 +436,10 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
 
   // Fatal stream errors.
   auto fatal = [&](const std::string& model, int items) {
-    std::unique_ptr<LearnSession> s2 = c->OpenLearnSession(model, {.batch_size = 1000});
-    for (int i = 0; i < items; ++i) EXPECT_TRUE(s2->AddLabeled(RandomExample(rng, 3, true)).ok());
+    std::unique_ptr<LearnSession> s2 =
+        c->OpenLearnSession(model, Batches(1000));
+    for (int i = 0; i < items; ++i)
+      EXPECT_TRUE(s2->AddLabeled(RandomExample(rng, 3, true)).ok());
     return s2->Finish().status();
   };
   s = fatal("nosuch", 1);
@@ -395,18 +450,23 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("must name the model"));
   s = fatal("e", 51);
   EXPECT_EQ(code(s), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("a batch of 51 items is over the limit of 50"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("a batch of 51 items is over the limit of 50"));
   unchanged("fatal stream errors");
 
-  // The pending limit: RESOURCE_EXHAUSTED per item once 3 predictions are pending.
+  // The pending limit: RESOURCE_EXHAUSTED per item once 3 predictions are
+  // pending.
   std::unique_ptr<LearnSession> s3 = c->OpenLearnSession("e", so);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s3->AddExample(RandomExample(rng, 3, false)).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(s3->AddExample(RandomExample(rng, 3, false)).ok());
   ASSERT_TRUE(s3->Finish().ok());
   ASSERT_EQ(results.size(), 3u);
   EXPECT_TRUE(results[0].has_prediction());
   EXPECT_TRUE(results[1].has_prediction());
-  EXPECT_EQ(results[2].error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
-  EXPECT_THAT(results[2].error().message(), HasSubstr("item 2: the model holds its maximum of 3"));
+  EXPECT_EQ(results[2].error().code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(results[2].error().message(),
+              HasSubstr("item 2: the model holds its maximum of 3"));
   EXPECT_EQ(WeightBits(*c, "e"), weights);
 }
 
@@ -427,8 +487,9 @@ TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
   ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
   absl::Status watch;
   std::thread watcher([&] {
-    watch = server->Connect()->Watch("gone", absl::Milliseconds(10),
-                                     [](const v1::ModelStatus&) { return true; }, absl::Seconds(60));
+    watch = server->Connect()->Watch(
+        "gone", absl::Milliseconds(10),
+        [](const v1::ModelStatus&) { return true; }, absl::Seconds(60));
   });
   ASSERT_TRUE(c->DeleteModel("gone").ok());
   s->AddLabeled(RandomExample(rng, 2, true)).IgnoreError();
@@ -452,17 +513,19 @@ TEST(ServiceTest, ShutdownAnswersInFlightBatchesAndEndsStreamsWithUnavailable) {
   };
   std::unique_ptr<LearnSession> s = c->OpenLearnSession("s", so);
   std::mt19937_64 rng(1);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 2, true)).ok());
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 2, true)).ok());
   ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
   absl::Notification watching;
   absl::Status watch;
   std::thread watcher([&] {
-    watch = server->Connect()->Watch("s", absl::Milliseconds(10),
-                                     [&](const v1::ModelStatus&) {
-                                       if (!watching.HasBeenNotified()) watching.Notify();
-                                       return true;
-                                     },
-                                     absl::Seconds(60));
+    watch = server->Connect()->Watch(
+        "s", absl::Milliseconds(10),
+        [&](const v1::ModelStatus&) {
+          if (!watching.HasBeenNotified()) watching.Notify();
+          return true;
+        },
+        absl::Seconds(60));
   });
   ASSERT_TRUE(watching.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(server->Stop(SIGTERM), 0);

@@ -57,8 +57,9 @@ TEST(ConvertTest, EveryFieldIsCarried) {
 TEST(ConvertTest, BadConfigsAreRefused) {
   v1::ModelConfig in;
   in.set_dimension(2000);
-  EXPECT_THAT(std::string(ConfigFromProto(in, 1000).status().message()),
-              ::testing::HasSubstr("dimension 2000 is over the server's limit 1000"));
+  EXPECT_THAT(
+      std::string(ConfigFromProto(in, 1000).status().message()),
+      ::testing::HasSubstr("dimension 2000 is over the server's limit 1000"));
   in.set_dimension(2);
   in.set_algorithm(static_cast<v1::Algorithm>(42));
   EXPECT_THAT(std::string(ConfigFromProto(in, 1000).status().message()),
@@ -76,14 +77,17 @@ TEST(ConvertTest, FeaturesAreViewedWithoutCopying) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->sparse);
   EXPECT_EQ(v->values.data(), f.sparse().values().data());
-  EXPECT_EQ(FeaturesFromProto(v1::Features()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FeaturesFromProto(v1::Features()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ConvertTest, StatusCodesCrossUnchanged) {
   const grpc::Status s = ToGrpc(absl::NotFoundError("x"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(s.error_message(), "x");
-  EXPECT_EQ(std::string(ForItem(3, absl::InvalidArgumentError("bad")).message()), "item 3: bad");
+  EXPECT_EQ(
+      std::string(ForItem(3, absl::InvalidArgumentError("bad")).message()),
+      "item 3: bad");
 }
 
 }  // namespace

@@ -25,9 +25,12 @@ TEST(RegistryTest, CreateGetListDelete) {
   Registry r(Limits{});
   ASSERT_TRUE(r.Create("b", Dim(2)).ok());
   ASSERT_TRUE(r.Create("a", Dim(3)).ok());
-  EXPECT_EQ(r.Create("a", Dim(3)).status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(r.Create("bad id", Dim(3)).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.Create("c", Dim(0)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Create("a", Dim(3)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(r.Create("bad id", Dim(3)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Create("c", Dim(0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.size(), 2u);
   std::vector<std::shared_ptr<ModelEntry>> page = r.List("", 1);
   ASSERT_EQ(page.size(), 1u);
@@ -60,7 +63,8 @@ TEST(RegistryTest, TheModelLimitIsEnforced) {
   ASSERT_TRUE(r.Create("b", Dim(1)).ok());
   absl::Status s = r.Create("c", Dim(1)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("maximum of 2 models"));
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("maximum of 2 models"));
 }
 
 TEST(RecentWindowTest, RateOverTheLastExamples) {
@@ -71,7 +75,8 @@ TEST(RecentWindowTest, RateOverTheLastExamples) {
   EXPECT_EQ(w.rate(), 0.5);
   w.Add(true);
   w.Add(true);
-  w.Add(false);  // pushes out the first mistake: window is false, true, true, false
+  w.Add(false);  // pushes out the first mistake: window is false, true, true,
+                 // false
   EXPECT_EQ(w.rate(), 0.5);
   w.Add(false);
   w.Add(false);

@@ -130,9 +130,11 @@ double KernelLearner::Score(const Prepared& x) const {
 bool KernelLearner::LearnFromScore(const Prepared& x, int y, double f) {
   if (y * f > 0 || x.norm == 0) return false;
   store_.push_back(MakeStored(ToSupportVector(x, eta_ * y)));
+  if (journaling_) added_.push_back(store_.back().sv);
   if (store_.size() > budget_) {
     store_.pop_front();
     ++dropped_;
+    removed_ += journaling_;
   }
   return true;
 }
@@ -162,40 +164,69 @@ LearnerState KernelLearner::ExportState() const {
   return state;
 }
 
-absl::Status KernelLearner::ImportState(LearnerState state) {
-  if (state.support.size() > budget_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state: ", state.support.size(),
-                     " support vectors exceed the budget ", budget_));
-  }
-  for (size_t j = 0; j < state.support.size(); ++j) {
-    const SupportVector& sv = state.support[j];
-    if (sv.indices.size() != sv.values.size() ||
-        !std::isfinite(sv.coefficient)) {
+absl::Status KernelLearner::CheckSupport(const std::vector<SupportVector>& support) const {
+  for (size_t j = 0; j < support.size(); ++j) {
+    const SupportVector& sv = support[j];
+    if (sv.indices.size() != sv.values.size() || !std::isfinite(sv.coefficient)) {
       return absl::InvalidArgumentError(
           absl::StrCat("state: support vector ", j, " is malformed"));
     }
     for (size_t k = 0; k < sv.indices.size(); ++k) {
       if (sv.indices[k] >= weight_dimension_ ||
-          (k > 0 && sv.indices[k] <= sv.indices[k - 1]) ||
-          !std::isfinite(sv.values[k])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("state: support vector ", j, " entry ", k, " (index ",
-                         sv.indices[k], ", value ", sv.values[k],
-                         ") is out of range, unsorted or not finite"));
+          (k > 0 && sv.indices[k] <= sv.indices[k - 1]) || !std::isfinite(sv.values[k])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "state: support vector ", j, " entry ", k, " (index ", sv.indices[k], ", value ",
+            sv.values[k], ") is out of range, unsorted or not finite"));
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status KernelLearner::ImportState(LearnerState state) {
+  if (state.support.size() > budget_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", state.support.size(), " support vectors exceed the budget ", budget_));
+  }
+  if (absl::Status s = CheckSupport(state.support); !s.ok()) return s;
   store_.clear();
-  for (SupportVector& sv : state.support)
-    store_.push_back(MakeStored(std::move(sv)));
+  for (SupportVector& sv : state.support) store_.push_back(MakeStored(std::move(sv)));
   dropped_ = state.dropped;
   return absl::OkStatus();
 }
 
 void KernelLearner::Reset() {
+  if (journaling_) removed_ += store_.size();
   store_.clear();
   dropped_ = 0;
+}
+
+void KernelLearner::SetJournaling(bool on) {
+  journaling_ = on;
+  added_.clear();
+  removed_ = 0;
+}
+
+LearnerDelta KernelLearner::TakeDelta() {
+  LearnerDelta d;
+  d.dropped = dropped_;
+  d.support_added = std::move(added_);
+  d.support_removed = removed_;
+  added_.clear();
+  removed_ = 0;
+  return d;
+}
+
+absl::Status KernelLearner::ApplyDelta(const LearnerDelta& d) {
+  if (absl::Status s = CheckSupport(d.support_added); !s.ok()) return s;
+  const uint64_t total = store_.size() + d.support_added.size();
+  if (d.support_removed > total || total - d.support_removed > budget_) {
+    return absl::InvalidArgumentError("journal: support vectors do not add up");
+  }
+  for (const SupportVector& sv : d.support_added) store_.push_back(MakeStored(sv));
+  for (uint64_t i = 0; i < d.support_removed; ++i) store_.pop_front();
+  dropped_ = d.dropped;
+  return absl::OkStatus();
 }
 
 }  // namespace perceptron

@@ -24,6 +24,9 @@ class KernelLearner : public Learner {
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
+  void SetJournaling(bool on) override;
+  LearnerDelta TakeDelta() override;
+  absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
   struct Stored {
@@ -41,6 +44,12 @@ class KernelLearner : public Learner {
   uint64_t budget_;
   std::deque<Stored> store_;
   uint64_t dropped_ = 0;
+  // Journaling: vectors stored and removed since the last TakeDelta.
+  bool journaling_ = false;
+  std::vector<SupportVector> added_;
+  uint64_t removed_ = 0;
+  // Checks stored vectors (ImportState, ApplyDelta).
+  absl::Status CheckSupport(const std::vector<SupportVector>& support) const;
 };
 
 }  // namespace perceptron

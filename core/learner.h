@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/config.h"
+#include "core/journal.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -65,6 +66,22 @@ struct LearnerState {
   friend bool operator==(const LearnerState&, const LearnerState&) = default;
 };
 
+// What a learner changed while journaling: new values of changed coordinates, appended
+// vectors and how many were then removed from the front, and the scalars' new values.
+struct LearnerDelta {
+  VectorDelta weights;
+  VectorDelta average_accumulator;
+  double weight_norm_sq = 0;      // margin
+  uint64_t average_steps = 0;     // averaged
+  uint64_t current_survived = 0;  // voted
+  uint64_t dropped = 0;           // voted, kernel
+  std::vector<VotedVector> voted_added;
+  uint64_t voted_removed = 0;
+  std::vector<SupportVector> support_added;
+  uint64_t support_removed = 0;
+  friend bool operator==(const LearnerDelta&, const LearnerDelta&) = default;
+};
+
 // Algorithm-specific figures for status reports.
 struct LearnerFigures {
   uint64_t support_vectors = 0;  // kernel: stored mistakes
@@ -108,6 +125,14 @@ class Learner {
 
   // Back to the initial state (w = 0, nothing stored).
   virtual void Reset() = 0;
+
+  // While journaling, the learner records what it changes, for TakeDelta.
+  virtual void SetJournaling(bool on) = 0;
+  // The changes since journaling began or the last TakeDelta; starts over.
+  virtual LearnerDelta TakeDelta() = 0;
+  // Applies another learner's delta (of the same configuration). INVALID_ARGUMENT, with nothing
+  // changed, if it does not fit.
+  virtual absl::Status ApplyDelta(const LearnerDelta& delta) = 0;
 };
 
 // The learner for `config`, which must have passed ValidateConfig.

@@ -32,6 +32,7 @@ bool ClassicLearner::LearnFromScore(const Prepared& x, int y, double s) {
   // unchanged: no update.
   if (y * s > 0 || x.norm == 0) return false;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  dirty_w_.Mark(x);
   return true;
 }
 
@@ -57,7 +58,30 @@ absl::Status ClassicLearner::ImportState(LearnerState state) {
   return absl::OkStatus();
 }
 
-void ClassicLearner::Reset() { std::fill(w_.begin(), w_.end(), 0.0); }
+void ClassicLearner::Reset() {
+  std::fill(w_.begin(), w_.end(), 0.0);
+  dirty_w_.MarkAll();
+}
+
+void ClassicLearner::SetJournaling(bool on) {
+  if (on) {
+    dirty_w_.Enable(w_.size());
+  } else {
+    dirty_w_.Disable();
+  }
+}
+
+LearnerDelta ClassicLearner::TakeDelta() {
+  LearnerDelta d;
+  d.weights = dirty_w_.Take(w_);
+  return d;
+}
+
+absl::Status ClassicLearner::ApplyDelta(const LearnerDelta& d) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
+  perceptron::ApplyDelta(d.weights, &w_);
+  return absl::OkStatus();
+}
 
 // ---- MarginLearner ----
 
@@ -73,6 +97,7 @@ bool MarginLearner::LearnFromScore(const Prepared& x, int y, double s) {
   const double a = eta_ * y;
   norm_sq_ = std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
   AddScaled(a, x, absl::MakeSpan(w_));
+  dirty_w_.Mark(x);
   return true;
 }
 
@@ -108,6 +133,32 @@ absl::Status MarginLearner::ImportState(LearnerState state) {
 void MarginLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
   norm_sq_ = 0;
+  dirty_w_.MarkAll();
+}
+
+void MarginLearner::SetJournaling(bool on) {
+  if (on) {
+    dirty_w_.Enable(w_.size());
+  } else {
+    dirty_w_.Disable();
+  }
+}
+
+LearnerDelta MarginLearner::TakeDelta() {
+  LearnerDelta d;
+  d.weights = dirty_w_.Take(w_);
+  d.weight_norm_sq = norm_sq_;
+  return d;
+}
+
+absl::Status MarginLearner::ApplyDelta(const LearnerDelta& d) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
+  if (!std::isfinite(d.weight_norm_sq) || d.weight_norm_sq < 0) {
+    return absl::InvalidArgumentError("journal: weight_norm_sq is not a squared norm");
+  }
+  perceptron::ApplyDelta(d.weights, &w_);
+  norm_sq_ = d.weight_norm_sq;
+  return absl::OkStatus();
 }
 
 // ---- AveragedLearner ----
@@ -125,6 +176,7 @@ bool AveragedLearner::Step(const Prepared& x, int y, double w_dot) {
   ++steps_;
   if (!LearnFromScore(x, y, w_dot)) return false;
   AddScaled(eta_ * y * static_cast<double>(steps_), x, absl::MakeSpan(acc_));
+  dirty_acc_.Mark(x);
   return true;
 }
 
@@ -164,6 +216,33 @@ void AveragedLearner::Reset() {
   ClassicLearner::Reset();
   std::fill(acc_.begin(), acc_.end(), 0.0);
   steps_ = 0;
+  dirty_acc_.MarkAll();
+}
+
+void AveragedLearner::SetJournaling(bool on) {
+  ClassicLearner::SetJournaling(on);
+  if (on) {
+    dirty_acc_.Enable(acc_.size());
+  } else {
+    dirty_acc_.Disable();
+  }
+}
+
+LearnerDelta AveragedLearner::TakeDelta() {
+  LearnerDelta d = ClassicLearner::TakeDelta();
+  d.average_accumulator = dirty_acc_.Take(acc_);
+  d.average_steps = steps_;
+  return d;
+}
+
+absl::Status AveragedLearner::ApplyDelta(const LearnerDelta& d) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(
+      CheckDelta("average_accumulator", d.average_accumulator, acc_.size()));
+  perceptron::ApplyDelta(d.weights, &w_);
+  perceptron::ApplyDelta(d.average_accumulator, &acc_);
+  steps_ = d.average_steps;
+  return absl::OkStatus();
 }
 
 }  // namespace perceptron

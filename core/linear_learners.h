@@ -22,6 +22,9 @@ class ClassicLearner : public Learner {
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
+  void SetJournaling(bool on) override;
+  LearnerDelta TakeDelta() override;
+  absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  protected:
   // Applies the update for a score s = w . x^ already computed on the current
@@ -30,6 +33,7 @@ class ClassicLearner : public Learner {
 
   double eta_;
   std::vector<double> w_;
+  DirtyTracker dirty_w_;
 };
 
 // Seed 001 section 1.3: update when w = 0 or y*(w . x^)/||w|| <= gamma/2.
@@ -44,6 +48,9 @@ class MarginLearner : public Learner {
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
+  void SetJournaling(bool on) override;
+  LearnerDelta TakeDelta() override;
+  absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
   bool LearnFromScore(const Prepared& x, int y, double s);
@@ -52,6 +59,7 @@ class MarginLearner : public Learner {
   double half_gamma_;
   std::vector<double> w_;
   double norm_sq_ = 0;  // ||w||^2, kept incrementally in O(nnz) per update
+  DirtyTracker dirty_w_;
 };
 
 // Learns as classic; scores with the average of w over the labeled examples
@@ -70,6 +78,9 @@ class AveragedLearner : public ClassicLearner {
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
+  void SetJournaling(bool on) override;
+  LearnerDelta TakeDelta() override;
+  absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
   double AverageScore(double w_dot, const Prepared& x) const;
@@ -77,6 +88,7 @@ class AveragedLearner : public ClassicLearner {
 
   std::vector<double> acc_;
   uint64_t steps_ = 0;
+  DirtyTracker dirty_acc_;
 };
 
 // INVALID_ARGUMENT unless `v` has `size` finite values; `what` names it in the

@@ -94,7 +94,8 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
   const double score = learner_->Score(p);
   const uint64_t id = next_prediction_id_++;
-  pending_.emplace(id, Pending{Features::Copy(x), score, now});
+  auto [it, inserted] = pending_.emplace(id, Pending{Features::Copy(x), score, now});
+  if (journaling_) journal_.pending_added.push_back({id, it->second.features, score, now});
   ++counters_.predictions;
   return Issued{id, score, PredictedLabel(score)};
 }
@@ -116,6 +117,7 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   const bool updated = learner_->Learn(*p, label);
   const Outcome o = Account(*p, label, it->second.score, updated);
   pending_.erase(it);
+  if (journaling_) journal_.pending_removed.push_back(prediction_id);
   return o;
 }
 
@@ -162,6 +164,7 @@ size_t Model::ExpirePending(int64_t cutoff) {
   size_t n = 0;
   for (auto it = pending_.begin();
        it != pending_.end() && it->second.issued_at < cutoff;) {
+    if (journaling_) journal_.pending_removed.push_back(it->first);
     it = pending_.erase(it);
     ++n;
   }
@@ -174,6 +177,11 @@ void Model::Reset() {
   bound_.Reset();
   counters_ = Counters();
   pending_.clear();
+  if (journaling_) {
+    journal_.pending_cleared = true;
+    journal_.pending_added.clear();
+    journal_.pending_removed.clear();
+  }
   // Ids stay unique for the model's life, so a stale id from before the reset
   // is never matched.
 }
@@ -191,6 +199,52 @@ ModelState Model::ExportState() const {
     s.pending.push_back({id, p.features, p.score, p.issued_at});
   }
   return s;
+}
+
+void Model::SetJournaling(bool on) {
+  journaling_ = on;
+  journal_ = Journal();
+  learner_->SetJournaling(on);
+}
+
+Journal Model::TakeJournal() {
+  Journal j = std::move(journal_);
+  journal_ = Journal();
+  j.learner = learner_->TakeDelta();
+  j.counters = counters_;
+  j.td_gamma = bound_.td_gamma();
+  j.radius = bound_.radius();
+  j.next_prediction_id = next_prediction_id_;
+  return j;
+}
+
+absl::Status Model::ApplyJournal(const Journal& j) {
+  if (j.next_prediction_id < next_prediction_id_ && !j.pending_cleared) {
+    return absl::InvalidArgumentError("journal: prediction ids go backwards");
+  }
+  for (const PendingPrediction& p : j.pending_added) {
+    if (p.prediction_id == 0 || p.prediction_id >= j.next_prediction_id ||
+        !std::isfinite(p.score)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("journal: pending prediction ", p.prediction_id, " is malformed"));
+    }
+    if (absl::Status s = ValidateAndPrepare(p.features.view()).status(); !s.ok()) {
+      return Prefixed(absl::StrCat("journal: pending prediction ", p.prediction_id, ": "), s);
+    }
+  }
+  if (!std::isfinite(j.td_gamma) || j.td_gamma < 0 || !std::isfinite(j.radius) || j.radius < 0) {
+    return absl::InvalidArgumentError("journal: td_gamma or radius is not finite and >= 0");
+  }
+  PERCEPTRON_RETURN_IF_ERROR(learner_->ApplyDelta(j.learner));
+  bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
+  counters_ = j.counters;
+  next_prediction_id_ = j.next_prediction_id;
+  if (j.pending_cleared) pending_.clear();
+  for (const PendingPrediction& p : j.pending_added) {
+    pending_.insert_or_assign(p.prediction_id, Pending{p.features, p.score, p.issued_at});
+  }
+  for (uint64_t id : j.pending_removed) pending_.erase(id);
+  return absl::OkStatus();
 }
 
 Stats Model::stats(bool with_weight_norm) const {

@@ -71,6 +71,20 @@ struct ModelState {
   friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
+// What a model changed since journaling began or the last TakeJournal: the learner's delta, the
+// new scalars, and pending predictions cleared (first), added, then removed.
+struct Journal {
+  LearnerDelta learner;
+  Counters counters;
+  double td_gamma = 0;
+  double radius = 0;
+  uint64_t next_prediction_id = 1;
+  bool pending_cleared = false;
+  std::vector<PendingPrediction> pending_added;
+  std::vector<uint64_t> pending_removed;
+  friend bool operator==(const Journal&, const Journal&) = default;
+};
+
 struct Prediction {
   double score = 0;
   int label = 1;  // +1 if score >= 0, else -1
@@ -164,6 +178,16 @@ class Model {
   void Reset();
 
   ModelState ExportState() const;
+
+  // While journaling, the model records what it changes (see journal.h). Costs a flag per
+  // weight and copies of issued examples; off by default.
+  void SetJournaling(bool on);
+  // The changes since journaling began or the last TakeJournal; starts over.
+  Journal TakeJournal();
+  // Applies a journal taken from a model of the same configuration and state, leaving this model
+  // equal to that one bit for bit. INVALID_ARGUMENT, with nothing changed, if it does not fit.
+  absl::Status ApplyJournal(const Journal& journal);
+
   // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false
   // (it costs O(d)).
   Stats stats(bool with_weight_norm = true) const;
@@ -192,6 +216,8 @@ class Model {
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
   absl::btree_map<uint64_t, Pending> pending_;
+  bool journaling_ = false;
+  Journal journal_;  // the pending part, while journaling
 };
 
 }  // namespace perceptron

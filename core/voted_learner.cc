@@ -26,13 +26,16 @@ bool VotedLearner::Learn(const Prepared& x, int y) {
   }
   if (survived_ > 0) {
     past_.push_back({w_, survived_});
+    if (journaling_) added_.push_back(past_.back());
     if (past_.size() > max_vectors_) {
       past_.pop_front();
       ++dropped_;
+      removed_ += journaling_;
     }
   }
   survived_ = 0;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  dirty_w_.Mark(x);
   return true;
 }
 
@@ -74,8 +77,50 @@ absl::Status VotedLearner::ImportState(LearnerState state) {
 void VotedLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
   survived_ = 0;
+  if (journaling_) removed_ += past_.size();
   past_.clear();
   dropped_ = 0;
+  dirty_w_.MarkAll();
+}
+
+void VotedLearner::SetJournaling(bool on) {
+  journaling_ = on;
+  added_.clear();
+  removed_ = 0;
+  if (on) {
+    dirty_w_.Enable(w_.size());
+  } else {
+    dirty_w_.Disable();
+  }
+}
+
+LearnerDelta VotedLearner::TakeDelta() {
+  LearnerDelta d;
+  d.weights = dirty_w_.Take(w_);
+  d.current_survived = survived_;
+  d.dropped = dropped_;
+  d.voted_added = std::move(added_);
+  d.voted_removed = removed_;
+  added_.clear();
+  removed_ = 0;
+  return d;
+}
+
+absl::Status VotedLearner::ApplyDelta(const LearnerDelta& d) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
+  for (const VotedVector& v : d.voted_added) {
+    PERCEPTRON_RETURN_IF_ERROR(CheckVector("voted vector", v.weights, w_.size()));
+  }
+  const uint64_t total = past_.size() + d.voted_added.size();
+  if (d.voted_removed > total || total - d.voted_removed > max_vectors_) {
+    return absl::InvalidArgumentError("journal: voted vectors do not add up");
+  }
+  perceptron::ApplyDelta(d.weights, &w_);
+  for (const VotedVector& v : d.voted_added) past_.push_back(v);
+  for (uint64_t i = 0; i < d.voted_removed; ++i) past_.pop_front();
+  survived_ = d.current_survived;
+  dropped_ = d.dropped;
+  return absl::OkStatus();
 }
 
 }  // namespace perceptron

@@ -26,6 +26,9 @@ class VotedLearner : public Learner {
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
+  void SetJournaling(bool on) override;
+  LearnerDelta TakeDelta() override;
+  absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
   double eta_;
@@ -34,6 +37,11 @@ class VotedLearner : public Learner {
   uint64_t survived_ = 0;
   std::deque<VotedVector> past_;
   uint64_t dropped_ = 0;
+  // Journaling: changed coordinates of w, vectors pushed and popped since the last TakeDelta.
+  bool journaling_ = false;
+  DirtyTracker dirty_w_;
+  std::vector<VotedVector> added_;
+  uint64_t removed_ = 0;
 };
 
 }  // namespace perceptron

@@ -14,7 +14,7 @@ cmake --build --preset release -j"$(nproc)" --target perceptrond perceptron
 bin=build/release
 port=${PERCEPTROND_PORT:-50051}
 work=$(mktemp -d)
-"$bin/server/perceptrond" --port="$port" > "$work/server.log" 2>&1 &
+"$bin/server/perceptrond" --port="$port" --data_dir="$work/data" > "$work/server.log" 2>&1 &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
 cli() { "$bin/client/perceptron" --server="127.0.0.1:$port" "$@"; }

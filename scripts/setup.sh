@@ -12,6 +12,8 @@ packages=(
   # The wire contract, the server and the client: gRPC, protobuf and their code generators
   # (libgrpc++-dev alone does not bring the compilers).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # The data directory: LevelDB, and zlib's CRC-32 for our own record checks.
+  libleveldb-dev libsnappy-dev zlib1g-dev
   # The example Python client.
   python3-grpcio python3-protobuf
   # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.

@@ -6,9 +6,10 @@
 
 namespace perceptron::server {
 
-LearnReactor::LearnReactor(Registry* registry, const Limits* limits,
-                           StreamSet* streams)
+LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
+                           const Limits* limits, StreamSet* streams)
     : registry_(registry),
+      persistence_(persistence),
       limits_(limits),
       streams_(streams),
       registered_(streams->Add(this)) {
@@ -44,7 +45,7 @@ absl::StatusOr<v1::LearnResponse> LearnReactor::Process() {
   }
   v1::LearnResponse response;
   absl::Status s =
-      ApplyLearnItems(*entry_, request_.items(), *limits_,
+      ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
                       response.mutable_results(), response.mutable_stats());
   if (!s.ok()) return s;
   return response;

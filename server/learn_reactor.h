@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "perceptron/v1/perceptron.pb.h"
 #include "server/limits.h"
+#include "server/persistence.h"
 #include "server/registry.h"
 #include "server/stream_set.h"
 
@@ -28,7 +29,8 @@ class LearnReactor final
   // Answers written but not yet acknowledged, at most; past it reading pauses.
   static constexpr size_t kMaxQueuedResponses = 32;
 
-  LearnReactor(Registry* registry, const Limits* limits, StreamSet* streams);
+  LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
+               StreamSet* streams);
 
   void Stop() override;
 
@@ -48,6 +50,7 @@ class LearnReactor final
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Registry* const registry_;
+  Persistence* const persistence_;
   const Limits* const limits_;
   StreamSet* const streams_;
   const bool registered_;

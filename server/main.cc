@@ -5,6 +5,7 @@
 // with UNAVAILABLE.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/flags/flag.h"
@@ -28,6 +29,15 @@ ABSL_FLAG(absl::Duration, pending_ttl, absl::Hours(1),
           "Pending predictions not revealed within this long expire");
 ABSL_FLAG(uint32_t, max_train_epochs, 10000,
           "Most passes one Train request may ask for");
+ABSL_FLAG(std::string, data_dir, "perceptrond-data",
+          "The data directory (an embedded LevelDB store); created if missing");
+ABSL_FLAG(std::string, durability, "sync",
+          "sync: answer a batch once it is on disk (group commit); async: once the operating "
+          "system has it, synced every --async_interval (a machine crash may lose that "
+          "interval); none: memory only");
+ABSL_FLAG(absl::Duration, async_interval, absl::Milliseconds(100),
+          "async durability: how often the store is synced");
+ABSL_FLAG(uint64_t, snapshot_every, 1000, "Snapshot a model after this many logged batches");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -55,6 +65,16 @@ int main(int argc, char** argv) {
   options.limits.pending_ttl = absl::GetFlag(FLAGS_pending_ttl);
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
+  absl::StatusOr<perceptron::server::Durability> durability =
+      perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));
+  if (!durability.ok()) {
+    std::fprintf(stderr, "perceptrond: --%s\n", std::string(durability.status().message()).c_str());
+    return 2;
+  }
+  options.persistence.durability = *durability;
+  options.persistence.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.persistence.async_interval = absl::GetFlag(FLAGS_async_interval);
+  options.persistence.snapshot_every = std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
   if (options.limits.max_message_bytes > (1u << 31) - 1) {
     std::fprintf(stderr,
                  "perceptrond: --max_message_bytes must be below 2 GiB\n");

@@ -76,12 +76,13 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
 }  // namespace
 
 absl::Status ApplyLearnItems(
-    ModelEntry& entry,
+    ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats) {
   bool changed = false;
+  StagedRecord record;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -100,17 +101,20 @@ absl::Status ApplyLearnItems(
     }
     if (changed) entry.updated_at = absl::FromUnixNanos(now);
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) record = persistence.Stage(entry);
   }
   if (changed) entry.NotifyChanged();
-  return absl::OkStatus();
+  return persistence.Commit(entry, std::move(record));
+  
 }
 
 absl::Status ApplyReveals(
-    ModelEntry& entry,
+    ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats) {
   bool changed = false;
+  StagedRecord record;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -128,9 +132,11 @@ absl::Status ApplyReveals(
     }
     if (changed) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) record = persistence.Stage(entry);
   }
   if (changed) entry.NotifyChanged();
-  return absl::OkStatus();
+  return persistence.Commit(entry, std::move(record));
+  
 }
 
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
@@ -152,7 +158,7 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::TrainRequest& request,
                      const Limits& limits, v1::TrainResponse* response) {
   TrainOptions options;
   options.max_epochs = request.max_epochs() == 0 ? 100 : request.max_epochs();
@@ -172,6 +178,7 @@ absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
     data.push_back({*x, request.examples(i).label()});
   }
   absl::StatusOr<TrainResult> r;
+  StagedRecord record;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -184,25 +191,30 @@ absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
     if (!data.empty()) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
                  response->mutable_stats());
+    record = persistence.Stage(entry);
   }
   response->set_epochs(r->epochs);
   response->set_converged(r->converged);
   response->set_updates(r->updates);
   response->set_mistakes(r->mistakes);
   entry.NotifyChanged();
-  return absl::OkStatus();
+  return persistence.Commit(entry, std::move(record));
+  
 }
 
-absl::Status ResetEntry(ModelEntry& entry) {
+absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
+  StagedRecord record;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     entry.model->Reset();
+    record = persistence.Stage(entry);
     entry.recent.Clear();
     entry.updated_at = absl::Now();
   }
   entry.NotifyChanged();
-  return absl::OkStatus();
+  return persistence.Commit(entry, std::move(record));
+  
 }
 
 absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
@@ -241,15 +253,18 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights) {
   return absl::OkStatus();
 }
 
-void ExpirePending(ModelEntry& entry, absl::Duration ttl) {
+void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration ttl) {
   size_t expired = 0;
+  StagedRecord record;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted || entry.model->pending_count() == 0) return;
     expired = entry.model->ExpirePending(absl::ToUnixNanos(absl::Now() - ttl));
+    if (expired > 0) record = persistence.Stage(entry);
     if (expired > 0) entry.updated_at = absl::Now();
   }
   if (expired > 0) entry.NotifyChanged();
+  persistence.Commit(entry, std::move(record)).IgnoreError();  // the store error is kept
 }
 
 }  // namespace perceptron::server

@@ -8,6 +8,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "perceptron/v1/perceptron.pb.h"
 #include "server/limits.h"
+#include "server/persistence.h"
 #include "server/registry.h"
 
 namespace perceptron::server {
@@ -18,7 +19,7 @@ namespace v1 = ::perceptron::v1;
 // an error naming its index and changes nothing. Fills `stats` after the batch.
 // NOT_FOUND (nothing applied) if the model has been deleted.
 absl::Status ApplyLearnItems(
-    ModelEntry& entry,
+    ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
@@ -26,7 +27,7 @@ absl::Status ApplyLearnItems(
 
 // Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
 absl::Status ApplyReveals(
-    ModelEntry& entry,
+    ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats);
@@ -36,11 +37,11 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
                         v1::PredictResponse* response);
 
 // Cyclic training (Model::Train) over the request's examples.
-absl::Status TrainOn(ModelEntry& entry, const v1::TrainRequest& request,
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::TrainRequest& request,
                      const Limits& limits, v1::TrainResponse* response);
 
 // Zeroes the model's state.
-absl::Status ResetEntry(ModelEntry& entry);
+absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence);
 
 // The full status.
 absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status);
@@ -49,7 +50,7 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
 
 // Expires pending predictions issued before now - ttl; notifies listeners if
 // any expired.
-void ExpirePending(ModelEntry& entry, absl::Duration ttl);
+void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration ttl);
 
 }  // namespace perceptron::server
 

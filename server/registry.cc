@@ -45,6 +45,26 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
   return entry;
 }
 
+absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(entry->id));
+  absl::MutexLock lock(&mu_);
+  if (models_.contains(entry->id)) {
+    return absl::AlreadyExistsError(absl::StrCat("model ", entry->id, " already exists"));
+  }
+  if (models_.size() >= limits_.max_models) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server holds its maximum of ", limits_.max_models, " models"));
+  }
+  models_.emplace(entry->id, std::move(entry));
+  return absl::OkStatus();
+}
+
+void Registry::Remove(const std::shared_ptr<ModelEntry>& entry) {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(entry->id);
+  if (it != models_.end() && it->second == entry) models_.erase(it);
+}
+
 absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(
     const std::string& id) const {
   absl::MutexLock lock(&mu_);

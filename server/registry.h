@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -81,6 +82,16 @@ struct ModelEntry {
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
 
+  // Persistence (persistence.h): the last log record staged, and records since the snapshot.
+  uint64_t seq ABSL_GUARDED_BY(mu) = 0;
+  uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
+  // Records written so far: all up to written_upto, and some beyond a gap. A failed write sets
+  // store_error and fails every later commit of the model.
+  absl::Mutex written_mu;
+  uint64_t written_upto ABSL_GUARDED_BY(written_mu) = 0;
+  absl::btree_set<uint64_t> written_ahead ABSL_GUARDED_BY(written_mu);
+  absl::Status store_error ABSL_GUARDED_BY(written_mu);
+
   // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.
   // Lock order: listeners_mu, then a listener's own lock, then `mu`.
   void AddListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
@@ -102,6 +113,10 @@ class Registry {
   // RESOURCE_EXHAUSTED at the limit.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
                                                      const ModelConfig& config);
+  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS or RESOURCE_EXHAUSTED.
+  absl::Status Insert(std::shared_ptr<ModelEntry> entry);
+  // Removes `entry` if it is still the one under its id (undoing a Create whose storing failed).
+  void Remove(const std::shared_ptr<ModelEntry>& entry);
   // NOT_FOUND if there is no such model.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
   // Removes the model, marks its entry deleted and tells its listeners.

@@ -7,16 +7,26 @@
 
 namespace perceptron::server {
 
-PerceptronServer::PerceptronServer(const ServerOptions& options)
+PerceptronServer::PerceptronServer(const ServerOptions& options,
+                                   std::unique_ptr<Persistence> persistence)
     : options_(options),
       registry_(options.limits),
-      service_(&registry_, options.limits) {}
+      persistence_(std::move(persistence)),
+      service_(&registry_, persistence_.get(), options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  std::unique_ptr<PerceptronServer> s(new PerceptronServer(options));
+  absl::StatusOr<std::unique_ptr<Persistence>> persistence =
+      Persistence::Open(options.persistence);
+  if (!persistence.ok()) return persistence.status();
+  std::unique_ptr<PerceptronServer> s(new PerceptronServer(options, *std::move(persistence)));
+  absl::StatusOr<RecoveryReport> recovered =
+      s->persistence_->Recover(s->registry_, options.limits.max_dimension);
+  if (!recovered.ok()) return recovered.status();
+  s->recovery_ = *recovered;
+  s->persistence_->Start(&s->registry_);
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
@@ -39,13 +49,17 @@ PerceptronServer::~PerceptronServer() { Shutdown(); }
 void PerceptronServer::ExpiryLoop() {
   while (!stop_.WaitForNotificationWithTimeout(options_.expiry_interval)) {
     for (const std::shared_ptr<ModelEntry>& e : registry_.All()) {
-      ExpirePending(*e, options_.limits.pending_ttl);
+      ExpirePending(*e, *persistence_, options_.limits.pending_ttl);
     }
   }
 }
 
 void PerceptronServer::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    if (server_ == nullptr) {  // never started
+      persistence_->Stop();
+      return;
+    }
     grpc::HealthCheckServiceInterface* health =
         server_->GetHealthCheckService();
     if (health != nullptr) health->Shutdown();
@@ -58,6 +72,7 @@ void PerceptronServer::Shutdown() {
     server_->Wait();
     stop_.Notify();
     if (expiry_.joinable()) expiry_.join();
+    persistence_->Stop();
   });
 }
 

@@ -15,6 +15,7 @@
 #define PERCEPTRON_SERVER_SERVER_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
 #include "server/limits.h"
+#include "server/persistence.h"
 #include "server/registry.h"
 #include "server/service.h"
 
@@ -38,6 +40,8 @@ struct ServerOptions {
   // How long Shutdown waits for calls to end before cancelling them. Default: 5
   // s.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // The data directory and durability mode.
+  PersistenceOptions persistence;
 };
 
 class PerceptronServer {
@@ -49,6 +53,7 @@ class PerceptronServer {
 
   // The port actually bound.
   int port() const { return port_; }
+  const RecoveryReport& recovery() const { return recovery_; }
   Registry& registry() { return registry_; }
 
   // Refuses new calls, lets in-flight batches finish and be answered, ends open
@@ -56,11 +61,13 @@ class PerceptronServer {
   void Shutdown();
 
  private:
-  explicit PerceptronServer(const ServerOptions& options);
+  PerceptronServer(const ServerOptions& options, std::unique_ptr<Persistence> persistence);
   void ExpiryLoop();
 
   const ServerOptions options_;
   Registry registry_;
+  std::unique_ptr<Persistence> persistence_;
+  RecoveryReport recovery_;
   PerceptronServiceImpl service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

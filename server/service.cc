@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/convert.h"
+#include "server/export.h"
 #include "server/learn_reactor.h"
 #include "server/model_ops.h"
 #include "server/watch_reactor.h"
@@ -55,6 +56,10 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       registry_->Create(request->model_id(), *config);
   if (!entry.ok()) return Done(context, entry.status());
+  if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
+    registry_->Remove(*entry);
+    return Done(context, s);
+  }
   FillModel(**entry, response);
   return Done(context, absl::OkStatus());
 }
@@ -92,7 +97,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
   UnaryCall call(&streams_);
   if (streams_.stopped())
     return Done(context, absl::UnavailableError("shutting down"));
-  return Done(context, registry_->Delete(request->model_id()));
+  absl::Status s = registry_->Delete(request->model_id());
+  if (s.ok()) s = persistence_->Deleted(request->model_id());
+  return Done(context, s);
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
@@ -101,14 +108,14 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  if (absl::Status s = ResetEntry(**entry); !s.ok()) return Done(context, s);
+  if (absl::Status s = ResetEntry(**entry, *persistence_); !s.ok()) return Done(context, s);
   FillModel(**entry, response);
   return Done(context, absl::OkStatus());
 }
 
 grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>*
 PerceptronServiceImpl::Learn(grpc::CallbackServerContext* context) {
-  return new LearnReactor(registry_, &limits_, &streams_);
+  return new LearnReactor(registry_, persistence_, &limits_, &streams_);
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
@@ -134,7 +141,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  return Done(context, ApplyReveals(**entry, request->items(),
+  return Done(context, ApplyReveals(**entry, *persistence_, request->items(),
                                     response->mutable_results(),
                                     response->mutable_stats()));
 }
@@ -149,7 +156,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  return Done(context, TrainOn(**entry, *request, limits_, response));
+  return Done(context, TrainOn(**entry, *persistence_, *request, limits_, response));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
@@ -179,6 +186,35 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, FillWeights(**entry, response));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
+    grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
+    v1::ExportModelResponse* response) {
+  UnaryCall call(&streams_);
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  absl::StatusOr<std::string> blob = ExportBlob(**entry);
+  if (!blob.ok()) return Done(context, blob.status());
+  response->set_blob(*std::move(blob));
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
+    grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
+    v1::Model* response) {
+  UnaryCall call(&streams_);
+  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+      ImportBlob(request->blob(), request->model_id(), limits_.max_dimension);
+  if (!entry.ok()) return Done(context, entry.status());
+  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return Done(context, s);
+  if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
+    registry_->Remove(*entry);
+    return Done(context, s);
+  }
+  FillModel(**entry, response);
+  return Done(context, absl::OkStatus());
 }
 
 }  // namespace perceptron::server

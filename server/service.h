@@ -6,6 +6,7 @@
 
 #include "perceptron/v1/perceptron.grpc.pb.h"
 #include "server/limits.h"
+#include "server/persistence.h"
 #include "server/registry.h"
 #include "server/stream_set.h"
 
@@ -16,8 +17,8 @@ namespace v1 = ::perceptron::v1;
 class PerceptronServiceImpl final
     : public v1::PerceptronService::CallbackService {
  public:
-  PerceptronServiceImpl(Registry* registry, const Limits& limits)
-      : registry_(registry), limits_(limits) {}
+  PerceptronServiceImpl(Registry* registry, Persistence* persistence, const Limits& limits)
+      : registry_(registry), persistence_(persistence), limits_(limits) {}
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
   // is answered.
@@ -65,6 +66,12 @@ class PerceptronServiceImpl final
   grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
                                        const v1::GetWeightsRequest* request,
                                        v1::Weights* response) override;
+  grpc::ServerUnaryReactor* ExportModel(grpc::CallbackServerContext* context,
+                                        const v1::ExportModelRequest* request,
+                                        v1::ExportModelResponse* response) override;
+  grpc::ServerUnaryReactor* ImportModel(grpc::CallbackServerContext* context,
+                                        const v1::ImportModelRequest* request,
+                                        v1::Model* response) override;
 
  private:
   // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
@@ -72,6 +79,7 @@ class PerceptronServiceImpl final
   void FillModel(ModelEntry& entry, v1::Model* model);
 
   Registry* const registry_;
+  Persistence* const persistence_;
   const Limits limits_;
   StreamSet streams_;
 };

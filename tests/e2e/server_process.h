@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,16 +19,27 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "gtest/gtest.h"
 
 namespace perceptron::testing {
 
 class ServerProcess {
  public:
+  // Starts perceptrond with `flags` and, unless `data_dir` is given, a new temporary data
+  // directory that is removed with this object.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& flags = {}) {
+      const std::vector<std::string>& flags = {}, const std::string& data_dir = "") {
+    std::string dir = data_dir;
+    bool owned = false;
+    if (dir.empty()) {
+      std::string tmpl = ::testing::TempDir() + "/perceptrond-XXXXXX";
+      if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+      dir = tmpl;
+      owned = true;
+    }
     int out[2];
     if (pipe(out) != 0) return absl::InternalError("pipe failed");
-    std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0"};
+    std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0", "--data_dir=" + dir};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
@@ -62,7 +74,14 @@ class ServerProcess {
   ~ServerProcess() {
     if (pid_ > 0) Stop();
     if (out_ != nullptr) fclose(out_);
+    if (owns_data_dir_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(data_dir_, ignored);
+    }
   }
+
+  const std::string& data_dir() const { return data_dir_; }
+  pid_t pid() const { return pid_; }
 
   int port() const { return port_; }
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
@@ -89,6 +108,8 @@ class ServerProcess {
   pid_t pid_;
   FILE* out_;
   int port_ = 0;
+  std::string data_dir_;
+  bool owns_data_dir_ = false;
 };
 
 struct CommandResult {

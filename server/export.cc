@@ -1,0 +1,73 @@
+#include "server/export.h"
+
+#include <zlib.h>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "perceptron/v1/state.pb.h"
+#include "server/model_id.h"
+#include "server/state_convert.h"
+
+namespace perceptron::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+uint32_t Crc(const std::string& bytes) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
+  v1::ExportedModel out;
+  v1::ModelState state;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) {
+      return absl::NotFoundError(absl::StrCat("model ", entry.id, " was deleted"));
+    }
+    StateToProto(entry.model->ExportState(), &state);
+  }
+  out.set_format_version(kExportFormatVersion);
+  out.set_model_id(entry.id);
+  *out.mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
+  out.set_state(state.SerializeAsString());
+  out.set_state_crc32(Crc(out.state()));
+  out.set_producer("perceptrond 0.1.0");
+  return out.SerializeAsString();
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
+                                                       const std::string& id,
+                                                       uint32_t max_dimension) {
+  v1::ExportedModel in;
+  if (blob.empty() || !in.ParseFromString(blob)) {
+    return absl::InvalidArgumentError("import: the blob is not an exported model");
+  }
+  if (in.format_version() != kExportFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("import: the blob has format version ", in.format_version(),
+                     "; this server reads version ", kExportFormatVersion));
+  }
+  if (Crc(in.state()) != in.state_crc32()) {
+    return absl::InvalidArgumentError("import: the blob's state fails its checksum (damaged)");
+  }
+  v1::ModelState state;
+  if (!state.ParseFromString(in.state())) {
+    return absl::InvalidArgumentError("import: the blob's state does not parse");
+  }
+  absl::StatusOr<ModelState> s = StateFromProto(state, max_dimension);
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("import: ", s.status().message()));
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::FromState(*std::move(s));
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("import: ", model.status().message()));
+  }
+  const std::string name = id.empty() ? in.model_id() : id;
+  if (absl::Status v = ValidateModelId(name); !v.ok()) return v;
+  return std::make_shared<ModelEntry>(name, *std::move(model), absl::Now());
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,28 @@
+// ExportModel / ImportModel: a model's whole state as a portable, versioned blob (ExportedModel in
+// state.proto) with a CRC-32 over the state.
+#ifndef PERCEPTRON_SERVER_EXPORT_H_
+#define PERCEPTRON_SERVER_EXPORT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/registry.h"
+
+namespace perceptron::server {
+
+// The blob format version this server writes and reads.
+inline constexpr uint32_t kExportFormatVersion = 1;
+
+absl::StatusOr<std::string> ExportBlob(ModelEntry& entry);
+
+// A new entry (not yet in any registry) from `blob`, under `id` or, if empty, the blob's id.
+// INVALID_ARGUMENT for a blob that does not parse, fails its checksum, or holds a state that does
+// not fit its config; FAILED_PRECONDITION for an unknown format version.
+absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
+                                                       const std::string& id,
+                                                       uint32_t max_dimension);
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_EXPORT_H_

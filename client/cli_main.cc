@@ -85,6 +85,8 @@ ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200),
           "watch: at most one update per");
 ABSL_FLAG(uint64_t, count, 0,
           "watch: stop after this many updates (0: never); generate: examples");
+// import
+ABSL_FLAG(std::string, as, "", "import: the new model's id (default: the exported one's)");
 // generate
 ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
 ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
@@ -109,6 +111,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]      (e.g. 17:-1 18:+1)
   perceptron status MODEL
   perceptron watch MODEL [--interval=200ms] [--count=N]
+  perceptron export MODEL FILE        (the whole model as a portable blob)
+  perceptron import FILE [--as=NEW_ID]
   perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
              [--out=FILE] [--separator_out=FILE]
 
@@ -560,7 +564,33 @@ int Generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int Export(const std::vector<std::string>& args) {
+  if (args.size() != 2) return Usage("export takes MODEL FILE");
+  absl::StatusOr<std::string> blob = Connect()->ExportModel(args[0]);
+  if (!blob.ok()) return Fail(blob.status());
+  std::ofstream out(args[1], std::ios::binary);
+  out.write(blob->data(), static_cast<std::streamsize>(blob->size()));
+  out.close();
+  if (!out) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write ", args[1])));
+  std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(), args[1].c_str(), blob->size());
+  return 0;
+}
+
+int Import(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("import takes one FILE");
+  std::ifstream in(args[0], std::ios::binary);
+  if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot open ", args[0])));
+  const std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<v1::Model> m = Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
+  if (!m.ok()) return Fail(m.status());
+  std::printf("imported %s (%s, d=%u) from %s\n", m->model_id().c_str(),
+              AlgorithmText(m->config().algorithm()), m->config().dimension(), args[0].c_str());
+  return 0;
+}
+
 int Run(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "export") return Export(args);
+  if (command == "import") return Import(args);
   if (command == "create") return Create(args);
   if (command == "train") return Train(args);
   if (command == "fit") return Fit(args);

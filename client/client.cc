@@ -320,6 +320,28 @@ absl::Status Client::Watch(
   return FromGrpc(reader->Finish());
 }
 
+absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ExportModelRequest request;
+  request.set_model_id(id);
+  v1::ExportModelResponse response;
+  const grpc::Status s = stub_->ExportModel(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return std::move(*response.mutable_blob());
+}
+
+absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob, const std::string& id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ImportModelRequest request;
+  request.set_blob(blob);
+  request.set_model_id(id);
+  v1::Model response;
+  const grpc::Status s = stub_->ImportModel(&context, request, &response);
+  return Result(s, std::move(response));
+}
+
 std::unique_ptr<LearnSession> Client::OpenLearnSession(
     const std::string& id, const SessionOptions& options) {
   SessionOptions o = options;

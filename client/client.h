@@ -140,6 +140,11 @@ class Client {
       const std::function<bool(const v1::ModelStatus&)>& on_status,
       absl::Duration timeout = absl::InfiniteDuration());
 
+  // The model as a portable blob (ExportModel).
+  absl::StatusOr<std::string> ExportModel(const std::string& id);
+  // A model from a blob, under `id` or, if empty, the blob's own.
+  absl::StatusOr<v1::Model> ImportModel(const std::string& blob, const std::string& id);
+
   std::unique_ptr<LearnSession> OpenLearnSession(const std::string& id,
                                                  const SessionOptions& options);
 

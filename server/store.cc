@@ -58,22 +58,31 @@ absl::Status FromLevelDb(const leveldb::Status& s, absl::string_view what) {
   return absl::UnavailableError(message);
 }
 
+leveldb::ReadOptions Verified() {
+  leveldb::ReadOptions o;
+  o.verify_checksums = true;
+  return o;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   leveldb::Options options;
   options.create_if_missing = true;
-  options.paranoid_checks = true;
+  // A damaged record in LevelDB's own log is skipped rather than refused: recovery then finds a
+  // gap in the model's records and drops everything after it (never applying a damaged or
+  // out-of-order change). Every read verifies LevelDB's block checksums, every value our CRC.
+  options.paranoid_checks = false;
   options.write_buffer_size = 64 << 20;
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(options, path, &raw);
   if (!s.ok()) return FromLevelDb(s, absl::StrCat("cannot open the data directory ", path));
   std::unique_ptr<Store> store(new Store(std::unique_ptr<leveldb::DB>(raw)));
   std::string format;
-  s = store->db_->Get(leveldb::ReadOptions(), kFormatKey, &format);
+  s = store->db_->Get(Verified(), kFormatKey, &format);
   if (s.IsNotFound()) {
     // New, or a LevelDB directory that is not ours: only an empty one may become ours.
-    std::unique_ptr<leveldb::Iterator> it(store->db_->NewIterator(leveldb::ReadOptions()));
+    std::unique_ptr<leveldb::Iterator> it(store->db_->NewIterator(Verified()));
     it->SeekToFirst();
     if (it->Valid()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -97,7 +106,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 
 std::vector<std::pair<uint64_t, std::string>> Store::Keys(const std::string& prefix) {
   std::vector<std::pair<uint64_t, std::string>> out;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Verified()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     uint64_t seq = 0;
     const absl::string_view key(it->key().data(), it->key().size());
@@ -113,7 +122,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id, uint32
   r.id = id;
   std::string value;
   v1::StoredModel stored;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), ModelKey(id), &value);
+  leveldb::Status s = db_->Get(Verified(), ModelKey(id), &value);
   if (!s.ok()) return FromLevelDb(s, absl::StrCat("model ", id));
   if (!Unseal(value, &stored)) {
     return absl::DataLossError(absl::StrCat("model ", id, ": its identity record fails its check"));
@@ -125,7 +134,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id, uint32
   std::string why;
   for (auto it = snapshots.rbegin(); it != snapshots.rend() && r.model == nullptr; ++it) {
     v1::Snapshot snap;
-    s = db_->Get(leveldb::ReadOptions(), it->second, &value);
+    s = db_->Get(Verified(), it->second, &value);
     absl::StatusOr<ModelState> state;
     if (!s.ok() || !Unseal(value, &snap)) {
       why = absl::StrCat("snapshot ", it->first, " fails its check");
@@ -152,7 +161,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id, uint32
     v1::LogRecord record;
     absl::StatusOr<Journal> journal;
     const bool next = seq == r.seq + 1 && r.records_dropped == 0;
-    if (next && db_->Get(leveldb::ReadOptions(), key, &value).ok() && Unseal(value, &record) &&
+    if (next && db_->Get(Verified(), key, &value).ok() && Unseal(value, &record) &&
         record.seq() == seq &&
         record.created_at_unix_nanos() == absl::ToUnixNanos(r.created_at) && (journal = JournalFromProto(record.journal())).ok() &&
         r.model->ApplyJournal(*journal).ok()) {
@@ -177,7 +186,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id, uint32
 absl::StatusOr<std::vector<RecoveredModel>> Store::Recover(uint32_t max_dimension) {
   std::vector<std::string> ids;
   {
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Verified()));
     for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/"); it->Next()) {
       const absl::string_view key(it->key().data(), it->key().size());
       if (absl::EndsWith(key, "/c")) ids.emplace_back(key.substr(2, key.size() - 4));

@@ -84,9 +84,24 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<perceptron::server::PerceptronServer>> server =
       perceptron::server::PerceptronServer::Start(options);
   if (!server.ok()) {
-    std::fprintf(stderr, "perceptrond: %s\n",
+    std::fprintf(stderr, "perceptrond: not starting: %s: %s\n",
+                 absl::StatusCodeToString(server.status().code()).c_str(),
                  std::string(server.status().message()).c_str());
     return 1;
+  }
+  const perceptron::server::RecoveryReport& r = (*server)->recovery();
+  if (options.persistence.durability == perceptron::server::Durability::kNone) {
+    std::fprintf(stderr, "perceptrond: durability none: models live in memory only\n");
+  } else {
+    std::fprintf(
+        stderr,
+        "perceptrond: data directory %s, durability %s: recovered %zu models (%llu log "
+        "records replayed, %llu dropped, %zu from an older snapshot) in %s\n",
+        options.persistence.data_dir.c_str(),
+        std::string(perceptron::server::DurabilityName(options.persistence.durability)).c_str(),
+        r.models, static_cast<unsigned long long>(r.records_applied),
+        static_cast<unsigned long long>(r.records_dropped), r.fell_back,
+        absl::FormatDuration(r.took).c_str());
   }
   std::printf("perceptrond listening on %s:%d\n", options.host.c_str(),
               (*server)->port());

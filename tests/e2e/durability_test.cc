@@ -1,0 +1,192 @@
+// Durability end to end: a clean restart keeps every model and its pending predictions; export
+// then import on a second server gives the same predictions and status; a bad blob or an
+// incompatible data directory is refused.
+#include <zlib.h>
+
+#include <fstream>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "leveldb/db.h"
+#include "perceptron/v1/state.pb.h"
+#include "tests/e2e/server_process.h"
+
+namespace perceptron {
+namespace {
+
+using client::Example;
+using ::testing::HasSubstr;
+using testing::RunCommand;
+using testing::ServerProcess;
+
+std::string TempDir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/" + name + "-XXXXXX";
+  EXPECT_NE(mkdtemp(dir.data()), nullptr);
+  return dir;
+}
+
+std::vector<Example> Examples(int n, uint32_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<Example> out(n);
+  for (Example& e : out) {
+    double s = 0;
+    for (uint32_t i = 0; i < d; ++i) s += (i % 2 ? 1 : -1) * e.values.emplace_back(normal(rng));
+    e.label = s > 0 ? 1 : -1;
+  }
+  return out;
+}
+
+void Stream(client::Client& c, const std::string& id, const std::vector<Example>& xs) {
+  std::unique_ptr<client::LearnSession> s = c.OpenLearnSession(id, {});
+  for (const Example& e : xs) ASSERT_TRUE(s->AddLabeled(e).ok());
+  ASSERT_TRUE(s->Finish().ok());
+}
+
+std::string Weights(client::Client& c, const std::string& id) {
+  absl::StatusOr<v1::Weights> w = c.GetWeights(id);
+  EXPECT_TRUE(w.ok()) << w.status();
+  return w.ok() ? w->SerializeAsString() : "";
+}
+
+TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
+  const std::string dir = TempDir("restart");
+  std::string weights, stats;
+  std::vector<uint64_t> pending;
+  {
+    auto server = *ServerProcess::Start({}, dir);
+    auto c = server->Connect();
+    v1::ModelConfig config;
+    config.set_dimension(10);
+    config.set_algorithm(v1::AVERAGED);
+    config.set_gamma(0.1);
+    config.add_comparator(1);
+    config.add_comparator(-1);
+    for (int i = 2; i < 10; ++i) config.add_comparator(i % 2 ? 1 : -1);
+    ASSERT_TRUE(c->CreateModel("kept", config).ok());
+    Stream(*c, "kept", Examples(5000, 10, 1));
+    client::SessionOptions so;
+    so.on_response = [&](const v1::LearnResponse& r) {
+      for (const auto& item : r.results()) pending.push_back(item.prediction().prediction_id());
+    };
+    std::unique_ptr<client::LearnSession> s = c->OpenLearnSession("kept", so);
+    for (const Example& e : Examples(10, 10, 2)) ASSERT_TRUE(s->AddExample(e).ok());
+    ASSERT_TRUE(s->Finish().ok());
+    weights = Weights(*c, "kept");
+    stats = c->GetStatus("kept")->stats().SerializeAsString();
+    EXPECT_EQ(server->Stop(SIGTERM), 0);
+  }
+  auto server = *ServerProcess::Start({}, dir);
+  auto c = server->Connect();
+  EXPECT_EQ(Weights(*c, "kept"), weights);
+  EXPECT_EQ(c->GetStatus("kept")->stats().SerializeAsString(), stats);
+  ASSERT_EQ(pending.size(), 10u);
+  std::vector<std::pair<uint64_t, int>> labels;
+  for (uint64_t id : pending) labels.emplace_back(id, 1);
+  absl::StatusOr<v1::RevealResponse> r = c->Reveal("kept", labels);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const v1::ItemResult& item : r->results()) {
+    EXPECT_TRUE(item.has_outcome()) << item.error().message();
+  }
+  EXPECT_EQ(c->GetStatus("kept")->stats().pending(), 0u);
+}
+
+TEST(DurabilityTest, ExportThenImportOnASecondServerGivesTheSamePredictionsAndStatus) {
+  auto a = *ServerProcess::Start();
+  auto b = *ServerProcess::Start();
+  auto ca = a->Connect(), cb = b->Connect();
+  v1::ModelConfig config;
+  config.set_dimension(8);
+  config.set_algorithm(v1::VOTED);
+  ASSERT_TRUE(ca->CreateModel("src", config).ok());
+  Stream(*ca, "src", Examples(3000, 8, 3));
+  const std::string file = TempDir("export") + "/src.model";
+  const std::string cli = std::string(PERCEPTRON_CLI_PATH) + " --server=";
+  testing::CommandResult r = RunCommand(cli + a->target() + " export src " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(cli + b->target() + " import " + file + " --as=copy");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("imported copy (voted, d=8)"));
+
+  const std::vector<Example> probe = Examples(200, 8, 4);
+  absl::StatusOr<v1::PredictResponse> pa = ca->Predict("src", probe);
+  absl::StatusOr<v1::PredictResponse> pb = cb->Predict("copy", probe);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ(pa->SerializeAsString(), pb->SerializeAsString());
+  v1::ModelStatus sa = *ca->GetStatus("src"), sb = *cb->GetStatus("copy");
+  EXPECT_EQ(sa.stats().SerializeAsString(), sb.stats().SerializeAsString());
+  EXPECT_EQ(sa.voted_vectors(), sb.voted_vectors());
+  // Both continue identically.
+  const std::vector<Example> more = Examples(500, 8, 5);
+  Stream(*ca, "src", more);
+  Stream(*cb, "copy", more);
+  EXPECT_EQ(Weights(*ca, "src"), Weights(*cb, "copy"));
+  // The import survives a restart of the second server.
+  EXPECT_EQ(cb->ImportModel(*ca->ExportModel("src"), "copy").status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
+  auto server = *ServerProcess::Start();
+  auto c = server->Connect();
+  v1::ModelConfig config;
+  config.set_dimension(3);
+  ASSERT_TRUE(c->CreateModel("m", config).ok());
+  const std::string blob = *c->ExportModel("m");
+
+  absl::Status s = c->ImportModel("not a model", "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  std::string flipped = blob;
+  flipped[flipped.size() / 2] ^= 0x10;
+  s = c->ImportModel(flipped, "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+
+  v1::ExportedModel future;
+  ASSERT_TRUE(future.ParseFromString(blob));
+  future.set_format_version(2);
+  s = c->ImportModel(future.SerializeAsString(), "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("format version 2"));
+
+  // A state that does not fit its config: weights of the wrong length, with a valid checksum.
+  v1::ExportedModel wrong;
+  ASSERT_TRUE(wrong.ParseFromString(blob));
+  v1::ModelState state;
+  ASSERT_TRUE(state.ParseFromString(wrong.state()));
+  state.mutable_learner()->add_weights(1.0);
+  wrong.set_state(state.SerializeAsString());
+  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(wrong.state().data()), wrong.state().size());
+  wrong.set_state_crc32(static_cast<uint32_t>(crc));
+  s = c->ImportModel(wrong.SerializeAsString(), "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("weights has 5 values; expected 4"));
+
+  EXPECT_EQ(c->GetStatus("x").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(DurabilityTest, TheServerRefusesAnIncompatibleDataDirectoryAndLeavesItAlone) {
+  const std::string dir = TempDir("foreign");
+  {
+    leveldb::DB* raw;
+    leveldb::Options o;
+    o.create_if_missing = true;
+    ASSERT_TRUE(leveldb::DB::Open(o, dir, &raw).ok());
+    ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 9").ok());
+    delete raw;
+  }
+  testing::CommandResult r =
+      RunCommand(std::string(PERCEPTROND_PATH) + " --port=0 --data_dir=" + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("not starting: FAILED_PRECONDITION"));
+  EXPECT_THAT(r.output, HasSubstr("perceptrond-store 9"));
+  leveldb::DB* raw;
+  ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+  std::string v;
+  ASSERT_TRUE(raw->Get(leveldb::ReadOptions(), "meta/format", &v).ok());
+  EXPECT_EQ(v, "perceptrond-store 9");
+  delete raw;
+}
+
+}  // namespace
+}  // namespace perceptron

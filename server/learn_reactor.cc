@@ -6,8 +6,8 @@
 
 namespace perceptron::server {
 
-LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
-                           const Limits* limits, StreamSet* streams)
+LearnReactor::LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
+                           StreamSet* streams)
     : registry_(registry),
       persistence_(persistence),
       limits_(limits),
@@ -15,79 +15,97 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
       registered_(streams->Add(this)) {
   absl::MutexLock lock(&mu_);
   if (!registered_) {
-    FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              "the server is shutting down"));
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    MaybeFinishLocked();
     return;
   }
-  StartRead(&request_);
+  MaybeReadLocked();
 }
 
-absl::StatusOr<v1::LearnResponse> LearnReactor::Process() {
+absl::StatusOr<v1::LearnResponse> LearnReactor::Process(CommitHandle* commit) {
   if (entry_ == nullptr) {
     if (request_.model_id().empty()) {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
     }
-    absl::StatusOr<std::shared_ptr<ModelEntry>> e =
-        registry_->Get(request_.model_id());
+    absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry_->Get(request_.model_id());
     if (!e.ok()) return e.status();
     entry_ = *std::move(e);
-  } else if (!request_.model_id().empty() &&
-             request_.model_id() != entry_->id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("this stream is for model ", entry_->id,
-                     "; a request named ", request_.model_id()));
+  } else if (!request_.model_id().empty() && request_.model_id() != entry_->id) {
+    return absl::InvalidArgumentError(absl::StrCat("this stream is for model ", entry_->id,
+                                                   "; a request named ", request_.model_id()));
   }
   if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("a batch of ", request_.items_size(),
-                     " items is over the limit of ", limits_->max_batch_items));
+    return absl::ResourceExhaustedError(absl::StrCat("a batch of ", request_.items_size(),
+                                                     " items is over the limit of ",
+                                                     limits_->max_batch_items));
   }
   v1::LearnResponse response;
-  absl::Status s =
-      ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
-                      response.mutable_results(), response.mutable_stats());
+  absl::Status s = ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
+                                   response.mutable_results(), response.mutable_stats(), commit);
   if (!s.ok()) return s;
   return response;
 }
 
+void LearnReactor::MaybeReadLocked() {
+  if (reading_ || processing_ || final_status_ || queue_.size() >= kMaxQueuedResponses) return;
+  reading_ = true;
+  StartRead(&request_);
+}
+
 void LearnReactor::OnReadDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  reading_ = false;
   if (!ok) {  // the client finished writing (or the call is gone)
-    absl::MutexLock lock(&mu_);
     if (!final_status_) final_status_ = grpc::Status::OK;
     MaybeFinishLocked();
     return;
   }
-  {
-    absl::MutexLock lock(&mu_);
-    if (final_status_) return;  // stopping: do not start new work
-    processing_ = true;
-  }
-  absl::StatusOr<v1::LearnResponse> response = Process();
-  absl::MutexLock lock(&mu_);
+  if (final_status_) return;  // stopping: no new work
+  processing_ = true;
+  const uint64_t number = next_number_++;
+  mu_.Unlock();
+  CommitHandle commit;
+  absl::StatusOr<v1::LearnResponse> response = Process(&commit);
+  mu_.Lock();
   processing_ = false;
   if (!response.ok()) {
     final_status_ = ToGrpc(response.status());
     MaybeFinishLocked();
     return;
   }
-  queue_.push_back(*std::move(response));
+  queue_.push_back(Answer{number, false, *std::move(response)});
+  ++uncommitted_;
+  mu_.Unlock();
+  // May call back at once (nothing to write, or already written).
+  WhenCommitted(commit, [this, number](absl::Status s) { OnCommitted(number, std::move(s)); });
+  mu_.Lock();
+  MaybeReadLocked();
+  MaybeFinishLocked();
+}
+
+void LearnReactor::OnCommitted(uint64_t number, absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  --uncommitted_;
+  for (Answer& a : queue_) {
+    if (a.number == number) a.committed = true;
+  }
+  if (!status.ok() && !final_status_) {
+    // The batch was applied but could not be stored: say so and end the stream.
+    final_status_ = ToGrpc(status);
+    while (!queue_.empty() && queue_.back().number >= number &&
+           !(writing_ && queue_.size() == 1)) {
+      queue_.pop_back();
+    }
+  }
   WriteNextLocked();
-  if (final_status_) {  // stopped while the batch ran: it was answered; now end
-    MaybeFinishLocked();
-    return;
-  }
-  if (queue_.size() < kMaxQueuedResponses) {
-    StartRead(&request_);
-  } else {
-    read_paused_ = true;
-  }
+  MaybeFinishLocked();
 }
 
 void LearnReactor::WriteNextLocked() {
-  if (writing_ || queue_.empty() || finished_) return;
+  if (writing_ || finished_ || queue_.empty() || !queue_.front().committed) return;
   writing_ = true;
-  StartWrite(&queue_.front());
+  StartWrite(&queue_.front().response);
 }
 
 void LearnReactor::OnWriteDone(bool ok) {
@@ -95,43 +113,34 @@ void LearnReactor::OnWriteDone(bool ok) {
   writing_ = false;
   queue_.pop_front();
   if (!ok) {
-    queue_.clear();
-    FinishLocked(
-        grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
-    return;
+    queue_.clear();  // the client is gone: nothing more can be written
+    if (!final_status_) {
+      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
   }
   WriteNextLocked();
-  if (read_paused_ && !final_status_ && queue_.size() < kMaxQueuedResponses) {
-    read_paused_ = false;
-    StartRead(&request_);
-  }
+  MaybeReadLocked();
   MaybeFinishLocked();
 }
 
 void LearnReactor::MaybeFinishLocked() {
-  if (final_status_ && !processing_ && !writing_ && queue_.empty())
-    FinishLocked(*final_status_);
-}
-
-void LearnReactor::FinishLocked(const grpc::Status& status) {
-  if (finished_) return;
+  if (finished_ || !final_status_ || processing_ || writing_ || uncommitted_ > 0) return;
+  if (!queue_.empty()) return;
   finished_ = true;
-  Finish(status);
+  Finish(*final_status_);
 }
 
 void LearnReactor::Stop() {
   absl::MutexLock lock(&mu_);
   if (!final_status_) {
-    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "the server is shutting down");
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   }
   MaybeFinishLocked();
 }
 
 void LearnReactor::OnCancel() {
   absl::MutexLock lock(&mu_);
-  // Drop the answers not yet started; the one being written, if any, must
-  // outlive its write.
+  // Drop the answers not being written; commits still call back (they only mark answers).
   while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
   final_status_ = grpc::Status::CANCELLED;
   MaybeFinishLocked();

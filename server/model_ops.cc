@@ -80,9 +80,9 @@ absl::Status ApplyLearnItems(
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-    v1::ModelStats* stats) {
+    v1::ModelStats* stats, CommitHandle* commit_out) {
   bool changed = false;
-  StagedRecord record;
+  CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -101,10 +101,11 @@ absl::Status ApplyLearnItems(
     }
     if (changed) entry.updated_at = absl::FromUnixNanos(now);
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
-    if (changed) record = persistence.Stage(entry);
+    if (changed) commit = persistence.Stage(entry);
   }
   if (changed) entry.NotifyChanged();
-  return persistence.Commit(entry, std::move(record));
+  *commit_out = std::move(commit);
+  return absl::OkStatus();
   
 }
 
@@ -114,7 +115,7 @@ absl::Status ApplyReveals(
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats) {
   bool changed = false;
-  StagedRecord record;
+  CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -132,10 +133,10 @@ absl::Status ApplyReveals(
     }
     if (changed) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
-    if (changed) record = persistence.Stage(entry);
+    if (changed) commit = persistence.Stage(entry);
   }
   if (changed) entry.NotifyChanged();
-  return persistence.Commit(entry, std::move(record));
+  return AwaitCommit(commit);
   
 }
 
@@ -178,7 +179,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::Trai
     data.push_back({*x, request.examples(i).label()});
   }
   absl::StatusOr<TrainResult> r;
-  StagedRecord record;
+  CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
@@ -191,29 +192,29 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::Trai
     if (!data.empty()) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
                  response->mutable_stats());
-    record = persistence.Stage(entry);
+    commit = persistence.Stage(entry);
   }
   response->set_epochs(r->epochs);
   response->set_converged(r->converged);
   response->set_updates(r->updates);
   response->set_mistakes(r->mistakes);
   entry.NotifyChanged();
-  return persistence.Commit(entry, std::move(record));
+  return AwaitCommit(commit);
   
 }
 
 absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
-  StagedRecord record;
+  CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     entry.model->Reset();
-    record = persistence.Stage(entry);
+    commit = persistence.Stage(entry);
     entry.recent.Clear();
     entry.updated_at = absl::Now();
   }
   entry.NotifyChanged();
-  return persistence.Commit(entry, std::move(record));
+  return AwaitCommit(commit);
   
 }
 
@@ -255,16 +256,16 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights) {
 
 void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration ttl) {
   size_t expired = 0;
-  StagedRecord record;
+  CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted || entry.model->pending_count() == 0) return;
     expired = entry.model->ExpirePending(absl::ToUnixNanos(absl::Now() - ttl));
-    if (expired > 0) record = persistence.Stage(entry);
+    if (expired > 0) commit = persistence.Stage(entry);
     if (expired > 0) entry.updated_at = absl::Now();
   }
   if (expired > 0) entry.NotifyChanged();
-  persistence.Commit(entry, std::move(record)).IgnoreError();  // the store error is kept
+  AwaitCommit(commit).IgnoreError();  // a store error fails every later commit too
 }
 
 }  // namespace perceptron::server

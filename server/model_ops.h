@@ -15,15 +15,16 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-// Applies a batch of Learn items in order: one result per item; a bad item gets
-// an error naming its index and changes nothing. Fills `stats` after the batch.
-// NOT_FOUND (nothing applied) if the model has been deleted.
+// Applies a batch of Learn items in order: one result per item; a bad item gets an error
+// naming its index and changes nothing. Fills `stats` after the batch and `commit` with the
+// batch's log record: answer only once it is committed (persistence.h). NOT_FOUND (nothing
+// applied) if the model has been deleted. Unlike the functions below, it does not wait.
 absl::Status ApplyLearnItems(
     ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-    v1::ModelStats* stats);
+    v1::ModelStats* stats, CommitHandle* commit);
 
 // Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
 absl::Status ApplyReveals(

@@ -24,6 +24,52 @@ absl::string_view DurabilityName(Durability d) {
   return "?";
 }
 
+// ---- Commit ----
+
+void Commit::Then(std::function<void(absl::Status)> done) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!done_) {
+      then_ = std::move(done);
+      return;
+    }
+    status = status_;
+  }
+  done(status);
+}
+
+absl::Status Commit::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&done_));
+  return status_;
+}
+
+void Commit::Complete(absl::Status status) {
+  std::function<void(absl::Status)> then;
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    status_ = status;
+    then = std::move(then_);
+  }
+  if (then) then(status);
+}
+
+void WhenCommitted(const CommitHandle& c, std::function<void(absl::Status)> done) {
+  if (c == nullptr) {
+    done(absl::OkStatus());
+  } else {
+    c->Then(std::move(done));
+  }
+}
+
+absl::Status AwaitCommit(const CommitHandle& c) {
+  return c == nullptr ? absl::OkStatus() : c->Wait();
+}
+
+// ---- Persistence ----
+
 absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(
     const PersistenceOptions& options) {
   std::unique_ptr<Persistence> p(new Persistence(options));
@@ -49,10 +95,6 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry, uint32_t
       absl::MutexLock lock(&entry->mu);
       entry->seq = r.seq;
       entry->records_since_snapshot = r.seq - r.snapshot_seq;
-    }
-    {
-      absl::MutexLock lock(&entry->written_mu);
-      entry->written_upto = r.seq;
     }
     if (absl::Status s = registry.Insert(std::move(entry)); !s.ok()) return s;
     ++report.models;
@@ -82,39 +124,52 @@ absl::Status Persistence::Deleted(const std::string& id) {
   return store_->DeleteModel(id);
 }
 
-StagedRecord Persistence::Stage(ModelEntry& entry) {
-  StagedRecord r;
-  if (store_ == nullptr) return r;
-  r.journal = entry.model->TakeJournal();
-  r.seq = ++entry.seq;
+CommitHandle Persistence::Stage(ModelEntry& entry) {
+  if (store_ == nullptr) return nullptr;
+  auto commit = std::make_shared<Commit>();
+  Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq, entry.model->TakeJournal()},
+           commit};
   ++entry.records_since_snapshot;
-  return r;
+  absl::Status failed;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    if (store_error_.ok() && !stopping_) {
+      queue_.push_back(std::move(q));
+      return commit;
+    }
+    failed = stopping_ ? absl::UnavailableError("the server is shutting down") : store_error_;
+  }
+  commit->Complete(failed);
+  return commit;
 }
 
-absl::Status Persistence::Commit(ModelEntry& entry, StagedRecord record) {
-  if (record.seq == 0) return absl::OkStatus();
-  {
-    absl::MutexLock lock(&entry.written_mu);
-    if (!entry.store_error.ok()) return entry.store_error;
+void Persistence::CommitLoop() {
+  const bool sync = options_.durability == Durability::kSync;
+  std::vector<Queued> batch;
+  std::vector<const Store::Record*> records;
+  while (true) {
+    {
+      absl::MutexLock lock(&queue_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      queue_mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, and everything is written
+      batch.swap(queue_);
+    }
+    records.clear();
+    for (const Queued& q : batch) records.push_back(&q.record);
+    absl::Status s = store_->Append(records, sync);
+    if (!s.ok()) {
+      s = absl::UnavailableError(
+          absl::StrCat("the store failed (", s.message(), "); models can no longer be "
+                       "stored: restart the server"));
+      absl::MutexLock lock(&queue_mu_);
+      store_error_ = s;
+    }
+    for (Queued& q : batch) q.commit->Complete(s);
+    batch.clear();
   }
-  absl::Status s = store_->Append(entry.id, entry.created_at, record.seq, record.journal,
-                                  options_.durability == Durability::kSync);
-  absl::MutexLock lock(&entry.written_mu);
-  if (!s.ok()) {
-    entry.store_error = absl::UnavailableError(absl::StrCat(
-        "model ", entry.id, " can no longer be stored (", s.message(), "); restart the server"));
-  }
-  // Mark it written (or failed, which releases the waiters too) and wait for the earlier ones.
-  entry.written_ahead.insert(record.seq);
-  while (!entry.written_ahead.empty() && *entry.written_ahead.begin() == entry.written_upto + 1) {
-    entry.written_upto = *entry.written_ahead.begin();
-    entry.written_ahead.erase(entry.written_ahead.begin());
-  }
-  auto ready = [&entry, seq = record.seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.written_mu) {
-    return entry.written_upto >= seq || !entry.store_error.ok();
-  };
-  entry.written_mu.Await(absl::Condition(&ready));
-  return entry.store_error;
 }
 
 void Persistence::MaybeSnapshot(ModelEntry& entry) {
@@ -127,14 +182,14 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
     seq = entry.seq;
     entry.records_since_snapshot = 0;
   }
-  if (store_->PutSnapshot(entry.id, seq, state).ok()) ++snapshots_;
+  store_->PutSnapshot(entry.id, seq, state).IgnoreError();  // the log still holds everything
 }
 
-void Persistence::Loop(Registry* registry) {
+void Persistence::BackgroundLoop(Registry* registry) {
   const absl::Duration tick = options_.durability == Durability::kAsync
                                   ? options_.async_interval
                                   : absl::Milliseconds(100);
-  while (!stop_.WaitForNotificationWithTimeout(tick)) {
+  while (!stop_background_.WaitForNotificationWithTimeout(tick)) {
     if (options_.durability == Durability::kAsync) store_->Sync().IgnoreError();
     for (const std::shared_ptr<ModelEntry>& e : registry->All()) MaybeSnapshot(*e);
   }
@@ -142,13 +197,19 @@ void Persistence::Loop(Registry* registry) {
 
 void Persistence::Start(Registry* registry) {
   if (store_ == nullptr) return;
-  thread_ = std::thread([this, registry] { Loop(registry); });
+  committer_ = std::thread([this] { CommitLoop(); });
+  background_ = std::thread([this, registry] { BackgroundLoop(registry); });
 }
 
 void Persistence::Stop() {
   std::call_once(stop_once_, [this] {
-    stop_.Notify();
-    if (thread_.joinable()) thread_.join();
+    stop_background_.Notify();
+    if (background_.joinable()) background_.join();
+    {
+      absl::MutexLock lock(&queue_mu_);
+      stopping_ = true;
+    }
+    if (committer_.joinable()) committer_.join();
     if (store_ != nullptr) store_->Sync().IgnoreError();
   });
 }

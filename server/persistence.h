@@ -1,26 +1,31 @@
 // Durability of models (DESIGN.md section 5) on top of the store:
-//   sync   a batch is answered only after its log record is on disk; concurrent batches share
-//          one fsync (LevelDB's group commit).
-//   async  records are handed to the operating system before the answer (a crash of the server
-//          loses nothing answered) and synced in the background every `async_interval` (a crash
-//          of the machine may lose that last interval).
+//   sync   a batch is answered only after its log record is on disk. Records are queued in
+//          order and a committer thread writes everything queued as one batch with one fsync,
+//          so concurrent batches (of any streams and models) share it, and a stream can apply
+//          its next batches while earlier ones are being synced.
+//   async  the same, without the fsync: a record is with the operating system before its batch
+//          is answered (a crash of the server loses nothing answered), and the store is synced
+//          in the background every `async_interval` (a crash of the machine may lose that
+//          interval).
 //   none   memory only.
-// A model's records are answered in order: a batch is acknowledged only once every earlier record
-// of its model is written, so recovery, which stops at the first gap, never drops an acknowledged
-// batch. Snapshots are taken in the background; the log behind them is dropped.
+// A model's records are queued under its lock, so they are written in order; recovery stops at
+// the first gap and never needs one. Snapshots are taken in the background and the log behind
+// them is dropped.
 //
 // Thread-safe.
 #ifndef PERCEPTRON_SERVER_PERSISTENCE_H_
 #define PERCEPTRON_SERVER_PERSISTENCE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/registry.h"
@@ -53,11 +58,30 @@ struct RecoveryReport {
   absl::Duration took;
 };
 
-// A batch's log record, staged under the model's lock and committed after it is released.
-struct StagedRecord {
-  uint64_t seq = 0;  // 0: nothing to write
-  Journal journal;
+// A queued log record's completion.
+class Commit {
+ public:
+  // Calls `done` with the outcome once the record is written as the mode requires: at once if it
+  // already is, else later on the committer thread. At most once per Commit.
+  void Then(std::function<void(absl::Status)> done);
+  // Waits for the outcome.
+  absl::Status Wait();
+
+ private:
+  friend class Persistence;
+  void Complete(absl::Status status);
+
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::function<void(absl::Status)> then_ ABSL_GUARDED_BY(mu_);
 };
+
+// Null when nothing needs writing (no change, or durability none): treat as done and OK.
+using CommitHandle = std::shared_ptr<Commit>;
+// Then/Wait on a handle that may be null.
+void WhenCommitted(const CommitHandle& c, std::function<void(absl::Status)> done);
+absl::Status AwaitCommit(const CommitHandle& c);
 
 class Persistence {
  public:
@@ -74,29 +98,38 @@ class Persistence {
   absl::Status Created(ModelEntry& entry);
   absl::Status Deleted(const std::string& id);
 
-  // With entry.mu held, after the model changed: takes its journal as the next record.
-  StagedRecord Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
-  // Without the lock: writes the record (per the durability mode) and returns once it and every
-  // earlier record of the model are written. UNAVAILABLE if the store failed.
-  absl::Status Commit(ModelEntry& entry, StagedRecord record);
+  // With entry.mu held, after the model changed: takes its journal as the next log record and
+  // queues it for the committer.
+  CommitHandle Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
 
-  // Starts the background thread (syncs and snapshots) over `registry`.
+  // Starts the committer and the background thread (syncs and snapshots) over `registry`.
   void Start(Registry* registry);
-  // Stops it, takes a final sync. Idempotent.
+  // Writes what is queued, stops both threads and takes a final sync. Idempotent.
   void Stop();
 
-  uint64_t snapshots_taken() const { return snapshots_.load(); }
-
  private:
+  struct Queued {
+    Store::Record record;
+    CommitHandle commit;
+  };
+
   explicit Persistence(const PersistenceOptions& options) : options_(options) {}
-  void Loop(Registry* registry);
+  void CommitLoop();
+  void BackgroundLoop(Registry* registry);
   void MaybeSnapshot(ModelEntry& entry);
 
   const PersistenceOptions options_;
   std::unique_ptr<Store> store_;
-  std::thread thread_;
-  absl::Notification stop_;
-  std::atomic<uint64_t> snapshots_{0};
+
+  absl::Mutex queue_mu_;
+  std::vector<Queued> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Once a write fails, every later record fails: the models in memory are ahead of the disk.
+  absl::Status store_error_ ABSL_GUARDED_BY(queue_mu_);
+
+  std::thread committer_;
+  std::thread background_;
+  absl::Notification stop_background_;
   std::once_flag stop_once_;
 };
 

@@ -19,7 +19,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -85,12 +84,6 @@ struct ModelEntry {
   // Persistence (persistence.h): the last log record staged, and records since the snapshot.
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
-  // Records written so far: all up to written_upto, and some beyond a gap. A failed write sets
-  // store_error and fails every later commit of the model.
-  absl::Mutex written_mu;
-  uint64_t written_upto ABSL_GUARDED_BY(written_mu) = 0;
-  absl::btree_set<uint64_t> written_ahead ABSL_GUARDED_BY(written_mu);
-  absl::Status store_error ABSL_GUARDED_BY(written_mu);
 
   // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.
   // Lock order: listeners_mu, then a listener's own lock, then `mu`.

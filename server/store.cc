@@ -230,16 +230,25 @@ absl::Status Store::DeleteModel(const std::string& id) {
   return FromLevelDb(db_->Write(sync, &batch), absl::StrCat("deleting model ", id));
 }
 
-absl::Status Store::Append(const std::string& id, absl::Time created_at, uint64_t seq,
-                           const Journal& journal, bool sync) {
+absl::Status Store::Append(const std::vector<const Record*>& records, bool sync) {
+  leveldb::WriteBatch batch;
   v1::LogRecord record;
-  record.set_seq(seq);
-  record.set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
-  JournalToProto(journal, record.mutable_journal());
+  for (const Record* r : records) {
+    record.Clear();
+    record.set_seq(r->seq);
+    record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
+    JournalToProto(r->journal, record.mutable_journal());
+    batch.Put(SeqKey(LogPrefix(r->id), r->seq), Seal(record));
+  }
   leveldb::WriteOptions options;
   options.sync = sync;
-  return FromLevelDb(db_->Put(options, SeqKey(LogPrefix(id), seq), Seal(record)),
-                     absl::StrCat("logging model ", id));
+  return FromLevelDb(db_->Write(options, &batch), "logging");
+}
+
+absl::Status Store::Append(const std::string& id, absl::Time created_at, uint64_t seq,
+                           const Journal& journal, bool sync) {
+  const Record r{id, created_at, seq, journal};
+  return Append(std::vector<const Record*>{&r}, sync);
 }
 
 absl::Status Store::Sync() {

@@ -51,9 +51,17 @@ class Store {
   absl::Status PutModel(const std::string& id, absl::Time created_at, const ModelState& state);
   // Removes everything stored under `id`. Synced.
   absl::Status DeleteModel(const std::string& id);
-  // Writes log record `seq` of `id` (the model created at `created_at`: records of an earlier
-  // model of the same id are never applied); synced, in a group commit with concurrent writers,
-  // if `sync`.
+  // A log record: what batch `seq` of model `id` changed. `created_at` names the model's
+  // incarnation: records of an earlier model of the same id are never applied.
+  struct Record {
+    std::string id;
+    absl::Time created_at;
+    uint64_t seq = 0;
+    Journal journal;
+  };
+  // Writes `records` in one atomic batch, in order; synced (one fsync for all) if `sync`.
+  absl::Status Append(const std::vector<const Record*>& records, bool sync);
+  // One record.
   absl::Status Append(const std::string& id, absl::Time created_at, uint64_t seq,
                       const Journal& journal, bool sync);
   // Makes every earlier write durable.

@@ -86,7 +86,8 @@ ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200),
 ABSL_FLAG(uint64_t, count, 0,
           "watch: stop after this many updates (0: never); generate: examples");
 // import
-ABSL_FLAG(std::string, as, "", "import: the new model's id (default: the exported one's)");
+ABSL_FLAG(std::string, as, "",
+          "import: the new model's id (default: the exported one's)");
 // generate
 ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
 ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
@@ -571,20 +572,27 @@ int Export(const std::vector<std::string>& args) {
   std::ofstream out(args[1], std::ios::binary);
   out.write(blob->data(), static_cast<std::streamsize>(blob->size()));
   out.close();
-  if (!out) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write ", args[1])));
-  std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(), args[1].c_str(), blob->size());
+  if (!out)
+    return Fail(
+        absl::PermissionDeniedError(absl::StrCat("cannot write ", args[1])));
+  std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
+              args[1].c_str(), blob->size());
   return 0;
 }
 
 int Import(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("import takes one FILE");
   std::ifstream in(args[0], std::ios::binary);
-  if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot open ", args[0])));
-  const std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  absl::StatusOr<v1::Model> m = Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
+  if (!in)
+    return Fail(absl::NotFoundError(absl::StrCat("cannot open ", args[0])));
+  const std::string blob((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  absl::StatusOr<v1::Model> m =
+      Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
   if (!m.ok()) return Fail(m.status());
   std::printf("imported %s (%s, d=%u) from %s\n", m->model_id().c_str(),
-              AlgorithmText(m->config().algorithm()), m->config().dimension(), args[0].c_str());
+              AlgorithmText(m->config().algorithm()), m->config().dimension(),
+              args[0].c_str());
   return 0;
 }
 

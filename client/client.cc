@@ -331,7 +331,8 @@ absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
   return std::move(*response.mutable_blob());
 }
 
-absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob, const std::string& id) {
+absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
+                                              const std::string& id) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::ImportModelRequest request;

@@ -143,7 +143,8 @@ class Client {
   // The model as a portable blob (ExportModel).
   absl::StatusOr<std::string> ExportModel(const std::string& id);
   // A model from a blob, under `id` or, if empty, the blob's own.
-  absl::StatusOr<v1::Model> ImportModel(const std::string& blob, const std::string& id);
+  absl::StatusOr<v1::Model> ImportModel(const std::string& blob,
+                                        const std::string& id);
 
   std::unique_ptr<LearnSession> OpenLearnSession(const std::string& id,
                                                  const SessionOptions& options);

@@ -6,22 +6,24 @@
 
 namespace perceptron {
 
-absl::Status CheckDelta(absl::string_view what, const VectorDelta& d, size_t size) {
+absl::Status CheckDelta(absl::string_view what, const VectorDelta& d,
+                        size_t size) {
   if (d.full ? d.values.size() != size : d.indices.size() != d.values.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("journal: ", what, " has ", d.values.size(), " values for ",
-                     d.full ? absl::StrCat("a vector of ", size)
-                            : absl::StrCat(d.indices.size(), " indices")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "journal: ", what, " has ", d.values.size(), " values for ",
+        d.full ? absl::StrCat("a vector of ", size)
+               : absl::StrCat(d.indices.size(), " indices")));
   }
   for (uint32_t i : d.indices) {
     if (i >= size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("journal: ", what, " index ", i, " is out of range for ", size));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "journal: ", what, " index ", i, " is out of range for ", size));
     }
   }
   for (double v : d.values) {
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat("journal: ", what, " has value ", v));
+      return absl::InvalidArgumentError(
+          absl::StrCat("journal: ", what, " has value ", v));
     }
   }
   return absl::OkStatus();
@@ -32,7 +34,8 @@ void ApplyDelta(const VectorDelta& d, std::vector<double>* v) {
     *v = d.values;
     return;
   }
-  for (size_t k = 0; k < d.indices.size(); ++k) (*v)[d.indices[k]] = d.values[k];
+  for (size_t k = 0; k < d.indices.size(); ++k)
+    (*v)[d.indices[k]] = d.values[k];
 }
 
 void DirtyTracker::Enable(size_t size) {

@@ -1,14 +1,16 @@
-// What a model changed, as plain data, so that a store can log updates instead of examples
-// (DESIGN.md section 5) and replay them bit for bit.
+// What a model changed, as plain data, so that a store can log updates instead
+// of examples (DESIGN.md section 5) and replay them bit for bit.
 //
 //   model->SetJournaling(true);
 //   ... Learn / Issue / Reveal ...
-//   perceptron::Journal j = model->TakeJournal();   // the changes since the last TakeJournal
-//   other->ApplyJournal(j);                         // `other` now equals `model`, bit for bit
+//   perceptron::Journal j = model->TakeJournal();   // the changes since the
+//   last TakeJournal other->ApplyJournal(j);                         // `other`
+//   now equals `model`, bit for bit
 //
-// A vector's change is the new values of the coordinates that changed (a sparse example touches
-// its non-zeros and the bias), or the whole vector when a dense example touched it: the size of
-// a journal follows the updates, not the examples.
+// A vector's change is the new values of the coordinates that changed (a sparse
+// example touches its non-zeros and the bias), or the whole vector when a dense
+// example touched it: the size of a journal follows the updates, not the
+// examples.
 #ifndef PERCEPTRON_CORE_JOURNAL_H_
 #define PERCEPTRON_CORE_JOURNAL_H_
 
@@ -29,16 +31,18 @@ struct VectorDelta {
   friend bool operator==(const VectorDelta&, const VectorDelta&) = default;
 };
 
-// OK if `d` fits a vector of `size` entries with finite values; else INVALID_ARGUMENT naming
-// `what`.
-absl::Status CheckDelta(absl::string_view what, const VectorDelta& d, size_t size);
+// OK if `d` fits a vector of `size` entries with finite values; else
+// INVALID_ARGUMENT naming `what`.
+absl::Status CheckDelta(absl::string_view what, const VectorDelta& d,
+                        size_t size);
 // Applies a checked delta.
 void ApplyDelta(const VectorDelta& d, std::vector<double>* v);
 
 // Tracks which coordinates of one vector change while enabled. Not thread-safe.
 class DirtyTracker {
  public:
-  // Starts tracking a vector of `size` entries; Disable stops and frees the flags.
+  // Starts tracking a vector of `size` entries; Disable stops and frees the
+  // flags.
   void Enable(size_t size);
   void Disable();
   bool enabled() const { return enabled_; }
@@ -61,7 +65,8 @@ class DirtyTracker {
     if (flags_[i]) return;
     flags_[i] = 1;
     list_.push_back(i);
-    if (list_.size() > flags_.size() / 4) all_ = true;  // cheaper to send it whole
+    if (list_.size() > flags_.size() / 4)
+      all_ = true;  // cheaper to send it whole
   }
 
   bool enabled_ = false;

@@ -164,19 +164,23 @@ LearnerState KernelLearner::ExportState() const {
   return state;
 }
 
-absl::Status KernelLearner::CheckSupport(const std::vector<SupportVector>& support) const {
+absl::Status KernelLearner::CheckSupport(
+    const std::vector<SupportVector>& support) const {
   for (size_t j = 0; j < support.size(); ++j) {
     const SupportVector& sv = support[j];
-    if (sv.indices.size() != sv.values.size() || !std::isfinite(sv.coefficient)) {
+    if (sv.indices.size() != sv.values.size() ||
+        !std::isfinite(sv.coefficient)) {
       return absl::InvalidArgumentError(
           absl::StrCat("state: support vector ", j, " is malformed"));
     }
     for (size_t k = 0; k < sv.indices.size(); ++k) {
       if (sv.indices[k] >= weight_dimension_ ||
-          (k > 0 && sv.indices[k] <= sv.indices[k - 1]) || !std::isfinite(sv.values[k])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "state: support vector ", j, " entry ", k, " (index ", sv.indices[k], ", value ",
-            sv.values[k], ") is out of range, unsorted or not finite"));
+          (k > 0 && sv.indices[k] <= sv.indices[k - 1]) ||
+          !std::isfinite(sv.values[k])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("state: support vector ", j, " entry ", k, " (index ",
+                         sv.indices[k], ", value ", sv.values[k],
+                         ") is out of range, unsorted or not finite"));
       }
     }
   }
@@ -185,12 +189,14 @@ absl::Status KernelLearner::CheckSupport(const std::vector<SupportVector>& suppo
 
 absl::Status KernelLearner::ImportState(LearnerState state) {
   if (state.support.size() > budget_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state: ", state.support.size(), " support vectors exceed the budget ", budget_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", state.support.size(),
+                     " support vectors exceed the budget ", budget_));
   }
   if (absl::Status s = CheckSupport(state.support); !s.ok()) return s;
   store_.clear();
-  for (SupportVector& sv : state.support) store_.push_back(MakeStored(std::move(sv)));
+  for (SupportVector& sv : state.support)
+    store_.push_back(MakeStored(std::move(sv)));
   dropped_ = state.dropped;
   return absl::OkStatus();
 }
@@ -223,7 +229,8 @@ absl::Status KernelLearner::ApplyDelta(const LearnerDelta& d) {
   if (d.support_removed > total || total - d.support_removed > budget_) {
     return absl::InvalidArgumentError("journal: support vectors do not add up");
   }
-  for (const SupportVector& sv : d.support_added) store_.push_back(MakeStored(sv));
+  for (const SupportVector& sv : d.support_added)
+    store_.push_back(MakeStored(sv));
   for (uint64_t i = 0; i < d.support_removed; ++i) store_.pop_front();
   dropped_ = d.dropped;
   return absl::OkStatus();

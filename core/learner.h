@@ -66,8 +66,9 @@ struct LearnerState {
   friend bool operator==(const LearnerState&, const LearnerState&) = default;
 };
 
-// What a learner changed while journaling: new values of changed coordinates, appended
-// vectors and how many were then removed from the front, and the scalars' new values.
+// What a learner changed while journaling: new values of changed coordinates,
+// appended vectors and how many were then removed from the front, and the
+// scalars' new values.
 struct LearnerDelta {
   VectorDelta weights;
   VectorDelta average_accumulator;
@@ -130,8 +131,8 @@ class Learner {
   virtual void SetJournaling(bool on) = 0;
   // The changes since journaling began or the last TakeDelta; starts over.
   virtual LearnerDelta TakeDelta() = 0;
-  // Applies another learner's delta (of the same configuration). INVALID_ARGUMENT, with nothing
-  // changed, if it does not fit.
+  // Applies another learner's delta (of the same configuration).
+  // INVALID_ARGUMENT, with nothing changed, if it does not fit.
   virtual absl::Status ApplyDelta(const LearnerDelta& delta) = 0;
 };
 

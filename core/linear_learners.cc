@@ -154,7 +154,8 @@ LearnerDelta MarginLearner::TakeDelta() {
 absl::Status MarginLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
   if (!std::isfinite(d.weight_norm_sq) || d.weight_norm_sq < 0) {
-    return absl::InvalidArgumentError("journal: weight_norm_sq is not a squared norm");
+    return absl::InvalidArgumentError(
+        "journal: weight_norm_sq is not a squared norm");
   }
   perceptron::ApplyDelta(d.weights, &w_);
   norm_sq_ = d.weight_norm_sq;

@@ -94,8 +94,10 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
   const double score = learner_->Score(p);
   const uint64_t id = next_prediction_id_++;
-  auto [it, inserted] = pending_.emplace(id, Pending{Features::Copy(x), score, now});
-  if (journaling_) journal_.pending_added.push_back({id, it->second.features, score, now});
+  auto [it, inserted] =
+      pending_.emplace(id, Pending{Features::Copy(x), score, now});
+  if (journaling_)
+    journal_.pending_added.push_back({id, it->second.features, score, now});
   ++counters_.predictions;
   return Issued{id, score, PredictedLabel(score)};
 }
@@ -225,15 +227,20 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   for (const PendingPrediction& p : j.pending_added) {
     if (p.prediction_id == 0 || p.prediction_id >= j.next_prediction_id ||
         !std::isfinite(p.score)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("journal: pending prediction ", p.prediction_id, " is malformed"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "journal: pending prediction ", p.prediction_id, " is malformed"));
     }
-    if (absl::Status s = ValidateAndPrepare(p.features.view()).status(); !s.ok()) {
-      return Prefixed(absl::StrCat("journal: pending prediction ", p.prediction_id, ": "), s);
+    if (absl::Status s = ValidateAndPrepare(p.features.view()).status();
+        !s.ok()) {
+      return Prefixed(
+          absl::StrCat("journal: pending prediction ", p.prediction_id, ": "),
+          s);
     }
   }
-  if (!std::isfinite(j.td_gamma) || j.td_gamma < 0 || !std::isfinite(j.radius) || j.radius < 0) {
-    return absl::InvalidArgumentError("journal: td_gamma or radius is not finite and >= 0");
+  if (!std::isfinite(j.td_gamma) || j.td_gamma < 0 ||
+      !std::isfinite(j.radius) || j.radius < 0) {
+    return absl::InvalidArgumentError(
+        "journal: td_gamma or radius is not finite and >= 0");
   }
   PERCEPTRON_RETURN_IF_ERROR(learner_->ApplyDelta(j.learner));
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
@@ -241,7 +248,8 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   next_prediction_id_ = j.next_prediction_id;
   if (j.pending_cleared) pending_.clear();
   for (const PendingPrediction& p : j.pending_added) {
-    pending_.insert_or_assign(p.prediction_id, Pending{p.features, p.score, p.issued_at});
+    pending_.insert_or_assign(p.prediction_id,
+                              Pending{p.features, p.score, p.issued_at});
   }
   for (uint64_t id : j.pending_removed) pending_.erase(id);
   return absl::OkStatus();

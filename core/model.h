@@ -71,8 +71,9 @@ struct ModelState {
   friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
-// What a model changed since journaling began or the last TakeJournal: the learner's delta, the
-// new scalars, and pending predictions cleared (first), added, then removed.
+// What a model changed since journaling began or the last TakeJournal: the
+// learner's delta, the new scalars, and pending predictions cleared (first),
+// added, then removed.
 struct Journal {
   LearnerDelta learner;
   Counters counters;
@@ -179,13 +180,14 @@ class Model {
 
   ModelState ExportState() const;
 
-  // While journaling, the model records what it changes (see journal.h). Costs a flag per
-  // weight and copies of issued examples; off by default.
+  // While journaling, the model records what it changes (see journal.h). Costs
+  // a flag per weight and copies of issued examples; off by default.
   void SetJournaling(bool on);
   // The changes since journaling began or the last TakeJournal; starts over.
   Journal TakeJournal();
-  // Applies a journal taken from a model of the same configuration and state, leaving this model
-  // equal to that one bit for bit. INVALID_ARGUMENT, with nothing changed, if it does not fit.
+  // Applies a journal taken from a model of the same configuration and state,
+  // leaving this model equal to that one bit for bit. INVALID_ARGUMENT, with
+  // nothing changed, if it does not fit.
   absl::Status ApplyJournal(const Journal& journal);
 
   // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false

@@ -109,7 +109,8 @@ LearnerDelta VotedLearner::TakeDelta() {
 absl::Status VotedLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
   for (const VotedVector& v : d.voted_added) {
-    PERCEPTRON_RETURN_IF_ERROR(CheckVector("voted vector", v.weights, w_.size()));
+    PERCEPTRON_RETURN_IF_ERROR(
+        CheckVector("voted vector", v.weights, w_.size()));
   }
   const uint64_t total = past_.size() + d.voted_added.size();
   if (d.voted_removed > total || total - d.voted_removed > max_vectors_) {

@@ -37,7 +37,8 @@ class VotedLearner : public Learner {
   uint64_t survived_ = 0;
   std::deque<VotedVector> past_;
   uint64_t dropped_ = 0;
-  // Journaling: changed coordinates of w, vectors pushed and popped since the last TakeDelta.
+  // Journaling: changed coordinates of w, vectors pushed and popped since the
+  // last TakeDelta.
   bool journaling_ = false;
   DirtyTracker dirty_w_;
   std::vector<VotedVector> added_;

@@ -15,7 +15,8 @@ using google::protobuf::util::TimeUtil;
 
 uint32_t Crc(const std::string& bytes) {
   return static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
+            static_cast<uInt>(bytes.size())));
 }
 
 }  // namespace
@@ -26,7 +27,8 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) {
-      return absl::NotFoundError(absl::StrCat("model ", entry.id, " was deleted"));
+      return absl::NotFoundError(
+          absl::StrCat("model ", entry.id, " was deleted"));
     }
     StateToProto(entry.model->ExportState(), &state);
   }
@@ -45,25 +47,32 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
                                                        uint32_t max_dimension) {
   v1::ExportedModel in;
   if (blob.empty() || !in.ParseFromString(blob)) {
-    return absl::InvalidArgumentError("import: the blob is not an exported model");
+    return absl::InvalidArgumentError(
+        "import: the blob is not an exported model");
   }
   if (in.format_version() != kExportFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("import: the blob has format version ", in.format_version(),
-                     "; this server reads version ", kExportFormatVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "import: the blob has format version ", in.format_version(),
+        "; this server reads version ", kExportFormatVersion));
   }
   if (Crc(in.state()) != in.state_crc32()) {
-    return absl::InvalidArgumentError("import: the blob's state fails its checksum (damaged)");
+    return absl::InvalidArgumentError(
+        "import: the blob's state fails its checksum (damaged)");
   }
   v1::ModelState state;
   if (!state.ParseFromString(in.state())) {
-    return absl::InvalidArgumentError("import: the blob's state does not parse");
+    return absl::InvalidArgumentError(
+        "import: the blob's state does not parse");
   }
   absl::StatusOr<ModelState> s = StateFromProto(state, max_dimension);
-  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("import: ", s.status().message()));
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::FromState(*std::move(s));
+  if (!s.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("import: ", s.status().message()));
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      Model::FromState(*std::move(s));
   if (!model.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("import: ", model.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("import: ", model.status().message()));
   }
   const std::string name = id.empty() ? in.model_id() : id;
   if (absl::Status v = ValidateModelId(name); !v.ok()) return v;

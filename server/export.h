@@ -1,5 +1,5 @@
-// ExportModel / ImportModel: a model's whole state as a portable, versioned blob (ExportedModel in
-// state.proto) with a CRC-32 over the state.
+// ExportModel / ImportModel: a model's whole state as a portable, versioned
+// blob (ExportedModel in state.proto) with a CRC-32 over the state.
 #ifndef PERCEPTRON_SERVER_EXPORT_H_
 #define PERCEPTRON_SERVER_EXPORT_H_
 
@@ -16,9 +16,10 @@ inline constexpr uint32_t kExportFormatVersion = 1;
 
 absl::StatusOr<std::string> ExportBlob(ModelEntry& entry);
 
-// A new entry (not yet in any registry) from `blob`, under `id` or, if empty, the blob's id.
-// INVALID_ARGUMENT for a blob that does not parse, fails its checksum, or holds a state that does
-// not fit its config; FAILED_PRECONDITION for an unknown format version.
+// A new entry (not yet in any registry) from `blob`, under `id` or, if empty,
+// the blob's id. INVALID_ARGUMENT for a blob that does not parse, fails its
+// checksum, or holds a state that does not fit its config; FAILED_PRECONDITION
+// for an unknown format version.
 absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
                                                        const std::string& id,
                                                        uint32_t max_dimension);

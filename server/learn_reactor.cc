@@ -6,8 +6,8 @@
 
 namespace perceptron::server {
 
-LearnReactor::LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
-                           StreamSet* streams)
+LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
+                           const Limits* limits, StreamSet* streams)
     : registry_(registry),
       persistence_(persistence),
       limits_(limits),
@@ -15,7 +15,8 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence, const L
       registered_(streams->Add(this)) {
   absl::MutexLock lock(&mu_);
   if (!registered_) {
-    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the server is shutting down");
     MaybeFinishLocked();
     return;
   }
@@ -28,27 +29,33 @@ absl::StatusOr<v1::LearnResponse> LearnReactor::Process(CommitHandle* commit) {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
     }
-    absl::StatusOr<std::shared_ptr<ModelEntry>> e = registry_->Get(request_.model_id());
+    absl::StatusOr<std::shared_ptr<ModelEntry>> e =
+        registry_->Get(request_.model_id());
     if (!e.ok()) return e.status();
     entry_ = *std::move(e);
-  } else if (!request_.model_id().empty() && request_.model_id() != entry_->id) {
-    return absl::InvalidArgumentError(absl::StrCat("this stream is for model ", entry_->id,
-                                                   "; a request named ", request_.model_id()));
+  } else if (!request_.model_id().empty() &&
+             request_.model_id() != entry_->id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this stream is for model ", entry_->id,
+                     "; a request named ", request_.model_id()));
   }
   if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
-    return absl::ResourceExhaustedError(absl::StrCat("a batch of ", request_.items_size(),
-                                                     " items is over the limit of ",
-                                                     limits_->max_batch_items));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a batch of ", request_.items_size(),
+                     " items is over the limit of ", limits_->max_batch_items));
   }
   v1::LearnResponse response;
-  absl::Status s = ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
-                                   response.mutable_results(), response.mutable_stats(), commit);
+  absl::Status s = ApplyLearnItems(*entry_, *persistence_, request_.items(),
+                                   *limits_, response.mutable_results(),
+                                   response.mutable_stats(), commit);
   if (!s.ok()) return s;
   return response;
 }
 
 void LearnReactor::MaybeReadLocked() {
-  if (reading_ || processing_ || final_status_ || queue_.size() >= kMaxQueuedResponses) return;
+  if (reading_ || processing_ || final_status_ ||
+      queue_.size() >= kMaxQueuedResponses)
+    return;
   reading_ = true;
   StartRead(&request_);
 }
@@ -78,7 +85,9 @@ void LearnReactor::OnReadDone(bool ok) {
   ++uncommitted_;
   mu_.Unlock();
   // May call back at once (nothing to write, or already written).
-  WhenCommitted(commit, [this, number](absl::Status s) { OnCommitted(number, std::move(s)); });
+  WhenCommitted(commit, [this, number](absl::Status s) {
+    OnCommitted(number, std::move(s));
+  });
   mu_.Lock();
   MaybeReadLocked();
   MaybeFinishLocked();
@@ -103,7 +112,8 @@ void LearnReactor::OnCommitted(uint64_t number, absl::Status status) {
 }
 
 void LearnReactor::WriteNextLocked() {
-  if (writing_ || finished_ || queue_.empty() || !queue_.front().committed) return;
+  if (writing_ || finished_ || queue_.empty() || !queue_.front().committed)
+    return;
   writing_ = true;
   StartWrite(&queue_.front().response);
 }
@@ -115,7 +125,8 @@ void LearnReactor::OnWriteDone(bool ok) {
   if (!ok) {
     queue_.clear();  // the client is gone: nothing more can be written
     if (!final_status_) {
-      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+      final_status_ =
+          grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
     }
   }
   WriteNextLocked();
@@ -124,7 +135,9 @@ void LearnReactor::OnWriteDone(bool ok) {
 }
 
 void LearnReactor::MaybeFinishLocked() {
-  if (finished_ || !final_status_ || processing_ || writing_ || uncommitted_ > 0) return;
+  if (finished_ || !final_status_ || processing_ || writing_ ||
+      uncommitted_ > 0)
+    return;
   if (!queue_.empty()) return;
   finished_ = true;
   Finish(*final_status_);
@@ -133,14 +146,16 @@ void LearnReactor::MaybeFinishLocked() {
 void LearnReactor::Stop() {
   absl::MutexLock lock(&mu_);
   if (!final_status_) {
-    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the server is shutting down");
   }
   MaybeFinishLocked();
 }
 
 void LearnReactor::OnCancel() {
   absl::MutexLock lock(&mu_);
-  // Drop the answers not being written; commits still call back (they only mark answers).
+  // Drop the answers not being written; commits still call back (they only mark
+  // answers).
   while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
   final_status_ = grpc::Status::CANCELLED;
   MaybeFinishLocked();

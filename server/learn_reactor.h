@@ -1,7 +1,8 @@
-// The Learn stream (DESIGN.md section 4): reads batches, applies them to the model in order, and
-// answers each, in order, once its log record is committed (persistence.h). It keeps reading
-// while earlier batches are being committed and written, so a client may have many batches in
-// flight and they share fsyncs; when too many answers wait it stops reading until they drain
+// The Learn stream (DESIGN.md section 4): reads batches, applies them to the
+// model in order, and answers each, in order, once its log record is committed
+// (persistence.h). It keeps reading while earlier batches are being committed
+// and written, so a client may have many batches in flight and they share
+// fsyncs; when too many answers wait it stops reading until they drain
 // (backpressure).
 #ifndef PERCEPTRON_SERVER_LEARN_REACTOR_H_
 #define PERCEPTRON_SERVER_LEARN_REACTOR_H_
@@ -23,21 +24,22 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-class LearnReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>,
-                           public StoppableStream {
+class LearnReactor final
+    : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>,
+      public StoppableStream {
  public:
   // Answers not yet written, at most; past it reading pauses.
   static constexpr size_t kMaxQueuedResponses = 32;
 
-  LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
-               StreamSet* streams);
+  LearnReactor(Registry* registry, Persistence* persistence,
+               const Limits* limits, StreamSet* streams);
 
   void Stop() override;
 
  private:
   struct Answer {
-    uint64_t number;          // the request's position in the stream
-    bool committed = false;   // its log record is written as the mode requires
+    uint64_t number;         // the request's position in the stream
+    bool committed = false;  // its log record is written as the mode requires
     v1::LearnResponse response;
   };
 
@@ -46,12 +48,14 @@ class LearnReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::
   void OnCancel() override;
   void OnDone() override;
 
-  // Applies request_; the answer and its commit, or a fatal status that ends the stream.
+  // Applies request_; the answer and its commit, or a fatal status that ends
+  // the stream.
   absl::StatusOr<v1::LearnResponse> Process(CommitHandle* commit);
   void OnCommitted(uint64_t number, absl::Status status);
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Finishes with final_status_ once nothing is being applied, committed or written.
+  // Finishes with final_status_ once nothing is being applied, committed or
+  // written.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Registry* const registry_;
@@ -65,12 +69,14 @@ class LearnReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::
   std::shared_ptr<ModelEntry> entry_;
 
   absl::Mutex mu_;
-  std::deque<Answer> queue_ ABSL_GUARDED_BY(mu_);  // front() is being written when writing_
+  std::deque<Answer> queue_
+      ABSL_GUARDED_BY(mu_);  // front() is being written when writing_
   uint64_t next_number_ ABSL_GUARDED_BY(mu_) = 0;
-  int uncommitted_ ABSL_GUARDED_BY(mu_) = 0;       // commits not yet called back
+  int uncommitted_ ABSL_GUARDED_BY(mu_) = 0;  // commits not yet called back
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
-  bool processing_ ABSL_GUARDED_BY(mu_) = false;  // a batch is being applied (outside mu_)
+  bool processing_ ABSL_GUARDED_BY(mu_) =
+      false;  // a batch is being applied (outside mu_)
   std::optional<grpc::Status> final_status_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };

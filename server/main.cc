@@ -32,12 +32,15 @@ ABSL_FLAG(uint32_t, max_train_epochs, 10000,
 ABSL_FLAG(std::string, data_dir, "perceptrond-data",
           "The data directory (an embedded LevelDB store); created if missing");
 ABSL_FLAG(std::string, durability, "sync",
-          "sync: answer a batch once it is on disk (group commit); async: once the operating "
-          "system has it, synced every --async_interval (a machine crash may lose that "
+          "sync: answer a batch once it is on disk (group commit); async: once "
+          "the operating "
+          "system has it, synced every --async_interval (a machine crash may "
+          "lose that "
           "interval); none: memory only");
 ABSL_FLAG(absl::Duration, async_interval, absl::Milliseconds(100),
           "async durability: how often the store is synced");
-ABSL_FLAG(uint64_t, snapshot_every, 1000, "Snapshot a model after this many logged batches");
+ABSL_FLAG(uint64_t, snapshot_every, 1000,
+          "Snapshot a model after this many logged batches");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -68,13 +71,15 @@ int main(int argc, char** argv) {
   absl::StatusOr<perceptron::server::Durability> durability =
       perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));
   if (!durability.ok()) {
-    std::fprintf(stderr, "perceptrond: --%s\n", std::string(durability.status().message()).c_str());
+    std::fprintf(stderr, "perceptrond: --%s\n",
+                 std::string(durability.status().message()).c_str());
     return 2;
   }
   options.persistence.durability = *durability;
   options.persistence.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.persistence.async_interval = absl::GetFlag(FLAGS_async_interval);
-  options.persistence.snapshot_every = std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
+  options.persistence.snapshot_every =
+      std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
   if (options.limits.max_message_bytes > (1u << 31) - 1) {
     std::fprintf(stderr,
                  "perceptrond: --max_message_bytes must be below 2 GiB\n");
@@ -91,14 +96,18 @@ int main(int argc, char** argv) {
   }
   const perceptron::server::RecoveryReport& r = (*server)->recovery();
   if (options.persistence.durability == perceptron::server::Durability::kNone) {
-    std::fprintf(stderr, "perceptrond: durability none: models live in memory only\n");
+    std::fprintf(stderr,
+                 "perceptrond: durability none: models live in memory only\n");
   } else {
     std::fprintf(
         stderr,
-        "perceptrond: data directory %s, durability %s: recovered %zu models (%llu log "
+        "perceptrond: data directory %s, durability %s: recovered %zu models "
+        "(%llu log "
         "records replayed, %llu dropped, %zu from an older snapshot) in %s\n",
         options.persistence.data_dir.c_str(),
-        std::string(perceptron::server::DurabilityName(options.persistence.durability)).c_str(),
+        std::string(
+            perceptron::server::DurabilityName(options.persistence.durability))
+            .c_str(),
         r.models, static_cast<unsigned long long>(r.records_applied),
         static_cast<unsigned long long>(r.records_dropped), r.fell_back,
         absl::FormatDuration(r.took).c_str());

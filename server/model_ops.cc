@@ -106,7 +106,6 @@ absl::Status ApplyLearnItems(
   if (changed) entry.NotifyChanged();
   *commit_out = std::move(commit);
   return absl::OkStatus();
-  
 }
 
 absl::Status ApplyReveals(
@@ -137,7 +136,6 @@ absl::Status ApplyReveals(
   }
   if (changed) entry.NotifyChanged();
   return AwaitCommit(commit);
-  
 }
 
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
@@ -159,8 +157,9 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::TrainRequest& request,
-                     const Limits& limits, v1::TrainResponse* response) {
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
+                     const v1::TrainRequest& request, const Limits& limits,
+                     v1::TrainResponse* response) {
   TrainOptions options;
   options.max_epochs = request.max_epochs() == 0 ? 100 : request.max_epochs();
   if (options.max_epochs > limits.max_train_epochs) {
@@ -200,7 +199,6 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::Trai
   response->set_mistakes(r->mistakes);
   entry.NotifyChanged();
   return AwaitCommit(commit);
-  
 }
 
 absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
@@ -215,7 +213,6 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
   }
   entry.NotifyChanged();
   return AwaitCommit(commit);
-  
 }
 
 absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
@@ -254,7 +251,8 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights) {
   return absl::OkStatus();
 }
 
-void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration ttl) {
+void ExpirePending(ModelEntry& entry, Persistence& persistence,
+                   absl::Duration ttl) {
   size_t expired = 0;
   CommitHandle commit;
   {
@@ -265,7 +263,8 @@ void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration t
     if (expired > 0) entry.updated_at = absl::Now();
   }
   if (expired > 0) entry.NotifyChanged();
-  AwaitCommit(commit).IgnoreError();  // a store error fails every later commit too
+  AwaitCommit(commit)
+      .IgnoreError();  // a store error fails every later commit too
 }
 
 }  // namespace perceptron::server

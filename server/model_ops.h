@@ -15,10 +15,11 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-// Applies a batch of Learn items in order: one result per item; a bad item gets an error
-// naming its index and changes nothing. Fills `stats` after the batch and `commit` with the
-// batch's log record: answer only once it is committed (persistence.h). NOT_FOUND (nothing
-// applied) if the model has been deleted. Unlike the functions below, it does not wait.
+// Applies a batch of Learn items in order: one result per item; a bad item gets
+// an error naming its index and changes nothing. Fills `stats` after the batch
+// and `commit` with the batch's log record: answer only once it is committed
+// (persistence.h). NOT_FOUND (nothing applied) if the model has been deleted.
+// Unlike the functions below, it does not wait.
 absl::Status ApplyLearnItems(
     ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
@@ -38,8 +39,9 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
                         v1::PredictResponse* response);
 
 // Cyclic training (Model::Train) over the request's examples.
-absl::Status TrainOn(ModelEntry& entry, Persistence& persistence, const v1::TrainRequest& request,
-                     const Limits& limits, v1::TrainResponse* response);
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
+                     const v1::TrainRequest& request, const Limits& limits,
+                     v1::TrainResponse* response);
 
 // Zeroes the model's state.
 absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence);
@@ -51,7 +53,8 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
 
 // Expires pending predictions issued before now - ttl; notifies listeners if
 // any expired.
-void ExpirePending(ModelEntry& entry, Persistence& persistence, absl::Duration ttl);
+void ExpirePending(ModelEntry& entry, Persistence& persistence,
+                   absl::Duration ttl);
 
 }  // namespace perceptron::server
 

@@ -56,7 +56,8 @@ void Commit::Complete(absl::Status status) {
   if (then) then(status);
 }
 
-void WhenCommitted(const CommitHandle& c, std::function<void(absl::Status)> done) {
+void WhenCommitted(const CommitHandle& c,
+                   std::function<void(absl::Status)> done) {
   if (c == nullptr) {
     done(absl::OkStatus());
   } else {
@@ -82,15 +83,18 @@ absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(
 
 Persistence::~Persistence() { Stop(); }
 
-absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry, uint32_t max_dimension) {
+absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
+                                                    uint32_t max_dimension) {
   RecoveryReport report;
   if (store_ == nullptr) return report;
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<RecoveredModel>> models = store_->Recover(max_dimension);
+  absl::StatusOr<std::vector<RecoveredModel>> models =
+      store_->Recover(max_dimension);
   if (!models.ok()) return models.status();
   for (RecoveredModel& r : *models) {
     r.model->SetJournaling(true);
-    auto entry = std::make_shared<ModelEntry>(r.id, std::move(r.model), r.created_at);
+    auto entry =
+        std::make_shared<ModelEntry>(r.id, std::move(r.model), r.created_at);
     {
       absl::MutexLock lock(&entry->mu);
       entry->seq = r.seq;
@@ -127,7 +131,8 @@ absl::Status Persistence::Deleted(const std::string& id) {
 CommitHandle Persistence::Stage(ModelEntry& entry) {
   if (store_ == nullptr) return nullptr;
   auto commit = std::make_shared<Commit>();
-  Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq, entry.model->TakeJournal()},
+  Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq,
+                         entry.model->TakeJournal()},
            commit};
   ++entry.records_since_snapshot;
   absl::Status failed;
@@ -137,7 +142,8 @@ CommitHandle Persistence::Stage(ModelEntry& entry) {
       queue_.push_back(std::move(q));
       return commit;
     }
-    failed = stopping_ ? absl::UnavailableError("the server is shutting down") : store_error_;
+    failed = stopping_ ? absl::UnavailableError("the server is shutting down")
+                       : store_error_;
   }
   commit->Complete(failed);
   return commit;
@@ -161,9 +167,9 @@ void Persistence::CommitLoop() {
     for (const Queued& q : batch) records.push_back(&q.record);
     absl::Status s = store_->Append(records, sync);
     if (!s.ok()) {
-      s = absl::UnavailableError(
-          absl::StrCat("the store failed (", s.message(), "); models can no longer be "
-                       "stored: restart the server"));
+      s = absl::UnavailableError(absl::StrCat("the store failed (", s.message(),
+                                              "); models can no longer be "
+                                              "stored: restart the server"));
       absl::MutexLock lock(&queue_mu_);
       store_error_ = s;
     }
@@ -177,12 +183,14 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
   uint64_t seq;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every) return;
+    if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every)
+      return;
     state = entry.model->ExportState();
     seq = entry.seq;
     entry.records_since_snapshot = 0;
   }
-  store_->PutSnapshot(entry.id, seq, state).IgnoreError();  // the log still holds everything
+  store_->PutSnapshot(entry.id, seq, state)
+      .IgnoreError();  // the log still holds everything
 }
 
 void Persistence::BackgroundLoop(Registry* registry) {
@@ -191,7 +199,8 @@ void Persistence::BackgroundLoop(Registry* registry) {
                                   : absl::Milliseconds(100);
   while (!stop_background_.WaitForNotificationWithTimeout(tick)) {
     if (options_.durability == Durability::kAsync) store_->Sync().IgnoreError();
-    for (const std::shared_ptr<ModelEntry>& e : registry->All()) MaybeSnapshot(*e);
+    for (const std::shared_ptr<ModelEntry>& e : registry->All())
+      MaybeSnapshot(*e);
   }
 }
 

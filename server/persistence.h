@@ -1,16 +1,19 @@
 // Durability of models (DESIGN.md section 5) on top of the store:
-//   sync   a batch is answered only after its log record is on disk. Records are queued in
-//          order and a committer thread writes everything queued as one batch with one fsync,
-//          so concurrent batches (of any streams and models) share it, and a stream can apply
-//          its next batches while earlier ones are being synced.
-//   async  the same, without the fsync: a record is with the operating system before its batch
-//          is answered (a crash of the server loses nothing answered), and the store is synced
-//          in the background every `async_interval` (a crash of the machine may lose that
-//          interval).
+//   sync   a batch is answered only after its log record is on disk. Records
+//   are queued in
+//          order and a committer thread writes everything queued as one batch
+//          with one fsync, so concurrent batches (of any streams and models)
+//          share it, and a stream can apply its next batches while earlier ones
+//          are being synced.
+//   async  the same, without the fsync: a record is with the operating system
+//   before its batch
+//          is answered (a crash of the server loses nothing answered), and the
+//          store is synced in the background every `async_interval` (a crash of
+//          the machine may lose that interval).
 //   none   memory only.
-// A model's records are queued under its lock, so they are written in order; recovery stops at
-// the first gap and never needs one. Snapshots are taken in the background and the log behind
-// them is dropped.
+// A model's records are queued under its lock, so they are written in order;
+// recovery stops at the first gap and never needs one. Snapshots are taken in
+// the background and the log behind them is dropped.
 //
 // Thread-safe.
 #ifndef PERCEPTRON_SERVER_PERSISTENCE_H_
@@ -42,7 +45,8 @@ absl::string_view DurabilityName(Durability d);
 struct PersistenceOptions {
   // Default: sync.
   Durability durability = Durability::kSync;
-  // Where the store lives. Default: "perceptrond-data" under the working directory.
+  // Where the store lives. Default: "perceptrond-data" under the working
+  // directory.
   std::string data_dir = "perceptrond-data";
   // A model's snapshot is taken after this many log records. Default: 1000.
   uint64_t snapshot_every = 1000;
@@ -61,8 +65,9 @@ struct RecoveryReport {
 // A queued log record's completion.
 class Commit {
  public:
-  // Calls `done` with the outcome once the record is written as the mode requires: at once if it
-  // already is, else later on the committer thread. At most once per Commit.
+  // Calls `done` with the outcome once the record is written as the mode
+  // requires: at once if it already is, else later on the committer thread. At
+  // most once per Commit.
   void Then(std::function<void(absl::Status)> done);
   // Waits for the outcome.
   absl::Status Wait();
@@ -77,34 +82,41 @@ class Commit {
   std::function<void(absl::Status)> then_ ABSL_GUARDED_BY(mu_);
 };
 
-// Null when nothing needs writing (no change, or durability none): treat as done and OK.
+// Null when nothing needs writing (no change, or durability none): treat as
+// done and OK.
 using CommitHandle = std::shared_ptr<Commit>;
 // Then/Wait on a handle that may be null.
-void WhenCommitted(const CommitHandle& c, std::function<void(absl::Status)> done);
+void WhenCommitted(const CommitHandle& c,
+                   std::function<void(absl::Status)> done);
 absl::Status AwaitCommit(const CommitHandle& c);
 
 class Persistence {
  public:
   // Opens the store (except with kNone). Errors as Store::Open.
-  static absl::StatusOr<std::unique_ptr<Persistence>> Open(const PersistenceOptions& options);
+  static absl::StatusOr<std::unique_ptr<Persistence>> Open(
+      const PersistenceOptions& options);
   ~Persistence();
 
   Durability durability() const { return options_.durability; }
 
   // Rebuilds every stored model into `registry`.
-  absl::StatusOr<RecoveryReport> Recover(Registry& registry, uint32_t max_dimension);
+  absl::StatusOr<RecoveryReport> Recover(Registry& registry,
+                                         uint32_t max_dimension);
 
-  // A new model (created or imported): stored with a snapshot before it is answered.
+  // A new model (created or imported): stored with a snapshot before it is
+  // answered.
   absl::Status Created(ModelEntry& entry);
   absl::Status Deleted(const std::string& id);
 
-  // With entry.mu held, after the model changed: takes its journal as the next log record and
-  // queues it for the committer.
+  // With entry.mu held, after the model changed: takes its journal as the next
+  // log record and queues it for the committer.
   CommitHandle Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
 
-  // Starts the committer and the background thread (syncs and snapshots) over `registry`.
+  // Starts the committer and the background thread (syncs and snapshots) over
+  // `registry`.
   void Start(Registry* registry);
-  // Writes what is queued, stops both threads and takes a final sync. Idempotent.
+  // Writes what is queued, stops both threads and takes a final sync.
+  // Idempotent.
   void Stop();
 
  private:
@@ -124,7 +136,8 @@ class Persistence {
   absl::Mutex queue_mu_;
   std::vector<Queued> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  // Once a write fails, every later record fails: the models in memory are ahead of the disk.
+  // Once a write fails, every later record fails: the models in memory are
+  // ahead of the disk.
   absl::Status store_error_ ABSL_GUARDED_BY(queue_mu_);
 
   std::thread committer_;

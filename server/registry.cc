@@ -49,11 +49,12 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(entry->id));
   absl::MutexLock lock(&mu_);
   if (models_.contains(entry->id)) {
-    return absl::AlreadyExistsError(absl::StrCat("model ", entry->id, " already exists"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("model ", entry->id, " already exists"));
   }
   if (models_.size() >= limits_.max_models) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the server holds its maximum of ", limits_.max_models, " models"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server holds its maximum of ", limits_.max_models, " models"));
   }
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();

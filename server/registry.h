@@ -81,7 +81,8 @@ struct ModelEntry {
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
 
-  // Persistence (persistence.h): the last log record staged, and records since the snapshot.
+  // Persistence (persistence.h): the last log record staged, and records since
+  // the snapshot.
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
 
@@ -106,9 +107,11 @@ class Registry {
   // RESOURCE_EXHAUSTED at the limit.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
                                                      const ModelConfig& config);
-  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS or RESOURCE_EXHAUSTED.
+  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS or
+  // RESOURCE_EXHAUSTED.
   absl::Status Insert(std::shared_ptr<ModelEntry> entry);
-  // Removes `entry` if it is still the one under its id (undoing a Create whose storing failed).
+  // Removes `entry` if it is still the one under its id (undoing a Create whose
+  // storing failed).
   void Remove(const std::shared_ptr<ModelEntry>& entry);
   // NOT_FOUND if there is no such model.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;

@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   absl::StatusOr<std::unique_ptr<Persistence>> persistence =
       Persistence::Open(options.persistence);
   if (!persistence.ok()) return persistence.status();
-  std::unique_ptr<PerceptronServer> s(new PerceptronServer(options, *std::move(persistence)));
+  std::unique_ptr<PerceptronServer> s(
+      new PerceptronServer(options, *std::move(persistence)));
   absl::StatusOr<RecoveryReport> recovered =
       s->persistence_->Recover(s->registry_, options.limits.max_dimension);
   if (!recovered.ok()) return recovered.status();

@@ -61,7 +61,8 @@ class PerceptronServer {
   void Shutdown();
 
  private:
-  PerceptronServer(const ServerOptions& options, std::unique_ptr<Persistence> persistence);
+  PerceptronServer(const ServerOptions& options,
+                   std::unique_ptr<Persistence> persistence);
   void ExpiryLoop();
 
   const ServerOptions options_;

@@ -108,7 +108,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
   UnaryCall call(&streams_);
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  if (absl::Status s = ResetEntry(**entry, *persistence_); !s.ok()) return Done(context, s);
+  if (absl::Status s = ResetEntry(**entry, *persistence_); !s.ok())
+    return Done(context, s);
   FillModel(**entry, response);
   return Done(context, absl::OkStatus());
 }
@@ -156,7 +157,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  return Done(context, TrainOn(**entry, *persistence_, *request, limits_, response));
+  return Done(context,
+              TrainOn(**entry, *persistence_, *request, limits_, response));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
@@ -204,11 +206,13 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (streams_.stopped()) return Done(context, absl::UnavailableError("shutting down"));
+  if (streams_.stopped())
+    return Done(context, absl::UnavailableError("shutting down"));
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       ImportBlob(request->blob(), request->model_id(), limits_.max_dimension);
   if (!entry.ok()) return Done(context, entry.status());
-  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return Done(context, s);
+  if (absl::Status s = registry_->Insert(*entry); !s.ok())
+    return Done(context, s);
   if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
     registry_->Remove(*entry);
     return Done(context, s);

@@ -17,7 +17,8 @@ namespace v1 = ::perceptron::v1;
 class PerceptronServiceImpl final
     : public v1::PerceptronService::CallbackService {
  public:
-  PerceptronServiceImpl(Registry* registry, Persistence* persistence, const Limits& limits)
+  PerceptronServiceImpl(Registry* registry, Persistence* persistence,
+                        const Limits& limits)
       : registry_(registry), persistence_(persistence), limits_(limits) {}
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
@@ -66,9 +67,10 @@ class PerceptronServiceImpl final
   grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
                                        const v1::GetWeightsRequest* request,
                                        v1::Weights* response) override;
-  grpc::ServerUnaryReactor* ExportModel(grpc::CallbackServerContext* context,
-                                        const v1::ExportModelRequest* request,
-                                        v1::ExportModelResponse* response) override;
+  grpc::ServerUnaryReactor* ExportModel(
+      grpc::CallbackServerContext* context,
+      const v1::ExportModelRequest* request,
+      v1::ExportModelResponse* response) override;
   grpc::ServerUnaryReactor* ImportModel(grpc::CallbackServerContext* context,
                                         const v1::ImportModelRequest* request,
                                         v1::Model* response) override;

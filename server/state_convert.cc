@@ -24,16 +24,20 @@ void CountersToProto(const Counters& c, v1::CountersState* out) {
 }
 
 Counters CountersFromProto(const v1::CountersState& c) {
-  return Counters{c.examples(), c.mistakes(), c.updates(), c.predictions(), c.expired()};
+  return Counters{c.examples(), c.mistakes(), c.updates(), c.predictions(),
+                  c.expired()};
 }
 
 void PendingToProto(const PendingPrediction& p, v1::PendingState* out) {
   out->set_prediction_id(p.prediction_id);
   if (p.features.sparse) {
-    Put(p.features.indices, out->mutable_features()->mutable_sparse()->mutable_indices());
-    Put(p.features.values, out->mutable_features()->mutable_sparse()->mutable_values());
+    Put(p.features.indices,
+        out->mutable_features()->mutable_sparse()->mutable_indices());
+    Put(p.features.values,
+        out->mutable_features()->mutable_sparse()->mutable_values());
   } else {
-    Put(p.features.values, out->mutable_features()->mutable_dense()->mutable_values());
+    Put(p.features.values,
+        out->mutable_features()->mutable_dense()->mutable_values());
   }
   out->set_score(p.score);
   out->set_issued_at_unix_nanos(p.issued_at);
@@ -89,15 +93,19 @@ void StateToProto(const ModelState& in, v1::ModelState* out) {
   l->set_average_steps(in.learner.average_steps);
   for (const VotedVector& v : in.learner.voted) VotedToProto(v, l->add_voted());
   l->set_current_survived(in.learner.current_survived);
-  for (const SupportVector& v : in.learner.support) SupportToProto(v, l->add_support());
+  for (const SupportVector& v : in.learner.support)
+    SupportToProto(v, l->add_support());
   l->set_dropped(in.learner.dropped);
   out->set_next_prediction_id(in.next_prediction_id);
-  for (const PendingPrediction& p : in.pending) PendingToProto(p, out->add_pending());
+  for (const PendingPrediction& p : in.pending)
+    PendingToProto(p, out->add_pending());
 }
 
-absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in, uint32_t max_dimension) {
+absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
+                                          uint32_t max_dimension) {
   ModelState s;
-  absl::StatusOr<ModelConfig> config = ConfigFromProto(in.config(), max_dimension);
+  absl::StatusOr<ModelConfig> config =
+      ConfigFromProto(in.config(), max_dimension);
   if (!config.ok()) return config.status();
   s.config = *std::move(config);
   s.counters = CountersFromProto(in.counters());
@@ -110,7 +118,8 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in, uint32_t max
   s.learner.average_steps = l.average_steps();
   for (const auto& v : l.voted()) s.learner.voted.push_back(VotedFromProto(v));
   s.learner.current_survived = l.current_survived();
-  for (const auto& v : l.support()) s.learner.support.push_back(SupportFromProto(v));
+  for (const auto& v : l.support())
+    s.learner.support.push_back(SupportFromProto(v));
   s.learner.dropped = l.dropped();
   s.next_prediction_id = in.next_prediction_id();
   for (const v1::PendingState& p : in.pending()) {
@@ -124,12 +133,14 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in, uint32_t max
 void JournalToProto(const Journal& in, v1::Journal* out) {
   v1::LearnerDelta* l = out->mutable_learner();
   DeltaToProto(in.learner.weights, l->mutable_weights());
-  DeltaToProto(in.learner.average_accumulator, l->mutable_average_accumulator());
+  DeltaToProto(in.learner.average_accumulator,
+               l->mutable_average_accumulator());
   l->set_weight_norm_sq(in.learner.weight_norm_sq);
   l->set_average_steps(in.learner.average_steps);
   l->set_current_survived(in.learner.current_survived);
   l->set_dropped(in.learner.dropped);
-  for (const VotedVector& v : in.learner.voted_added) VotedToProto(v, l->add_voted_added());
+  for (const VotedVector& v : in.learner.voted_added)
+    VotedToProto(v, l->add_voted_added());
   l->set_voted_removed(in.learner.voted_removed);
   for (const SupportVector& v : in.learner.support_added) {
     SupportToProto(v, l->add_support_added());
@@ -140,7 +151,8 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
   out->set_radius(in.radius);
   out->set_next_prediction_id(in.next_prediction_id);
   out->set_pending_cleared(in.pending_cleared);
-  for (const PendingPrediction& p : in.pending_added) PendingToProto(p, out->add_pending_added());
+  for (const PendingPrediction& p : in.pending_added)
+    PendingToProto(p, out->add_pending_added());
   Put(in.pending_removed, out->mutable_pending_removed());
 }
 
@@ -153,9 +165,11 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
   j.learner.average_steps = l.average_steps();
   j.learner.current_survived = l.current_survived();
   j.learner.dropped = l.dropped();
-  for (const auto& v : l.voted_added()) j.learner.voted_added.push_back(VotedFromProto(v));
+  for (const auto& v : l.voted_added())
+    j.learner.voted_added.push_back(VotedFromProto(v));
   j.learner.voted_removed = l.voted_removed();
-  for (const auto& v : l.support_added()) j.learner.support_added.push_back(SupportFromProto(v));
+  for (const auto& v : l.support_added())
+    j.learner.support_added.push_back(SupportFromProto(v));
   j.learner.support_removed = l.support_removed();
   j.counters = CountersFromProto(in.counters());
   j.td_gamma = in.td_gamma();

@@ -1,4 +1,5 @@
-// Conversion of core's ModelState and Journal to and from their stored form (state.proto).
+// Conversion of core's ModelState and Journal to and from their stored form
+// (state.proto).
 #ifndef PERCEPTRON_SERVER_STATE_CONVERT_H_
 #define PERCEPTRON_SERVER_STATE_CONVERT_H_
 
@@ -11,9 +12,10 @@ namespace perceptron::server {
 namespace v1 = ::perceptron::v1;
 
 void StateToProto(const ModelState& in, v1::ModelState* out);
-// INVALID_ARGUMENT if the message cannot describe a state (core validates the rest when the model
-// is rebuilt).
-absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in, uint32_t max_dimension);
+// INVALID_ARGUMENT if the message cannot describe a state (core validates the
+// rest when the model is rebuilt).
+absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
+                                          uint32_t max_dimension);
 
 void JournalToProto(const Journal& in, v1::Journal* out);
 absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in);

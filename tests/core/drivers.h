@@ -1,5 +1,6 @@
-// Model configurations of every algorithm, and a driver that mixes labeled examples, issued
-// predictions and out-of-order reveals: for tests that compare two ways of reaching a state.
+// Model configurations of every algorithm, and a driver that mixes labeled
+// examples, issued predictions and out-of-order reveals: for tests that compare
+// two ways of reaching a state.
 #ifndef PERCEPTRON_TESTS_CORE_DRIVERS_H_
 #define PERCEPTRON_TESTS_CORE_DRIVERS_H_
 

@@ -15,9 +15,9 @@
 namespace perceptron {
 namespace {
 
+using testing::Driver;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::Driver;
 using testing::StateBits;
 using testing::Variant;
 using testing::Variants;

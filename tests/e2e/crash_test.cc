@@ -1,8 +1,9 @@
-// Kill -9 at random moments loses nothing acknowledged (DESIGN.md section 5): a real perceptrond
-// in sync mode, one client stream per model recording what was acknowledged, SIGKILL after a
-// random number of answered batches, restart on the same data directory, and each model must
-// equal, bit for bit, a core model that received the acknowledged items in order plus at most the
-// items still in flight. Predictions issued before a kill are revealed after it.
+// Kill -9 at random moments loses nothing acknowledged (DESIGN.md section 5): a
+// real perceptrond in sync mode, one client stream per model recording what was
+// acknowledged, SIGKILL after a random number of answered batches, restart on
+// the same data directory, and each model must equal, bit for bit, a core model
+// that received the acknowledged items in order plus at most the items still in
+// flight. Predictions issued before a kill are revealed after it.
 #include <signal.h>
 
 #include <random>
@@ -35,8 +36,8 @@ struct Stream {
   v1::ModelConfig config;
   ModelConfig core_config;
   bool sparse = false;
-  std::vector<Item> items;       // every item the client has queued, in order
-  size_t acked = 0;              // items answered by the server
+  std::vector<Item> items;  // every item the client has queued, in order
+  size_t acked = 0;         // items answered by the server
   std::mt19937_64 rng;
   uint64_t revealed_after_kill = 0;
 
@@ -46,7 +47,8 @@ struct Stream {
     uint64_t next = 1;
     for (size_t i = 0; i < n; ++i) {
       if (items[i].kind == Item::kExample) open.push_back(next++);
-      if (items[i].kind == Item::kReveal) std::erase(open, items[i].prediction_id);
+      if (items[i].kind == Item::kReveal)
+        std::erase(open, items[i].prediction_id);
     }
     return open;
   }
@@ -88,7 +90,8 @@ struct Stream {
 };
 
 FeatureView View(const Example& e) {
-  return e.sparse ? FeatureView::Sparse(e.indices, e.values) : FeatureView::Dense(e.values);
+  return e.sparse ? FeatureView::Sparse(e.indices, e.values)
+                  : FeatureView::Dense(e.values);
 }
 
 absl::Status Apply(Model& m, const Item& it) {
@@ -103,27 +106,32 @@ absl::Status Apply(Model& m, const Item& it) {
   return absl::InternalError("?");
 }
 
-// The state's bits with the server's issue times zeroed (the reference issues at time 0).
+// The state's bits with the server's issue times zeroed (the reference issues
+// at time 0).
 std::string Bits(ModelState s) {
   for (PendingPrediction& p : s.pending) p.issued_at = 0;
   return testing::StateBits(s);
 }
 
 // The server's state of `id`, through ExportModel.
-absl::StatusOr<ModelState> ServerState(client::Client& c, const std::string& id) {
+absl::StatusOr<ModelState> ServerState(client::Client& c,
+                                       const std::string& id) {
   absl::StatusOr<std::string> blob = c.ExportModel(id);
   if (!blob.ok()) return blob.status();
   v1::ExportedModel exported;
   v1::ModelState state;
-  if (!exported.ParseFromString(*blob) || !state.ParseFromString(exported.state())) {
+  if (!exported.ParseFromString(*blob) ||
+      !state.ParseFromString(exported.state())) {
     return absl::InternalError("unparsable export");
   }
   return server::StateFromProto(state, 1 << 24);
 }
 
-// Finds the prefix of `s.items`, at least the acknowledged ones, that the server holds; truncates
-// the items to it. False (with a failure) if there is none.
-bool Reconcile(Stream& s, const ModelState& server_state, size_t* in_flight_applied) {
+// Finds the prefix of `s.items`, at least the acknowledged ones, that the
+// server holds; truncates the items to it. False (with a failure) if there is
+// none.
+bool Reconcile(Stream& s, const ModelState& server_state,
+               size_t* in_flight_applied) {
   auto reference = *Model::Create(s.core_config);
   for (size_t i = 0; i < s.acked; ++i) {
     absl::Status a = Apply(*reference, s.items[i]);
@@ -140,15 +148,17 @@ bool Reconcile(Stream& s, const ModelState& server_state, size_t* in_flight_appl
     if (k == s.items.size()) break;
     EXPECT_TRUE(Apply(*reference, s.items[k]).ok());
   }
-  ADD_FAILURE() << s.id << ": the server's state matches no prefix from the " << s.acked
-                << " acknowledged items to the " << s.items.size() << " queued ones";
+  ADD_FAILURE() << s.id << ": the server's state matches no prefix from the "
+                << s.acked << " acknowledged items to the " << s.items.size()
+                << " queued ones";
   return false;
 }
 
 TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
   std::string dir = ::testing::TempDir() + "/crash-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  const std::vector<std::string> flags = {"--durability=sync", "--snapshot_every=3"};
+  const std::vector<std::string> flags = {"--durability=sync",
+                                          "--snapshot_every=3"};
 
   std::vector<Stream> streams(4);
   const char* names[] = {"classic", "averaged-sparse", "voted", "kernel"};
@@ -179,7 +189,8 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
 
   std::mt19937_64 rng(2026);
   int kills = 0;
-  uint64_t acked_total = 0, in_flight_applied_total = 0, revealed_after_kill = 0;
+  uint64_t acked_total = 0, in_flight_applied_total = 0,
+           revealed_after_kill = 0;
   constexpr int kRounds = 25;
   for (int round = 0; round <= kRounds; ++round) {
     absl::StatusOr<std::unique_ptr<testing::ServerProcess>> server =
@@ -187,14 +198,16 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
     ASSERT_TRUE(server.ok()) << "round " << round << ": " << server.status();
     auto admin = (*server)->Connect();
 
-    // Every model equals the acknowledged prefix (plus at most what was in flight).
+    // Every model equals the acknowledged prefix (plus at most what was in
+    // flight).
     for (Stream& s : streams) {
       if (round == 0) {
         ASSERT_TRUE(admin->CreateModel(s.id, s.config).ok());
         continue;
       }
       absl::StatusOr<ModelState> state = ServerState(*admin, s.id);
-      ASSERT_TRUE(state.ok()) << "round " << round << " " << s.id << ": " << state.status();
+      ASSERT_TRUE(state.ok())
+          << "round " << round << " " << s.id << ": " << state.status();
       size_t extra = 0;
       ASSERT_TRUE(Reconcile(s, *state, &extra)) << "round " << round;
       in_flight_applied_total += extra;
@@ -215,13 +228,15 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
         so.max_in_flight = 8;
         so.on_response = [&](const v1::LearnResponse& r) {
           for (const v1::ItemResult& res : r.results()) {
-            EXPECT_FALSE(res.has_error()) << s.id << ": " << res.error().message();
+            EXPECT_FALSE(res.has_error())
+                << s.id << ": " << res.error().message();
             const Item& it = s.items[s.acked];
             if (it.kind == Item::kReveal &&
-                std::find(before_kill.begin(), before_kill.end(), it.prediction_id) !=
-                    before_kill.end() &&
+                std::find(before_kill.begin(), before_kill.end(),
+                          it.prediction_id) != before_kill.end() &&
                 round > 0) {
-              ++s.revealed_after_kill;  // issued before an earlier kill, revealed now
+              ++s.revealed_after_kill;  // issued before an earlier kill,
+                                        // revealed now
             }
             ++s.acked;
           }
@@ -229,22 +244,29 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
           ++answered;
         };
         auto c = (*server)->Connect();
-        std::unique_ptr<client::LearnSession> session = c->OpenLearnSession(s.id, so);
+        std::unique_ptr<client::LearnSession> session =
+            c->OpenLearnSession(s.id, so);
         for (int i = 0; i < 20000; ++i) {
           s.items.push_back(s.Next(&open));
           const Item& it = s.items.back();
-          absl::Status added = it.kind == Item::kLabeled   ? session->AddLabeled(it.x)
-                               : it.kind == Item::kExample ? session->AddExample(it.x)
-                                                           : session->AddReveal(it.prediction_id, it.label);
+          absl::Status added =
+              it.kind == Item::kLabeled ? session->AddLabeled(it.x)
+              : it.kind == Item::kExample
+                  ? session->AddExample(it.x)
+                  : session->AddReveal(it.prediction_id, it.label);
           if (!added.ok()) break;
         }
-        session->Finish().IgnoreError();  // ends with UNAVAILABLE once the server is killed
+        session->Finish()
+            .IgnoreError();  // ends with UNAVAILABLE once the server is killed
       });
     }
     {
       absl::MutexLock lock(&mu);
-      auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return answered >= kill_after; };
-      EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(60)));
+      auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+        return answered >= kill_after;
+      };
+      EXPECT_TRUE(
+          mu.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(60)));
     }
     (*server)->Stop(SIGKILL);
     ++kills;
@@ -254,10 +276,12 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
     acked_total += s.acked;
     revealed_after_kill += s.revealed_after_kill;
   }
-  std::cout << "[ crash ] " << kills << " kills (SIGKILL), 4 models; " << acked_total
-            << " items kept in the end, " << in_flight_applied_total
-            << " unacknowledged in-flight items found applied; " << revealed_after_kill
-            << " predictions revealed after the kill that followed their issue\n";
+  std::cout
+      << "[ crash ] " << kills << " kills (SIGKILL), 4 models; " << acked_total
+      << " items kept in the end, " << in_flight_applied_total
+      << " unacknowledged in-flight items found applied; "
+      << revealed_after_kill
+      << " predictions revealed after the kill that followed their issue\n";
   EXPECT_GE(kills, 20);
   EXPECT_GT(revealed_after_kill, 0u);
   std::error_code ignored;

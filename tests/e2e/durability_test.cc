@@ -1,6 +1,6 @@
-// Durability end to end: a clean restart keeps every model and its pending predictions; export
-// then import on a second server gives the same predictions and status; a bad blob or an
-// incompatible data directory is refused.
+// Durability end to end: a clean restart keeps every model and its pending
+// predictions; export then import on a second server gives the same predictions
+// and status; a bad blob or an incompatible data directory is refused.
 #include <zlib.h>
 
 #include <fstream>
@@ -11,6 +11,7 @@
 #include "leveldb/db.h"
 #include "perceptron/v1/state.pb.h"
 #include "tests/e2e/server_process.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -20,25 +21,21 @@ using ::testing::HasSubstr;
 using testing::RunCommand;
 using testing::ServerProcess;
 
-std::string TempDir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "/" + name + "-XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
-
 std::vector<Example> Examples(int n, uint32_t d, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::vector<Example> out(n);
   for (Example& e : out) {
     double s = 0;
-    for (uint32_t i = 0; i < d; ++i) s += (i % 2 ? 1 : -1) * e.values.emplace_back(normal(rng));
+    for (uint32_t i = 0; i < d; ++i)
+      s += (i % 2 ? 1 : -1) * e.values.emplace_back(normal(rng));
     e.label = s > 0 ? 1 : -1;
   }
   return out;
 }
 
-void Stream(client::Client& c, const std::string& id, const std::vector<Example>& xs) {
+void Stream(client::Client& c, const std::string& id,
+            const std::vector<Example>& xs) {
   std::unique_ptr<client::LearnSession> s = c.OpenLearnSession(id, {});
   for (const Example& e : xs) ASSERT_TRUE(s->AddLabeled(e).ok());
   ASSERT_TRUE(s->Finish().ok());
@@ -51,7 +48,8 @@ std::string Weights(client::Client& c, const std::string& id) {
 }
 
 TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
-  const std::string dir = TempDir("restart");
+  const testing::ScopedDir scoped("restart");
+  const std::string& dir = scoped.path();
   std::string weights, stats;
   std::vector<uint64_t> pending;
   {
@@ -68,10 +66,12 @@ TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
     Stream(*c, "kept", Examples(5000, 10, 1));
     client::SessionOptions so;
     so.on_response = [&](const v1::LearnResponse& r) {
-      for (const auto& item : r.results()) pending.push_back(item.prediction().prediction_id());
+      for (const auto& item : r.results())
+        pending.push_back(item.prediction().prediction_id());
     };
     std::unique_ptr<client::LearnSession> s = c->OpenLearnSession("kept", so);
-    for (const Example& e : Examples(10, 10, 2)) ASSERT_TRUE(s->AddExample(e).ok());
+    for (const Example& e : Examples(10, 10, 2))
+      ASSERT_TRUE(s->AddExample(e).ok());
     ASSERT_TRUE(s->Finish().ok());
     weights = Weights(*c, "kept");
     stats = c->GetStatus("kept")->stats().SerializeAsString();
@@ -92,7 +92,8 @@ TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
   EXPECT_EQ(c->GetStatus("kept")->stats().pending(), 0u);
 }
 
-TEST(DurabilityTest, ExportThenImportOnASecondServerGivesTheSamePredictionsAndStatus) {
+TEST(DurabilityTest,
+     ExportThenImportOnASecondServerGivesTheSamePredictionsAndStatus) {
   auto a = *ServerProcess::Start();
   auto b = *ServerProcess::Start();
   auto ca = a->Connect(), cb = b->Connect();
@@ -101,9 +102,11 @@ TEST(DurabilityTest, ExportThenImportOnASecondServerGivesTheSamePredictionsAndSt
   config.set_algorithm(v1::VOTED);
   ASSERT_TRUE(ca->CreateModel("src", config).ok());
   Stream(*ca, "src", Examples(3000, 8, 3));
-  const std::string file = TempDir("export") + "/src.model";
+  const testing::ScopedDir scoped("export");
+  const std::string file = scoped.path() + "/src.model";
   const std::string cli = std::string(PERCEPTRON_CLI_PATH) + " --server=";
-  testing::CommandResult r = RunCommand(cli + a->target() + " export src " + file);
+  testing::CommandResult r =
+      RunCommand(cli + a->target() + " export src " + file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(cli + b->target() + " import " + file + " --as=copy");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -149,30 +152,37 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(s.message()), HasSubstr("format version 2"));
 
-  // A state that does not fit its config: weights of the wrong length, with a valid checksum.
+  // A state that does not fit its config: weights of the wrong length, with a
+  // valid checksum.
   v1::ExportedModel wrong;
   ASSERT_TRUE(wrong.ParseFromString(blob));
   v1::ModelState state;
   ASSERT_TRUE(state.ParseFromString(wrong.state()));
   state.mutable_learner()->add_weights(1.0);
   wrong.set_state(state.SerializeAsString());
-  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(wrong.state().data()), wrong.state().size());
+  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(wrong.state().data()),
+                    wrong.state().size());
   wrong.set_state_crc32(static_cast<uint32_t>(crc));
   s = c->ImportModel(wrong.SerializeAsString(), "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("weights has 5 values; expected 4"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("weights has 5 values; expected 4"));
 
   EXPECT_EQ(c->GetStatus("x").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(DurabilityTest, TheServerRefusesAnIncompatibleDataDirectoryAndLeavesItAlone) {
-  const std::string dir = TempDir("foreign");
+TEST(DurabilityTest,
+     TheServerRefusesAnIncompatibleDataDirectoryAndLeavesItAlone) {
+  const testing::ScopedDir scoped("foreign");
+  const std::string& dir = scoped.path();
   {
     leveldb::DB* raw;
     leveldb::Options o;
     o.create_if_missing = true;
     ASSERT_TRUE(leveldb::DB::Open(o, dir, &raw).ok());
-    ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 9").ok());
+    ASSERT_TRUE(
+        raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 9")
+            .ok());
     delete raw;
   }
   testing::CommandResult r =

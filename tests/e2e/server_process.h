@@ -25,21 +25,24 @@ namespace perceptron::testing {
 
 class ServerProcess {
  public:
-  // Starts perceptrond with `flags` and, unless `data_dir` is given, a new temporary data
-  // directory that is removed with this object.
+  // Starts perceptrond with `flags` and, unless `data_dir` is given, a new
+  // temporary data directory that is removed with this object.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& flags = {}, const std::string& data_dir = "") {
+      const std::vector<std::string>& flags = {},
+      const std::string& data_dir = "") {
     std::string dir = data_dir;
     bool owned = false;
     if (dir.empty()) {
       std::string tmpl = ::testing::TempDir() + "/perceptrond-XXXXXX";
-      if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+      if (mkdtemp(tmpl.data()) == nullptr)
+        return absl::InternalError("mkdtemp failed");
       dir = tmpl;
       owned = true;
     }
     int out[2];
     if (pipe(out) != 0) return absl::InternalError("pipe failed");
-    std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0", "--data_dir=" + dir};
+    std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0",
+                                     "--data_dir=" + dir};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
@@ -56,6 +59,8 @@ class ServerProcess {
     close(out[1]);
     std::unique_ptr<ServerProcess> p(
         new ServerProcess(pid, fdopen(out[0], "r")));
+    p->data_dir_ = dir;
+    p->owns_data_dir_ = owned;
     char line[256];
     if (fgets(line, sizeof line, p->out_) == nullptr) {
       return absl::InternalError("perceptrond exited before listening");

@@ -318,8 +318,7 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   ASSERT_TRUE(c->CreateModel("e", config).ok());
   std::mt19937_64 rng(5);
   {
-    std::unique_ptr<LearnSession> s =
-        c->OpenLearnSession("e", Batches(50));
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("e", Batches(50));
     for (int i = 0; i < 100; ++i)
       ASSERT_TRUE(s->AddLabeled(RandomExample(rng, 3, true)).ok());
     ASSERT_TRUE(s->AddExample(RandomExample(rng, 3, false))

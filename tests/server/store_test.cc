@@ -1,5 +1,6 @@
-// The store: recovery rebuilds models bit for bit; damaged log tails are dropped, never applied; a
-// damaged newest snapshot falls back to the previous one; foreign directories are refused.
+// The store: recovery rebuilds models bit for bit; damaged log tails are
+// dropped, never applied; a damaged newest snapshot falls back to the previous
+// one; foreign directories are refused.
 #include "server/store.h"
 
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include "leveldb/db.h"
 #include "tests/core/drivers.h"
 #include "tests/core/state_bits.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron::server {
 namespace {
@@ -22,21 +24,20 @@ namespace {
 using ::testing::HasSubstr;
 using testing::StateBits;
 
-std::string NewDir() {
-  std::string tmpl = ::testing::TempDir() + "/store-XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
-// Drives `model` and logs a record per window; returns the state after each record.
-std::vector<std::string> Drive(Model& model, Store& store, const std::string& id, int records,
+// Drives `model` and logs a record per window; returns the state after each
+// record.
+std::vector<std::string> Drive(Model& model, Store& store,
+                               const std::string& id, int records,
                                uint64_t first_seq = 1, uint64_t seed = 3) {
   testing::Driver driver(6, /*sparse=*/seed % 2 == 0, seed);
   std::vector<Issued> open;
   std::vector<std::string> states;
   for (int r = 0; r < records; ++r) {
     for (int i = 0; i < 5; ++i) driver.Step(model, &open);
-    EXPECT_TRUE(store.Append(id, absl::UnixEpoch(), first_seq + r, model.TakeJournal(), true).ok());
+    EXPECT_TRUE(store
+                    .Append(id, absl::UnixEpoch(), first_seq + r,
+                            model.TakeJournal(), true)
+                    .ok());
     states.push_back(StateBits(model.ExportState()));
   }
   return states;
@@ -49,13 +50,16 @@ std::unique_ptr<Model> NewModel(const ModelConfig& c) {
 }
 
 TEST(StoreTest, RecoveryRebuildsEveryAlgorithmBitForBit) {
-  const std::string dir = NewDir();
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
   std::vector<std::string> expected;
   {
     auto store = *Store::Open(dir);
     for (const testing::Variant& v : testing::Variants(6)) {
       auto model = NewModel(v.config);
-      ASSERT_TRUE(store->PutModel(v.name, absl::UnixEpoch(), model->ExportState()).ok());
+      ASSERT_TRUE(
+          store->PutModel(v.name, absl::UnixEpoch(), model->ExportState())
+              .ok());
       std::vector<std::string> states = Drive(*model, *store, v.name, 30);
       ASSERT_TRUE(store->PutSnapshot(v.name, 30, model->ExportState()).ok());
       states = Drive(*model, *store, v.name, 10, 31);
@@ -68,8 +72,9 @@ TEST(StoreTest, RecoveryRebuildsEveryAlgorithmBitForBit) {
   const std::vector<testing::Variant> variants = testing::Variants(6);
   ASSERT_EQ(models->size(), variants.size());
   for (const RecoveredModel& r : *models) {
-    size_t k = std::find_if(variants.begin(), variants.end(),
-                            [&](const testing::Variant& v) { return v.name == r.id; }) -
+    size_t k = std::find_if(
+                   variants.begin(), variants.end(),
+                   [&](const testing::Variant& v) { return v.name == r.id; }) -
                variants.begin();
     ASSERT_LT(k, variants.size());
     EXPECT_EQ(StateBits(r.model->ExportState()), expected[k]) << r.id;
@@ -92,25 +97,29 @@ std::filesystem::path NewestLog(const std::string& dir) {
   return newest;
 }
 
-// Writes 20 records in a child process that exits without closing the store, so they are only
-// in LevelDB's log; damages the log with `damage`, and recovers. Returns the states after each
-// record and the recovered model.
+// Writes 20 records in a child process that exits without closing the store, so
+// they are only in LevelDB's log; damages the log with `damage`, and recovers.
+// Returns the states after each record and the recovered model.
 struct Damaged {
   std::vector<std::string> states;
   RecoveredModel recovered;
 };
 
-Damaged WriteDamageRecover(const std::function<void(const std::filesystem::path&)>& damage) {
-  const std::string dir = NewDir();
+Damaged WriteDamageRecover(
+    const std::function<void(const std::filesystem::path&)>& damage) {
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
   ModelConfig c;
   c.dimension = 6;
   auto write = [&](const std::string& where) {
     auto store = *Store::Open(where);
     auto model = NewModel(c);
-    EXPECT_TRUE(store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
+    EXPECT_TRUE(
+        store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
     return Drive(*model, *store, "m", 20, 1, 4);
   };
-  // The writer dies like a killed process: nothing flushed or compacted at close.
+  // The writer dies like a killed process: nothing flushed or compacted at
+  // close.
   const pid_t child = fork();
   if (child == 0) {
     write(dir);
@@ -119,14 +128,17 @@ Damaged WriteDamageRecover(const std::function<void(const std::filesystem::path&
   int status = 0;
   waitpid(child, &status, 0);
   Damaged d;
-  d.states = write(NewDir());  // the same, deterministic run, for the expected states
+  const testing::ScopedDir again("store");
+  d.states =
+      write(again.path());  // the same, deterministic run: the expected states
   const std::filesystem::path log = NewestLog(dir);
   EXPECT_FALSE(log.empty());
   damage(log);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return d;
-  absl::StatusOr<std::vector<RecoveredModel>> models = (*store)->Recover(1 << 20);
+  absl::StatusOr<std::vector<RecoveredModel>> models =
+      (*store)->Recover(1 << 20);
   EXPECT_TRUE(models.ok()) << models.status();
   if (models.ok() && models->size() == 1) d.recovered = std::move((*models)[0]);
   return d;
@@ -134,7 +146,8 @@ Damaged WriteDamageRecover(const std::function<void(const std::filesystem::path&
 
 TEST(StoreTest, ATornLogTailIsDroppedAndTheRestRecovered) {
   Damaged d = WriteDamageRecover([](const std::filesystem::path& log) {
-    std::filesystem::resize_file(log, std::filesystem::file_size(log) - 7);  // mid-record
+    std::filesystem::resize_file(
+        log, std::filesystem::file_size(log) - 7);  // mid-record
   });
   ASSERT_NE(d.recovered.model, nullptr);
   // Every record but the torn last one, exactly.
@@ -153,21 +166,25 @@ TEST(StoreTest, AFlippedByteInTheLogTailIsDetectedAndNeverApplied) {
     f.put(static_cast<char>(c ^ 0x40));
   });
   ASSERT_NE(d.recovered.model, nullptr);
-  // The damaged record (and anything after it) is dropped; what is left is an exact prefix.
+  // The damaged record (and anything after it) is dropped; what is left is an
+  // exact prefix.
   ASSERT_LT(d.recovered.seq, 20u);
   ASSERT_GE(d.recovered.seq, 1u);
-  EXPECT_EQ(StateBits(d.recovered.model->ExportState()), d.states[d.recovered.seq - 1]);
+  EXPECT_EQ(StateBits(d.recovered.model->ExportState()),
+            d.states[d.recovered.seq - 1]);
 }
 
 TEST(StoreTest, ADamagedNewestSnapshotFallsBackToThePreviousOne) {
-  const std::string dir = NewDir();
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
   ModelConfig c;
   c.dimension = 6;
   std::string final_state;
   {
     auto store = *Store::Open(dir);
     auto model = NewModel(c);
-    ASSERT_TRUE(store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
+    ASSERT_TRUE(
+        store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
     Drive(*model, *store, "m", 10, 1);
     ASSERT_TRUE(store->PutSnapshot("m", 10, model->ExportState()).ok());
     Drive(*model, *store, "m", 10, 11);
@@ -194,26 +211,35 @@ TEST(StoreTest, ADamagedNewestSnapshotFallsBackToThePreviousOne) {
 }
 
 TEST(StoreTest, NoValidSnapshotFailsLoudly) {
-  const std::string dir = NewDir();
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
   {
     auto store = *Store::Open(dir);
     ModelConfig c;
     c.dimension = 2;
-    ASSERT_TRUE(store->PutModel("m", absl::UnixEpoch(), (*Model::Create(c))->ExportState()).ok());
+    ASSERT_TRUE(store
+                    ->PutModel("m", absl::UnixEpoch(),
+                               (*Model::Create(c))->ExportState())
+                    .ok());
   }
   {
     leveldb::DB* raw;
     ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
-    ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), "m/m/s/00000000000000000000", "garbage").ok());
+    ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), "m/m/s/00000000000000000000",
+                         "garbage")
+                    .ok());
     delete raw;
   }
-  absl::StatusOr<std::vector<RecoveredModel>> r = (*Store::Open(dir))->Recover(1 << 20);
+  absl::StatusOr<std::vector<RecoveredModel>> r =
+      (*Store::Open(dir))->Recover(1 << 20);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("model m: no valid snapshot"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("model m: no valid snapshot"));
 }
 
 TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
-  const std::string foreign = NewDir();
+  const testing::ScopedDir foreign_dir("store");
+  const std::string& foreign = foreign_dir.path();
   {
     leveldb::DB* raw;
     leveldb::Options o;
@@ -224,20 +250,25 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   }
   absl::Status s = Store::Open(foreign).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("holds data of another program"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("holds data of another program"));
 
-  const std::string future = NewDir();
+  const testing::ScopedDir future_dir("store");
+  const std::string& future = future_dir.path();
   {
     leveldb::DB* raw;
     leveldb::Options o;
     o.create_if_missing = true;
     ASSERT_TRUE(leveldb::DB::Open(o, future, &raw).ok());
-    ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 2").ok());
+    ASSERT_TRUE(
+        raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 2")
+            .ok());
     delete raw;
   }
   s = Store::Open(future).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("has format \"perceptrond-store 2\""));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("has format \"perceptrond-store 2\""));
   {
     leveldb::DB* raw;
     ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), future, &raw).ok());
@@ -247,7 +278,8 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
     delete raw;
   }
 
-  const std::string file = NewDir() + "/a-file";
+  const testing::ScopedDir file_dir("store");
+  const std::string file = file_dir.path() + "/a-file";
   std::ofstream(file) << "x";
   EXPECT_FALSE(Store::Open(file).ok());
 }

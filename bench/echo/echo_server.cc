@@ -1,0 +1,134 @@
+// echo_server: the bare gRPC echo stream of DESIGN.md section 7, on the same callback API and
+// threading as perceptrond, answering each request with a response shaped like perceptrond's.
+//   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT"; SIGTERM stops it.
+#include <signal.h>
+
+#include <cstdio>
+#include <deque>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/synchronization/mutex.h"
+#include "echo.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+ABSL_FLAG(int, port, 0, "TCP port; 0 picks a free one");
+
+namespace perceptron::bench {
+namespace {
+
+namespace v1 = ::perceptron::v1;
+
+// Reads requests and writes one response per request, in order, with reads ahead of writes as
+// perceptrond's Learn stream does.
+class EchoReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse> {
+ public:
+  EchoReactor() {
+    absl::MutexLock lock(&mu_);
+    StartRead(&request_);
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    if (!ok) {
+      done_reading_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    v1::LearnResponse& r = queue_.emplace_back();
+    r.mutable_results()->Reserve(request_.items_size());
+    for (int i = 0; i < request_.items_size(); ++i) {
+      v1::Outcome* o = r.add_results()->mutable_outcome();
+      o->set_label(1);
+      o->set_score(0.5);
+      o->set_mistake(i % 8 == 0);
+      o->set_updated(i % 8 == 0);
+    }
+    v1::ModelStats* s = r.mutable_stats();
+    s->set_examples(123456);
+    s->set_mistakes(1234);
+    s->set_updates(1234);
+    s->set_td_gamma(12.5);
+    s->set_td_available(true);
+    s->set_bound(4567.5);
+    s->set_bound_available(true);
+    s->set_radius(1);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+    if (queue_.size() < 32) {
+      StartRead(&request_);
+    } else {
+      paused_ = true;
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    queue_.pop_front();
+    if (!ok) {
+      queue_.clear();
+      done_reading_ = true;
+    }
+    if (!queue_.empty()) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+    if (paused_ && !done_reading_ && queue_.size() < 32) {
+      paused_ = false;
+      StartRead(&request_);
+    }
+    MaybeFinishLocked();
+  }
+
+  void MaybeFinishLocked() {
+    if (done_reading_ && !writing_ && queue_.empty() && !finished_) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+  absl::Mutex mu_;
+  v1::LearnRequest request_;
+  std::deque<v1::LearnResponse> queue_;
+  bool writing_ = false, paused_ = false, done_reading_ = false, finished_ = false;
+};
+
+class EchoService final : public Echo::CallbackService {
+  grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>* Stream(
+      grpc::CallbackServerContext*) override {
+    return new EchoReactor();
+  }
+};
+
+}  // namespace
+}  // namespace perceptron::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  perceptron::bench::EchoService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(absl::GetFlag(FLAGS_port)),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return 1;
+  std::printf("echo listening on 127.0.0.1:%d\n", port);
+  std::fflush(stdout);
+  int sig;
+  sigwait(&signals, &sig);
+  server->Shutdown(std::chrono::system_clock::now());
+  return 0;
+}

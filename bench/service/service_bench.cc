@@ -1,0 +1,543 @@
+// service_bench: DESIGN.md section 7 in one run. Every figure it prints is a ratio of two things
+// measured in this run (or a figure of this run beside the target it is compared with).
+//
+//   W1 dense d=20, batches of 64      W2 dense d=1000, batches of 64
+//   W3 sparse 32 of d=2^20, batches of 256      W4 one example at a time: predict, then reveal
+//
+// Through perceptrond (separate process, durability none and sync), through a bare gRPC echo
+// stream with the same payloads (bench/echo, the transport's limit), through the core learner
+// in-process (the compute limit), and scikit-learn's Perceptron on the same data (one epoch, and
+// partial_fit one example at a time). Then memory (10,000 models of d=1000; 1,000 open streams and
+// the server's threads) and how cost grows with d and with the number of models.
+//
+//   service_bench --bin=build/release [--repeats=3] [--quick]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "core/model.h"
+#include "echo.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "perceptron/v1/perceptron.grpc.pb.h"
+
+ABSL_FLAG(std::string, bin, "build/release", "The build directory with the binaries");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python (sees python3-sklearn)");
+ABSL_FLAG(int, repeats, 3, "Repeats of each throughput measurement (medians are shown)");
+ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
+
+namespace perceptron::bench {
+namespace {
+
+namespace v1 = ::perceptron::v1;
+
+// ---- processes ----
+
+struct Process {
+  pid_t pid = 0;
+  int port = 0;
+  std::string dir;
+  std::string target() const { return absl::StrCat("127.0.0.1:", port); }
+  ~Process() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+};
+
+std::unique_ptr<Process> Launch(std::vector<std::string> argv, const std::string& dir = "") {
+  int out[2];
+  if (pipe(out) != 0) std::exit(1);
+  auto p = std::make_unique<Process>();
+  p->dir = dir;
+  p->pid = fork();
+  if (p->pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDERR_FILENO);
+    close(out[0]);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[256];
+  if (fgets(line, sizeof line, f) == nullptr) {
+    std::fprintf(stderr, "%s did not start\n", argv[0].c_str());
+    std::exit(1);
+  }
+  fclose(f);
+  const std::string text = line;
+  absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(text.rfind(':') + 1)), &p->port);
+  return p;
+}
+
+std::unique_ptr<Process> Perceptrond(const std::string& durability) {
+  std::string dir = std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) std::exit(1);
+  return Launch({absl::GetFlag(FLAGS_bin) + "/server/perceptrond", "--port=0",
+                 "--durability=" + durability, "--data_dir=" + dir},
+                dir);
+}
+
+// VmRSS (KiB) and Threads of a process.
+std::pair<long, long> RssAndThreads(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  long rss = 0, threads = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &rss);
+    if (line.rfind("Threads:", 0) == 0) absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &threads);
+  }
+  return {rss, threads};
+}
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  // A channel per measurement: a new connection each time.
+  args.SetInt("bench.channel", static_cast<int>(absl::ToUnixNanos(absl::Now()) & 0x7fffffff));
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+// ---- data ----
+
+struct Workload {
+  std::string name;
+  uint32_t dimension;
+  uint32_t nonzeros;  // 0: dense
+  int batch;
+  int pool_batches;   // distinct batches, cycled
+  int64_t examples;   // per throughput measurement
+};
+
+struct Data {
+  std::vector<std::vector<double>> values;
+  std::vector<std::vector<uint32_t>> indices;
+  std::vector<int> labels;
+};
+
+Data Generate(const Workload& w, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> u(w.dimension);
+  for (double& v : u) v = normal(rng);
+  Data d;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<double> val;
+    std::vector<uint32_t> idx;
+    double s = 0;
+    if (w.nonzeros == 0) {
+      for (uint32_t i = 0; i < w.dimension; ++i) s += u[i] * val.emplace_back(normal(rng));
+    } else {
+      while (idx.size() < w.nonzeros) {
+        const uint32_t i = rng() % w.dimension;
+        if (std::find(idx.begin(), idx.end(), i) == idx.end()) idx.push_back(i);
+      }
+      std::sort(idx.begin(), idx.end());
+      for (uint32_t i : idx) s += u[i] * val.emplace_back(normal(rng));
+    }
+    d.values.push_back(std::move(val));
+    d.indices.push_back(std::move(idx));
+    d.labels.push_back((s >= 0) == (rng() % 10 != 0) ? 1 : -1);
+  }
+  return d;
+}
+
+std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d, const std::string& model) {
+  std::vector<v1::LearnRequest> out(w.pool_batches);
+  size_t t = 0;
+  for (v1::LearnRequest& r : out) {
+    r.set_model_id(model);
+    for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
+      v1::LabeledExample* l = r.add_items()->mutable_labeled();
+      l->set_label(d.labels[t]);
+      if (w.nonzeros == 0) {
+        l->mutable_features()->mutable_dense()->mutable_values()->Add(d.values[t].begin(),
+                                                                      d.values[t].end());
+      } else {
+        v1::SparseVector* s = l->mutable_features()->mutable_sparse();
+        s->mutable_indices()->Add(d.indices[t].begin(), d.indices[t].end());
+        s->mutable_values()->Add(d.values[t].begin(), d.values[t].end());
+      }
+    }
+  }
+  return out;
+}
+
+// ---- measurements ----
+
+using Stream = grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>;
+
+// Examples per second through `stream`: `batches` requests cycled from `pool`, at most
+// `in_flight` unanswered.
+double Pipelined(Stream* stream, const std::vector<v1::LearnRequest>& pool, int64_t batches,
+                 int items_per_batch, int in_flight) {
+  absl::Mutex mu;
+  int64_t answered = 0;
+  const absl::Time start = absl::Now();
+  std::thread reader([&] {
+    v1::LearnResponse r;
+    while (stream->Read(&r)) {
+      absl::MutexLock lock(&mu);
+      ++answered;
+    }
+  });
+  for (int64_t b = 0; b < batches; ++b) {
+    {
+      absl::MutexLock lock(&mu);
+      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return b - answered < in_flight; };
+      mu.Await(absl::Condition(&room));
+    }
+    stream->Write(pool[b % pool.size()]);
+  }
+  stream->WritesDone();
+  reader.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!stream->Finish().ok() || answered != batches) {
+    std::fprintf(stderr, "a stream failed\n");
+    std::exit(1);
+  }
+  return static_cast<double>(batches) * items_per_batch / seconds;
+}
+
+double ServiceRate(const std::string& target, const std::string& model,
+                   const std::vector<v1::LearnRequest>& pool, int64_t batches, int items) {
+  auto stub = v1::PerceptronService::NewStub(Channel(target));
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> s = stub->Learn(&context);
+  return Pipelined(s.get(), pool, batches, items, 16);
+}
+
+double EchoRate(const std::string& target, const std::vector<v1::LearnRequest>& pool,
+                int64_t batches, int items) {
+  auto stub = Echo::NewStub(Channel(target));
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> s = stub->Stream(&context);
+  return Pipelined(s.get(), pool, batches, items, 16);
+}
+
+struct Latency {
+  double p50 = 0, p99 = 0;
+};
+
+Latency Percentiles(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+}
+
+// W4: one example at a time, predict then reveal: the round trip of each request.
+Latency PingPong(Stream* s, const Data& d, int examples, bool echo) {
+  std::vector<double> us;
+  v1::LearnResponse r;
+  for (int t = 0; t < examples; ++t) {
+    v1::LearnRequest predict;
+    if (t == 0) predict.set_model_id("w4");
+    predict.add_items()->mutable_example()->mutable_dense()->mutable_values()->Add(
+        d.values[t].begin(), d.values[t].end());
+    absl::Time start = absl::Now();
+    if (!s->Write(predict) || !s->Read(&r)) std::exit(1);
+    us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+    const uint64_t id = echo ? 1 : r.results(0).prediction().prediction_id();
+    v1::LearnRequest reveal;
+    v1::RevealItem* item = reveal.add_items()->mutable_reveal();
+    item->set_prediction_id(id);
+    item->set_label(d.labels[t]);
+    start = absl::Now();
+    if (!s->Write(reveal) || !s->Read(&r)) std::exit(1);
+    us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  s->WritesDone();
+  s->Finish();
+  return Percentiles(us);
+}
+
+double CoreRate(const Workload& w, const Data& d, int64_t examples) {
+  ModelConfig c;
+  c.dimension = w.dimension;
+  auto model = *Model::Create(c);
+  const absl::Time start = absl::Now();
+  for (int64_t k = 0; k < examples; ++k) {
+    const size_t t = k % d.labels.size();
+    const FeatureView x = w.nonzeros == 0 ? FeatureView::Dense(d.values[t])
+                                          : FeatureView::Sparse(d.indices[t], d.values[t]);
+    if (!model->Learn(x, d.labels[t]).ok()) std::exit(1);
+  }
+  return examples / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+void CreateModel(const std::string& target, const std::string& id, uint32_t d) {
+  auto stub = v1::PerceptronService::NewStub(Channel(target));
+  grpc::ClientContext context;
+  v1::CreateModelRequest req;
+  req.set_model_id(id);
+  req.mutable_config()->set_dimension(d);
+  v1::Model m;
+  grpc::Status s = stub->CreateModel(&context, req, &m);
+  if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
+    std::fprintf(stderr, "CreateModel %s: %s\n", id.c_str(), s.error_message().c_str());
+    std::exit(1);
+  }
+}
+
+void WriteForSklearn(const std::string& dir, const Workload& w, const Data& d) {
+  const size_t n = d.labels.size();
+  std::ofstream(dir + "/" + w.name + ".meta") << n << " " << w.dimension << " " << w.nonzeros;
+  std::ofstream x(dir + "/" + w.name + ".x", std::ios::binary);
+  std::ofstream y(dir + "/" + w.name + ".y", std::ios::binary);
+  std::ofstream i(dir + "/" + w.name + ".i", std::ios::binary);
+  for (size_t t = 0; t < n; ++t) {
+    x.write(reinterpret_cast<const char*>(d.values[t].data()), d.values[t].size() * 8);
+    const double label = d.labels[t];
+    y.write(reinterpret_cast<const char*>(&label), 8);
+    for (uint32_t k : d.indices[t]) {
+      const int32_t v = static_cast<int32_t>(k);
+      i.write(reinterpret_cast<const char*>(&v), 4);
+    }
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string Si(double v) {
+  if (v >= 1e6) return absl::StrFormat("%.2f M", v / 1e6);
+  if (v >= 1e3) return absl::StrFormat("%.1f k", v / 1e3);
+  return absl::StrFormat("%.0f", v);
+}
+
+}  // namespace
+}  // namespace perceptron::bench
+
+int main(int argc, char** argv) {
+  using namespace perceptron::bench;
+  absl::ParseCommandLine(argc, argv);
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  const int repeats = quick ? 1 : absl::GetFlag(FLAGS_repeats);
+  const std::string bin = absl::GetFlag(FLAGS_bin);
+  const std::vector<Workload> workloads = {
+      {"W1", 20, 0, 64, 512, quick ? 200000 : 1000000},
+      {"W2", 1000, 0, 64, 64, quick ? 20000 : 100000},
+      {"W3", 1u << 20, 32, 256, 128, quick ? 100000 : 500000},
+  };
+  std::printf("# perceptrond benchmark (DESIGN.md section 7)\n\n");
+  std::printf("machine: %u cores; medians of %d repeats, modes and paths interleaved\n\n",
+              std::thread::hardware_concurrency(), repeats);
+
+  auto echo = Launch({bin + "/bench/echo/echo_server", "--port=0"});
+  auto none = Perceptrond("none");
+  auto sync = Perceptrond("sync");
+
+  std::map<std::string, std::vector<double>> figures;
+  std::vector<Data> data;
+  std::vector<std::vector<perceptron::v1::LearnRequest>> pools;
+  for (const Workload& w : workloads) {
+    data.push_back(Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 7));
+    pools.push_back(Requests(w, data.back(), w.name));
+    for (Process* p : {none.get(), sync.get()}) CreateModel(p->target(), w.name, w.dimension);
+  }
+  for (int r = 0; r < repeats; ++r) {
+    for (size_t k = 0; k < workloads.size(); ++k) {
+      const Workload& w = workloads[k];
+      const int64_t batches = w.examples / w.batch;
+      figures[w.name + " echo"].push_back(EchoRate(echo->target(), pools[k], batches, w.batch));
+      figures[w.name + " none"].push_back(
+          ServiceRate(none->target(), w.name, pools[k], batches, w.batch));
+      figures[w.name + " sync"].push_back(
+          ServiceRate(sync->target(), w.name, pools[k], batches, w.batch));
+      figures[w.name + " core"].push_back(CoreRate(w, data[k], w.examples));
+    }
+  }
+
+  // W4 ping-pong, interleaved.
+  const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
+  std::map<std::string, std::vector<double>> p50, p99;
+  for (Process* p : {none.get(), sync.get()}) CreateModel(p->target(), "w4", 20);
+  for (int r = 0; r < repeats; ++r) {
+    const int n = quick ? 500 : 2000;
+    {
+      auto stub = Echo::NewStub(Channel(echo->target()));
+      grpc::ClientContext c;
+      auto s = stub->Stream(&c);
+      Latency l = PingPong(s.get(), w4, n, true);
+      p50["echo"].push_back(l.p50);
+      p99["echo"].push_back(l.p99);
+    }
+    for (auto [name, p] : {std::pair{"none", none.get()}, std::pair{"sync", sync.get()}}) {
+      auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+      grpc::ClientContext c;
+      auto s = stub->Learn(&c);
+      Latency l = PingPong(s.get(), w4, n, false);
+      p50[name].push_back(l.p50);
+      p99[name].push_back(l.p99);
+    }
+  }
+
+  // scikit-learn on the same data (a file each, read by numpy).
+  std::string dir = std::filesystem::temp_directory_path() / "perceptron-sklearn-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return 1;
+  std::map<std::string, double> sk_epoch, sk_partial;
+  std::map<std::string, double> core_same;
+  for (size_t k = 0; k < workloads.size(); ++k) {
+    WriteForSklearn(dir, workloads[k], data[k]);
+  }
+  const std::string cmd = absl::StrCat(absl::GetFlag(FLAGS_python), " ",
+                                       std::filesystem::path(__FILE__).parent_path().string(),
+                                       "/sklearn_bench.py ", dir, " W1 W2 W3");
+  FILE* py = popen(cmd.c_str(), "r");
+  char line[256];
+  while (py != nullptr && fgets(line, sizeof line, py) != nullptr) {
+    std::vector<std::string> f = absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
+    double v = 0;
+    if (f.size() == 3 && absl::SimpleAtod(f[2], &v)) {
+      (f[1] == "epoch" ? sk_epoch : sk_partial)[f[0]] = v;
+    }
+  }
+  if (py == nullptr || pclose(py) != 0 || sk_epoch.size() != 3) {
+    std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n", cmd.c_str());
+    return 1;
+  }
+  std::filesystem::remove_all(dir);
+
+  std::printf("## Throughput, examples/s\n\n");
+  std::printf("| workload | echo (transport) | perceptrond none | none/echo | perceptrond sync | "
+              "sync/echo | core in-process | sklearn epoch | core/sklearn epoch | "
+              "sklearn partial_fit | core/partial_fit |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Workload& w : workloads) {
+    const double e = Median(figures[w.name + " echo"]), n = Median(figures[w.name + " none"]),
+                 s = Median(figures[w.name + " sync"]), c = Median(figures[w.name + " core"]);
+    std::printf("| %s | %s | %s | %.2f | %s | %.2f | %s | %s | %.1f | %s | %.0f |\n",
+                w.name.c_str(), Si(e).c_str(), Si(n).c_str(), n / e, Si(s).c_str(), s / e,
+                Si(c).c_str(), Si(sk_epoch[w.name]).c_str(), c / sk_epoch[w.name],
+                Si(sk_partial[w.name]).c_str(), c / sk_partial[w.name]);
+  }
+  std::printf("\n## W4: one example at a time, predict then reveal (round trip per request)\n\n");
+  std::printf("| path | p50 us | p50 vs echo | p99 us | p99 vs echo |\n|---|---|---|---|---|\n");
+  for (const char* name : {"echo", "none", "sync"}) {
+    std::printf("| %s | %.0f | %.2f | %.0f | %.2f |\n", name, Median(p50[name]),
+                Median(p50[name]) / Median(p50["echo"]), Median(p99[name]),
+                Median(p99[name]) / Median(p99["echo"]));
+  }
+  std::fflush(stdout);
+
+  // Memory: 10,000 models of d=1000 in one server (default durability).
+  {
+    auto p = Perceptrond("sync");
+    const long before = RssAndThreads(p->pid).first;
+    const int models = quick ? 1000 : 10000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = t; i < models; i += 4) CreateModel(p->target(), absl::StrCat("m", i), 1000);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    auto [rss, th] = RssAndThreads(p->pid);
+    std::printf("\n## Memory and threads\n\n");
+    std::printf("- %d models of d=1000 in one server: RSS %.1f MB (%.1f MB before; target: "
+                "under 200 MB for 10,000), %ld threads\n",
+                models, rss / 1024.0, before / 1024.0, th);
+  }
+  // 1,000 concurrent open Learn streams.
+  {
+    auto p = Perceptrond("none");
+    CreateModel(p->target(), "s", 20);
+    auto channel = Channel(p->target());
+    auto stub = perceptron::v1::PerceptronService::NewStub(channel);
+    const int streams = quick ? 200 : 1000;
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<Stream>> open;
+    perceptron::v1::LearnResponse r;
+    for (int i = 0; i < streams; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      open.push_back(stub->Learn(contexts.back().get()));
+      perceptron::v1::LearnRequest req = pools[0][i % pools[0].size()];
+      req.set_model_id("s");
+      if (!open.back()->Write(req) || !open.back()->Read(&r)) return 1;
+    }
+    auto [rss, th] = RssAndThreads(p->pid);
+    std::printf("- %d Learn streams open at once (each answered a batch): server RSS %.1f MB, "
+                "%ld threads\n",
+                streams, rss / 1024.0, th);
+    for (auto& s : open) {
+      s->WritesDone();
+      s->Finish();
+    }
+  }
+  std::fflush(stdout);
+
+  // How cost grows with d (one stream, durability none) and with the number of models.
+  std::printf("\n## Growth with d (durability none, one pipelined stream)\n\n");
+  std::printf("| d | examples | batch | examples/s | server RSS after, MB |\n|---|---|---|---|---|\n");
+  const std::vector<Workload> by_d = {
+      {"d10", 10, 0, 64, 128, 200000},        {"d100", 100, 0, 64, 128, 200000},
+      {"d1e3", 1000, 0, 64, 64, 50000},       {"d1e4", 10000, 0, 16, 16, 10000},
+      {"d1e4s", 10000, 32, 256, 64, 200000},  {"d1e5s", 100000, 32, 256, 64, 200000},
+      {"d1e6s", 1000000, 32, 256, 64, 200000}};
+  for (const Workload& w : by_d) {
+    auto p = Perceptrond("none");
+    CreateModel(p->target(), w.name, w.dimension);
+    const Data d = Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 11);
+    const double rate = ServiceRate(p->target(), w.name, Requests(w, d, w.name),
+                                    (quick ? w.examples / 5 : w.examples) / w.batch, w.batch);
+    std::printf("| %u%s | %s | %d | %s | %.1f |\n", w.dimension,
+                w.nonzeros ? " (sparse, 32 non-zeros)" : " (dense)", Si(w.examples).c_str(),
+                w.batch, Si(rate).c_str(), RssAndThreads(p->pid).first / 1024.0);
+    std::fflush(stdout);
+  }
+  std::printf("\n## Growth with the number of models (d=20, durability none)\n\n");
+  std::printf("| models | create/s | server RSS, MB | W1 examples/s on one of them |\n"
+              "|---|---|---|---|\n");
+  {
+    auto p = Perceptrond("none");
+    int created = 0;
+    for (int target : {1, 10, 100, 1000, 10000, quick ? 10000 : 100000}) {
+      const absl::Time start = absl::Now();
+      const int before = created;
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+          for (int i = before + t; i < target; i += 4) {
+            CreateModel(p->target(), absl::StrCat("n", i), 20);
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      created = target;
+      const double rate = (target - before) / absl::ToDoubleSeconds(absl::Now() - start);
+      std::vector<perceptron::v1::LearnRequest> pool = pools[0];
+      for (auto& req : pool) req.set_model_id("n0");
+      const double w1 = ServiceRate(p->target(), "n0", pool, 2000, 64);
+      std::printf("| %d | %s | %.1f | %s |\n", target, Si(rate).c_str(),
+                  RssAndThreads(p->pid).first / 1024.0, Si(w1).c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

@@ -8,41 +8,50 @@
 namespace perceptron {
 namespace {
 
-// Sparse vectors up to this many entries are checked for repeated indices
-// pairwise, with no allocation; longer ones are sorted in a copy.
-constexpr size_t kPairwiseDuplicateCheck = 64;
+// Repeated indices are found in O(nnz) with a small open-addressing table on the stack; longer
+// vectors are sorted in a copy.
+constexpr size_t kHashedDuplicateCheck = 256;
+
+absl::Status Repeated(uint32_t index, size_t first, size_t second) {
+  return absl::InvalidArgumentError(absl::StrCat("features: index ", index,
+                                                 " repeated at positions ", first, " and ",
+                                                 second));
+}
 
 absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
   const size_t n = indices.size();
-  if (n <= kPairwiseDuplicateCheck) {
-    for (size_t i = 1; i < n; ++i) {
-      for (size_t j = 0; j < i; ++j) {
-        if (indices[i] == indices[j]) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("features: index ", indices[i],
-                           " repeated at positions ", j, " and ", i));
-        }
+  if (n <= kHashedDuplicateCheck) {
+    constexpr uint32_t kEmpty = 0xffffffffu;  // never an index: indices are < 2^24
+    uint32_t keys[2 * kHashedDuplicateCheck];
+    uint16_t where[2 * kHashedDuplicateCheck];
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    std::fill(keys, keys + size, kEmpty);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t key = indices[i];
+      size_t slot = (key * 2654435761u) & (size - 1);
+      while (keys[slot] != kEmpty) {
+        if (keys[slot] == key) return Repeated(key, where[slot], i);
+        slot = (slot + 1) & (size - 1);
       }
+      keys[slot] = key;
+      where[slot] = static_cast<uint16_t>(i);
     }
     return absl::OkStatus();
   }
   std::vector<std::pair<uint32_t, uint32_t>> sorted(n);
-  for (size_t i = 0; i < n; ++i)
-    sorted[i] = {indices[i], static_cast<uint32_t>(i)};
+  for (size_t i = 0; i < n; ++i) sorted[i] = {indices[i], static_cast<uint32_t>(i)};
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 1; i < n; ++i) {
     if (sorted[i].first == sorted[i - 1].first) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "features: index ", sorted[i].first, " repeated at positions ",
-          sorted[i - 1].second, " and ", sorted[i].second));
+      return Repeated(sorted[i].first, sorted[i - 1].second, sorted[i].second);
     }
   }
   return absl::OkStatus();
 }
 
-// True if no value is NaN or infinite: v * 0 is 0 for finite v and NaN
-// otherwise, and NaN survives the sums. Branch-free with independent partial
-// sums, so the compiler vectorizes it.
+// True if no value is NaN or infinite: v * 0 is 0 for finite v and NaN otherwise, and NaN
+// survives the sums. Branch-free with independent partial sums, so the compiler vectorizes it.
 bool AllFinite(absl::Span<const double> v) {
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t i = 0;
@@ -63,45 +72,58 @@ Features Features::Copy(const FeatureView& view) {
   return f;
 }
 
-absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension) {
+absl::Status ValidateStructure(const FeatureView& x, uint32_t dimension) {
   if (!x.sparse) {
     if (x.values.size() != dimension) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("features: dense vector has ", x.values.size(),
-                       " values; the model's dimension is ", dimension));
+      return absl::InvalidArgumentError(absl::StrCat("features: dense vector has ",
+                                                     x.values.size(),
+                                                     " values; the model's dimension is ",
+                                                     dimension));
     }
-  } else {
-    if (x.indices.size() != x.values.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("features: sparse vector has ", x.indices.size(),
-                       " indices but ", x.values.size(), " values"));
+    return absl::OkStatus();
+  }
+  if (x.indices.size() != x.values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
+                                                   x.indices.size(), " indices but ",
+                                                   x.values.size(), " values"));
+  }
+  if (x.values.size() > dimension) {
+    return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
+                                                   x.values.size(),
+                                                   " entries, more than the dimension ",
+                                                   dimension));
+  }
+  bool increasing = true;
+  for (size_t i = 0; i < x.indices.size(); ++i) {
+    if (x.indices[i] >= dimension) {
+      return absl::InvalidArgumentError(absl::StrCat("features: index ", x.indices[i],
+                                                     " at position ", i,
+                                                     " is out of range for dimension ",
+                                                     dimension));
     }
-    if (x.values.size() > dimension) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("features: sparse vector has ", x.values.size(),
-                       " entries, more than the dimension ", dimension));
-    }
-    for (size_t i = 0; i < x.indices.size(); ++i) {
-      if (x.indices[i] >= dimension) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("features: index ", x.indices[i], " at position ", i,
-                         " is out of range for dimension ", dimension));
-      }
+    increasing &= i == 0 || x.indices[i] > x.indices[i - 1];
+  }
+  // Strictly increasing indices (the usual order) cannot repeat.
+  return increasing ? absl::OkStatus() : CheckDuplicates(x.indices);
+}
+
+absl::Status ValidateValues(const FeatureView& x) {
+  if (AllFinite(x.values)) return absl::OkStatus();
+  for (size_t i = 0; i < x.values.size(); ++i) {
+    const double v = x.values[i];
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "features: value at position ", i,
+          x.sparse ? absl::StrCat(" (index ", x.indices[i], ")") : std::string(), " is ", v,
+          ", not finite"));
     }
   }
-  if (!AllFinite(x.values)) {
-    for (size_t i = 0; i < x.values.size(); ++i) {
-      const double v = x.values[i];
-      if (!std::isfinite(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("features: value at position ", i,
-                         x.sparse ? absl::StrCat(" (index ", x.indices[i], ")")
-                                  : std::string(),
-                         " is ", v, ", not finite"));
-      }
-    }
-  }
-  return x.sparse ? CheckDuplicates(x.indices) : absl::OkStatus();
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension) {
+  if (absl::Status s = ValidateStructure(x, dimension); !s.ok()) return s;
+  return ValidateValues(x);
 }
 
 absl::Status ValidateLabel(int label) {

@@ -60,6 +60,12 @@ struct Features {
 // under normalization) is checked by Preparer::Prepare, which computes it.
 absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension);
 
+// The two halves of ValidateFeatures: the shape (lengths, index range, repeated indices) and the
+// values (finite). Preparer::Prepare needs only the shape checked first: it finds non-finite
+// values itself while computing the norm, in the same pass.
+absl::Status ValidateStructure(const FeatureView& x, uint32_t dimension);
+absl::Status ValidateValues(const FeatureView& x);
+
 // OK if `label` is -1 or +1, else INVALID_ARGUMENT naming it.
 absl::Status ValidateLabel(int label);
 

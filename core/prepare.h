@@ -47,9 +47,10 @@ class Preparer {
         bias_constant_(config.bias_constant),
         normalize_(config.normalize) {}
 
-  // Prepares `x`, which must already have passed ValidateFeatures.
-  // INVALID_ARGUMENT if the squared norm of the augmented vector overflows, or
-  // if the model normalizes and it is zero. The result borrows `x`.
+  // Prepares `x`, whose shape must already have passed ValidateStructure (or
+  // ValidateFeatures). INVALID_ARGUMENT, naming the value, if one is NaN or infinite; if the
+  // squared norm of the augmented vector overflows; or if the model normalizes and it is zero.
+  // The result borrows `x`.
   absl::StatusOr<Prepared> Prepare(const FeatureView& x) const;
 
  private:

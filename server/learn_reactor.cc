@@ -23,7 +23,7 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
   MaybeReadLocked();
 }
 
-absl::StatusOr<v1::LearnResponse> LearnReactor::Process(CommitHandle* commit) {
+absl::Status LearnReactor::Process(v1::LearnResponse* response, CommitHandle* commit) {
   if (entry_ == nullptr) {
     if (request_.model_id().empty()) {
       return absl::InvalidArgumentError(
@@ -44,12 +44,8 @@ absl::StatusOr<v1::LearnResponse> LearnReactor::Process(CommitHandle* commit) {
         absl::StrCat("a batch of ", request_.items_size(),
                      " items is over the limit of ", limits_->max_batch_items));
   }
-  v1::LearnResponse response;
-  absl::Status s = ApplyLearnItems(*entry_, *persistence_, request_.items(),
-                                   *limits_, response.mutable_results(),
-                                   response.mutable_stats(), commit);
-  if (!s.ok()) return s;
-  return response;
+  return ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
+                         response->mutable_results(), response->mutable_stats(), commit);
 }
 
 void LearnReactor::MaybeReadLocked() {
@@ -73,15 +69,18 @@ void LearnReactor::OnReadDone(bool ok) {
   const uint64_t number = next_number_++;
   mu_.Unlock();
   CommitHandle commit;
-  absl::StatusOr<v1::LearnResponse> response = Process(&commit);
+  auto arena = std::make_unique<google::protobuf::Arena>();
+  v1::LearnResponse* response =
+      google::protobuf::Arena::CreateMessage<v1::LearnResponse>(arena.get());
+  const absl::Status processed = Process(response, &commit);
   mu_.Lock();
   processing_ = false;
-  if (!response.ok()) {
-    final_status_ = ToGrpc(response.status());
+  if (!processed.ok()) {
+    final_status_ = ToGrpc(processed);
     MaybeFinishLocked();
     return;
   }
-  queue_.push_back(Answer{number, false, *std::move(response)});
+  queue_.push_back(Answer{number, false, std::move(arena), response});
   ++uncommitted_;
   mu_.Unlock();
   // May call back at once (nothing to write, or already written).
@@ -115,7 +114,7 @@ void LearnReactor::WriteNextLocked() {
   if (writing_ || finished_ || queue_.empty() || !queue_.front().committed)
     return;
   writing_ = true;
-  StartWrite(&queue_.front().response);
+  StartWrite(queue_.front().response);
 }
 
 void LearnReactor::OnWriteDone(bool ok) {

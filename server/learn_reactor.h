@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "perceptron/v1/perceptron.pb.h"
 #include "server/limits.h"
@@ -40,7 +41,9 @@ class LearnReactor final
   struct Answer {
     uint64_t number;         // the request's position in the stream
     bool committed = false;  // its log record is written as the mode requires
-    v1::LearnResponse response;
+    // The response and everything in it live on one arena, freed at once after the write.
+    std::unique_ptr<google::protobuf::Arena> arena;
+    v1::LearnResponse* response = nullptr;
   };
 
   void OnReadDone(bool ok) override;
@@ -50,7 +53,7 @@ class LearnReactor final
 
   // Applies request_; the answer and its commit, or a fatal status that ends
   // the stream.
-  absl::StatusOr<v1::LearnResponse> Process(CommitHandle* commit);
+  absl::Status Process(v1::LearnResponse* response, CommitHandle* commit);
   void OnCommitted(uint64_t number, absl::Status status);
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -39,25 +39,25 @@ class ModelListener {
   virtual void OnModelDeleted() = 0;
 };
 
-// The mistakes of the last `size` labeled examples, for the recent mistake
-// rate.
+// The mistakes of the last `size` labeled examples, for the recent mistake rate: a ring of bits.
 class RecentWindow {
  public:
-  explicit RecentWindow(size_t size) : bits_(size, 0) {}
+  explicit RecentWindow(size_t size) : size_(size), bits_((size + 63) / 64, 0) {}
   void Add(bool mistake) {
-    mistakes_ += mistake - bits_[next_];
-    bits_[next_] = mistake;
-    next_ = (next_ + 1) % bits_.size();
-    if (count_ < bits_.size()) ++count_;
+    uint64_t& word = bits_[next_ / 64];
+    const uint64_t bit = uint64_t{1} << (next_ % 64);
+    mistakes_ += static_cast<int64_t>(mistake) - ((word & bit) != 0);
+    word = mistake ? (word | bit) : (word & ~bit);
+    next_ = next_ + 1 == size_ ? 0 : next_ + 1;
+    if (count_ < size_) ++count_;
   }
-  double rate() const {
-    return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_;
-  }
-  size_t size() const { return bits_.size(); }
-  void Clear() { *this = RecentWindow(bits_.size()); }
+  double rate() const { return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_; }
+  size_t size() const { return size_; }
+  void Clear() { *this = RecentWindow(size_); }
 
  private:
-  std::vector<uint8_t> bits_;
+  size_t size_;
+  std::vector<uint64_t> bits_;
   size_t next_ = 0;
   size_t count_ = 0;
   int64_t mistakes_ = 0;

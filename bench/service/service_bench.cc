@@ -289,18 +289,23 @@ double CoreRate(const Workload& w, const Data& d, int64_t examples) {
   return examples / absl::ToDoubleSeconds(absl::Now() - start);
 }
 
-void CreateModel(const std::string& target, const std::string& id, uint32_t d) {
-  auto stub = v1::PerceptronService::NewStub(Channel(target));
+void CreateModel(perceptron::v1::PerceptronService::Stub& stub, const std::string& id,
+                 uint32_t d) {
   grpc::ClientContext context;
   v1::CreateModelRequest req;
   req.set_model_id(id);
   req.mutable_config()->set_dimension(d);
   v1::Model m;
-  grpc::Status s = stub->CreateModel(&context, req, &m);
+  grpc::Status s = stub.CreateModel(&context, req, &m);
   if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
     std::fprintf(stderr, "CreateModel %s: %s\n", id.c_str(), s.error_message().c_str());
     std::exit(1);
   }
+}
+
+void CreateModel(const std::string& target, const std::string& id, uint32_t d) {
+  auto stub = v1::PerceptronService::NewStub(Channel(target));
+  CreateModel(*stub, id, d);
 }
 
 void WriteForSklearn(const std::string& dir, const Workload& w, const Data& d) {
@@ -454,7 +459,8 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
-        for (int i = t; i < models; i += 4) CreateModel(p->target(), absl::StrCat("m", i), 1000);
+        auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+        for (int i = t; i < models; i += 4) CreateModel(*stub, absl::StrCat("m", i), 1000);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -523,8 +529,9 @@ int main(int argc, char** argv) {
       std::vector<std::thread> threads;
       for (int t = 0; t < 4; ++t) {
         threads.emplace_back([&, t] {
+          auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
           for (int i = before + t; i < target; i += 4) {
-            CreateModel(p->target(), absl::StrCat("n", i), 20);
+            CreateModel(*stub, absl::StrCat("n", i), 20);
           }
         });
       }

@@ -8,20 +8,21 @@
 namespace perceptron {
 namespace {
 
-// Repeated indices are found in O(nnz) with a small open-addressing table on the stack; longer
-// vectors are sorted in a copy.
+// Repeated indices are found in O(nnz) with a small open-addressing table on
+// the stack; longer vectors are sorted in a copy.
 constexpr size_t kHashedDuplicateCheck = 256;
 
 absl::Status Repeated(uint32_t index, size_t first, size_t second) {
   return absl::InvalidArgumentError(absl::StrCat("features: index ", index,
-                                                 " repeated at positions ", first, " and ",
-                                                 second));
+                                                 " repeated at positions ",
+                                                 first, " and ", second));
 }
 
 absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
   const size_t n = indices.size();
   if (n <= kHashedDuplicateCheck) {
-    constexpr uint32_t kEmpty = 0xffffffffu;  // never an index: indices are < 2^24
+    constexpr uint32_t kEmpty =
+        0xffffffffu;  // never an index: indices are < 2^24
     uint32_t keys[2 * kHashedDuplicateCheck];
     uint16_t where[2 * kHashedDuplicateCheck];
     size_t size = 16;
@@ -40,7 +41,8 @@ absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
     return absl::OkStatus();
   }
   std::vector<std::pair<uint32_t, uint32_t>> sorted(n);
-  for (size_t i = 0; i < n; ++i) sorted[i] = {indices[i], static_cast<uint32_t>(i)};
+  for (size_t i = 0; i < n; ++i)
+    sorted[i] = {indices[i], static_cast<uint32_t>(i)};
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 1; i < n; ++i) {
     if (sorted[i].first == sorted[i - 1].first) {
@@ -50,8 +52,9 @@ absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
   return absl::OkStatus();
 }
 
-// True if no value is NaN or infinite: v * 0 is 0 for finite v and NaN otherwise, and NaN
-// survives the sums. Branch-free with independent partial sums, so the compiler vectorizes it.
+// True if no value is NaN or infinite: v * 0 is 0 for finite v and NaN
+// otherwise, and NaN survives the sums. Branch-free with independent partial
+// sums, so the compiler vectorizes it.
 bool AllFinite(absl::Span<const double> v) {
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t i = 0;
@@ -75,31 +78,28 @@ Features Features::Copy(const FeatureView& view) {
 absl::Status ValidateStructure(const FeatureView& x, uint32_t dimension) {
   if (!x.sparse) {
     if (x.values.size() != dimension) {
-      return absl::InvalidArgumentError(absl::StrCat("features: dense vector has ",
-                                                     x.values.size(),
-                                                     " values; the model's dimension is ",
-                                                     dimension));
+      return absl::InvalidArgumentError(
+          absl::StrCat("features: dense vector has ", x.values.size(),
+                       " values; the model's dimension is ", dimension));
     }
     return absl::OkStatus();
   }
   if (x.indices.size() != x.values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
-                                                   x.indices.size(), " indices but ",
-                                                   x.values.size(), " values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("features: sparse vector has ", x.indices.size(),
+                     " indices but ", x.values.size(), " values"));
   }
   if (x.values.size() > dimension) {
-    return absl::InvalidArgumentError(absl::StrCat("features: sparse vector has ",
-                                                   x.values.size(),
-                                                   " entries, more than the dimension ",
-                                                   dimension));
+    return absl::InvalidArgumentError(
+        absl::StrCat("features: sparse vector has ", x.values.size(),
+                     " entries, more than the dimension ", dimension));
   }
   bool increasing = true;
   for (size_t i = 0; i < x.indices.size(); ++i) {
     if (x.indices[i] >= dimension) {
-      return absl::InvalidArgumentError(absl::StrCat("features: index ", x.indices[i],
-                                                     " at position ", i,
-                                                     " is out of range for dimension ",
-                                                     dimension));
+      return absl::InvalidArgumentError(
+          absl::StrCat("features: index ", x.indices[i], " at position ", i,
+                       " is out of range for dimension ", dimension));
     }
     increasing &= i == 0 || x.indices[i] > x.indices[i - 1];
   }
@@ -112,10 +112,11 @@ absl::Status ValidateValues(const FeatureView& x) {
   for (size_t i = 0; i < x.values.size(); ++i) {
     const double v = x.values[i];
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "features: value at position ", i,
-          x.sparse ? absl::StrCat(" (index ", x.indices[i], ")") : std::string(), " is ", v,
-          ", not finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("features: value at position ", i,
+                       x.sparse ? absl::StrCat(" (index ", x.indices[i], ")")
+                                : std::string(),
+                       " is ", v, ", not finite"));
     }
   }
   return absl::OkStatus();

@@ -60,9 +60,10 @@ struct Features {
 // under normalization) is checked by Preparer::Prepare, which computes it.
 absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension);
 
-// The two halves of ValidateFeatures: the shape (lengths, index range, repeated indices) and the
-// values (finite). Preparer::Prepare needs only the shape checked first: it finds non-finite
-// values itself while computing the norm, in the same pass.
+// The two halves of ValidateFeatures: the shape (lengths, index range, repeated
+// indices) and the values (finite). Preparer::Prepare needs only the shape
+// checked first: it finds non-finite values itself while computing the norm, in
+// the same pass.
 absl::Status ValidateStructure(const FeatureView& x, uint32_t dimension);
 absl::Status ValidateValues(const FeatureView& x);
 

@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
 
 absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
   PERCEPTRON_RETURN_IF_ERROR(ValidateStructure(x, config_.dimension));
-  return preparer_.Prepare(x);  // finds non-finite values in the same pass as the norm
+  return preparer_.Prepare(
+      x);  // finds non-finite values in the same pass as the norm
 }
 
 Outcome Model::Account(const Prepared& x, int label, double score,

@@ -4,10 +4,11 @@
 
 namespace perceptron {
 
-// The dense loops are compiled twice, for AVX2 and for the baseline, and the better one is
-// chosen when the program starts. Both add in the same order, so results are the same bits.
-__attribute__((target_clones("avx2", "default"))) double DenseDot(const double* a,
-                                                                  const double* b, size_t n) {
+// The dense loops are compiled twice, for AVX2 and for the baseline, and the
+// better one is chosen when the program starts. Both add in the same order, so
+// results are the same bits.
+__attribute__((target_clones("avx2", "default"))) double DenseDot(
+    const double* a, const double* b, size_t n) {
   // Eight independent partial sums hide the latency of floating-point addition
   // and let the compiler vectorize, while the order of additions stays fixed:
   // results are reproducible bit for bit on every machine (the build also
@@ -51,7 +52,8 @@ absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x) const {
   if (!std::isfinite(norm_sq)) {
     // A NaN or infinity makes the sum non-finite too: name it if there is one.
     if (absl::Status s = ValidateValues(x); !s.ok()) return s;
-    return absl::InvalidArgumentError("features: squared norm overflows a double");
+    return absl::InvalidArgumentError(
+        "features: squared norm overflows a double");
   }
   if (normalize_) {
     if (norm_sq == 0) {

@@ -48,9 +48,9 @@ class Preparer {
         normalize_(config.normalize) {}
 
   // Prepares `x`, whose shape must already have passed ValidateStructure (or
-  // ValidateFeatures). INVALID_ARGUMENT, naming the value, if one is NaN or infinite; if the
-  // squared norm of the augmented vector overflows; or if the model normalizes and it is zero.
-  // The result borrows `x`.
+  // ValidateFeatures). INVALID_ARGUMENT, naming the value, if one is NaN or
+  // infinite; if the squared norm of the augmented vector overflows; or if the
+  // model normalizes and it is zero. The result borrows `x`.
   absl::StatusOr<Prepared> Prepare(const FeatureView& x) const;
 
  private:

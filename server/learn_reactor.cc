@@ -23,7 +23,8 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
   MaybeReadLocked();
 }
 
-absl::Status LearnReactor::Process(v1::LearnResponse* response, CommitHandle* commit) {
+absl::Status LearnReactor::Process(v1::LearnResponse* response,
+                                   CommitHandle* commit) {
   if (entry_ == nullptr) {
     if (request_.model_id().empty()) {
       return absl::InvalidArgumentError(
@@ -45,7 +46,8 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response, CommitHandle* co
                      " items is over the limit of ", limits_->max_batch_items));
   }
   return ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
-                         response->mutable_results(), response->mutable_stats(), commit);
+                         response->mutable_results(), response->mutable_stats(),
+                         commit);
 }
 
 void LearnReactor::MaybeReadLocked() {

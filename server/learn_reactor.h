@@ -41,7 +41,8 @@ class LearnReactor final
   struct Answer {
     uint64_t number;         // the request's position in the stream
     bool committed = false;  // its log record is written as the mode requires
-    // The response and everything in it live on one arena, freed at once after the write.
+    // The response and everything in it live on one arena, freed at once after
+    // the write.
     std::unique_ptr<google::protobuf::Arena> arena;
     v1::LearnResponse* response = nullptr;
   };

@@ -39,10 +39,12 @@ class ModelListener {
   virtual void OnModelDeleted() = 0;
 };
 
-// The mistakes of the last `size` labeled examples, for the recent mistake rate: a ring of bits.
+// The mistakes of the last `size` labeled examples, for the recent mistake
+// rate: a ring of bits.
 class RecentWindow {
  public:
-  explicit RecentWindow(size_t size) : size_(size), bits_((size + 63) / 64, 0) {}
+  explicit RecentWindow(size_t size)
+      : size_(size), bits_((size + 63) / 64, 0) {}
   void Add(bool mistake) {
     uint64_t& word = bits_[next_ / 64];
     const uint64_t bit = uint64_t{1} << (next_ % 64);
@@ -51,7 +53,9 @@ class RecentWindow {
     next_ = next_ + 1 == size_ ? 0 : next_ + 1;
     if (count_ < size_) ++count_;
   }
-  double rate() const { return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_; }
+  double rate() const {
+    return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_;
+  }
   size_t size() const { return size_; }
   void Clear() { *this = RecentWindow(size_); }
 

@@ -1,6 +1,8 @@
-// echo_server: the bare gRPC echo stream of DESIGN.md section 7, on the same callback API and
-// threading as perceptrond, answering each request with a response shaped like perceptrond's.
-//   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT"; SIGTERM stops it.
+// echo_server: the bare gRPC echo stream of DESIGN.md section 7, on the same
+// callback API and threading as perceptrond, answering each request with a
+// response shaped like perceptrond's.
+//   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT";
+//   SIGTERM stops it.
 #include <signal.h>
 
 #include <cstdio>
@@ -19,9 +21,10 @@ namespace {
 
 namespace v1 = ::perceptron::v1;
 
-// Reads requests and writes one response per request, in order, with reads ahead of writes as
-// perceptrond's Learn stream does.
-class EchoReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse> {
+// Reads requests and writes one response per request, in order, with reads
+// ahead of writes as perceptrond's Learn stream does.
+class EchoReactor final
+    : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse> {
  public:
   EchoReactor() {
     absl::MutexLock lock(&mu_);
@@ -96,7 +99,8 @@ class EchoReactor final : public grpc::ServerBidiReactor<v1::LearnRequest, v1::L
   absl::Mutex mu_;
   v1::LearnRequest request_;
   std::deque<v1::LearnResponse> queue_;
-  bool writing_ = false, paused_ = false, done_reading_ = false, finished_ = false;
+  bool writing_ = false, paused_ = false, done_reading_ = false,
+       finished_ = false;
 };
 
 class EchoService final : public Echo::CallbackService {
@@ -119,8 +123,9 @@ int main(int argc, char** argv) {
   perceptron::bench::EchoService service;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(absl::GetFlag(FLAGS_port)),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(
+      "127.0.0.1:" + std::to_string(absl::GetFlag(FLAGS_port)),
+      grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(64 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -1,14 +1,18 @@
-// service_bench: DESIGN.md section 7 in one run. Every figure it prints is a ratio of two things
-// measured in this run (or a figure of this run beside the target it is compared with).
+// service_bench: DESIGN.md section 7 in one run. Every figure it prints is a
+// ratio of two things measured in this run (or a figure of this run beside the
+// target it is compared with).
 //
 //   W1 dense d=20, batches of 64      W2 dense d=1000, batches of 64
-//   W3 sparse 32 of d=2^20, batches of 256      W4 one example at a time: predict, then reveal
+//   W3 sparse 32 of d=2^20, batches of 256      W4 one example at a time:
+//   predict, then reveal
 //
-// Through perceptrond (separate process, durability none and sync), through a bare gRPC echo
-// stream with the same payloads (bench/echo, the transport's limit), through the core learner
-// in-process (the compute limit), and scikit-learn's Perceptron on the same data (one epoch, and
-// partial_fit one example at a time). Then memory (10,000 models of d=1000; 1,000 open streams and
-// the server's threads) and how cost grows with d and with the number of models.
+// Through perceptrond (separate process, durability none and sync), through a
+// bare gRPC echo stream with the same payloads (bench/echo, the transport's
+// limit), through the core learner in-process (the compute limit), and
+// scikit-learn's Perceptron on the same data (one epoch, and partial_fit one
+// example at a time). Then memory (10,000 models of d=1000; 1,000 open streams
+// and the server's threads) and how cost grows with d and with the number of
+// models.
 //
 //   service_bench --bin=build/release [--repeats=3] [--quick]
 #include <fcntl.h>
@@ -26,8 +30,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -38,9 +42,12 @@
 #include "grpcpp/grpcpp.h"
 #include "perceptron/v1/perceptron.grpc.pb.h"
 
-ABSL_FLAG(std::string, bin, "build/release", "The build directory with the binaries");
-ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python (sees python3-sklearn)");
-ABSL_FLAG(int, repeats, 3, "Repeats of each throughput measurement (medians are shown)");
+ABSL_FLAG(std::string, bin, "build/release",
+          "The build directory with the binaries");
+ABSL_FLAG(std::string, python, "/usr/bin/python3",
+          "Debian's Python (sees python3-sklearn)");
+ABSL_FLAG(int, repeats, 3,
+          "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
 
 namespace perceptron::bench {
@@ -64,20 +71,22 @@ struct Process {
   }
 };
 
-std::unique_ptr<Process> Launch(std::vector<std::string> argv, const std::string& dir = "") {
+std::unique_ptr<Process> Launch(std::vector<std::string> argv,
+                                const std::string& dir = "") {
   int out[2];
   if (pipe(out) != 0) std::exit(1);
   auto p = std::make_unique<Process>();
   p->dir = dir;
+  std::vector<char*>
+      args;  // built before fork: the child calls only async-signal-safe code
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
   p->pid = fork();
   if (p->pid == 0) {
     dup2(out[1], STDOUT_FILENO);
     int null = open("/dev/null", O_WRONLY);
     dup2(null, STDERR_FILENO);
     close(out[0]);
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -90,12 +99,14 @@ std::unique_ptr<Process> Launch(std::vector<std::string> argv, const std::string
   }
   fclose(f);
   const std::string text = line;
-  absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(text.rfind(':') + 1)), &p->port);
+  absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(text.rfind(':') + 1)),
+                   &p->port);
   return p;
 }
 
 std::unique_ptr<Process> Perceptrond(const std::string& durability) {
-  std::string dir = std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
+  std::string dir =
+      std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) std::exit(1);
   return Launch({absl::GetFlag(FLAGS_bin) + "/server/perceptrond", "--port=0",
                  "--durability=" + durability, "--data_dir=" + dir},
@@ -108,8 +119,11 @@ std::pair<long, long> RssAndThreads(pid_t pid) {
   std::string line;
   long rss = 0, threads = 0;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &rss);
-    if (line.rfind("Threads:", 0) == 0) absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &threads);
+    if (line.rfind("VmRSS:", 0) == 0)
+      absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &rss);
+    if (line.rfind("Threads:", 0) == 0)
+      absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &threads);
   }
   return {rss, threads};
 }
@@ -119,8 +133,10 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);
   // A channel per measurement: a new connection each time.
-  args.SetInt("bench.channel", static_cast<int>(absl::ToUnixNanos(absl::Now()) & 0x7fffffff));
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  args.SetInt("bench.channel",
+              static_cast<int>(absl::ToUnixNanos(absl::Now()) & 0x7fffffff));
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 // ---- data ----
@@ -130,8 +146,8 @@ struct Workload {
   uint32_t dimension;
   uint32_t nonzeros;  // 0: dense
   int batch;
-  int pool_batches;   // distinct batches, cycled
-  int64_t examples;   // per throughput measurement
+  int pool_batches;  // distinct batches, cycled
+  int64_t examples;  // per throughput measurement
 };
 
 struct Data {
@@ -151,7 +167,8 @@ Data Generate(const Workload& w, size_t n, uint64_t seed) {
     std::vector<uint32_t> idx;
     double s = 0;
     if (w.nonzeros == 0) {
-      for (uint32_t i = 0; i < w.dimension; ++i) s += u[i] * val.emplace_back(normal(rng));
+      for (uint32_t i = 0; i < w.dimension; ++i)
+        s += u[i] * val.emplace_back(normal(rng));
     } else {
       while (idx.size() < w.nonzeros) {
         const uint32_t i = rng() % w.dimension;
@@ -167,7 +184,8 @@ Data Generate(const Workload& w, size_t n, uint64_t seed) {
   return d;
 }
 
-std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d, const std::string& model) {
+std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d,
+                                       const std::string& model) {
   std::vector<v1::LearnRequest> out(w.pool_batches);
   size_t t = 0;
   for (v1::LearnRequest& r : out) {
@@ -176,8 +194,8 @@ std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d, const s
       v1::LabeledExample* l = r.add_items()->mutable_labeled();
       l->set_label(d.labels[t]);
       if (w.nonzeros == 0) {
-        l->mutable_features()->mutable_dense()->mutable_values()->Add(d.values[t].begin(),
-                                                                      d.values[t].end());
+        l->mutable_features()->mutable_dense()->mutable_values()->Add(
+            d.values[t].begin(), d.values[t].end());
       } else {
         v1::SparseVector* s = l->mutable_features()->mutable_sparse();
         s->mutable_indices()->Add(d.indices[t].begin(), d.indices[t].end());
@@ -192,10 +210,10 @@ std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d, const s
 
 using Stream = grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>;
 
-// Examples per second through `stream`: `batches` requests cycled from `pool`, at most
-// `in_flight` unanswered.
-double Pipelined(Stream* stream, const std::vector<v1::LearnRequest>& pool, int64_t batches,
-                 int items_per_batch, int in_flight) {
+// Examples per second through `stream`: `batches` requests cycled from `pool`,
+// at most `in_flight` unanswered.
+double Pipelined(Stream* stream, const std::vector<v1::LearnRequest>& pool,
+                 int64_t batches, int items_per_batch, int in_flight) {
   absl::Mutex mu;
   int64_t answered = 0;
   const absl::Time start = absl::Now();
@@ -209,7 +227,9 @@ double Pipelined(Stream* stream, const std::vector<v1::LearnRequest>& pool, int6
   for (int64_t b = 0; b < batches; ++b) {
     {
       absl::MutexLock lock(&mu);
-      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return b - answered < in_flight; };
+      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+        return b - answered < in_flight;
+      };
       mu.Await(absl::Condition(&room));
     }
     stream->Write(pool[b % pool.size()]);
@@ -225,15 +245,17 @@ double Pipelined(Stream* stream, const std::vector<v1::LearnRequest>& pool, int6
 }
 
 double ServiceRate(const std::string& target, const std::string& model,
-                   const std::vector<v1::LearnRequest>& pool, int64_t batches, int items) {
+                   const std::vector<v1::LearnRequest>& pool, int64_t batches,
+                   int items) {
   auto stub = v1::PerceptronService::NewStub(Channel(target));
   grpc::ClientContext context;
   std::unique_ptr<Stream> s = stub->Learn(&context);
   return Pipelined(s.get(), pool, batches, items, 16);
 }
 
-double EchoRate(const std::string& target, const std::vector<v1::LearnRequest>& pool,
-                int64_t batches, int items) {
+double EchoRate(const std::string& target,
+                const std::vector<v1::LearnRequest>& pool, int64_t batches,
+                int items) {
   auto stub = Echo::NewStub(Channel(target));
   grpc::ClientContext context;
   std::unique_ptr<Stream> s = stub->Stream(&context);
@@ -249,15 +271,19 @@ Latency Percentiles(std::vector<double> us) {
   return {us[us.size() / 2], us[us.size() * 99 / 100]};
 }
 
-// W4: one example at a time, predict then reveal: the round trip of each request.
+// W4: one example at a time, predict then reveal: the round trip of each
+// request.
 Latency PingPong(Stream* s, const Data& d, int examples, bool echo) {
   std::vector<double> us;
   v1::LearnResponse r;
   for (int t = 0; t < examples; ++t) {
     v1::LearnRequest predict;
     if (t == 0) predict.set_model_id("w4");
-    predict.add_items()->mutable_example()->mutable_dense()->mutable_values()->Add(
-        d.values[t].begin(), d.values[t].end());
+    predict.add_items()
+        ->mutable_example()
+        ->mutable_dense()
+        ->mutable_values()
+        ->Add(d.values[t].begin(), d.values[t].end());
     absl::Time start = absl::Now();
     if (!s->Write(predict) || !s->Read(&r)) std::exit(1);
     us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
@@ -282,15 +308,16 @@ double CoreRate(const Workload& w, const Data& d, int64_t examples) {
   const absl::Time start = absl::Now();
   for (int64_t k = 0; k < examples; ++k) {
     const size_t t = k % d.labels.size();
-    const FeatureView x = w.nonzeros == 0 ? FeatureView::Dense(d.values[t])
-                                          : FeatureView::Sparse(d.indices[t], d.values[t]);
+    const FeatureView x = w.nonzeros == 0
+                              ? FeatureView::Dense(d.values[t])
+                              : FeatureView::Sparse(d.indices[t], d.values[t]);
     if (!model->Learn(x, d.labels[t]).ok()) std::exit(1);
   }
   return examples / absl::ToDoubleSeconds(absl::Now() - start);
 }
 
-void CreateModel(perceptron::v1::PerceptronService::Stub& stub, const std::string& id,
-                 uint32_t d) {
+void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
+                 const std::string& id, uint32_t d) {
   grpc::ClientContext context;
   v1::CreateModelRequest req;
   req.set_model_id(id);
@@ -298,7 +325,8 @@ void CreateModel(perceptron::v1::PerceptronService::Stub& stub, const std::strin
   v1::Model m;
   grpc::Status s = stub.CreateModel(&context, req, &m);
   if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
-    std::fprintf(stderr, "CreateModel %s: %s\n", id.c_str(), s.error_message().c_str());
+    std::fprintf(stderr, "CreateModel %s: %s\n", id.c_str(),
+                 s.error_message().c_str());
     std::exit(1);
   }
 }
@@ -310,12 +338,14 @@ void CreateModel(const std::string& target, const std::string& id, uint32_t d) {
 
 void WriteForSklearn(const std::string& dir, const Workload& w, const Data& d) {
   const size_t n = d.labels.size();
-  std::ofstream(dir + "/" + w.name + ".meta") << n << " " << w.dimension << " " << w.nonzeros;
+  std::ofstream(dir + "/" + w.name + ".meta")
+      << n << " " << w.dimension << " " << w.nonzeros;
   std::ofstream x(dir + "/" + w.name + ".x", std::ios::binary);
   std::ofstream y(dir + "/" + w.name + ".y", std::ios::binary);
   std::ofstream i(dir + "/" + w.name + ".i", std::ios::binary);
   for (size_t t = 0; t < n; ++t) {
-    x.write(reinterpret_cast<const char*>(d.values[t].data()), d.values[t].size() * 8);
+    x.write(reinterpret_cast<const char*>(d.values[t].data()),
+            d.values[t].size() * 8);
     const double label = d.labels[t];
     y.write(reinterpret_cast<const char*>(&label), 8);
     for (uint32_t k : d.indices[t]) {
@@ -351,8 +381,10 @@ int main(int argc, char** argv) {
       {"W3", 1u << 20, 32, 256, 128, quick ? 100000 : 500000},
   };
   std::printf("# perceptrond benchmark (DESIGN.md section 7)\n\n");
-  std::printf("machine: %u cores; medians of %d repeats, modes and paths interleaved\n\n",
-              std::thread::hardware_concurrency(), repeats);
+  std::printf(
+      "machine: %u cores; medians of %d repeats, modes and paths "
+      "interleaved\n\n",
+      std::thread::hardware_concurrency(), repeats);
 
   auto echo = Launch({bin + "/bench/echo/echo_server", "--port=0"});
   auto none = Perceptrond("none");
@@ -362,15 +394,18 @@ int main(int argc, char** argv) {
   std::vector<Data> data;
   std::vector<std::vector<perceptron::v1::LearnRequest>> pools;
   for (const Workload& w : workloads) {
-    data.push_back(Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 7));
+    data.push_back(
+        Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 7));
     pools.push_back(Requests(w, data.back(), w.name));
-    for (Process* p : {none.get(), sync.get()}) CreateModel(p->target(), w.name, w.dimension);
+    for (Process* p : {none.get(), sync.get()})
+      CreateModel(p->target(), w.name, w.dimension);
   }
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < workloads.size(); ++k) {
       const Workload& w = workloads[k];
       const int64_t batches = w.examples / w.batch;
-      figures[w.name + " echo"].push_back(EchoRate(echo->target(), pools[k], batches, w.batch));
+      figures[w.name + " echo"].push_back(
+          EchoRate(echo->target(), pools[k], batches, w.batch));
       figures[w.name + " none"].push_back(
           ServiceRate(none->target(), w.name, pools[k], batches, w.batch));
       figures[w.name + " sync"].push_back(
@@ -382,7 +417,8 @@ int main(int argc, char** argv) {
   // W4 ping-pong, interleaved.
   const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
   std::map<std::string, std::vector<double>> p50, p99;
-  for (Process* p : {none.get(), sync.get()}) CreateModel(p->target(), "w4", 20);
+  for (Process* p : {none.get(), sync.get()})
+    CreateModel(p->target(), "w4", 20);
   for (int r = 0; r < repeats; ++r) {
     const int n = quick ? 500 : 2000;
     {
@@ -393,8 +429,10 @@ int main(int argc, char** argv) {
       p50["echo"].push_back(l.p50);
       p99["echo"].push_back(l.p99);
     }
-    for (auto [name, p] : {std::pair{"none", none.get()}, std::pair{"sync", sync.get()}}) {
-      auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+    for (auto [name, p] :
+         {std::pair{"none", none.get()}, std::pair{"sync", sync.get()}}) {
+      auto stub =
+          perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
       grpc::ClientContext c;
       auto s = stub->Learn(&c);
       Latency l = PingPong(s.get(), w4, n, false);
@@ -404,46 +442,60 @@ int main(int argc, char** argv) {
   }
 
   // scikit-learn on the same data (a file each, read by numpy).
-  std::string dir = std::filesystem::temp_directory_path() / "perceptron-sklearn-XXXXXX";
+  std::string dir =
+      std::filesystem::temp_directory_path() / "perceptron-sklearn-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) return 1;
   std::map<std::string, double> sk_epoch, sk_partial;
   std::map<std::string, double> core_same;
   for (size_t k = 0; k < workloads.size(); ++k) {
     WriteForSklearn(dir, workloads[k], data[k]);
   }
-  const std::string cmd = absl::StrCat(absl::GetFlag(FLAGS_python), " ",
-                                       std::filesystem::path(__FILE__).parent_path().string(),
-                                       "/sklearn_bench.py ", dir, " W1 W2 W3");
+  const std::string cmd =
+      absl::StrCat(absl::GetFlag(FLAGS_python), " ",
+                   std::filesystem::path(__FILE__).parent_path().string(),
+                   "/sklearn_bench.py ", dir, " W1 W2 W3");
   FILE* py = popen(cmd.c_str(), "r");
   char line[256];
   while (py != nullptr && fgets(line, sizeof line, py) != nullptr) {
-    std::vector<std::string> f = absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
+    std::vector<std::string> f =
+        absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
     double v = 0;
     if (f.size() == 3 && absl::SimpleAtod(f[2], &v)) {
       (f[1] == "epoch" ? sk_epoch : sk_partial)[f[0]] = v;
     }
   }
   if (py == nullptr || pclose(py) != 0 || sk_epoch.size() != 3) {
-    std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n", cmd.c_str());
+    std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n",
+                 cmd.c_str());
     return 1;
   }
   std::filesystem::remove_all(dir);
 
   std::printf("## Throughput, examples/s\n\n");
-  std::printf("| workload | echo (transport) | perceptrond none | none/echo | perceptrond sync | "
-              "sync/echo | core in-process | sklearn epoch | core/sklearn epoch | "
-              "sklearn partial_fit | core/partial_fit |\n");
+  std::printf(
+      "| workload | echo (transport) | perceptrond none | none/echo | "
+      "perceptrond sync | "
+      "sync/echo | core in-process | sklearn epoch | core/sklearn epoch | "
+      "sklearn partial_fit | core/partial_fit |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Workload& w : workloads) {
-    const double e = Median(figures[w.name + " echo"]), n = Median(figures[w.name + " none"]),
-                 s = Median(figures[w.name + " sync"]), c = Median(figures[w.name + " core"]);
-    std::printf("| %s | %s | %s | %.2f | %s | %.2f | %s | %s | %.1f | %s | %.0f |\n",
-                w.name.c_str(), Si(e).c_str(), Si(n).c_str(), n / e, Si(s).c_str(), s / e,
-                Si(c).c_str(), Si(sk_epoch[w.name]).c_str(), c / sk_epoch[w.name],
-                Si(sk_partial[w.name]).c_str(), c / sk_partial[w.name]);
+    const double e = Median(figures[w.name + " echo"]),
+                 n = Median(figures[w.name + " none"]),
+                 s = Median(figures[w.name + " sync"]),
+                 c = Median(figures[w.name + " core"]);
+    std::printf(
+        "| %s | %s | %s | %.2f | %s | %.2f | %s | %s | %.1f | %s | %.0f |\n",
+        w.name.c_str(), Si(e).c_str(), Si(n).c_str(), n / e, Si(s).c_str(),
+        s / e, Si(c).c_str(), Si(sk_epoch[w.name]).c_str(),
+        c / sk_epoch[w.name], Si(sk_partial[w.name]).c_str(),
+        c / sk_partial[w.name]);
   }
-  std::printf("\n## W4: one example at a time, predict then reveal (round trip per request)\n\n");
-  std::printf("| path | p50 us | p50 vs echo | p99 us | p99 vs echo |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\n## W4: one example at a time, predict then reveal (round trip per "
+      "request)\n\n");
+  std::printf(
+      "| path | p50 us | p50 vs echo | p99 us | p99 vs echo "
+      "|\n|---|---|---|---|---|\n");
   for (const char* name : {"echo", "none", "sync"}) {
     std::printf("| %s | %.0f | %.2f | %.0f | %.2f |\n", name, Median(p50[name]),
                 Median(p50[name]) / Median(p50["echo"]), Median(p99[name]),
@@ -459,16 +511,20 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
-        auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
-        for (int i = t; i < models; i += 4) CreateModel(*stub, absl::StrCat("m", i), 1000);
+        auto stub =
+            perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+        for (int i = t; i < models; i += 4)
+          CreateModel(*stub, absl::StrCat("m", i), 1000);
       });
     }
     for (std::thread& t : threads) t.join();
     auto [rss, th] = RssAndThreads(p->pid);
     std::printf("\n## Memory and threads\n\n");
-    std::printf("- %d models of d=1000 in one server: RSS %.1f MB (%.1f MB before; target: "
-                "under 200 MB for 10,000), %ld threads\n",
-                models, rss / 1024.0, before / 1024.0, th);
+    std::printf(
+        "- %d models of d=1000 in one server: RSS %.1f MB (%.1f MB before; "
+        "target: "
+        "under 200 MB for 10,000), %ld threads\n",
+        models, rss / 1024.0, before / 1024.0, th);
   }
   // 1,000 concurrent open Learn streams.
   {
@@ -488,9 +544,11 @@ int main(int argc, char** argv) {
       if (!open.back()->Write(req) || !open.back()->Read(&r)) return 1;
     }
     auto [rss, th] = RssAndThreads(p->pid);
-    std::printf("- %d Learn streams open at once (each answered a batch): server RSS %.1f MB, "
-                "%ld threads\n",
-                streams, rss / 1024.0, th);
+    std::printf(
+        "- %d Learn streams open at once (each answered a batch): server RSS "
+        "%.1f MB, "
+        "%ld threads\n",
+        streams, rss / 1024.0, th);
     for (auto& s : open) {
       s->WritesDone();
       s->Finish();
@@ -498,28 +556,38 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  // How cost grows with d (one stream, durability none) and with the number of models.
+  // How cost grows with d (one stream, durability none) and with the number of
+  // models.
   std::printf("\n## Growth with d (durability none, one pipelined stream)\n\n");
-  std::printf("| d | examples | batch | examples/s | server RSS after, MB |\n|---|---|---|---|---|\n");
-  const std::vector<Workload> by_d = {
-      {"d10", 10, 0, 64, 128, 200000},        {"d100", 100, 0, 64, 128, 200000},
-      {"d1e3", 1000, 0, 64, 64, 50000},       {"d1e4", 10000, 0, 16, 16, 10000},
-      {"d1e4s", 10000, 32, 256, 64, 200000},  {"d1e5s", 100000, 32, 256, 64, 200000},
-      {"d1e6s", 1000000, 32, 256, 64, 200000}};
+  std::printf(
+      "| d | examples | batch | examples/s | server RSS after, MB "
+      "|\n|---|---|---|---|---|\n");
+  const std::vector<Workload> by_d = {{"d10", 10, 0, 64, 128, 200000},
+                                      {"d100", 100, 0, 64, 128, 200000},
+                                      {"d1e3", 1000, 0, 64, 64, 50000},
+                                      {"d1e4", 10000, 0, 16, 16, 10000},
+                                      {"d1e4s", 10000, 32, 256, 64, 200000},
+                                      {"d1e5s", 100000, 32, 256, 64, 200000},
+                                      {"d1e6s", 1000000, 32, 256, 64, 200000}};
   for (const Workload& w : by_d) {
     auto p = Perceptrond("none");
     CreateModel(p->target(), w.name, w.dimension);
-    const Data d = Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 11);
-    const double rate = ServiceRate(p->target(), w.name, Requests(w, d, w.name),
-                                    (quick ? w.examples / 5 : w.examples) / w.batch, w.batch);
+    const Data d =
+        Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 11);
+    const double rate =
+        ServiceRate(p->target(), w.name, Requests(w, d, w.name),
+                    (quick ? w.examples / 5 : w.examples) / w.batch, w.batch);
     std::printf("| %u%s | %s | %d | %s | %.1f |\n", w.dimension,
-                w.nonzeros ? " (sparse, 32 non-zeros)" : " (dense)", Si(w.examples).c_str(),
-                w.batch, Si(rate).c_str(), RssAndThreads(p->pid).first / 1024.0);
+                w.nonzeros ? " (sparse, 32 non-zeros)" : " (dense)",
+                Si(w.examples).c_str(), w.batch, Si(rate).c_str(),
+                RssAndThreads(p->pid).first / 1024.0);
     std::fflush(stdout);
   }
-  std::printf("\n## Growth with the number of models (d=20, durability none)\n\n");
-  std::printf("| models | create/s | server RSS, MB | W1 examples/s on one of them |\n"
-              "|---|---|---|---|\n");
+  std::printf(
+      "\n## Growth with the number of models (d=20, durability none)\n\n");
+  std::printf(
+      "| models | create/s | server RSS, MB | W1 examples/s on one of them |\n"
+      "|---|---|---|---|\n");
   {
     auto p = Perceptrond("none");
     int created = 0;
@@ -529,7 +597,8 @@ int main(int argc, char** argv) {
       std::vector<std::thread> threads;
       for (int t = 0; t < 4; ++t) {
         threads.emplace_back([&, t] {
-          auto stub = perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+          auto stub =
+              perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
           for (int i = before + t; i < target; i += 4) {
             CreateModel(*stub, absl::StrCat("n", i), 20);
           }
@@ -537,7 +606,8 @@ int main(int argc, char** argv) {
       }
       for (std::thread& t : threads) t.join();
       created = target;
-      const double rate = (target - before) / absl::ToDoubleSeconds(absl::Now() - start);
+      const double rate =
+          (target - before) / absl::ToDoubleSeconds(absl::Now() - start);
       std::vector<perceptron::v1::LearnRequest> pool = pools[0];
       for (auto& req : pool) req.set_model_id("n0");
       const double w1 = ServiceRate(p->target(), "n0", pool, 2000, 64);

@@ -4,6 +4,7 @@
 #ifndef PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 #define PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,15 +45,16 @@ class ServerProcess {
     std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0",
                                      "--data_dir=" + dir};
     argv.insert(argv.end(), flags.begin(), flags.end());
+    // Built before fork: the child calls only async-signal-safe functions.
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
       execv(args[0], args.data());
       _exit(127);
     }
@@ -61,6 +63,13 @@ class ServerProcess {
         new ServerProcess(pid, fdopen(out[0], "r")));
     p->data_dir_ = dir;
     p->owns_data_dir_ = owned;
+    // Wait for the first line, at most a minute: a server that hangs at start
+    // fails the test.
+    pollfd ready{fileno(p->out_), POLLIN, 0};
+    if (poll(&ready, 1, 60000) != 1) {
+      return absl::DeadlineExceededError(
+          "perceptrond printed nothing within 60 s of starting");
+    }
     char line[256];
     if (fgets(line, sizeof line, p->out_) == nullptr) {
       return absl::InternalError("perceptrond exited before listening");

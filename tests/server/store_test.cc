@@ -105,32 +105,55 @@ struct Damaged {
   RecoveredModel recovered;
 };
 
+// The 20 records that the damage tests write.
+std::vector<std::string> WriteRecords(const std::string& where) {
+  ModelConfig c;
+  c.dimension = 6;
+  auto store = *Store::Open(where);
+  auto model = NewModel(c);
+  EXPECT_TRUE(
+      store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
+  return Drive(*model, *store, "m", 20, 1, 4);
+}
+
+// A copy of this test program started with PERCEPTRON_STORE_WRITER=DIR writes
+// the records into DIR and exits before main, without closing the store: like a
+// killed server, nothing is flushed or compacted. (A fresh program, not a
+// forked one: forking a process with LevelDB's threads and then using LevelDB
+// in the child is not safe.)
+const bool kWriterRan = [] {
+  if (const char* dir = getenv("PERCEPTRON_STORE_WRITER")) {
+    WriteRecords(dir);
+    _exit(0);
+  }
+  return false;
+}();
+
+void WriteInAnotherProcess(const std::string& dir) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string env = "PERCEPTRON_STORE_WRITER=" + dir;
+  std::vector<char*> argv = {const_cast<char*>(self.c_str()), nullptr};
+  std::vector<char*> envp = {const_cast<char*>(env.c_str()), nullptr};
+  const pid_t child = fork();
+  if (child == 0) {
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the writer failed";
+}
+
 Damaged WriteDamageRecover(
     const std::function<void(const std::filesystem::path&)>& damage) {
   const testing::ScopedDir scoped("store");
   const std::string& dir = scoped.path();
-  ModelConfig c;
-  c.dimension = 6;
-  auto write = [&](const std::string& where) {
-    auto store = *Store::Open(where);
-    auto model = NewModel(c);
-    EXPECT_TRUE(
-        store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
-    return Drive(*model, *store, "m", 20, 1, 4);
-  };
-  // The writer dies like a killed process: nothing flushed or compacted at
-  // close.
-  const pid_t child = fork();
-  if (child == 0) {
-    write(dir);
-    _exit(0);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
+  WriteInAnotherProcess(dir);
   Damaged d;
   const testing::ScopedDir again("store");
-  d.states =
-      write(again.path());  // the same, deterministic run: the expected states
+  d.states = WriteRecords(
+      again.path());  // the same, deterministic run: the expected states
   const std::filesystem::path log = NewestLog(dir);
   EXPECT_FALSE(log.empty());
   damage(log);

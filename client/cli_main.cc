@@ -72,7 +72,7 @@ ABSL_FLAG(bool, create, false,
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
 ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
-ABSL_FLAG(uint32_t, in_flight, 16, "train: requests in flight at most");
+ABSL_FLAG(uint32_t, in_flight, 64, "train: requests in flight at most");
 ABSL_FLAG(std::string, progress, "auto",
           "train: show progress: auto (if a terminal), yes, no");
 // predict

@@ -8,8 +8,7 @@
 //   config.set_dimension(30);
 //   absl::StatusOr<v1::Model> m = client->CreateModel("spam", config);
 //
-//   SessionOptions so;                        // batches of 64, up to 16 in
-//   flight std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam",
+//   SessionOptions so;  // batches of 64, up to 64 in flight std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam",
 //   so); for (const Example& e : examples) s->AddLabeled(e);
 //   absl::StatusOr<SessionSummary> summary = s->Finish();
 //
@@ -47,9 +46,10 @@ struct ClientOptions {
 struct SessionOptions {
   // Items per request. Default: 64.
   size_t batch_size = 64;
-  // Requests sent and not yet answered, at most; Add* blocks past it.
-  // Default: 16.
-  size_t max_in_flight = 16;
+  // Requests sent and not yet answered, at most; Add* blocks past it. Deep
+  // enough that a server in sync durability mode commits many batches per
+  // fsync. Default: 64.
+  size_t max_in_flight = 64;
   // Called with each answer, in order, on the session's reader thread.
   // Optional.
   std::function<void(const v1::LearnResponse&)> on_response;

@@ -49,6 +49,7 @@ ABSL_FLAG(std::string, python, "/usr/bin/python3",
 ABSL_FLAG(int, repeats, 3,
           "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
+ABSL_FLAG(int, in_flight, 64, "Batches in flight on a pipelined stream (every path alike)");
 
 namespace perceptron::bench {
 namespace {
@@ -250,7 +251,8 @@ double ServiceRate(const std::string& target, const std::string& model,
   auto stub = v1::PerceptronService::NewStub(Channel(target));
   grpc::ClientContext context;
   std::unique_ptr<Stream> s = stub->Learn(&context);
-  return Pipelined(s.get(), pool, batches, items, 16);
+  return Pipelined(s.get(), pool, batches, items,
+                   absl::GetFlag(FLAGS_in_flight));
 }
 
 double EchoRate(const std::string& target,
@@ -259,7 +261,8 @@ double EchoRate(const std::string& target,
   auto stub = Echo::NewStub(Channel(target));
   grpc::ClientContext context;
   std::unique_ptr<Stream> s = stub->Stream(&context);
-  return Pipelined(s.get(), pool, batches, items, 16);
+  return Pipelined(s.get(), pool, batches, items,
+                   absl::GetFlag(FLAGS_in_flight));
 }
 
 struct Latency {

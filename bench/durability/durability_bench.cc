@@ -5,7 +5,7 @@
 //   build/release/bench/durability/durability_bench [--examples=400000]
 //   [--repeats=3]
 //
-// W1 shape: dense d=20, batches of 64 labeled examples, pipelined (16 in
+// W1 shape: dense d=20, batches of 64 labeled examples, pipelined (64 in
 // flight) over loopback gRPC to an in-process perceptrond with its data
 // directory under /tmp. Latency: one batch of 64 at a time, round trip.
 // Concurrency: 4 streams to 4 models at once (they share fsyncs in sync mode).
@@ -132,7 +132,7 @@ double Concurrent(client::Client& c, const std::vector<Example>& data,
   const absl::Time start = absl::Now();
   for (int k = 0; k < streams; ++k) {
     threads.emplace_back(
-        [&, k] { StreamRate(c, absl::StrCat("c", k), data, 16); });
+        [&, k] { StreamRate(c, absl::StrCat("c", k), data, 64); });
   }
   for (std::thread& t : threads) t.join();
   return streams * data.size() / absl::ToDoubleSeconds(absl::Now() - start);
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
       Create(*s.client, "lat");
       for (int k = 0; k < 4; ++k) Create(*s.client, absl::StrCat("c", k));
       rate[static_cast<int>(m)].push_back(
-          StreamRate(*s.client, "w1", data, 16));
+          StreamRate(*s.client, "w1", data, 64));
       auto [a, b] = Latency(*s.client, "lat", data, 2000);
       p50[static_cast<int>(m)].push_back(a);
       p99[static_cast<int>(m)].push_back(b);
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     {
       Server s = Start(Durability::kSync, dir, every);
       Create(*s.client, "long");
-      StreamRate(*s.client, "long", history, 16);
+      StreamRate(*s.client, "long", history, 64);
       s.server->Shutdown();
     }
     const absl::Time t = absl::Now();

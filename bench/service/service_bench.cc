@@ -49,7 +49,8 @@ ABSL_FLAG(std::string, python, "/usr/bin/python3",
 ABSL_FLAG(int, repeats, 3,
           "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
-ABSL_FLAG(int, in_flight, 64, "Batches in flight on a pipelined stream (every path alike)");
+ABSL_FLAG(int, in_flight, 64,
+          "Batches in flight on a pipelined stream (every path alike)");
 
 namespace perceptron::bench {
 namespace {

@@ -36,6 +36,11 @@
 #include "client/generator.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
+ABSL_FLAG(std::string, tls_ca, "", "Use TLS: the CA that signed the server's certificate (PEM)");
+ABSL_FLAG(std::string, tls_cert, "", "Mutual TLS: this client's certificate chain (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "Mutual TLS: this client's private key (PEM)");
+ABSL_FLAG(std::string, token_file, "",
+          "A file holding the bearer token (else the PERCEPTRON_TOKEN environment variable)");
 ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
 // create
 ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
@@ -118,7 +123,9 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
              [--out=FILE] [--separator_out=FILE]
 
 Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the last column).
---server=host:port (default 127.0.0.1:50051). --help lists every flag.)";
+--server=host:port (default 127.0.0.1:50051). With a secured server: --tls_ca=CA.pem
+[--tls_cert=client.pem --tls_key=client.key] and --token_file=FILE (or PERCEPTRON_TOKEN).
+--help lists every flag.)";
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "perceptron: %s: %s\n",
@@ -132,9 +139,31 @@ int Usage(const std::string& why) {
   return 2;
 }
 
+// The whole of a small file, or exits with a message.
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "perceptron: cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 std::unique_ptr<Client> Connect() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
+  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
+    options.tls_root_certs = ReadSmallFile(absl::GetFlag(FLAGS_tls_ca));
+  }
+  if (!absl::GetFlag(FLAGS_tls_cert).empty()) {
+    options.tls_cert_chain = ReadSmallFile(absl::GetFlag(FLAGS_tls_cert));
+    options.tls_private_key = ReadSmallFile(absl::GetFlag(FLAGS_tls_key));
+  }
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    options.token = std::string(absl::StripAsciiWhitespace(ReadSmallFile(absl::GetFlag(FLAGS_token_file))));
+  } else if (const char* token = std::getenv("PERCEPTRON_TOKEN")) {
+    options.token = token;
+  }
   return Client::Connect(options);
 }
 

@@ -24,8 +24,10 @@ absl::StatusOr<T> Result(const grpc::Status& s, T value) {
 // ---- LearnSession ----
 
 LearnSession::LearnSession(v1::PerceptronService::Stub* stub,
-                           std::string model_id, SessionOptions options)
+                           std::string model_id, SessionOptions options,
+                           const std::string& token)
     : model_id_(std::move(model_id)), options_(std::move(options)) {
+  if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
   stream_ = stub->Learn(&context_);
   reader_ = std::thread([this] { ReadLoop(); });
 }
@@ -132,10 +134,16 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  return std::make_unique<Client>(
-      grpc::CreateCustomChannel(options.target,
-                                grpc::InsecureChannelCredentials(), args),
-      options);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options.tls_root_certs.empty()) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = options.tls_root_certs;
+    tls.pem_cert_chain = options.tls_cert_chain;
+    tls.pem_private_key = options.tls_private_key;
+    credentials = grpc::SslCredentials(tls);
+  }
+  return std::make_unique<Client>(grpc::CreateCustomChannel(options.target, credentials, args),
+                                  options);
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel,
@@ -146,6 +154,13 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
 
 void Client::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  AddToken(context);
+}
+
+void Client::AddToken(grpc::ClientContext* context) const {
+  if (!options_.token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.token);
+  }
 }
 
 absl::Status Client::CheckHealth(absl::Duration timeout) {
@@ -298,6 +313,7 @@ absl::Status Client::Watch(
     const std::function<bool(const v1::ModelStatus&)>& on_status,
     absl::Duration timeout) {
   grpc::ClientContext context;
+  AddToken(&context);
   if (timeout != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   }
@@ -349,7 +365,7 @@ std::unique_ptr<LearnSession> Client::OpenLearnSession(
   if (o.batch_size == 0) o.batch_size = 1;
   if (o.max_in_flight == 0) o.max_in_flight = 1;
   return std::unique_ptr<LearnSession>(
-      new LearnSession(stub_.get(), id, std::move(o)));
+      new LearnSession(stub_.get(), id, std::move(o), options_.token));
 }
 
 }  // namespace perceptron::client

@@ -42,6 +42,13 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   // Largest message sent or received. Default: 64 MiB.
   int max_message_bytes = 64 << 20;
+  // A bearer token sent with every call ("authorization: Bearer ..."). Default: none.
+  std::string token;
+  // TLS: PEM of the CA that signed the server's certificate. Empty: plaintext.
+  std::string tls_root_certs;
+  // Mutual TLS: PEM of this client's certificate chain and private key. Default: none.
+  std::string tls_cert_chain;
+  std::string tls_private_key;
 };
 
 struct SessionOptions {
@@ -86,7 +93,7 @@ class LearnSession {
  private:
   friend class Client;
   LearnSession(v1::PerceptronService::Stub* stub, std::string model_id,
-               SessionOptions options);
+               SessionOptions options, const std::string& token);
   absl::Status Queued();
   void ReadLoop();
 
@@ -153,7 +160,9 @@ class Client {
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
+  // Sets the deadline of a unary call and adds the token, if any.
   void SetDeadline(grpc::ClientContext* context) const;
+  void AddToken(grpc::ClientContext* context) const;
 
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # Toolchain.
   cmake g++ make pkg-config git ca-certificates clang-format
+  # The security tests make their own CA and certificates.
+  openssl
   # Libraries of core/ and its tests and benchmarks.
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   # The wire contract, the server and the client: gRPC, protobuf and their code generators

@@ -7,11 +7,14 @@
 namespace perceptron::server {
 
 LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
-                           const Limits* limits, StreamSet* streams)
+                           const Limits* limits, StreamSet* streams, const Authorizer* auth,
+                           std::string authorization)
     : registry_(registry),
       persistence_(persistence),
       limits_(limits),
       streams_(streams),
+      auth_(auth),
+      authorization_(std::move(authorization)),
       registered_(streams->Add(this)) {
   absl::MutexLock lock(&mu_);
   if (!registered_) {
@@ -29,6 +32,10 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
     if (request_.model_id().empty()) {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
+    }
+    if (auth_ != nullptr) {
+      absl::Status allowed = auth_->CheckHeader(authorization_, Role::kLearn, request_.model_id());
+      if (!allowed.ok()) return allowed;
     }
     absl::StatusOr<std::shared_ptr<ModelEntry>> e =
         registry_->Get(request_.model_id());

@@ -16,6 +16,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "perceptron/v1/perceptron.pb.h"
+#include "server/auth.h"
 #include "server/limits.h"
 #include "server/persistence.h"
 #include "server/registry.h"
@@ -32,8 +33,10 @@ class LearnReactor final
   // Answers not yet written, at most; past it reading pauses.
   static constexpr size_t kMaxQueuedResponses = 32;
 
-  LearnReactor(Registry* registry, Persistence* persistence,
-               const Limits* limits, StreamSet* streams);
+  // `auth` may be null (every stream allowed); `authorization` is the call's header.
+  LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
+               StreamSet* streams, const Authorizer* auth = nullptr,
+               std::string authorization = "");
 
   void Stop() override;
 
@@ -66,6 +69,8 @@ class LearnReactor final
   Persistence* const persistence_;
   const Limits* const limits_;
   StreamSet* const streams_;
+  const Authorizer* const auth_;
+  const std::string authorization_;
   const bool registered_;
 
   // Touched only by the read path (one read at a time).

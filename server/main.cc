@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -41,6 +43,13 @@ ABSL_FLAG(absl::Duration, async_interval, absl::Milliseconds(100),
           "async durability: how often the store is synced");
 ABSL_FLAG(uint64_t, snapshot_every, 1000,
           "Snapshot a model after this many logged batches");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: the server's certificate chain (PEM file)");
+ABSL_FLAG(std::string, tls_key, "", "TLS: the server's private key (PEM file)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "Mutual TLS: clients must present a certificate from this CA (PEM file)");
+ABSL_FLAG(std::string, tokens_file, "",
+          "Require bearer tokens: a file of lines TOKEN ROLE [MODEL-ID-PREFIX ...], roles "
+          "read, learn, admin");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -80,6 +89,30 @@ int main(int argc, char** argv) {
   options.persistence.async_interval = absl::GetFlag(FLAGS_async_interval);
   options.persistence.snapshot_every =
       std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
+  auto read_file = [](const std::string& path, std::string* out) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    *out = text.str();
+    return static_cast<bool>(in);
+  };
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
+                    client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (cert.empty() != key.empty() || (!client_ca.empty() && cert.empty())) {
+    std::fprintf(stderr,
+                 "perceptrond: --tls_cert and --tls_key go together, and --tls_client_ca "
+                 "needs them\n");
+    return 2;
+  }
+  for (const auto& [path, out] : {std::pair{cert, &options.tls_cert_pem},
+                                  std::pair{key, &options.tls_key_pem},
+                                  std::pair{client_ca, &options.tls_client_ca_pem}}) {
+    if (!path.empty() && (!read_file(path, out) || out->empty())) {
+      std::fprintf(stderr, "perceptrond: cannot read %s\n", path.c_str());
+      return 2;
+    }
+  }
+  options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   if (options.limits.max_message_bytes > (1u << 31) - 1) {
     std::fprintf(stderr,
                  "perceptrond: --max_message_bytes must be below 2 GiB\n");

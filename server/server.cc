@@ -8,11 +8,13 @@
 namespace perceptron::server {
 
 PerceptronServer::PerceptronServer(const ServerOptions& options,
-                                   std::unique_ptr<Persistence> persistence)
+                                   std::unique_ptr<Persistence> persistence,
+                                   std::unique_ptr<Authorizer> auth)
     : options_(options),
       registry_(options.limits),
       persistence_(std::move(persistence)),
-      service_(&registry_, persistence_.get(), options.limits) {}
+      auth_(std::move(auth)),
+      service_(&registry_, persistence_.get(), options.limits, auth_.get()) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -21,8 +23,14 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   absl::StatusOr<std::unique_ptr<Persistence>> persistence =
       Persistence::Open(options.persistence);
   if (!persistence.ok()) return persistence.status();
+  std::unique_ptr<Authorizer> auth;
+  if (!options.tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> loaded = Authorizer::Load(options.tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    auth = *std::move(loaded);
+  }
   std::unique_ptr<PerceptronServer> s(
-      new PerceptronServer(options, *std::move(persistence)));
+      new PerceptronServer(options, *std::move(persistence), std::move(auth)));
   absl::StatusOr<RecoveryReport> recovered =
       s->persistence_->Recover(s->registry_, options.limits.max_dimension);
   if (!recovered.ok()) return recovered.status();
@@ -30,8 +38,17 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   s->persistence_->Start(&s->registry_);
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &s->port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions tls(
+        options.tls_client_ca_pem.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_root_certs = options.tls_client_ca_pem;
+    tls.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(address, credentials, &s->port_);
   builder.RegisterService(&s->service_);
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options.limits.max_message_bytes));

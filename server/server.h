@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 #include "server/limits.h"
 #include "server/persistence.h"
 #include "server/registry.h"
@@ -42,6 +43,14 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   // The data directory and durability mode.
   PersistenceOptions persistence;
+  // TLS: PEM of the server's certificate chain and private key. Empty: plaintext.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // Mutual TLS: PEM of the CA that client certificates must chain to. Empty: clients are not
+  // asked for certificates.
+  std::string tls_client_ca_pem;
+  // Bearer tokens with roles (auth.h). Empty: every call is allowed.
+  std::string tokens_file;
 };
 
 class PerceptronServer {
@@ -61,13 +70,14 @@ class PerceptronServer {
   void Shutdown();
 
  private:
-  PerceptronServer(const ServerOptions& options,
-                   std::unique_ptr<Persistence> persistence);
+  PerceptronServer(const ServerOptions& options, std::unique_ptr<Persistence> persistence,
+                   std::unique_ptr<Authorizer> auth);
   void ExpiryLoop();
 
   const ServerOptions options_;
   Registry registry_;
   std::unique_ptr<Persistence> persistence_;
+  std::unique_ptr<Authorizer> auth_;
   RecoveryReport recovery_;
   PerceptronServiceImpl service_;
   std::unique_ptr<grpc::Server> server_;

@@ -29,6 +29,18 @@ absl::Status TooMany(absl::string_view what, int n, size_t limit) {
 
 void PerceptronServiceImpl::BeginShutdown() { streams_.StopAll(); }
 
+std::string PerceptronServiceImpl::Authorization(grpc::CallbackServerContext* context) {
+  auto it = context->client_metadata().find("authorization");
+  if (it == context->client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+absl::Status PerceptronServiceImpl::Allow(grpc::CallbackServerContext* context, Role role,
+                                          absl::string_view model_id) {
+  if (auth_ == nullptr) return absl::OkStatus();
+  return auth_->CheckHeader(Authorization(context), role, model_id);
+}
+
 absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(
     const std::string& id) {
   if (streams_.stopped())
@@ -48,6 +60,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (streams_.stopped())
     return Done(context, absl::UnavailableError("shutting down"));
   absl::StatusOr<ModelConfig> config =
@@ -68,6 +83,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   FillModel(**entry, response);
@@ -78,6 +96,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, ""); !s.ok()) {
+    return Done(context, s);
+  }
   const size_t size = request->page_size() == 0
                           ? 100
                           : std::min<size_t>(request->page_size(), 1000);
@@ -86,7 +107,10 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
       registry_->List(request->page_token(), size + 1);
   const bool more = entries.size() > size;
   if (more) entries.pop_back();
-  for (const auto& e : entries) FillModel(*e, response->add_models());
+  const std::string token = Authorization(context);
+  for (const auto& e : entries) {
+    if (auth_ == nullptr || auth_->Covers(token, e->id)) FillModel(*e, response->add_models());
+  }
   if (more) response->set_next_page_token(entries.back()->id);
   return Done(context, absl::OkStatus());
 }
@@ -95,6 +119,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (streams_.stopped())
     return Done(context, absl::UnavailableError("shutting down"));
   absl::Status s = registry_->Delete(request->model_id());
@@ -106,6 +133,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
     grpc::CallbackServerContext* context, const v1::ResetModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   if (absl::Status s = ResetEntry(**entry, *persistence_); !s.ok())
@@ -116,13 +146,17 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
 
 grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>*
 PerceptronServiceImpl::Learn(grpc::CallbackServerContext* context) {
-  return new LearnReactor(registry_, persistence_, &limits_, &streams_);
+  return new LearnReactor(registry_, persistence_, &limits_, &streams_, auth_,
+                          Authorization(context));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("examples", request->examples_size(),
                                  limits_.max_batch_items));
@@ -136,6 +170,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
     grpc::CallbackServerContext* context, const v1::RevealRequest* request,
     v1::RevealResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kLearn, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (static_cast<size_t>(request->items_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("items", request->items_size(),
                                  limits_.max_batch_items));
@@ -151,6 +188,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
     grpc::CallbackServerContext* context, const v1::TrainRequest* request,
     v1::TrainResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kLearn, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
     return Done(context, TooMany("examples", request->examples_size(),
                                  limits_.max_batch_items));
@@ -165,6 +205,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
     grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
     v1::ModelStatus* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, FillStatus(**entry, response));
@@ -173,6 +216,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
 grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
     grpc::CallbackServerContext* context,
     const v1::WatchStatusRequest* request) {
+  if (absl::Status a = Allow(context, Role::kRead, request->model_id()); !a.ok()) {
+    return new FailedWatch(ToGrpc(a));
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return new FailedWatch(ToGrpc(entry.status()));
   const uint32_t ms = request->min_interval_ms() == 0
@@ -185,6 +231,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
     grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
     v1::Weights* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   return Done(context, FillWeights(**entry, response));
@@ -194,6 +243,9 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
     grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
     v1::ExportModelResponse* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
   absl::StatusOr<std::string> blob = ExportBlob(**entry);
@@ -206,13 +258,19 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+    return Done(context, s);
+  }
   if (streams_.stopped())
     return Done(context, absl::UnavailableError("shutting down"));
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       ImportBlob(request->blob(), request->model_id(), limits_.max_dimension);
   if (!entry.ok()) return Done(context, entry.status());
-  if (absl::Status s = registry_->Insert(*entry); !s.ok())
+  // The id the model gets (the blob's own if the request names none) must be covered too.
+  if (absl::Status s = Allow(context, Role::kAdmin, (*entry)->id); !s.ok()) {
     return Done(context, s);
+  }
+  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return Done(context, s);
   if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
     registry_->Remove(*entry);
     return Done(context, s);

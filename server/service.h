@@ -5,6 +5,7 @@
 #define PERCEPTRON_SERVER_SERVICE_H_
 
 #include "perceptron/v1/perceptron.grpc.pb.h"
+#include "server/auth.h"
 #include "server/limits.h"
 #include "server/persistence.h"
 #include "server/registry.h"
@@ -17,9 +18,10 @@ namespace v1 = ::perceptron::v1;
 class PerceptronServiceImpl final
     : public v1::PerceptronService::CallbackService {
  public:
-  PerceptronServiceImpl(Registry* registry, Persistence* persistence,
-                        const Limits& limits)
-      : registry_(registry), persistence_(persistence), limits_(limits) {}
+  // `auth` may be null (no tokens: every call allowed); it must outlive the service.
+  PerceptronServiceImpl(Registry* registry, Persistence* persistence, const Limits& limits,
+                        const Authorizer* auth = nullptr)
+      : registry_(registry), persistence_(persistence), limits_(limits), auth_(auth) {}
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
   // is answered.
@@ -79,10 +81,16 @@ class PerceptronServiceImpl final
   // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
   absl::StatusOr<std::shared_ptr<ModelEntry>> Find(const std::string& id);
   void FillModel(ModelEntry& entry, v1::Model* model);
+  // The call's "authorization" metadata ("" if none).
+  static std::string Authorization(grpc::CallbackServerContext* context);
+  // OK if auth is off, or the call's token has `role` and covers `model_id`.
+  absl::Status Allow(grpc::CallbackServerContext* context, Role role,
+                     absl::string_view model_id);
 
   Registry* const registry_;
   Persistence* const persistence_;
   const Limits limits_;
+  const Authorizer* const auth_;
   StreamSet streams_;
 };
 

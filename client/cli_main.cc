@@ -36,11 +36,15 @@
 #include "client/generator.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
-ABSL_FLAG(std::string, tls_ca, "", "Use TLS: the CA that signed the server's certificate (PEM)");
-ABSL_FLAG(std::string, tls_cert, "", "Mutual TLS: this client's certificate chain (PEM)");
-ABSL_FLAG(std::string, tls_key, "", "Mutual TLS: this client's private key (PEM)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "Use TLS: the CA that signed the server's certificate (PEM)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "Mutual TLS: this client's certificate chain (PEM)");
+ABSL_FLAG(std::string, tls_key, "",
+          "Mutual TLS: this client's private key (PEM)");
 ABSL_FLAG(std::string, token_file, "",
-          "A file holding the bearer token (else the PERCEPTRON_TOKEN environment variable)");
+          "A file holding the bearer token (else the PERCEPTRON_TOKEN "
+          "environment variable)");
 ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
 // create
 ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
@@ -146,7 +150,8 @@ std::string ReadSmallFile(const std::string& path) {
     std::fprintf(stderr, "perceptron: cannot read %s\n", path.c_str());
     std::exit(1);
   }
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
 }
 
 std::unique_ptr<Client> Connect() {
@@ -160,7 +165,8 @@ std::unique_ptr<Client> Connect() {
     options.tls_private_key = ReadSmallFile(absl::GetFlag(FLAGS_tls_key));
   }
   if (!absl::GetFlag(FLAGS_token_file).empty()) {
-    options.token = std::string(absl::StripAsciiWhitespace(ReadSmallFile(absl::GetFlag(FLAGS_token_file))));
+    options.token = std::string(absl::StripAsciiWhitespace(
+        ReadSmallFile(absl::GetFlag(FLAGS_token_file))));
   } else if (const char* token = std::getenv("PERCEPTRON_TOKEN")) {
     options.token = token;
   }

@@ -134,7 +134,8 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
   if (!options.tls_root_certs.empty()) {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = options.tls_root_certs;
@@ -142,8 +143,8 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
     tls.pem_private_key = options.tls_private_key;
     credentials = grpc::SslCredentials(tls);
   }
-  return std::make_unique<Client>(grpc::CreateCustomChannel(options.target, credentials, args),
-                                  options);
+  return std::make_unique<Client>(
+      grpc::CreateCustomChannel(options.target, credentials, args), options);
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel,

@@ -42,11 +42,13 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   // Largest message sent or received. Default: 64 MiB.
   int max_message_bytes = 64 << 20;
-  // A bearer token sent with every call ("authorization: Bearer ..."). Default: none.
+  // A bearer token sent with every call ("authorization: Bearer ..."). Default:
+  // none.
   std::string token;
   // TLS: PEM of the CA that signed the server's certificate. Empty: plaintext.
   std::string tls_root_certs;
-  // Mutual TLS: PEM of this client's certificate chain and private key. Default: none.
+  // Mutual TLS: PEM of this client's certificate chain and private key.
+  // Default: none.
   std::string tls_cert_chain;
   std::string tls_private_key;
 };

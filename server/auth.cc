@@ -22,26 +22,30 @@ absl::string_view RoleName(Role r) {
   return "?";
 }
 
-absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Load(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Load(
+    const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the tokens file ", path));
+  if (!in)
+    return absl::NotFoundError(
+        absl::StrCat("cannot read the tokens file ", path));
   std::stringstream text;
   text << in.rdbuf();
   return Parse(text.str(), path);
 }
 
-absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view text,
-                                                              absl::string_view name) {
+absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(
+    absl::string_view text, absl::string_view name) {
   auto a = std::unique_ptr<Authorizer>(new Authorizer());
   int number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++number;
     line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
     if (line.empty()) continue;
-    std::vector<absl::string_view> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (f.size() < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ":", number, ": expected TOKEN ROLE [PREFIX ...]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", number, ": expected TOKEN ROLE [PREFIX ...]"));
     }
     Grant g;
     if (f[1] == "read") {
@@ -51,12 +55,13 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
     } else if (f[1] == "admin") {
       g.role = Role::kAdmin;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(name, ":", number, ": role \"", f[1],
-                                                     "\" is not read, learn or admin"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", number, ": role \"", f[1],
+                       "\" is not read, learn or admin"));
     }
     if (f[0].size() < 16) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ":", number, ": the token is shorter than 16 characters"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", number, ": the token is shorter than 16 characters"));
     }
     for (size_t k = 2; k < f.size(); ++k) g.prefixes.emplace_back(f[k]);
     if (!a->grants_.emplace(std::string(f[0]), std::move(g)).second) {
@@ -70,9 +75,11 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
   return a;
 }
 
-const Authorizer::Grant* Authorizer::Find(absl::string_view authorization) const {
+const Authorizer::Grant* Authorizer::Find(
+    absl::string_view authorization) const {
   absl::string_view token = authorization;
-  if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
+  if (!absl::ConsumePrefix(&token, "Bearer ") &&
+      !absl::ConsumePrefix(&token, "bearer ")) {
     return nullptr;
   }
   auto it = grants_.find(absl::StripAsciiWhitespace(token));
@@ -87,7 +94,8 @@ bool Authorizer::PrefixOk(const Grant& g, absl::string_view model_id) {
   return false;
 }
 
-absl::Status Authorizer::CheckHeader(absl::string_view authorization, Role needed,
+absl::Status Authorizer::CheckHeader(absl::string_view authorization,
+                                     Role needed,
                                      absl::string_view model_id) const {
   const Grant* g = Find(authorization);
   if (g == nullptr) {
@@ -96,9 +104,9 @@ absl::Status Authorizer::CheckHeader(absl::string_view authorization, Role neede
                               : "the token is not valid");
   }
   if (g->role < needed) {
-    return absl::PermissionDeniedError(absl::StrCat("this call needs the ", RoleName(needed),
-                                                    " role; the token has ",
-                                                    RoleName(g->role)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("this call needs the ", RoleName(needed),
+                     " role; the token has ", RoleName(g->role)));
   }
   if (!PrefixOk(*g, model_id)) {
     return absl::PermissionDeniedError(
@@ -107,13 +115,15 @@ absl::Status Authorizer::CheckHeader(absl::string_view authorization, Role neede
   return absl::OkStatus();
 }
 
-absl::Status Authorizer::Check(const std::multimap<std::string, std::string>& metadata,
-                               Role needed, absl::string_view model_id) const {
+absl::Status Authorizer::Check(
+    const std::multimap<std::string, std::string>& metadata, Role needed,
+    absl::string_view model_id) const {
   auto it = metadata.find("authorization");
   return CheckHeader(it == metadata.end() ? "" : it->second, needed, model_id);
 }
 
-bool Authorizer::Covers(absl::string_view authorization, absl::string_view model_id) const {
+bool Authorizer::Covers(absl::string_view authorization,
+                        absl::string_view model_id) const {
   const Grant* g = Find(authorization);
   return g != nullptr && PrefixOk(*g, model_id);
 }

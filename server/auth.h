@@ -1,5 +1,5 @@
-// Who may do what (DESIGN.md section 6): bearer tokens from a file, each with a role and,
-// optionally, the model-id prefixes it is limited to.
+// Who may do what (DESIGN.md section 6): bearer tokens from a file, each with a
+// role and, optionally, the model-id prefixes it is limited to.
 //
 //   # tokens file: TOKEN ROLE [PREFIX ...]      roles: read, learn, admin
 //   3f9c2a...  admin
@@ -10,9 +10,10 @@
 //   learn: also Learn, Reveal, Train
 //   admin: also CreateModel, DeleteModel, ResetModel, ImportModel, ExportModel
 //
-// Calls carry "authorization: Bearer TOKEN". No token or an unknown one: UNAUTHENTICATED; a
-// known token whose role or prefixes do not cover the call: PERMISSION_DENIED. Messages never
-// contain a token. Thread-compatible; immutable after Load.
+// Calls carry "authorization: Bearer TOKEN". No token or an unknown one:
+// UNAUTHENTICATED; a known token whose role or prefixes do not cover the call:
+// PERMISSION_DENIED. Messages never contain a token. Thread-compatible;
+// immutable after Load.
 #ifndef PERCEPTRON_SERVER_AUTH_H_
 #define PERCEPTRON_SERVER_AUTH_H_
 
@@ -31,21 +32,24 @@ enum class Role { kRead = 0, kLearn = 1, kAdmin = 2 };
 
 class Authorizer {
  public:
-  // Parses a tokens file. INVALID_ARGUMENT naming the line (never the token) for a bad line.
-  static absl::StatusOr<std::unique_ptr<Authorizer>> Load(const std::string& path);
-  static absl::StatusOr<std::unique_ptr<Authorizer>> Parse(absl::string_view text,
-                                                           absl::string_view name);
+  // Parses a tokens file. INVALID_ARGUMENT naming the line (never the token)
+  // for a bad line.
+  static absl::StatusOr<std::unique_ptr<Authorizer>> Load(
+      const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Authorizer>> Parse(
+      absl::string_view text, absl::string_view name);
 
-  // OK if the call's metadata carries a token whose role is at least `needed` and, if `model_id`
-  // is not empty, whose prefixes (if any) cover it.
-  absl::Status Check(const std::multimap<std::string, std::string>& metadata, Role needed,
-                     absl::string_view model_id) const;
+  // OK if the call's metadata carries a token whose role is at least `needed`
+  // and, if `model_id` is not empty, whose prefixes (if any) cover it.
+  absl::Status Check(const std::multimap<std::string, std::string>& metadata,
+                     Role needed, absl::string_view model_id) const;
   // The same for a call's raw "authorization" values (as gRPC gives them).
   absl::Status CheckHeader(absl::string_view authorization, Role needed,
                            absl::string_view model_id) const;
 
   // Whether the token may see `model_id` at all (for filtering ListModels).
-  bool Covers(absl::string_view authorization, absl::string_view model_id) const;
+  bool Covers(absl::string_view authorization,
+              absl::string_view model_id) const;
 
  private:
   struct Grant {

@@ -7,8 +7,8 @@
 namespace perceptron::server {
 
 LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
-                           const Limits* limits, StreamSet* streams, const Authorizer* auth,
-                           std::string authorization)
+                           const Limits* limits, StreamSet* streams,
+                           const Authorizer* auth, std::string authorization)
     : registry_(registry),
       persistence_(persistence),
       limits_(limits),
@@ -34,7 +34,8 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
           "the first Learn request must name the model (model_id is empty)");
     }
     if (auth_ != nullptr) {
-      absl::Status allowed = auth_->CheckHeader(authorization_, Role::kLearn, request_.model_id());
+      absl::Status allowed =
+          auth_->CheckHeader(authorization_, Role::kLearn, request_.model_id());
       if (!allowed.ok()) return allowed;
     }
     absl::StatusOr<std::shared_ptr<ModelEntry>> e =

@@ -33,9 +33,11 @@ class LearnReactor final
   // Answers not yet written, at most; past it reading pauses.
   static constexpr size_t kMaxQueuedResponses = 32;
 
-  // `auth` may be null (every stream allowed); `authorization` is the call's header.
-  LearnReactor(Registry* registry, Persistence* persistence, const Limits* limits,
-               StreamSet* streams, const Authorizer* auth = nullptr,
+  // `auth` may be null (every stream allowed); `authorization` is the call's
+  // header.
+  LearnReactor(Registry* registry, Persistence* persistence,
+               const Limits* limits, StreamSet* streams,
+               const Authorizer* auth = nullptr,
                std::string authorization = "");
 
   void Stop() override;

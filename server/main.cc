@@ -43,12 +43,15 @@ ABSL_FLAG(absl::Duration, async_interval, absl::Milliseconds(100),
           "async durability: how often the store is synced");
 ABSL_FLAG(uint64_t, snapshot_every, 1000,
           "Snapshot a model after this many logged batches");
-ABSL_FLAG(std::string, tls_cert, "", "TLS: the server's certificate chain (PEM file)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "TLS: the server's certificate chain (PEM file)");
 ABSL_FLAG(std::string, tls_key, "", "TLS: the server's private key (PEM file)");
-ABSL_FLAG(std::string, tls_client_ca, "",
-          "Mutual TLS: clients must present a certificate from this CA (PEM file)");
+ABSL_FLAG(
+    std::string, tls_client_ca, "",
+    "Mutual TLS: clients must present a certificate from this CA (PEM file)");
 ABSL_FLAG(std::string, tokens_file, "",
-          "Require bearer tokens: a file of lines TOKEN ROLE [MODEL-ID-PREFIX ...], roles "
+          "Require bearer tokens: a file of lines TOKEN ROLE [MODEL-ID-PREFIX "
+          "...], roles "
           "read, learn, admin");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
@@ -96,17 +99,20 @@ int main(int argc, char** argv) {
     *out = text.str();
     return static_cast<bool>(in);
   };
-  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert),
+                    key = absl::GetFlag(FLAGS_tls_key),
                     client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   if (cert.empty() != key.empty() || (!client_ca.empty() && cert.empty())) {
     std::fprintf(stderr,
-                 "perceptrond: --tls_cert and --tls_key go together, and --tls_client_ca "
+                 "perceptrond: --tls_cert and --tls_key go together, and "
+                 "--tls_client_ca "
                  "needs them\n");
     return 2;
   }
-  for (const auto& [path, out] : {std::pair{cert, &options.tls_cert_pem},
-                                  std::pair{key, &options.tls_key_pem},
-                                  std::pair{client_ca, &options.tls_client_ca_pem}}) {
+  for (const auto& [path, out] :
+       {std::pair{cert, &options.tls_cert_pem},
+        std::pair{key, &options.tls_key_pem},
+        std::pair{client_ca, &options.tls_client_ca_pem}}) {
     if (!path.empty() && (!read_file(path, out) || out->empty())) {
       std::fprintf(stderr, "perceptrond: cannot read %s\n", path.c_str());
       return 2;

@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   if (!persistence.ok()) return persistence.status();
   std::unique_ptr<Authorizer> auth;
   if (!options.tokens_file.empty()) {
-    absl::StatusOr<std::unique_ptr<Authorizer>> loaded = Authorizer::Load(options.tokens_file);
+    absl::StatusOr<std::unique_ptr<Authorizer>> loaded =
+        Authorizer::Load(options.tokens_file);
     if (!loaded.ok()) return loaded.status();
     auth = *std::move(loaded);
   }
@@ -38,14 +39,16 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   s->persistence_->Start(&s->registry_);
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.port);
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
   if (!options.tls_cert_pem.empty()) {
     grpc::SslServerCredentialsOptions tls(
         options.tls_client_ca_pem.empty()
             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
             : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     tls.pem_root_certs = options.tls_client_ca_pem;
-    tls.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
+    tls.pem_key_cert_pairs.push_back(
+        {options.tls_key_pem, options.tls_cert_pem});
     credentials = grpc::SslServerCredentials(tls);
   }
   builder.AddListeningPort(address, credentials, &s->port_);

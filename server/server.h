@@ -43,11 +43,12 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   // The data directory and durability mode.
   PersistenceOptions persistence;
-  // TLS: PEM of the server's certificate chain and private key. Empty: plaintext.
+  // TLS: PEM of the server's certificate chain and private key. Empty:
+  // plaintext.
   std::string tls_cert_pem;
   std::string tls_key_pem;
-  // Mutual TLS: PEM of the CA that client certificates must chain to. Empty: clients are not
-  // asked for certificates.
+  // Mutual TLS: PEM of the CA that client certificates must chain to. Empty:
+  // clients are not asked for certificates.
   std::string tls_client_ca_pem;
   // Bearer tokens with roles (auth.h). Empty: every call is allowed.
   std::string tokens_file;
@@ -70,7 +71,8 @@ class PerceptronServer {
   void Shutdown();
 
  private:
-  PerceptronServer(const ServerOptions& options, std::unique_ptr<Persistence> persistence,
+  PerceptronServer(const ServerOptions& options,
+                   std::unique_ptr<Persistence> persistence,
                    std::unique_ptr<Authorizer> auth);
   void ExpiryLoop();
 

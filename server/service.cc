@@ -29,13 +29,15 @@ absl::Status TooMany(absl::string_view what, int n, size_t limit) {
 
 void PerceptronServiceImpl::BeginShutdown() { streams_.StopAll(); }
 
-std::string PerceptronServiceImpl::Authorization(grpc::CallbackServerContext* context) {
+std::string PerceptronServiceImpl::Authorization(
+    grpc::CallbackServerContext* context) {
   auto it = context->client_metadata().find("authorization");
   if (it == context->client_metadata().end()) return "";
   return std::string(it->second.data(), it->second.size());
 }
 
-absl::Status PerceptronServiceImpl::Allow(grpc::CallbackServerContext* context, Role role,
+absl::Status PerceptronServiceImpl::Allow(grpc::CallbackServerContext* context,
+                                          Role role,
                                           absl::string_view model_id) {
   if (auth_ == nullptr) return absl::OkStatus();
   return auth_->CheckHeader(Authorization(context), role, model_id);
@@ -60,7 +62,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (streams_.stopped())
@@ -83,7 +86,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -109,7 +113,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
   if (more) entries.pop_back();
   const std::string token = Authorization(context);
   for (const auto& e : entries) {
-    if (auth_ == nullptr || auth_->Covers(token, e->id)) FillModel(*e, response->add_models());
+    if (auth_ == nullptr || auth_->Covers(token, e->id))
+      FillModel(*e, response->add_models());
   }
   if (more) response->set_next_page_token(entries.back()->id);
   return Done(context, absl::OkStatus());
@@ -119,7 +124,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (streams_.stopped())
@@ -133,7 +139,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
     grpc::CallbackServerContext* context, const v1::ResetModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -154,7 +161,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
@@ -170,7 +178,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
     grpc::CallbackServerContext* context, const v1::RevealRequest* request,
     v1::RevealResponse* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kLearn, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kLearn, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (static_cast<size_t>(request->items_size()) > limits_.max_batch_items) {
@@ -188,7 +197,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
     grpc::CallbackServerContext* context, const v1::TrainRequest* request,
     v1::TrainResponse* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kLearn, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kLearn, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (static_cast<size_t>(request->examples_size()) > limits_.max_batch_items) {
@@ -205,7 +215,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
     grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
     v1::ModelStatus* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -216,7 +227,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
 grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
     grpc::CallbackServerContext* context,
     const v1::WatchStatusRequest* request) {
-  if (absl::Status a = Allow(context, Role::kRead, request->model_id()); !a.ok()) {
+  if (absl::Status a = Allow(context, Role::kRead, request->model_id());
+      !a.ok()) {
     return new FailedWatch(ToGrpc(a));
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -231,7 +243,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
     grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
     v1::Weights* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kRead, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -243,7 +256,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
     grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
     v1::ExportModelResponse* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
@@ -258,7 +272,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
   UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id()); !s.ok()) {
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
     return Done(context, s);
   }
   if (streams_.stopped())
@@ -266,11 +281,13 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       ImportBlob(request->blob(), request->model_id(), limits_.max_dimension);
   if (!entry.ok()) return Done(context, entry.status());
-  // The id the model gets (the blob's own if the request names none) must be covered too.
+  // The id the model gets (the blob's own if the request names none) must be
+  // covered too.
   if (absl::Status s = Allow(context, Role::kAdmin, (*entry)->id); !s.ok()) {
     return Done(context, s);
   }
-  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return Done(context, s);
+  if (absl::Status s = registry_->Insert(*entry); !s.ok())
+    return Done(context, s);
   if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
     registry_->Remove(*entry);
     return Done(context, s);

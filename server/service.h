@@ -18,10 +18,14 @@ namespace v1 = ::perceptron::v1;
 class PerceptronServiceImpl final
     : public v1::PerceptronService::CallbackService {
  public:
-  // `auth` may be null (no tokens: every call allowed); it must outlive the service.
-  PerceptronServiceImpl(Registry* registry, Persistence* persistence, const Limits& limits,
-                        const Authorizer* auth = nullptr)
-      : registry_(registry), persistence_(persistence), limits_(limits), auth_(auth) {}
+  // `auth` may be null (no tokens: every call allowed); it must outlive the
+  // service.
+  PerceptronServiceImpl(Registry* registry, Persistence* persistence,
+                        const Limits& limits, const Authorizer* auth = nullptr)
+      : registry_(registry),
+        persistence_(persistence),
+        limits_(limits),
+        auth_(auth) {}
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
   // is answered.

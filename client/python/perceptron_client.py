@@ -12,6 +12,7 @@ Files: CSV (label in the last column; a header row is skipped) or LIBSVM ("label
 Labels: +1/1 are +1, -1/0 are -1.
 """
 import argparse
+import os
 import sys
 
 
@@ -60,6 +61,11 @@ def main():
     parser.add_argument("--no-normalize", action="store_true", help="with --create")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--stubs", help="directory of the generated perceptron/v1 stubs")
+    parser.add_argument("--tls-ca", help="use TLS: the CA that signed the server's certificate")
+    parser.add_argument("--tls-cert", help="mutual TLS: this client's certificate chain")
+    parser.add_argument("--tls-key", help="mutual TLS: this client's private key")
+    parser.add_argument("--token-file", help="a file holding the bearer token "
+                        "(else the PERCEPTRON_TOKEN environment variable)")
     args = parser.parse_args()
     if args.stubs:
         sys.path.insert(0, args.stubs)
@@ -71,7 +77,22 @@ def main():
     examples = list(read_examples(args.file))
     if not examples:
         raise SystemExit(f"{args.file}: no examples")
-    channel = grpc.insecure_channel(args.server)
+    if args.tls_ca:
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read()
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(args.tls_ca),
+            private_key=read(args.tls_key) if args.tls_key else None,
+            certificate_chain=read(args.tls_cert) if args.tls_cert else None)
+        channel = grpc.secure_channel(args.server, credentials)
+    else:
+        channel = grpc.insecure_channel(args.server)
+    token = os.environ.get("PERCEPTRON_TOKEN", "")
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.read().strip()
+    metadata = [("authorization", "Bearer " + token)] if token else None
     stub = pb_grpc.PerceptronServiceStub(channel)
 
     if args.create:
@@ -80,7 +101,8 @@ def main():
             1 + max(max(s[0], default=0) for _, s, _ in examples)
         config = pb.ModelConfig(dimension=dimension, normalize=not args.no_normalize)
         try:
-            stub.CreateModel(pb.CreateModelRequest(model_id=args.model, config=config))
+            stub.CreateModel(pb.CreateModelRequest(model_id=args.model, config=config),
+                            metadata=metadata)
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.ALREADY_EXISTS:
                 raise SystemExit(f"CreateModel: {e.code().name}: {e.details()}")
@@ -100,13 +122,13 @@ def main():
 
     results = errors = 0
     try:
-        for response in stub.Learn(requests()):
+        for response in stub.Learn(requests(), metadata=metadata):
             results += len(response.results)
             errors += sum(1 for r in response.results if r.HasField("error"))
     except grpc.RpcError as e:
         raise SystemExit(f"Learn: {e.code().name}: {e.details()}")
 
-    status = stub.GetStatus(pb.GetStatusRequest(model_id=args.model))
+    status = stub.GetStatus(pb.GetStatusRequest(model_id=args.model), metadata=metadata)
     s = status.stats
     print(f"streamed {results} examples ({errors} rejected) from {args.file} into {args.model}")
     print(f"examples {s.examples}")

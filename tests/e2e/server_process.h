@@ -4,6 +4,7 @@
 #ifndef PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 #define PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,8 +54,12 @@ class ServerProcess {
     args.push_back(nullptr);
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
+    const std::string err_path = dir + "/perceptrond.stderr";
     if (pid == 0) {
       dup2(out[1], STDOUT_FILENO);
+      const int err =
+          open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      if (err >= 0) dup2(err, STDERR_FILENO);
       close(out[0]);
       close(out[1]);
       execv(args[0], args.data());
@@ -95,6 +102,13 @@ class ServerProcess {
   }
 
   const std::string& data_dir() const { return data_dir_; }
+  // What the server wrote to standard error (all its runs on this data
+  // directory).
+  std::string StderrText() const {
+    std::ifstream in(data_dir_ + "/perceptrond.stderr");
+    return std::string((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  }
   pid_t pid() const { return pid_; }
 
   int port() const { return port_; }

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Every test: install what is missing, build everything (release), run CTest.
+# Every test: install what is missing, build, run CTest; then the same suite again built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset), unless
+# PERCEPTRON_SKIP_SANITIZERS=1.
 # Usage: scripts/test.sh [extra ctest flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,3 +9,9 @@ scripts/setup.sh
 cmake --preset release
 cmake --build --preset release -j"$(nproc)"
 ctest --preset release "$@"
+if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  cmake --preset asan
+  cmake --build --preset asan -j"$(nproc)"
+  ctest --preset asan "$@"
+fi

@@ -93,7 +93,12 @@ class ServerProcess {
   }
 
   ~ServerProcess() {
-    if (pid_ > 0) Stop();
+    // A clean shutdown exits 0; anything else (a sanitizer's report, a crash) fails the test.
+    if (pid_ > 0) {
+      const int code = Stop();
+      EXPECT_EQ(code, 0) << "perceptrond exited with " << code << "; it wrote:\n"
+                         << StderrText();
+    }
     if (out_ != nullptr) fclose(out_);
     if (owns_data_dir_) {
       std::error_code ignored;

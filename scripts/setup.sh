@@ -9,6 +9,8 @@ packages=(
   cmake g++ make pkg-config git ca-certificates clang-format
   # The security tests make their own CA and certificates.
   openssl
+  # The fuzz targets: clang with libFuzzer and the sanitizer runtimes.
+  clang libclang-rt-14-dev
   # Libraries of core/ and its tests and benchmarks.
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   # The wire contract, the server and the client: gRPC, protobuf and their code generators

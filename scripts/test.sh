@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build, run CTest; then the same suite again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset), unless
-# PERCEPTRON_SKIP_SANITIZERS=1.
+# PERCEPTRON_SKIP_SANITIZERS=1; then each libFuzzer target for FUZZ_SECONDS (20), unless
+# PERCEPTRON_SKIP_FUZZ=1.
 # Usage: scripts/test.sh [extra ctest flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +15,8 @@ if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --preset asan
   cmake --build --preset asan -j"$(nproc)"
   ctest --preset asan "$@"
+fi
+if [ "${PERCEPTRON_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== the fuzz targets, ${FUZZ_SECONDS:-20}s each"
+  scripts/fuzz.sh
 fi

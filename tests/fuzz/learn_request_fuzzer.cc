@@ -1,0 +1,91 @@
+// libFuzzer target: Learn requests from raw bytes, applied to live models of
+// several algorithms as the server applies them (model_ops.h), then Predict and
+// Reveal with the same items. The results must match the items one for one, and
+// no input may crash or corrupt a model.
+#include <cstdint>
+#include <cstdlib>
+
+#include "server/model_ops.h"
+
+namespace perceptron::server {
+namespace {
+
+struct World {
+  Limits limits;
+  Registry registry{limits};
+  std::unique_ptr<Persistence> none;
+  World() {
+    limits.max_pending = 64;
+    PersistenceOptions o;
+    o.durability = Durability::kNone;
+    none = *Persistence::Open(o);
+    Reset();
+  }
+  void Reset() {
+    for (const auto& e : registry.All()) registry.Delete(e->id).IgnoreError();
+    ModelConfig c;
+    c.dimension = 8;
+    c.gamma = 0.1;
+    c.comparator.assign(8, 1.0);
+    registry.Create("classic", c).IgnoreError();
+    c.algorithm = Algorithm::kAveraged;
+    registry.Create("averaged", c).IgnoreError();
+    c.algorithm = Algorithm::kVoted;
+    c.max_voted_vectors = 8;
+    registry.Create("voted", c).IgnoreError();
+    c.algorithm = Algorithm::kKernel;
+    c.kernel.type = KernelType::kRbf;
+    c.kernel_budget = 16;
+    registry.Create("kernel", c).IgnoreError();
+    c.algorithm = Algorithm::kMargin;
+    registry.Create("margin", c).IgnoreError();
+  }
+};
+
+}  // namespace
+}  // namespace perceptron::server
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace perceptron::server;
+  static World* world = new World();
+  static int runs = 0;
+  if (++runs % 2000 == 0) world->Reset();
+  perceptron::v1::LearnRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  if (request.items_size() > 256) return 0;
+  static const char* kModels[] = {"classic", "averaged", "voted", "kernel",
+                                  "margin"};
+  const std::string id = kModels[request.model_id().size() % 5];
+  std::shared_ptr<ModelEntry> entry = *world->registry.Get(id);
+
+  perceptron::v1::LearnResponse response;
+  CommitHandle commit;
+  if (!ApplyLearnItems(*entry, *world->none, request.items(), world->limits,
+                       response.mutable_results(), response.mutable_stats(),
+                       &commit)
+           .ok() ||
+      response.results_size() != request.items_size()) {
+    std::abort();
+  }
+  perceptron::v1::PredictRequest predict;
+  perceptron::v1::RevealRequest reveal;
+  for (const auto& item : request.items()) {
+    if (item.has_example()) *predict.add_examples() = item.example();
+    if (item.has_labeled()) *predict.add_examples() = item.labeled().features();
+    if (item.has_reveal()) *reveal.add_items() = item.reveal();
+  }
+  perceptron::v1::PredictResponse predicted;
+  const absl::Status p = PredictAll(*entry, predict, &predicted);
+  if (p.ok() && predicted.predictions_size() != predict.examples_size())
+    std::abort();
+  perceptron::v1::RevealResponse revealed;
+  if (!ApplyReveals(*entry, *world->none, reveal.items(),
+                    revealed.mutable_results(), revealed.mutable_stats())
+           .ok() ||
+      revealed.results_size() != reveal.items_size()) {
+    std::abort();
+  }
+  perceptron::v1::ModelStatus status;
+  if (!FillStatus(*entry, &status).ok()) std::abort();
+  return 0;
+}

@@ -93,10 +93,12 @@ class ServerProcess {
   }
 
   ~ServerProcess() {
-    // A clean shutdown exits 0; anything else (a sanitizer's report, a crash) fails the test.
+    // A clean shutdown exits 0; anything else (a sanitizer's report, a crash)
+    // fails the test.
     if (pid_ > 0) {
       const int code = Stop();
-      EXPECT_EQ(code, 0) << "perceptrond exited with " << code << "; it wrote:\n"
+      EXPECT_EQ(code, 0) << "perceptrond exited with " << code
+                         << "; it wrote:\n"
                          << StderrText();
     }
     if (out_ != nullptr) fclose(out_);

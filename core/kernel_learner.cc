@@ -90,7 +90,7 @@ KernelLearner::KernelLearner(const ModelConfig& config)
     : kernel_(config.kernel),
       eta_(config.eta),
       weight_dimension_(config.weight_dimension()),
-      budget_(config.kernel_budget) {}
+      store_(config.kernel_budget) {}
 
 KernelLearner::Stored KernelLearner::MakeStored(SupportVector sv) {
   const double norm_sq =
@@ -118,7 +118,7 @@ double KernelLearner::Kernel(double dot, double a_norm_sq,
 }
 
 double KernelLearner::Score(const Prepared& x) const {
-  if (store_.empty()) return 0;
+  if (store_.size() == 0) return 0;
   const Query q(x);
   double f = 0;
   for (const Stored& s : store_) {
@@ -129,13 +129,7 @@ double KernelLearner::Score(const Prepared& x) const {
 
 bool KernelLearner::LearnFromScore(const Prepared& x, int y, double f) {
   if (y * f > 0 || x.norm == 0) return false;
-  store_.push_back(MakeStored(ToSupportVector(x, eta_ * y)));
-  if (journaling_) added_.push_back(store_.back().sv);
-  if (store_.size() > budget_) {
-    store_.pop_front();
-    ++dropped_;
-    removed_ += journaling_;
-  }
+  store_.Push(MakeStored(ToSupportVector(x, eta_ * y)));
   return true;
 }
 
@@ -152,7 +146,7 @@ double KernelLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
 LearnerFigures KernelLearner::figures() const {
   LearnerFigures f;
   f.support_vectors = store_.size();
-  f.dropped = dropped_;
+  f.dropped = store_.dropped();
   return f;
 }
 
@@ -160,7 +154,7 @@ LearnerState KernelLearner::ExportState() const {
   LearnerState state;
   state.support.reserve(store_.size());
   for (const Stored& s : store_) state.support.push_back(s.sv);
-  state.dropped = dropped_;
+  state.dropped = store_.dropped();
   return state;
 }
 
@@ -188,51 +182,43 @@ absl::Status KernelLearner::CheckSupport(
 }
 
 absl::Status KernelLearner::ImportState(LearnerState state) {
-  if (state.support.size() > budget_) {
+  if (state.support.size() > store_.cap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("state: ", state.support.size(),
-                     " support vectors exceed the budget ", budget_));
+                     " support vectors exceed the budget ", store_.cap()));
   }
   if (absl::Status s = CheckSupport(state.support); !s.ok()) return s;
-  store_.clear();
+  std::vector<Stored> stored;
+  stored.reserve(state.support.size());
   for (SupportVector& sv : state.support)
-    store_.push_back(MakeStored(std::move(sv)));
-  dropped_ = state.dropped;
+    stored.push_back(MakeStored(std::move(sv)));
+  store_.Assign(std::move(stored), state.dropped);
   return absl::OkStatus();
 }
 
-void KernelLearner::Reset() {
-  if (journaling_) removed_ += store_.size();
-  store_.clear();
-  dropped_ = 0;
-}
+void KernelLearner::Reset() { store_.Clear(); }
 
-void KernelLearner::SetJournaling(bool on) {
-  journaling_ = on;
-  added_.clear();
-  removed_ = 0;
-}
+void KernelLearner::SetJournaling(bool on) { store_.SetJournaling(on); }
 
 LearnerDelta KernelLearner::TakeDelta() {
   LearnerDelta d;
-  d.dropped = dropped_;
-  d.support_added = std::move(added_);
-  d.support_removed = removed_;
-  added_.clear();
-  removed_ = 0;
+  d.dropped = store_.dropped();
+  for (Stored& s : store_.TakeAdded())
+    d.support_added.push_back(std::move(s.sv));
+  d.support_removed = store_.TakeRemoved();
   return d;
 }
 
 absl::Status KernelLearner::ApplyDelta(const LearnerDelta& d) {
   if (absl::Status s = CheckSupport(d.support_added); !s.ok()) return s;
-  const uint64_t total = store_.size() + d.support_added.size();
-  if (d.support_removed > total || total - d.support_removed > budget_) {
+  if (!store_.Fits(d.support_added.size(), d.support_removed)) {
     return absl::InvalidArgumentError("journal: support vectors do not add up");
   }
+  std::vector<Stored> added;
+  added.reserve(d.support_added.size());
   for (const SupportVector& sv : d.support_added)
-    store_.push_back(MakeStored(sv));
-  for (uint64_t i = 0; i < d.support_removed; ++i) store_.pop_front();
-  dropped_ = d.dropped;
+    added.push_back(MakeStored(sv));
+  store_.Apply(std::move(added), d.support_removed, d.dropped);
   return absl::OkStatus();
 }
 

@@ -3,8 +3,7 @@
 #ifndef PERCEPTRON_CORE_KERNEL_LEARNER_H_
 #define PERCEPTRON_CORE_KERNEL_LEARNER_H_
 
-#include <deque>
-
+#include "core/capped_deque.h"
 #include "core/learner.h"
 
 namespace perceptron {
@@ -41,13 +40,7 @@ class KernelLearner : public Learner {
   KernelConfig kernel_;
   double eta_;
   uint32_t weight_dimension_;
-  uint64_t budget_;
-  std::deque<Stored> store_;
-  uint64_t dropped_ = 0;
-  // Journaling: vectors stored and removed since the last TakeDelta.
-  bool journaling_ = false;
-  std::vector<SupportVector> added_;
-  uint64_t removed_ = 0;
+  CappedDeque<Stored> store_;  // the stored mistakes, at most kernel_budget
   // Checks stored vectors (ImportState, ApplyDelta).
   absl::Status CheckSupport(const std::vector<SupportVector>& support) const;
 };

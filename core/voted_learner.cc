@@ -8,8 +8,8 @@ namespace perceptron {
 
 VotedLearner::VotedLearner(const ModelConfig& config)
     : eta_(config.eta),
-      max_vectors_(config.max_voted_vectors),
-      w_(config.weight_dimension(), 0.0) {}
+      w_(config.weight_dimension(), 0.0),
+      past_(config.max_voted_vectors) {}
 
 double VotedLearner::Score(const Prepared& x) const {
   double vote = static_cast<double>(survived_) * PredictedLabel(Dot(w_, x));
@@ -24,15 +24,7 @@ bool VotedLearner::Learn(const Prepared& x, int y) {
     ++survived_;
     return false;
   }
-  if (survived_ > 0) {
-    past_.push_back({w_, survived_});
-    if (journaling_) added_.push_back(past_.back());
-    if (past_.size() > max_vectors_) {
-      past_.pop_front();
-      ++dropped_;
-      removed_ += journaling_;
-    }
-  }
+  if (survived_ > 0) past_.Push({w_, survived_});
   survived_ = 0;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
   dirty_w_.Mark(x);
@@ -42,7 +34,7 @@ bool VotedLearner::Learn(const Prepared& x, int y) {
 LearnerFigures VotedLearner::figures() const {
   LearnerFigures f;
   f.voted_vectors = past_.size() + 1;
-  f.dropped = dropped_;
+  f.dropped = past_.dropped();
   return f;
 }
 
@@ -51,16 +43,16 @@ LearnerState VotedLearner::ExportState() const {
   state.weights = w_;
   state.current_survived = survived_;
   state.voted.assign(past_.begin(), past_.end());
-  state.dropped = dropped_;
+  state.dropped = past_.dropped();
   return state;
 }
 
 absl::Status VotedLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
-  if (state.voted.size() > max_vectors_) {
+  if (state.voted.size() > past_.cap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("state: ", state.voted.size(),
-                     " voted vectors exceed the cap ", max_vectors_));
+                     " voted vectors exceed the cap ", past_.cap()));
   }
   for (size_t k = 0; k < state.voted.size(); ++k) {
     PERCEPTRON_RETURN_IF_ERROR(CheckVector(absl::StrCat("voted vector ", k),
@@ -68,25 +60,19 @@ absl::Status VotedLearner::ImportState(LearnerState state) {
   }
   w_ = std::move(state.weights);
   survived_ = state.current_survived;
-  past_.assign(std::make_move_iterator(state.voted.begin()),
-               std::make_move_iterator(state.voted.end()));
-  dropped_ = state.dropped;
+  past_.Assign(std::move(state.voted), state.dropped);
   return absl::OkStatus();
 }
 
 void VotedLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
   survived_ = 0;
-  if (journaling_) removed_ += past_.size();
-  past_.clear();
-  dropped_ = 0;
+  past_.Clear();
   dirty_w_.MarkAll();
 }
 
 void VotedLearner::SetJournaling(bool on) {
-  journaling_ = on;
-  added_.clear();
-  removed_ = 0;
+  past_.SetJournaling(on);
   if (on) {
     dirty_w_.Enable(w_.size());
   } else {
@@ -98,11 +84,9 @@ LearnerDelta VotedLearner::TakeDelta() {
   LearnerDelta d;
   d.weights = dirty_w_.Take(w_);
   d.current_survived = survived_;
-  d.dropped = dropped_;
-  d.voted_added = std::move(added_);
-  d.voted_removed = removed_;
-  added_.clear();
-  removed_ = 0;
+  d.dropped = past_.dropped();
+  d.voted_added = past_.TakeAdded();
+  d.voted_removed = past_.TakeRemoved();
   return d;
 }
 
@@ -112,15 +96,12 @@ absl::Status VotedLearner::ApplyDelta(const LearnerDelta& d) {
     PERCEPTRON_RETURN_IF_ERROR(
         CheckVector("voted vector", v.weights, w_.size()));
   }
-  const uint64_t total = past_.size() + d.voted_added.size();
-  if (d.voted_removed > total || total - d.voted_removed > max_vectors_) {
+  if (!past_.Fits(d.voted_added.size(), d.voted_removed)) {
     return absl::InvalidArgumentError("journal: voted vectors do not add up");
   }
   perceptron::ApplyDelta(d.weights, &w_);
-  for (const VotedVector& v : d.voted_added) past_.push_back(v);
-  for (uint64_t i = 0; i < d.voted_removed; ++i) past_.pop_front();
+  past_.Apply(d.voted_added, d.voted_removed, d.dropped);
   survived_ = d.current_survived;
-  dropped_ = d.dropped;
   return absl::OkStatus();
 }
 

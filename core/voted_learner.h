@@ -3,8 +3,7 @@
 #ifndef PERCEPTRON_CORE_VOTED_LEARNER_H_
 #define PERCEPTRON_CORE_VOTED_LEARNER_H_
 
-#include <deque>
-
+#include "core/capped_deque.h"
 #include "core/learner.h"
 
 namespace perceptron {
@@ -32,17 +31,10 @@ class VotedLearner : public Learner {
 
  private:
   double eta_;
-  uint64_t max_vectors_;
   std::vector<double> w_;
   uint64_t survived_ = 0;
-  std::deque<VotedVector> past_;
-  uint64_t dropped_ = 0;
-  // Journaling: changed coordinates of w, vectors pushed and popped since the
-  // last TakeDelta.
-  bool journaling_ = false;
-  DirtyTracker dirty_w_;
-  std::vector<VotedVector> added_;
-  uint64_t removed_ = 0;
+  CappedDeque<VotedVector> past_;
+  DirtyTracker dirty_w_;  // while journaling: the changed coordinates of w
 };
 
 }  // namespace perceptron

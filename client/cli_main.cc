@@ -34,6 +34,7 @@
 #include "client/client.h"
 #include "client/data_reader.h"
 #include "client/generator.h"
+#include "client/plot.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
 ABSL_FLAG(std::string, tls_ca, "",
@@ -102,7 +103,9 @@ ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
 ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
 ABSL_FLAG(uint64_t, seed, 1, "generate: random seed");
 ABSL_FLAG(std::string, out, "",
-          "generate: output LIBSVM file (default: standard output)");
+          "generate: output LIBSVM file (default: standard output); plot: the "
+          "SVG file");
+ABSL_FLAG(bool, log_scale, false, "plot: a logarithmic y axis");
 ABSL_FLAG(std::string, separator_out, "",
           "generate: write the separator u (d+1 numbers) here");
 
@@ -121,6 +124,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]      (e.g. 17:-1 18:+1)
   perceptron status MODEL
   perceptron watch MODEL [--interval=200ms] [--count=N]
+  perceptron plot MODEL --out=FILE.svg [--log_scale]
+             (cumulative mistakes and the bound against examples, as an SVG)
   perceptron export MODEL FILE        (the whole model as a portable blob)
   perceptron import FILE [--as=NEW_ID]
   perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
@@ -631,7 +636,36 @@ int Import(const std::vector<std::string>& args) {
   return 0;
 }
 
+int Plot(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("plot takes one MODEL");
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  if (out_path.empty()) return Usage("plot needs --out=FILE.svg");
+  absl::StatusOr<v1::History> history = Connect()->GetHistory(args[0]);
+  if (!history.ok()) return Fail(history.status());
+  PlotOptions options;
+  options.log_scale = absl::GetFlag(FLAGS_log_scale);
+  const std::string svg = HistorySvg(*history, options);
+  std::ofstream out(out_path, std::ios::binary);
+  out << svg;
+  out.close();
+  if (!out) {
+    return Fail(
+        absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
+  }
+  const v1::HistoryPoint* last =
+      history->points().empty() ? nullptr : &*history->points().rbegin();
+  std::printf("plotted %s to %s: %d points, %llu examples, %llu mistakes%s\n",
+              args[0].c_str(), out_path.c_str(), history->points_size(),
+              static_cast<unsigned long long>(last ? last->examples() : 0),
+              static_cast<unsigned long long>(last ? last->mistakes() : 0),
+              last && last->has_bound()
+                  ? absl::StrFormat(", bound %.6g", last->bound()).c_str()
+                  : "");
+  return 0;
+}
+
 int Run(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "plot") return Plot(args);
   if (command == "export") return Export(args);
   if (command == "import") return Import(args);
   if (command == "create") return Create(args);

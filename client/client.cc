@@ -262,6 +262,16 @@ absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
   return Result(s, std::move(response));
 }
 
+absl::StatusOr<v1::History> Client::GetHistory(const std::string& id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::GetHistoryRequest request;
+  request.set_model_id(id);
+  v1::History response;
+  const grpc::Status s = stub_->GetHistory(&context, request, &response);
+  return Result(s, std::move(response));
+}
+
 absl::StatusOr<v1::PredictResponse> Client::Predict(
     const std::string& id, const std::vector<Example>& examples) {
   grpc::ClientContext context;

@@ -135,6 +135,8 @@ class Client {
   absl::StatusOr<v1::Model> ResetModel(const std::string& id);
   absl::StatusOr<v1::ModelStatus> GetStatus(const std::string& id);
   absl::StatusOr<v1::Weights> GetWeights(const std::string& id);
+  // The learning curve (points of examples, mistakes, updates, bound).
+  absl::StatusOr<v1::History> GetHistory(const std::string& id);
   absl::StatusOr<v1::PredictResponse> Predict(
       const std::string& id, const std::vector<Example>& examples);
   absl::StatusOr<v1::RevealResponse> Reveal(

@@ -6,9 +6,17 @@ namespace perceptron {
 
 // The dense loops are compiled twice, for AVX2 and for the baseline, and the
 // better one is chosen when the program starts. Both add in the same order, so
-// results are the same bits.
-__attribute__((target_clones("avx2", "default"))) double DenseDot(
-    const double* a, const double* b, size_t n) {
+// results are the same bits. ThreadSanitizer builds have one version: their
+// instrumented resolver would run before the sanitizer's runtime is ready.
+#if defined(__SANITIZE_THREAD__)
+#define PERCEPTRON_DENSE_CLONES
+#else
+#define PERCEPTRON_DENSE_CLONES \
+  __attribute__((target_clones("avx2", "default")))
+#endif
+
+PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
+                                        size_t n) {
   // Eight independent partial sums hide the latency of floating-point addition
   // and let the compiler vectorize, while the order of additions stays fixed:
   // results are reproducible bit for bit on every machine (the build also

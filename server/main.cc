@@ -1,8 +1,9 @@
 // perceptrond: the online perceptron learning service.
 //   perceptrond [--host=127.0.0.1] [--port=50051] [limits...]
-// Prints "perceptrond listening on HOST:PORT" once it accepts calls. SIGTERM or
-// SIGINT shut it down cleanly: in-flight batches are answered, open streams end
-// with UNAVAILABLE.
+// Prints "perceptrond listening on HOST:PORT" once it accepts calls, then
+// "perceptrond http on HOST:PORT" for the HTTP port unless it is off. SIGTERM
+// or SIGINT shut it down cleanly: in-flight batches are answered, open streams
+// end with UNAVAILABLE.
 #include <signal.h>
 
 #include <algorithm>
@@ -53,6 +54,9 @@ ABSL_FLAG(std::string, tokens_file, "",
           "Require bearer tokens: a file of lines TOKEN ROLE [MODEL-ID-PREFIX "
           "...], roles "
           "read, learn, admin");
+ABSL_FLAG(int, http_port, 8080,
+          "HTTP port for /metrics, /healthz, JSON status and the live page, on "
+          "--host; 0 picks a free one, -1 serves no HTTP");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -119,6 +123,11 @@ int main(int argc, char** argv) {
     }
   }
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  options.http_port = absl::GetFlag(FLAGS_http_port);
+  if (options.http_port < -1 || options.http_port > 65535) {
+    std::fprintf(stderr, "perceptrond: --http_port must be -1 to 65535\n");
+    return 2;
+  }
   if (options.limits.max_message_bytes > (1u << 31) - 1) {
     std::fprintf(stderr,
                  "perceptrond: --max_message_bytes must be below 2 GiB\n");
@@ -153,6 +162,10 @@ int main(int argc, char** argv) {
   }
   std::printf("perceptrond listening on %s:%d\n", options.host.c_str(),
               (*server)->port());
+  if ((*server)->http_port() >= 0) {
+    std::printf("perceptrond http on %s:%d\n", options.host.c_str(),
+                (*server)->http_port());
+  }
   std::fflush(stdout);
 
   int signal = 0;

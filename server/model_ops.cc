@@ -52,7 +52,7 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       absl::StatusOr<Outcome> o =
           model.Reveal(item.reveal().prediction_id(), item.reveal().label());
       if (!o.ok()) return o.status();
-      entry.recent.Add(o->mistake);
+      entry.Observe(o->mistake);
       OutcomeToProto(*o, item.reveal().prediction_id(),
                      result->mutable_outcome());
       return true;
@@ -63,7 +63,7 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       if (!x.ok()) return x.status();
       absl::StatusOr<Outcome> o = model.Learn(*x, item.labeled().label());
       if (!o.ok()) return o.status();
-      entry.recent.Add(o->mistake);
+      entry.Observe(o->mistake);
       OutcomeToProto(*o, 0, result->mutable_outcome());
       return true;
     }
@@ -126,7 +126,7 @@ absl::Status ApplyReveals(
         ErrorToProto(ForItem(i, o.status()), result->mutable_error());
         continue;
       }
-      entry.recent.Add(o->mistake);
+      entry.Observe(o->mistake);
       OutcomeToProto(*o, items[i].prediction_id(), result->mutable_outcome());
       changed = true;
     }
@@ -182,10 +182,10 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
-    RecentWindow& recent = entry.recent;
-    options.on_example = [&recent](uint32_t, size_t, const Outcome& o) {
-      recent.Add(o.mistake);
-    };
+    options.on_example = [&entry](uint32_t, size_t, const Outcome& o)
+                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+                               entry.Observe(o.mistake);
+                             };
     r = entry.model->Train(data, options);
     if (!r.ok()) return r.status();
     if (!data.empty()) entry.updated_at = absl::Now();
@@ -208,7 +208,7 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
     if (entry.deleted) return Deleted(entry);
     entry.model->Reset();
     commit = persistence.Stage(entry);
-    entry.recent.Clear();
+    entry.ClearCurves();
     entry.updated_at = absl::Now();
   }
   entry.NotifyChanged();
@@ -239,6 +239,32 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
   *status->mutable_updated_at() =
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.updated_at));
+  return absl::OkStatus();
+}
+
+absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.deleted) return Deleted(entry);
+  history->set_model_id(entry.id);
+  history->set_stride(entry.history.stride());
+  history->set_capacity(entry.history.capacity());
+  const std::vector<HistoryPoint>& points = entry.history.points();
+  const HistoryPoint now = entry.CurrentPoint();
+  const bool ends_now = !points.empty() &&
+                        points.back().examples == now.examples &&
+                        points.back().mistakes == now.mistakes &&
+                        points.back().updates == now.updates;
+  history->mutable_points()->Reserve(points.size() + 1);
+  auto add = [history](const HistoryPoint& p) {
+    v1::HistoryPoint* out = history->add_points();
+    out->set_examples(p.examples);
+    out->set_mistakes(p.mistakes);
+    out->set_updates(p.updates);
+    if (p.bound) out->set_bound(*p.bound);
+    if (p.td_gamma) out->set_td_gamma(*p.td_gamma);
+  };
+  for (const HistoryPoint& p : points) add(p);
+  if (!ends_now) add(now);
   return absl::OkStatus();
 }
 

@@ -51,6 +51,9 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status);
 
 absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
 
+// The learning curve, ending with the model now.
+absl::Status FillHistory(ModelEntry& entry, v1::History* history);
+
 // Expires pending predictions issued before now - ttl; notifies listeners if
 // any expired.
 void ExpirePending(ModelEntry& entry, Persistence& persistence,

@@ -6,6 +6,27 @@
 
 namespace perceptron::server {
 
+void ModelEntry::Observe(bool mistake) {
+  recent.Add(mistake);
+  if (history.Due(model->counters().examples)) history.Add(CurrentPoint());
+}
+
+HistoryPoint ModelEntry::CurrentPoint() const {
+  const Stats s = model->stats(/*with_weight_norm=*/false);
+  HistoryPoint p;
+  p.examples = s.counters.examples;
+  p.mistakes = s.counters.mistakes;
+  p.updates = s.counters.updates;
+  if (s.bound.bound_available) p.bound = s.bound.bound;
+  if (s.bound.td_available) p.td_gamma = s.bound.td_gamma;
+  return p;
+}
+
+void ModelEntry::ClearCurves() {
+  recent.Clear();
+  history.Clear();
+}
+
 void ModelEntry::AddListener(ModelListener* l) {
   absl::MutexLock lock(&listeners_mu);
   listeners.insert(l);

@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/model.h"
+#include "server/history.h"
 #include "server/limits.h"
 
 namespace perceptron::server {
@@ -82,6 +83,7 @@ struct ModelEntry {
   absl::Mutex mu;
   std::unique_ptr<Model> model ABSL_GUARDED_BY(mu);
   RecentWindow recent ABSL_GUARDED_BY(mu){kRecentWindow};
+  History history ABSL_GUARDED_BY(mu);
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
 
@@ -89,6 +91,14 @@ struct ModelEntry {
   // the snapshot.
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
+
+  // Accounts a labeled example the model just learned from: the recent window
+  // and, when due, a history point.
+  void Observe(bool mistake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The model's point now, for the end of a chart.
+  HistoryPoint CurrentPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Empties the recent window and the history (after a reset).
+  void ClearCurves() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.
   // Lock order: listeners_mu, then a listener's own lock, then `mu`.

@@ -14,7 +14,8 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       registry_(options.limits),
       persistence_(std::move(persistence)),
       auth_(std::move(auth)),
-      service_(&registry_, persistence_.get(), options.limits, auth_.get()) {}
+      service_(&registry_, persistence_.get(), options.limits, auth_.get()),
+      metrics_(&registry_) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -57,9 +58,24 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
       static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options.limits.max_message_bytes));
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(s->metrics_.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  if (options.http_port >= 0) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(options.host, options.http_port, &s->registry_,
+                          &s->metrics_, s->auth_.get());
+    if (!http.ok()) {
+      s->Shutdown();
+      return http.status();
+    }
+    s->http_ = *std::move(http);
   }
   s->expiry_ = std::thread([p = s.get()] { p->ExpiryLoop(); });
   return s;
@@ -84,6 +100,7 @@ void PerceptronServer::Shutdown() {
     grpc::HealthCheckServiceInterface* health =
         server_->GetHealthCheckService();
     if (health != nullptr) health->Shutdown();
+    if (http_ != nullptr) http_->SetNotServing();
     service_.BeginShutdown();
     // gRPC's own Shutdown would also wait, up to its deadline, for clients to
     // close idle connections; wait only for the calls in progress instead, then
@@ -93,6 +110,7 @@ void PerceptronServer::Shutdown() {
     server_->Wait();
     stop_.Notify();
     if (expiry_.joinable()) expiry_.join();
+    http_.reset();
     persistence_->Stop();
   });
 }

@@ -23,7 +23,9 @@
 #include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
+#include "server/http.h"
 #include "server/limits.h"
+#include "server/metrics.h"
 #include "server/persistence.h"
 #include "server/registry.h"
 #include "server/service.h"
@@ -52,6 +54,9 @@ struct ServerOptions {
   std::string tls_client_ca_pem;
   // Bearer tokens with roles (auth.h). Empty: every call is allowed.
   std::string tokens_file;
+  // The HTTP port for /metrics, /healthz, JSON status and the live page
+  // (http.h), on `host`; 0 picks a free one, -1 serves no HTTP. Default: -1.
+  int http_port = -1;
 };
 
 class PerceptronServer {
@@ -63,6 +68,8 @@ class PerceptronServer {
 
   // The port actually bound.
   int port() const { return port_; }
+  // The HTTP port bound, or -1 without one.
+  int http_port() const { return http_ == nullptr ? -1 : http_->port(); }
   const RecoveryReport& recovery() const { return recovery_; }
   Registry& registry() { return registry_; }
 
@@ -82,7 +89,9 @@ class PerceptronServer {
   std::unique_ptr<Authorizer> auth_;
   RecoveryReport recovery_;
   PerceptronServiceImpl service_;
+  Metrics metrics_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
   absl::Notification stop_;
   std::thread expiry_;

@@ -239,6 +239,19 @@ grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
   return new WatchReactor(*std::move(entry), absl::Milliseconds(ms), &streams_);
 }
 
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetHistory(
+    grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
+    v1::History* response) {
+  UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
+    return Done(context, s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return Done(context, entry.status());
+  return Done(context, FillHistory(**entry, response));
+}
+
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
     grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
     v1::Weights* response) {

@@ -70,6 +70,9 @@ class PerceptronServiceImpl final
   grpc::ServerWriteReactor<v1::ModelStatus>* WatchStatus(
       grpc::CallbackServerContext* context,
       const v1::WatchStatusRequest* request) override;
+  grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
+                                       const v1::GetHistoryRequest* request,
+                                       v1::History* response) override;
   grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
                                        const v1::GetWeightsRequest* request,
                                        v1::Weights* response) override;

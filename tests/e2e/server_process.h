@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +48,11 @@ class ServerProcess {
     if (pipe(out) != 0) return absl::InternalError("pipe failed");
     std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0",
                                      "--data_dir=" + dir};
+    // The HTTP port too, on a free port, unless the test sets it.
+    const bool http_set = std::any_of(
+        flags.begin(), flags.end(),
+        [](const std::string& f) { return f.rfind("--http_port", 0) == 0; });
+    if (!http_set) argv.push_back("--http_port=0");
     argv.insert(argv.end(), flags.begin(), flags.end());
     // Built before fork: the child calls only async-signal-safe functions.
     std::vector<char*> args;
@@ -89,6 +95,21 @@ class ServerProcess {
                           &p->port_)) {
       return absl::InternalError(absl::StrCat("unexpected first line: ", text));
     }
+    const bool http_off =
+        std::find(flags.begin(), flags.end(), "--http_port=-1") != flags.end();
+    if (!http_off) {
+      if (fgets(line, sizeof line, p->out_) == nullptr) {
+        return absl::InternalError("perceptrond printed no http line");
+      }
+      const std::string http = line;
+      const size_t c = http.rfind(':');
+      if (http.find("http on") == std::string::npos || c == std::string::npos ||
+          !absl::SimpleAtoi(absl::StripAsciiWhitespace(http.substr(c + 1)),
+                            &p->http_port_)) {
+        return absl::InternalError(
+            absl::StrCat("unexpected second line: ", http));
+      }
+    }
     return p;
   }
 
@@ -119,6 +140,8 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
 
   int port() const { return port_; }
+  // The HTTP port, or -1 if it is off.
+  int http_port() const { return http_port_; }
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
 
   std::unique_ptr<client::Client> Connect() const {
@@ -143,6 +166,7 @@ class ServerProcess {
   pid_t pid_;
   FILE* out_;
   int port_ = 0;
+  int http_port_ = -1;
   std::string data_dir_;
   bool owns_data_dir_ = false;
 };

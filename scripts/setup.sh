@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing the project needs, and nothing else.
 # Safe to run again: packages already present are skipped, and apt is only touched when one is missing.
-# Usage: scripts/setup.sh            (as root, or with sudo available)
+# Usage: scripts/setup.sh [--build-only]   (as root, or with sudo available)
+#   --build-only: only what building perceptrond and perceptron needs (the container image's
+#   build stage), not the tests' tools.
 set -euo pipefail
+
+build_packages=(
+  cmake g++ make pkg-config ca-certificates
+  libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libleveldb-dev libsnappy-dev zlib1g-dev prometheus-cpp-dev libcivetweb-dev
+)
 
 packages=(
   # Toolchain.
@@ -22,7 +30,17 @@ packages=(
   python3-grpcio python3-protobuf
   # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
+  # The HTTP port: Prometheus metrics and the embedded web server.
+  prometheus-cpp-dev libcivetweb-dev
+  # Its tests: a Prometheus text parser, and the live page in a real headless Chromium.
+  python3-prometheus-client python3-selenium chromium chromium-driver
+  # The deployment manifests test reads YAML.
+  python3-yaml
+  # The ThreadSanitizer preset rebuilds Debian's Abseil from its source package.
+  dpkg-dev
 )
+
+if [ "${1:-}" = "--build-only" ]; then packages=("${build_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do

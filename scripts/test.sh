@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build, run CTest; then the same suite again built with
-# AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset), unless
-# PERCEPTRON_SKIP_SANITIZERS=1; then each libFuzzer target for FUZZ_SECONDS (20), unless
-# PERCEPTRON_SKIP_FUZZ=1.
+# AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset) and with ThreadSanitizer
+# (the `tsan` preset, after scripts/tsan_abseil.sh), unless PERCEPTRON_SKIP_SANITIZERS=1; then
+# each libFuzzer target for FUZZ_SECONDS (20), unless PERCEPTRON_SKIP_FUZZ=1.
 # Usage: scripts/test.sh [extra ctest flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,11 @@ if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --preset asan
   cmake --build --preset asan -j"$(nproc)"
   ctest --preset asan "$@"
+  echo "== the same tests under ThreadSanitizer"
+  scripts/tsan_abseil.sh
+  cmake --preset tsan
+  cmake --build --preset tsan -j"$(nproc)"
+  ctest --preset tsan "$@"
 fi
 if [ "${PERCEPTRON_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== the fuzz targets, ${FUZZ_SECONDS:-20}s each"

@@ -15,7 +15,8 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
       streams_(streams),
       auth_(auth),
       authorization_(std::move(authorization)),
-      registered_(streams->Add(this)) {
+      registered_(streams->Add(this)),
+      self_(this) {
   absl::MutexLock lock(&mu_);
   if (!registered_) {
     final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -94,8 +95,8 @@ void LearnReactor::OnReadDone(bool ok) {
   ++uncommitted_;
   mu_.Unlock();
   // May call back at once (nothing to write, or already written).
-  WhenCommitted(commit, [this, number](absl::Status s) {
-    OnCommitted(number, std::move(s));
+  WhenCommitted(commit, [self = self_, number](absl::Status s) {
+    self->OnCommitted(number, std::move(s));
   });
   mu_.Lock();
   MaybeReadLocked();
@@ -172,7 +173,8 @@ void LearnReactor::OnCancel() {
 
 void LearnReactor::OnDone() {
   if (registered_) streams_->Remove(this);
-  delete this;
+  // Deleted now, or by the last commit callback once it has let go of mu_.
+  std::shared_ptr<LearnReactor> last = std::move(self_);
 }
 
 }  // namespace perceptron::server

@@ -74,6 +74,10 @@ class LearnReactor final
   const Authorizer* const auth_;
   const std::string authorization_;
   const bool registered_;
+  // gRPC's reference to this reactor, dropped in OnDone. Commit callbacks hold
+  // references too: they run on the committer's thread and may finish the
+  // stream, and the reactor must outlive their return from its mutex.
+  std::shared_ptr<LearnReactor> self_;
 
   // Touched only by the read path (one read at a time).
   v1::LearnRequest request_;

@@ -246,6 +246,9 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
         auto c = (*server)->Connect();
         std::unique_ptr<client::LearnSession> session =
             c->OpenLearnSession(s.id, so);
+        // The session's reader reads items while this thread appends: no
+        // reallocation may move them.
+        s.items.reserve(s.items.size() + 20000);
         for (int i = 0; i < 20000; ++i) {
           s.items.push_back(s.Next(&open));
           const Item& it = s.items.back();

@@ -1,0 +1,70 @@
+"""deploy/: the compose file and Kubernetes manifests parse, and they, the Dockerfile and the
+image's flags agree on ports, volume and health checks.
+Usage: deploy_manifests_test.py DEPLOY_DIR"""
+import os
+import re
+import sys
+import unittest
+
+import yaml
+
+DEPLOY = sys.argv[1]
+
+
+def read(name):
+    with open(os.path.join(DEPLOY, name)) as f:
+        return f.read()
+
+
+class DeployTest(unittest.TestCase):
+    def setUp(self):
+        flags = dict(re.findall(r"^--(\w+)=(\S+)$", read("perceptrond.flags"), re.M))
+        self.grpc, self.http = int(flags["port"]), int(flags["http_port"])
+        self.flags = flags
+
+    def test_dockerfile(self):
+        d = read("Dockerfile")
+        self.assertIn("FROM debian:12 AS build", d)
+        self.assertIn("scripts/setup.sh --build-only", d)
+        self.assertIn("FROM debian:12-slim", d)
+        self.assertRegex(d, r"\nUSER perceptrond\n")
+        self.assertIn("VOLUME /var/lib/perceptrond", d)
+        self.assertTrue(self.flags["data_dir"].startswith("/var/lib/perceptrond/"))
+        self.assertEqual(self.flags["host"], "0.0.0.0")
+        self.assertIn("EXPOSE %d %d" % (self.grpc, self.http), d)
+        self.assertIn('"perceptron", "health", "--server=127.0.0.1:%d"' % self.grpc, d)
+
+    def test_compose(self):
+        c = yaml.safe_load(read("docker-compose.yml"))
+        server = c["services"]["perceptrond"]
+        self.assertEqual(server["build"]["dockerfile"], "deploy/Dockerfile")
+        self.assertIn("%d:%d" % (self.grpc, self.grpc), server["ports"])
+        self.assertIn("%d:%d" % (self.http, self.http), server["ports"])
+        self.assertIn("perceptrond-data:/var/lib/perceptrond", server["volumes"])
+        self.assertIn("perceptrond-data", c["volumes"])
+        demo = c["services"]["demo"]
+        self.assertEqual(demo["depends_on"]["perceptrond"]["condition"], "service_healthy")
+        self.assertIn("--server=perceptrond:%d" % self.grpc, demo["command"][0])
+        self.assertIn("perceptron generate", demo["command"][0])
+
+    def test_kubernetes(self):
+        docs = list(yaml.safe_load_all(read("k8s/perceptrond.yaml")))
+        kinds = {d["kind"]: d for d in docs}
+        self.assertEqual(set(kinds), {"Service", "StatefulSet"})
+        ports = {p["name"]: p["port"] for p in kinds["Service"]["spec"]["ports"]}
+        self.assertEqual(ports, {"grpc": self.grpc, "http": self.http})
+        sts = kinds["StatefulSet"]["spec"]
+        pod = sts["template"]["spec"]
+        c = pod["containers"][0]
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+            self.assertEqual(c[probe]["grpc"]["port"], self.grpc, probe)
+        self.assertEqual(c["volumeMounts"][0]["mountPath"], "/var/lib/perceptrond")
+        self.assertEqual(sts["volumeClaimTemplates"][0]["metadata"]["name"],
+                         c["volumeMounts"][0]["name"])
+        self.assertTrue(pod["securityContext"]["runAsNonRoot"])
+        self.assertEqual(kinds["Service"]["spec"]["selector"],
+                         sts["selector"]["matchLabels"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

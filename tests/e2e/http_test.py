@@ -1,0 +1,252 @@
+"""The HTTP port against a real perceptrond: /metrics parses as Prometheus text and its counters
+equal GetStatus's, the JSON status and history equal the gRPC ones, /healthz, errors, tokens,
+and `perceptron plot` drawing the same curve.
+Usage: http_test.py PERCEPTROND PERCEPTRON_CLI STUBS_DIR BREAST_CANCER_CSV"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import perceptrond_process as pp
+
+PERCEPTROND, CLI, STUBS, CSV = sys.argv[1:5]
+pb, pb_grpc = pp.import_stubs(STUBS)
+import grpc  # noqa: E402
+
+
+def samples(text):
+    """{(sample name, frozenset(labels)): value} of a Prometheus text exposition."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def model_value(metrics, name, model):
+    return metrics.get((name, frozenset({("model", model)})))
+
+
+def rpc_value(metrics, name, method, **extra):
+    labels = {"grpc_service": "perceptron.v1.PerceptronService", "grpc_method": method}
+    labels.update(extra)
+    for (n, ls), v in metrics.items():
+        if n == name and labels.items() <= dict(ls).items():
+            return v
+    return None
+
+
+class HttpTest(unittest.TestCase):
+    def setUp(self):
+        self.server = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        self.channel = grpc.insecure_channel(self.server.target)
+        self.stub = pb_grpc.PerceptronServiceStub(self.channel)
+
+    def tearDown(self):
+        self.channel.close()
+        self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
+
+    def create(self, model_id, **config):
+        return self.stub.CreateModel(pb.CreateModelRequest(
+            model_id=model_id, config=pb.ModelConfig(**config)))
+
+    def test_metrics_parse_and_equal_get_status(self):
+        stream = pp.Stream(d=8, gamma=0.05, noise=0.05, seed=3)
+        self.create("alpha", dimension=8, gamma=0.05, comparator=stream.u + [0.0])
+        self.create("beta", dimension=8, algorithm=pb.MARGIN, gamma=0.05)
+        self.create("gamma", dimension=8, algorithm=pb.AVERAGED)
+        with self.assertRaises(grpc.RpcError) as dup:
+            self.create("alpha", dimension=8)
+        self.assertEqual(dup.exception.code(), grpc.StatusCode.ALREADY_EXISTS)
+        sent = {"alpha": 3000, "beta": 1700, "gamma": 900}
+        requests = 0
+        for model_id, n in sent.items():
+            responses = pp.learn(pb, self.stub, model_id, [stream.next() for _ in range(n)])
+            requests += len(responses)
+        # Predictions issued and left pending, some revealed, one bad item.
+        issue = pb.LearnRequest(model_id="alpha")
+        for _ in range(10):
+            issue.items.add().example.dense.values.extend(stream.next()[0])
+        issue.items.add().example.dense.values.extend([1.0, 2.0])  # wrong dimension
+        issued = list(self.stub.Learn(iter([issue])))[0]
+        self.assertTrue(issued.results[10].HasField("error"))
+        ids = [r.prediction.prediction_id for r in issued.results[:10]]
+        self.stub.Reveal(pb.RevealRequest(model_id="alpha", items=[
+            pb.RevealItem(prediction_id=i, label=1) for i in ids[:4]]))
+        requests += 1
+
+        status, ctype, body = self.server.get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        metrics = samples(body)
+        self.assertEqual(metrics[("perceptron_models", frozenset())], 3)
+        for model_id in sent:
+            st = self.stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
+            with self.subTest(model=model_id):
+                for name, want in [("perceptron_model_examples_total", st.examples),
+                                   ("perceptron_model_mistakes_total", st.mistakes),
+                                   ("perceptron_model_updates_total", st.updates),
+                                   ("perceptron_model_predictions_total", st.predictions),
+                                   ("perceptron_model_expired_total", st.expired),
+                                   ("perceptron_model_pending_predictions", st.pending),
+                                   ("perceptron_model_radius", st.radius)]:
+                    self.assertEqual(model_value(metrics, name, model_id), want, name)
+                bound = model_value(metrics, "perceptron_model_update_bound", model_id)
+                td = model_value(metrics, "perceptron_model_td_gamma", model_id)
+                if st.bound_available:
+                    self.assertEqual(bound, st.bound)
+                else:
+                    self.assertIsNone(bound)
+                if st.td_available:
+                    self.assertEqual(td, st.td_gamma)
+                else:
+                    self.assertIsNone(td)
+        alpha = self.stub.GetStatus(pb.GetStatusRequest(model_id="alpha")).stats
+        self.assertEqual((alpha.examples, alpha.predictions, alpha.pending), (3004, 10, 6))
+        self.assertTrue(alpha.bound_available and alpha.bound > alpha.updates)
+        # The RPC counters, by method and code (the GetStatus calls above came after the
+        # scrape).
+        self.assertEqual(rpc_value(metrics, "grpc_server_handled_total", "CreateModel",
+                                   grpc_code="OK"), 3)
+        self.assertEqual(rpc_value(metrics, "grpc_server_handled_total", "CreateModel",
+                                   grpc_code="AlreadyExists"), 1)
+        self.assertEqual(rpc_value(metrics, "grpc_server_started_total", "Learn"), 4)
+        self.assertEqual(rpc_value(metrics, "grpc_server_handled_total", "Learn",
+                                   grpc_code="OK"), 4)
+        self.assertEqual(rpc_value(metrics, "grpc_server_msg_received_total", "Learn")
+                         + rpc_value(metrics, "grpc_server_msg_received_total", "Reveal"),
+                         requests + 1)
+        self.assertEqual(rpc_value(metrics, "grpc_server_handling_seconds_count", "Learn"), 4)
+
+    def test_json_status_and_history_equal_grpc(self):
+        stream = pp.Stream(d=5, gamma=0.1, noise=0.03, seed=5)
+        self.create("curve", dimension=5, gamma=0.1, comparator=stream.u + [0.0])
+        pp.learn(pb, self.stub, "curve", [stream.next() for _ in range(5000)], batch=50)
+
+        status, ctype, body = self.server.get("/api/v1/models")
+        self.assertEqual((status, ctype), (200, "application/json"))
+        listed = json.loads(body)["models"]
+        self.assertEqual([m["model_id"] for m in listed], ["curve"])
+        st = self.stub.GetStatus(pb.GetStatusRequest(model_id="curve"))
+        self.assertEqual(int(listed[0]["stats"]["examples"]), st.stats.examples)
+        self.assertEqual(int(listed[0]["stats"]["mistakes"]), st.stats.mistakes)
+        self.assertEqual(listed[0]["stats"]["bound"], st.stats.bound)
+        status, _, body = self.server.get("/api/v1/models/curve")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["stats"]["td_gamma"], st.stats.td_gamma)
+
+        status, _, body = self.server.get("/api/v1/models/curve/history")
+        self.assertEqual(status, 200)
+        h = json.loads(body)
+        g = self.stub.GetHistory(pb.GetHistoryRequest(model_id="curve"))
+        self.assertEqual(len(h["points"]), len(g.points))
+        # Bounded and downsampled: 5,000 examples in at most `capacity` points, evenly spaced,
+        # ending with the model now; the bound holds at every point.
+        self.assertLessEqual(len(g.points), g.capacity)
+        self.assertGreater(len(g.points), g.capacity // 4)
+        examples = [p.examples for p in g.points]
+        self.assertEqual(examples, sorted(set(examples)))
+        self.assertEqual(examples[-1], 5000)
+        self.assertGreaterEqual(g.stride * g.capacity, 5000)
+        last = g.points[-1]
+        self.assertEqual((last.mistakes, last.updates, last.bound),
+                         (st.stats.mistakes, st.stats.updates, st.stats.bound))
+        for p, j in zip(g.points, h["points"]):
+            self.assertEqual((int(j["examples"]), int(j["mistakes"]), j["bound"]),
+                             (p.examples, p.mistakes, p.bound))
+            self.assertLessEqual(p.updates, p.bound)
+        mistakes = [p.mistakes for p in g.points]
+        self.assertEqual(mistakes, sorted(mistakes))
+
+    def test_healthz_page_and_errors(self):
+        self.assertEqual(self.server.get("/healthz")[0::2], (200, "SERVING\n"))
+        status, ctype, body = self.server.get("/")
+        self.assertEqual(status, 200)
+        self.assertTrue(ctype.startswith("text/html"))
+        self.assertIn("<svg", body.replace('"<svg', "<svg"))
+        self.assertEqual(self.server.get("/api/v1/models/nope")[0], 404)
+        self.assertEqual(self.server.get("/api/v1/models/nope/history")[0], 404)
+        self.assertEqual(self.server.get("/nowhere")[0], 404)
+        # The HTTP requests are counted too.
+        metrics = samples(self.server.get("/metrics")[2])
+        self.assertEqual(metrics[("perceptron_http_requests_total",
+                                  frozenset({("handler", "/healthz"), ("code", "200")}))], 1)
+        self.assertEqual(metrics[("perceptron_http_requests_total",
+                                  frozenset({("handler", "/api/v1/models/{id}"),
+                                             ("code", "404")}))], 1)
+
+    def test_plot_draws_the_history(self):
+        self.create("bc", dimension=30, gamma=0.01, comparator=[1.0] + [0.0] * 29)
+        run = subprocess.run([CLI, "--server=" + self.server.target, "train", CSV, "--model=bc"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        g = self.stub.GetHistory(pb.GetHistoryRequest(model_id="bc"))
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bc.svg")
+            run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "bc",
+                                  "--out=" + out], capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("569 examples", run.stdout)
+            svg = ET.parse(out).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        lines = {p.get("class"): p for p in svg.iter(ns + "polyline")}
+        self.assertEqual(set(lines), {"mistakes", "bound"})
+        for cls in ("mistakes", "bound"):
+            points = lines[cls].get("points").split()
+            self.assertEqual(len(points), len(g.points), cls)
+            self.assertEqual(int(lines[cls].get("data-count")), len(g.points))
+            xs = [float(p.split(",")[0]) for p in points]
+            self.assertEqual(xs, sorted(xs))
+        # Mistakes never decrease: y (downwards in SVG) never increases.
+        ys = [float(p.split(",")[1]) for p in lines["mistakes"].get("points").split()]
+        self.assertEqual(ys, sorted(ys, reverse=True))
+        run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "nope",
+                              "--out=/dev/null"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("NOT_FOUND", run.stderr)
+
+
+class HttpTokensTest(unittest.TestCase):
+    def test_tokens_guard_everything_but_healthz(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:
+            f.write("admin-token-0123456789 admin\nteam-a-reader-0123456789 read team-a-\n")
+            tokens = f.name
+        server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--tokens_file=" + tokens)
+        try:
+            channel = grpc.insecure_channel(server.target)
+            stub = pb_grpc.PerceptronServiceStub(channel)
+            meta = [("authorization", "Bearer admin-token-0123456789")]
+            for m in ("team-a-one", "team-b-two"):
+                stub.CreateModel(pb.CreateModelRequest(
+                    model_id=m, config=pb.ModelConfig(dimension=3)), metadata=meta)
+            channel.close()
+            self.assertEqual(server.get("/healthz")[0], 200)
+            self.assertEqual(server.get("/")[0], 200)  # static; its requests carry the token
+            for path in ("/metrics", "/api/v1/models", "/api/v1/models/team-a-one",
+                         "/api/v1/models/team-a-one/history"):
+                self.assertEqual(server.get(path)[0], 401, path)
+                self.assertEqual(server.get(path, token="wrong-token-0123456789")[0], 401, path)
+            self.assertEqual(server.get("/api/v1/models/team-b-two", "team-a-reader-0123456789")[0], 403)
+            self.assertEqual(server.get("/api/v1/models/team-a-one", "team-a-reader-0123456789")[0], 200)
+            listed = json.loads(server.get("/api/v1/models", "team-a-reader-0123456789")[2])["models"]
+            self.assertEqual([m["model_id"] for m in listed], ["team-a-one"])
+            metrics = samples(server.get("/metrics", "team-a-reader-0123456789")[2])
+            self.assertIsNotNone(model_value(metrics, "perceptron_model_examples_total",
+                                             "team-a-one"))
+            self.assertIsNone(model_value(metrics, "perceptron_model_examples_total",
+                                          "team-b-two"))
+            metrics = samples(server.get("/metrics", "admin-token-0123456789")[2])
+            self.assertEqual(metrics[("perceptron_models", frozenset())], 2)
+            self.assertNotIn("admin-token-0123456789", server.stderr_text())
+        finally:
+            self.assertEqual(server.stop(), 0)
+            os.unlink(tokens)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,112 @@
+"""The live page in a real headless Chromium (Debian's chromium and chromedriver, driven by
+python3-selenium): after streaming, each model's chart shows its points and the bound line,
+and it follows the model as it learns. Writes a screenshot and prints its path.
+Usage: page_test.py PERCEPTROND STUBS_DIR OUTPUT_DIR"""
+import os
+import sys
+import tempfile
+import unittest
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+import perceptrond_process as pp
+
+PERCEPTROND, STUBS, OUTPUT = sys.argv[1:4]
+pb, pb_grpc = pp.import_stubs(STUBS)
+import grpc  # noqa: E402
+
+
+def browser(profile):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1280,1000",
+                 "--user-data-dir=" + profile):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+class PageTest(unittest.TestCase):
+    def setUp(self):
+        self.server = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        self.channel = grpc.insecure_channel(self.server.target)
+        self.stub = pb_grpc.PerceptronServiceStub(self.channel)
+        self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
+        self.driver = browser(self.profile.name)
+
+    def tearDown(self):
+        self.driver.quit()
+        self.profile.cleanup()
+        self.channel.close()
+        self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
+
+    def section(self, model_id):
+        return self.driver.find_element(By.CSS_SELECTOR,
+                                        'section.model[data-model="%s"]' % model_id)
+
+    def wait_for_examples(self, model_id, examples):
+        """Waits (polling the page, at most 60 s) until the model's chart shows `examples`."""
+        def shown(driver):
+            found = driver.find_elements(By.CSS_SELECTOR,
+                                         'section.model[data-model="%s"]' % model_id)
+            return found and found[0].get_attribute("data-examples") == str(examples)
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(shown)
+
+    def check_chart(self, model_id):
+        """The chart's points and bound line against GetHistory; the history's length."""
+        h = self.stub.GetHistory(pb.GetHistoryRequest(model_id=model_id))
+        st = self.stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
+        s = self.section(model_id)
+        self.assertEqual(int(s.get_attribute("data-points")), len(h.points))
+        self.assertEqual(int(s.get_attribute("data-mistakes")), st.mistakes)
+        mistakes = s.find_element(By.CSS_SELECTOR, "polyline.mistakes")
+        bound = s.find_element(By.CSS_SELECTOR, "polyline.bound")
+        for line in (mistakes, bound):
+            self.assertEqual(len(line.get_attribute("points").split()), len(h.points))
+        self.assertEqual(len(s.find_elements(By.CSS_SELECTOR, "circle.point")), len(h.points))
+        self.assertAlmostEqual(float(bound.get_attribute("data-last")), st.bound, places=6)
+        # Rendered, not just present: the lines have extent on the screen.
+        for line in (mistakes, bound):
+            self.assertGreater(line.size["width"], 100)
+        # The bound is above the mistakes at the end (SVG y grows downwards).
+        last_m = float(mistakes.get_attribute("points").split()[-1].split(",")[1])
+        last_b = float(bound.get_attribute("points").split()[-1].split(",")[1])
+        self.assertLess(last_b, last_m)
+        return len(h.points)
+
+    def test_charts_show_points_and_bound_and_follow_learning(self):
+        stream = pp.Stream(d=10, gamma=0.05, noise=0.03, seed=11)
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="live", config=pb.ModelConfig(
+            dimension=10, gamma=0.05, comparator=stream.u + [0.0])))
+        other = pp.Stream(d=4, gamma=0.1, noise=0.0, seed=12)
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="separable", config=pb.ModelConfig(
+            dimension=4, gamma=0.1, comparator=other.u + [0.0])))
+        pp.learn(pb, self.stub, "live", [stream.next() for _ in range(3000)])
+        pp.learn(pb, self.stub, "separable", [other.next() for _ in range(800)])
+
+        self.driver.get(self.server.http + "/")
+        self.wait_for_examples("live", 3000)
+        self.wait_for_examples("separable", 800)
+        self.assertGreater(self.check_chart("live"), 100)
+        self.check_chart("separable")
+
+        # More examples while the page is open: the chart follows.
+        pp.learn(pb, self.stub, "live", [stream.next() for _ in range(2000)])
+        self.wait_for_examples("live", 5000)
+        self.check_chart("live")
+
+        os.makedirs(OUTPUT, exist_ok=True)
+        shot = os.path.join(OUTPUT, "live_page.png")
+        self.assertTrue(self.driver.save_screenshot(shot))
+        with open(shot, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertGreater(os.path.getsize(shot), 10000)
+        print("screenshot of the live page: " + os.path.abspath(shot))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

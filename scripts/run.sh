@@ -13,8 +13,9 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target perceptrond perceptron
 bin=build/release
 port=${PERCEPTROND_PORT:-50051}
+http_port=${PERCEPTROND_HTTP_PORT:-8080}
 work=$(mktemp -d)
-"$bin/server/perceptrond" --port="$port" --data_dir="$work/data" > "$work/server.log" 2>&1 &
+"$bin/server/perceptrond" --port="$port" --http_port="$http_port" --data_dir="$work/data" > "$work/server.log" 2>&1 &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
 cli() { "$bin/client/perceptron" --server="127.0.0.1:$port" "$@"; }
@@ -37,3 +38,7 @@ cli weights breast-cancer-fit > "$work/u_bc.txt"
 cli create breast-cancer --dim=30 --gamma=0.01 --comparator_file="$work/u_bc.txt"
 cli train "$csv" --model=breast-cancer --progress=yes
 cli status breast-cancer
+
+echo; echo "== The learning curve of breast-cancer, drawn by the CLI"
+cli plot breast-cancer --out="$bin/breast-cancer.svg"
+echo "(the live page was at http://127.0.0.1:$http_port/ while the server ran)"

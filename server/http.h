@@ -1,4 +1,4 @@
-// The HTTP port beside gRPC (DESIGN.md section 8), served by civetweb:
+// The HTTP port beside gRPC, served by civetweb:
 //   GET /healthz                       200 SERVING, or 503 NOT_SERVING once
 //                                      shutting down (no token needed)
 //   GET /metrics                       Prometheus text format (metrics.h)

@@ -1,4 +1,4 @@
-// The server's Prometheus metrics (DESIGN.md section 8): per-model figures read
+// The server's Prometheus metrics: per-model figures read
 // from the registry at scrape time, so they equal GetStatus's, and per-RPC
 // counters and latencies in the names of the gRPC ecosystem's server metrics
 // (grpc_server_started_total, grpc_server_handled_total{grpc_code}, ...),

@@ -3,12 +3,14 @@ python3-selenium): after streaming, each model's chart shows its points and the 
 and it follows the model as it learns. Writes a screenshot and prints its path.
 Usage: page_test.py PERCEPTROND STUBS_DIR OUTPUT_DIR"""
 import os
+import select
+import socket
+import subprocess
 import sys
 import tempfile
 import unittest
 
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -19,7 +21,27 @@ pb, pb_grpc = pp.import_stubs(STUBS)
 import grpc  # noqa: E402
 
 
-def browser(profile):
+def chromedriver():
+    """chromedriver on a free loopback port, and its address once it says it is listening (no
+    reliance on the name "localhost")."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen(["/usr/bin/chromedriver", "--port=%d" % port],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+    out = b""
+    while b"started successfully" not in out:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
+        if not chunk:
+            proc.kill()
+            raise RuntimeError("chromedriver did not start: %r" % out)
+        out += chunk
+    return proc, "http://127.0.0.1:%d" % port
+
+
+def browser(profile, address):
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -27,7 +49,7 @@ def browser(profile):
                  "--disable-component-update", "--disable-sync", "--window-size=1280,1000",
                  "--user-data-dir=" + profile):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    return webdriver.Remote(command_executor=address, options=options)
 
 
 class PageTest(unittest.TestCase):
@@ -36,10 +58,14 @@ class PageTest(unittest.TestCase):
         self.channel = grpc.insecure_channel(self.server.target)
         self.stub = pb_grpc.PerceptronServiceStub(self.channel)
         self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
-        self.driver = browser(self.profile.name)
+        self.chromedriver, address = chromedriver()
+        self.driver = browser(self.profile.name, address)
 
     def tearDown(self):
         self.driver.quit()
+        self.chromedriver.terminate()
+        self.chromedriver.wait(timeout=60)
+        self.chromedriver.stdout.close()
         self.profile.cleanup()
         self.channel.close()
         self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")

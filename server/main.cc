@@ -57,6 +57,9 @@ ABSL_FLAG(std::string, tokens_file, "",
 ABSL_FLAG(int, http_port, 8080,
           "HTTP port for /metrics, /healthz, JSON status and the live page, on "
           "--host; 0 picks a free one, -1 serves no HTTP");
+ABSL_FLAG(bool, rpc_metrics, true,
+          "Record per-RPC metrics (grpc_server_* on /metrics) with a server "
+          "interceptor that sees every message");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -124,6 +127,7 @@ int main(int argc, char** argv) {
   }
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.http_port = absl::GetFlag(FLAGS_http_port);
+  options.rpc_metrics = absl::GetFlag(FLAGS_rpc_metrics);
   if (options.http_port < -1 || options.http_port > 65535) {
     std::fprintf(stderr, "perceptrond: --http_port must be -1 to 65535\n");
     return 2;

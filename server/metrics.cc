@@ -1,5 +1,8 @@
 #include "server/metrics.h"
 
+#include <vector>
+
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/descriptor.h"
 #include "perceptron/v1/perceptron.pb.h"
@@ -101,8 +104,9 @@ void AddValue(prom::MetricFamily& f, const std::string& model, double v) {
 
 }  // namespace
 
-Metrics::Metrics(Registry* registry)
+Metrics::Metrics(Registry* registry, bool rpc_metrics)
     : registry_(registry),
+      rpc_metrics_(rpc_metrics),
       prom_(std::make_shared<prom::Registry>()),
       started_(prom::BuildCounter()
                    .Name("grpc_server_started_total")
@@ -191,6 +195,11 @@ Metrics::InterceptorFactory() {
 std::string Metrics::Render(
     const std::function<bool(absl::string_view)>& visible) const {
   std::vector<prom::MetricFamily> families = prom_->Collect();
+  if (!rpc_metrics_) {
+    std::erase_if(families, [](const prom::MetricFamily& f) {
+      return absl::StartsWith(f.name, "grpc_server_");
+    });
+  }
   using T = prom::MetricType;
   prom::MetricFamily models =
       Family("perceptron_models", "Models the server holds", T::Gauge);

@@ -4,8 +4,9 @@
 // (grpc_server_started_total, grpc_server_handled_total{grpc_code}, ...),
 // recorded by a server interceptor. Thread-safe.
 //
-//   Metrics metrics(&registry);
-//   builder.experimental().SetInterceptorCreators(metrics.Interceptors());
+//   Metrics metrics(&registry, /*rpc_metrics=*/true);
+//   interceptors.push_back(metrics.InterceptorFactory());
+//   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 //   std::string text = metrics.Render(nullptr);  // Prometheus text format
 #ifndef PERCEPTRON_SERVER_METRICS_H_
 #define PERCEPTRON_SERVER_METRICS_H_
@@ -29,7 +30,9 @@ namespace perceptron::server {
 
 class Metrics {
  public:
-  explicit Metrics(Registry* registry);
+  // `rpc_metrics`: whether the grpc_server_* families are shown (the server
+  // installs the interceptor only then).
+  Metrics(Registry* registry, bool rpc_metrics);
 
   // The metrics in Prometheus text format (0.0.4). `visible`, if set, says
   // which models to include (a token's prefixes).
@@ -57,6 +60,7 @@ class Metrics {
 
  private:
   Registry* registry_;
+  bool rpc_metrics_;
   std::shared_ptr<prometheus::Registry> prom_;
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& handled_;

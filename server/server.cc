@@ -15,7 +15,7 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       persistence_(std::move(persistence)),
       auth_(std::move(auth)),
       service_(&registry_, persistence_.get(), options.limits, auth_.get()),
-      metrics_(&registry_) {}
+      metrics_(&registry_, options.rpc_metrics) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -58,11 +58,13 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
       static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options.limits.max_message_bytes));
-  std::vector<
-      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(s->metrics_.InterceptorFactory());
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  if (options.rpc_metrics) {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(s->metrics_.InterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));

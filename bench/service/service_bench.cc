@@ -6,7 +6,8 @@
 //   W3 sparse 32 of d=2^20, batches of 256      W4 one example at a time:
 //   predict, then reveal
 //
-// Through perceptrond (separate process, durability none and sync), through a
+// Through perceptrond (separate process, durability none and sync; and none
+// without the per-RPC metrics interceptor, for its cost), through a
 // bare gRPC echo stream with the same payloads (bench/echo, the transport's
 // limit), through the core learner in-process (the compute limit), and
 // scikit-learn's Perceptron on the same data (one epoch, and partial_fit one
@@ -106,13 +107,17 @@ std::unique_ptr<Process> Launch(std::vector<std::string> argv,
   return p;
 }
 
-std::unique_ptr<Process> Perceptrond(const std::string& durability) {
+// A perceptrond on free ports (gRPC and HTTP) with a fresh data directory.
+std::unique_ptr<Process> Perceptrond(const std::string& durability,
+                                     bool rpc_metrics = true) {
   std::string dir =
       std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) std::exit(1);
-  return Launch({absl::GetFlag(FLAGS_bin) + "/server/perceptrond", "--port=0",
-                 "--durability=" + durability, "--data_dir=" + dir},
-                dir);
+  return Launch(
+      {absl::GetFlag(FLAGS_bin) + "/server/perceptrond", "--port=0",
+       "--http_port=0", "--durability=" + durability, "--data_dir=" + dir,
+       rpc_metrics ? "--rpc_metrics=true" : "--rpc_metrics=false"},
+      dir);
 }
 
 // VmRSS (KiB) and Threads of a process.
@@ -393,6 +398,7 @@ int main(int argc, char** argv) {
   auto echo = Launch({bin + "/bench/echo/echo_server", "--port=0"});
   auto none = Perceptrond("none");
   auto sync = Perceptrond("sync");
+  auto bare = Perceptrond("none", /*rpc_metrics=*/false);
 
   std::map<std::string, std::vector<double>> figures;
   std::vector<Data> data;
@@ -401,7 +407,7 @@ int main(int argc, char** argv) {
     data.push_back(
         Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 7));
     pools.push_back(Requests(w, data.back(), w.name));
-    for (Process* p : {none.get(), sync.get()})
+    for (Process* p : {none.get(), sync.get(), bare.get()})
       CreateModel(p->target(), w.name, w.dimension);
   }
   for (int r = 0; r < repeats; ++r) {
@@ -414,6 +420,8 @@ int main(int argc, char** argv) {
           ServiceRate(none->target(), w.name, pools[k], batches, w.batch));
       figures[w.name + " sync"].push_back(
           ServiceRate(sync->target(), w.name, pools[k], batches, w.batch));
+      figures[w.name + " bare"].push_back(
+          ServiceRate(bare->target(), w.name, pools[k], batches, w.batch));
       figures[w.name + " core"].push_back(CoreRate(w, data[k], w.examples));
     }
   }
@@ -421,7 +429,7 @@ int main(int argc, char** argv) {
   // W4 ping-pong, interleaved.
   const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
   std::map<std::string, std::vector<double>> p50, p99;
-  for (Process* p : {none.get(), sync.get()})
+  for (Process* p : {none.get(), sync.get(), bare.get()})
     CreateModel(p->target(), "w4", 20);
   for (int r = 0; r < repeats; ++r) {
     const int n = quick ? 500 : 2000;
@@ -434,7 +442,8 @@ int main(int argc, char** argv) {
       p99["echo"].push_back(l.p99);
     }
     for (auto [name, p] :
-         {std::pair{"none", none.get()}, std::pair{"sync", sync.get()}}) {
+         {std::pair{"none", none.get()}, std::pair{"sync", sync.get()},
+          std::pair{"bare", bare.get()}}) {
       auto stub =
           perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
       grpc::ClientContext c;
@@ -505,6 +514,19 @@ int main(int argc, char** argv) {
                 Median(p50[name]) / Median(p50["echo"]), Median(p99[name]),
                 Median(p99[name]) / Median(p99["echo"]));
   }
+  std::printf(
+      "\n## The per-RPC metrics interceptor (durability none, with and "
+      "without --rpc_metrics)\n\n");
+  std::printf(
+      "| workload | with | without | with/without |\n|---|---|---|---|\n");
+  for (const Workload& w : workloads) {
+    const double n = Median(figures[w.name + " none"]),
+                 b = Median(figures[w.name + " bare"]);
+    std::printf("| %s examples/s | %s | %s | %.2f |\n", w.name.c_str(),
+                Si(n).c_str(), Si(b).c_str(), n / b);
+  }
+  std::printf("| W4 p50 us | %.0f | %.0f | %.2f |\n", Median(p50["none"]),
+              Median(p50["bare"]), Median(p50["none"]) / Median(p50["bare"]));
   std::fflush(stdout);
 
   // Memory: 10,000 models of d=1000 in one server (default durability).

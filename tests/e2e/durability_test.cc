@@ -186,7 +186,8 @@ TEST(DurabilityTest,
     delete raw;
   }
   testing::CommandResult r =
-      RunCommand(std::string(PERCEPTROND_PATH) + " --port=0 --data_dir=" + dir);
+      RunCommand(std::string(PERCEPTROND_PATH) +
+                 " --port=0 --http_port=-1 --data_dir=" + dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("not starting: FAILED_PRECONDITION"));
   EXPECT_THAT(r.output, HasSubstr("perceptrond-store 9"));

@@ -211,6 +211,33 @@ class HttpTest(unittest.TestCase):
         self.assertIn("NOT_FOUND", run.stderr)
 
 
+class RpcMetricsOffTest(unittest.TestCase):
+    def test_no_rpc_series_and_model_figures_still_equal_get_status(self):
+        server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--rpc_metrics=false")
+        try:
+            channel = grpc.insecure_channel(server.target)
+            stub = pb_grpc.PerceptronServiceStub(channel)
+            stream = pp.Stream(d=4, seed=9)
+            stub.CreateModel(pb.CreateModelRequest(model_id="quiet",
+                                                   config=pb.ModelConfig(dimension=4)))
+            pp.learn(pb, stub, "quiet", [stream.next() for _ in range(700)])
+            st = stub.GetStatus(pb.GetStatusRequest(model_id="quiet")).stats
+            channel.close()
+            status, _, body = server.get("/metrics")
+            self.assertEqual(status, 200)
+            names = {f.name for f in text_string_to_metric_families(body)}
+            self.assertEqual({n for n in names if n.startswith("grpc_server_")}, set())
+            self.assertIn("process_start_time_seconds", names)
+            metrics = samples(body)
+            self.assertEqual(st.examples, 700)
+            self.assertEqual(model_value(metrics, "perceptron_model_examples_total", "quiet"),
+                             st.examples)
+            self.assertEqual(model_value(metrics, "perceptron_model_mistakes_total", "quiet"),
+                             st.mistakes)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class HttpTokensTest(unittest.TestCase):
     def test_tokens_guard_everything_but_healthz(self):
         with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:

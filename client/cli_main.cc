@@ -43,6 +43,10 @@ ABSL_FLAG(std::string, tls_cert, "",
           "Mutual TLS: this client's certificate chain (PEM)");
 ABSL_FLAG(std::string, tls_key, "",
           "Mutual TLS: this client's private key (PEM)");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(3),
+          "How long to wait for a connection to the server before a call "
+          "(a failed attempt is retried after about 1 s); 0: fail at the "
+          "first failed attempt");
 ABSL_FLAG(std::string, token_file, "",
           "A file holding the bearer token (else the PERCEPTRON_TOKEN "
           "environment variable)");
@@ -162,6 +166,7 @@ std::string ReadSmallFile(const std::string& path) {
 std::unique_ptr<Client> Connect() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
+  options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
     options.tls_root_certs = ReadSmallFile(absl::GetFlag(FLAGS_tls_ca));
   }

@@ -143,8 +143,13 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
     tls.pem_private_key = options.tls_private_key;
     credentials = grpc::SslCredentials(tls);
   }
-  return std::make_unique<Client>(
-      grpc::CreateCustomChannel(options.target, credentials, args), options);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.target, credentials, args);
+  if (options.connect_timeout > absl::ZeroDuration()) {
+    channel->WaitForConnected(
+        absl::ToChronoTime(absl::Now() + options.connect_timeout));
+  }
+  return std::make_unique<Client>(std::move(channel), options);
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel,

@@ -51,6 +51,12 @@ struct ClientOptions {
   // Default: none.
   std::string tls_cert_chain;
   std::string tls_private_key;
+  // How long Connect waits for the channel to be ready before returning;
+  // calls then fail fast with the channel's last error if it is not. A
+  // failed connection attempt is retried by gRPC after a backoff of about
+  // 1 s, so a wait of a few seconds lets one failed attempt be retried.
+  // Default: 0 (no wait; calls fail at the first failed attempt).
+  absl::Duration connect_timeout = absl::ZeroDuration();
 };
 
 struct SessionOptions {

@@ -147,6 +147,10 @@ class ServerProcess {
   std::unique_ptr<client::Client> Connect() const {
     client::ClientOptions o;
     o.target = target();
+    // The server is listening, so a failed connection attempt is transient
+    // (a loaded machine; gRPC's client can misreport a pending connect as
+    // failed); wait for the retry rather than fail the first call.
+    o.connect_timeout = absl::Seconds(10);
     return client::Client::Connect(o);
   }
 

@@ -2,15 +2,18 @@
 // points, bounded and downsampled. Points are taken every `stride` labeled
 // examples; when `capacity` points are held, every other one is dropped and the
 // stride doubles, so the curve always spans the whole stream with at most
-// `capacity` points, evenly spaced in examples. Thread-compatible.
+// `capacity` points, evenly spaced in examples. Memory grows with the points
+// held (40 bytes each, nothing reserved up front): at most 10 KiB a model at
+// the default capacity. Thread-compatible.
 //
-//   History h(512);
+//   History h;
 //   if (h.Due(counters.examples)) h.Add(PointFrom(model));
 #ifndef PERCEPTRON_SERVER_HISTORY_H_
 #define PERCEPTRON_SERVER_HISTORY_H_
 
+#include <cmath>
 #include <cstdint>
-#include <optional>
+#include <limits>
 #include <vector>
 
 namespace perceptron::server {
@@ -19,20 +22,21 @@ struct HistoryPoint {
   uint64_t examples = 0;
   uint64_t mistakes = 0;
   uint64_t updates = 0;
-  // The bound on updates and TD_gamma at that point, when available.
-  std::optional<double> bound;
-  std::optional<double> td_gamma;
+  // The bound on updates and TD_gamma at that point; NaN when not available.
+  double bound = std::numeric_limits<double>::quiet_NaN();
+  double td_gamma = std::numeric_limits<double>::quiet_NaN();
+
+  bool has_bound() const { return !std::isnan(bound); }
+  bool has_td_gamma() const { return !std::isnan(td_gamma); }
 };
 
-inline constexpr size_t kHistoryCapacity = 512;
+inline constexpr size_t kHistoryCapacity = 256;
 
 class History {
  public:
   // `capacity` >= 2.
   explicit History(size_t capacity = kHistoryCapacity)
-      : capacity_(capacity < 2 ? 2 : capacity) {
-    points_.reserve(capacity_);
-  }
+      : capacity_(capacity < 2 ? 2 : capacity) {}
 
   // Whether a point is due once `examples` labeled examples have been seen.
   bool Due(uint64_t examples) const { return examples >= next_; }

@@ -260,8 +260,8 @@ absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
     out->set_examples(p.examples);
     out->set_mistakes(p.mistakes);
     out->set_updates(p.updates);
-    if (p.bound) out->set_bound(*p.bound);
-    if (p.td_gamma) out->set_td_gamma(*p.td_gamma);
+    if (p.has_bound()) out->set_bound(p.bound);
+    if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
   };
   for (const HistoryPoint& p : points) add(p);
   if (!ends_now) add(now);

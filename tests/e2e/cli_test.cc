@@ -150,13 +150,14 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
 // A loopback port reserved by a bound, unlistening socket: connections to it
 // are refused until the socket is closed. It is below Linux's ephemeral range
 // (32768 up), so a client's connection to it cannot be given it as its own
-// source port and connect to itself.
+// source port and connect to itself. Close-on-exec, so that the CLI started
+// meanwhile does not inherit it and keep it bound.
 struct ReservedPort {
   ReservedPort() {
     std::mt19937 random(std::random_device{}());
     for (int tries = 0; tries < 1000 && fd < 0; ++tries) {
       const int candidate = 20000 + static_cast<int>(random() % 12000);
-      fd = socket(AF_INET, SOCK_STREAM, 0);
+      fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       sockaddr_in a{};
       a.sin_family = AF_INET;
       a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

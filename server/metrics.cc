@@ -189,6 +189,7 @@ void Metrics::CountHttp(absl::string_view handler, int code) {
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 Metrics::InterceptorFactory() {
+  if (!rpc_metrics_) return nullptr;
   return std::make_unique<RpcInterceptorFactory>(this);
 }
 

@@ -30,8 +30,8 @@ namespace perceptron::server {
 
 class Metrics {
  public:
-  // `rpc_metrics`: whether the grpc_server_* families are shown (the server
-  // installs the interceptor only then).
+  // `rpc_metrics`: whether RPCs are recorded (an interceptor) and the
+  // grpc_server_* families shown.
   Metrics(Registry* registry, bool rpc_metrics);
 
   // The metrics in Prometheus text format (0.0.4). `visible`, if set, says
@@ -39,7 +39,8 @@ class Metrics {
   std::string Render(
       const std::function<bool(absl::string_view)>& visible) const;
 
-  // A factory for the gRPC server interceptor that records the RPC metrics.
+  // A factory for the gRPC server interceptor that records the RPC metrics;
+  // null when RPC metrics are off.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   InterceptorFactory();
 

@@ -58,11 +58,11 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
       static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options.limits.max_message_bytes));
-  if (options.rpc_metrics) {
+  if (auto factory = s->metrics_.InterceptorFactory()) {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
-    interceptors.push_back(s->metrics_.InterceptorFactory());
+    interceptors.push_back(std::move(factory));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
   s->server_ = builder.BuildAndStart();

@@ -59,13 +59,14 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
   const double w = o.width, h = o.height;
   const double iw = w - left - right, ih = h - top - bottom;
   double max_x = 1, max_y = 1;
-  bool differs = false;
+  bool differs = false, has_bound = false;
   for (const v1::HistoryPoint& p : history.points()) {
     max_x = std::max(max_x, static_cast<double>(p.examples()));
     max_y = std::max({max_y, static_cast<double>(p.mistakes()),
                       static_cast<double>(p.updates()),
                       p.has_bound() ? p.bound() : 0.0});
     differs |= p.updates() != p.mistakes();
+    has_bound |= p.has_bound();
   }
   const double x_step = NiceStep(max_x, 5), y_step = NiceStep(max_y, 5);
   const double x_max = std::ceil(max_x / x_step) * x_step;
@@ -100,7 +101,7 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
   };
   legend("#1f6fd1", "mistakes", false);
   if (differs) legend("#7a8699", "updates", true);
-  legend("#c8372d", "bound on updates", false);
+  if (has_bound) legend("#c8372d", "bound on updates", false);
   // Grid and axes.
   std::vector<double> y_ticks;
   if (o.log_scale) {
@@ -118,14 +119,16 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
                               sy(y) + 4, Short(y)));
   }
   for (double x = 0; x <= x_max + 1e-9; x += x_step) {
+    // The last label ends at the axis' end, so it is never clipped.
+    const bool last = x > 0 && x + x_step > x_max + 1e-9;
     absl::StrAppend(
         &svg,
         absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                         "y2=\"%.1f\" stroke=\"#5c6778\"/>"
                         "<text x=\"%.1f\" y=\"%.1f\" "
-                        "text-anchor=\"middle\" fill=\"#5c6778\">%s</text>\n",
+                        "text-anchor=\"%s\" fill=\"#5c6778\">%s</text>\n",
                         sx(x), top + ih, sx(x), top + ih + 5, sx(x),
-                        top + ih + 20, Short(x)));
+                        top + ih + 20, last ? "end" : "middle", Short(x)));
   }
   absl::StrAppend(
       &svg, absl::StrFormat(
@@ -158,11 +161,13 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
                return static_cast<double>(p.updates());
              });
   }
-  polyline("bound", "#c8372d", "",
-           [](const v1::HistoryPoint& p) -> std::optional<double> {
-             if (!p.has_bound()) return std::nullopt;
-             return p.bound();
-           });
+  if (has_bound) {
+    polyline("bound", "#c8372d", "",
+             [](const v1::HistoryPoint& p) -> std::optional<double> {
+               if (!p.has_bound()) return std::nullopt;
+               return p.bound();
+             });
+  }
   polyline("mistakes", "#1f6fd1", "",
            [](const v1::HistoryPoint& p) -> std::optional<double> {
              return static_cast<double>(p.mistakes());

@@ -205,6 +205,26 @@ class HttpTest(unittest.TestCase):
         # Mistakes never decrease: y (downwards in SVG) never increases.
         ys = [float(p.split(",")[1]) for p in lines["mistakes"].get("points").split()]
         self.assertEqual(ys, sorted(ys, reverse=True))
+        texts = [t.text for t in svg.iter(ns + "text")]
+        self.assertIn("bound on updates", texts)
+        # The last x label ends at the axis' end (anchored "end"), so it is never clipped.
+        width = float(svg.get("width"))
+        for t in svg.iter(ns + "text"):
+            if t.get("text-anchor") == "middle" and t.text != "labeled examples seen":
+                self.assertLess(float(t.get("x")) + 4 * len(t.text), width, t.text)
+        # A model with no bound: no bound line, and the legend does not promise one.
+        self.create("nobound", dimension=30)
+        run = subprocess.run([CLI, "--server=" + self.server.target, "train", CSV,
+                              "--model=nobound"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "nobound.svg")
+            run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "nobound",
+                                  "--out=" + out], capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            svg = ET.parse(out).getroot()
+        self.assertNotIn("bound on updates", [t.text for t in svg.iter(ns + "text")])
+        self.assertEqual({p.get("class") for p in svg.iter(ns + "polyline")}, {"mistakes"})
         run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "nope",
                               "--out=/dev/null"], capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 1)

@@ -70,37 +70,53 @@ class PageTest(unittest.TestCase):
         self.channel.close()
         self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
 
-    def section(self, model_id):
-        return self.driver.find_element(By.CSS_SELECTOR,
-                                        'section.model[data-model="%s"]' % model_id)
+    # What check_chart compares, read in one synchronous script: the page's refresh cannot run
+    # in the middle of it, so every figure comes from the same drawing.
+    SNAPSHOT = """
+        const s = document.querySelector('section.model[data-model="' + CSS.escape(arguments[0]) + '"]');
+        if (!s) return null;
+        const line = (cls) => {
+          const pl = s.querySelector("polyline." + cls);
+          const pts = pl.getAttribute("points").trim();
+          return { points: pts ? pts.split(/\\s+/) : [], last: pl.dataset.last,
+                   width: pl.getBoundingClientRect().width };
+        };
+        return { points: s.dataset.points, mistakes: s.dataset.mistakes,
+                 examples: s.dataset.examples,
+                 circles: s.querySelectorAll("circle.point").length,
+                 boundLegendShown: !s.querySelector(".l-bound").hidden,
+                 lines: { mistakes: line("mistakes"), bound: line("bound") } };
+    """
+
+    def snapshot(self, model_id):
+        return self.driver.execute_script(self.SNAPSHOT, model_id)
 
     def wait_for_examples(self, model_id, examples):
         """Waits (polling the page, at most 60 s) until the model's chart shows `examples`."""
         def shown(driver):
-            found = driver.find_elements(By.CSS_SELECTOR,
-                                         'section.model[data-model="%s"]' % model_id)
-            return found and found[0].get_attribute("data-examples") == str(examples)
+            snap = self.snapshot(model_id)
+            return snap is not None and snap["examples"] == str(examples)
         WebDriverWait(self.driver, 60, poll_frequency=0.1).until(shown)
 
     def check_chart(self, model_id):
         """The chart's points and bound line against GetHistory; the history's length."""
         h = self.stub.GetHistory(pb.GetHistoryRequest(model_id=model_id))
         st = self.stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
-        s = self.section(model_id)
-        self.assertEqual(int(s.get_attribute("data-points")), len(h.points))
-        self.assertEqual(int(s.get_attribute("data-mistakes")), st.mistakes)
-        mistakes = s.find_element(By.CSS_SELECTOR, "polyline.mistakes")
-        bound = s.find_element(By.CSS_SELECTOR, "polyline.bound")
+        snap = self.snapshot(model_id)
+        self.assertEqual(int(snap["points"]), len(h.points))
+        self.assertEqual(int(snap["mistakes"]), st.mistakes)
+        mistakes, bound = snap["lines"]["mistakes"], snap["lines"]["bound"]
         for line in (mistakes, bound):
-            self.assertEqual(len(line.get_attribute("points").split()), len(h.points))
-        self.assertEqual(len(s.find_elements(By.CSS_SELECTOR, "circle.point")), len(h.points))
-        self.assertAlmostEqual(float(bound.get_attribute("data-last")), st.bound, places=6)
+            self.assertEqual(len(line["points"]), len(h.points))
+        self.assertEqual(snap["circles"], len(h.points))
+        self.assertTrue(snap["boundLegendShown"])
+        self.assertAlmostEqual(float(bound["last"]), st.bound, places=6)
         # Rendered, not just present: the lines have extent on the screen.
         for line in (mistakes, bound):
-            self.assertGreater(line.size["width"], 100)
+            self.assertGreater(line["width"], 100)
         # The bound is above the mistakes at the end (SVG y grows downwards).
-        last_m = float(mistakes.get_attribute("points").split()[-1].split(",")[1])
-        last_b = float(bound.get_attribute("points").split()[-1].split(",")[1])
+        last_m = float(mistakes["points"][-1].split(",")[1])
+        last_b = float(bound["points"][-1].split(",")[1])
         self.assertLess(last_b, last_m)
         return len(h.points)
 
@@ -111,14 +127,33 @@ class PageTest(unittest.TestCase):
         other = pp.Stream(d=4, gamma=0.1, noise=0.0, seed=12)
         self.stub.CreateModel(pb.CreateModelRequest(model_id="separable", config=pb.ModelConfig(
             dimension=4, gamma=0.1, comparator=other.u + [0.0])))
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="no-comparator", config=pb.ModelConfig(
+            dimension=4)))
         pp.learn(pb, self.stub, "live", [stream.next() for _ in range(3000)])
         pp.learn(pb, self.stub, "separable", [other.next() for _ in range(800)])
+        pp.learn(pb, self.stub, "no-comparator", [other.next() for _ in range(300)])
 
         self.driver.get(self.server.http + "/")
         self.wait_for_examples("live", 3000)
         self.wait_for_examples("separable", 800)
+        self.wait_for_examples("no-comparator", 300)
         self.assertGreater(self.check_chart("live"), 100)
         self.check_chart("separable")
+        # A model with no bound: no bound line, and the legend does not promise one.
+        snap = self.snapshot("no-comparator")
+        self.assertEqual(snap["lines"]["bound"]["points"], [])
+        self.assertFalse(snap["boundLegendShown"])
+        self.assertEqual(len(snap["lines"]["mistakes"]["points"]), int(snap["points"]))
+
+        # The page updates in place: an element found before two refreshes is the same element
+        # after them (a replaced one would raise StaleElementReferenceException here).
+        held = self.driver.find_element(
+            By.CSS_SELECTOR, 'section.model[data-model="live"] polyline.mistakes')
+        seen = int(self.driver.execute_script("return document.body.dataset.refreshed"))
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: int(d.execute_script("return document.body.dataset.refreshed")) >= seen + 2)
+        self.assertEqual(len(held.get_attribute("points").split()),
+                         int(self.snapshot("live")["points"]))
 
         # More examples while the page is open: the chart follows.
         pp.learn(pb, self.stub, "live", [stream.next() for _ in range(2000)])

@@ -35,10 +35,22 @@ echo "check_image: installed $(cd "$stage" && find . -type f | sort | tr '\n' ' 
 mapfile -t listed < <(grep -v '^#' "$list" | grep -v '^$')
 installs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
   --no-breaks --no-replaces --no-enhances "${listed[@]}" | grep -v '^ ' | sed 's/:.*//' | sort -u)
-owner() {  # the package that holds a library file (merged /usr: try both spellings)
-  local f=$1 p
+# The package that holds each library file, from one dpkg query for all of them (a query per
+# file costs half a second each; merged /usr: every file under both spellings and its real path).
+mapfile -t libfiles < <(for b in "${bins[@]}"; do ldd "$b" | awk '/=> \//{print $3}'; done | sort -u)
+candidates=()
+for f in "${libfiles[@]}"; do candidates+=("$f" "$(realpath "$f")" "/usr$f" "${f#/usr}"); done
+declare -A pkg_of
+while IFS= read -r line; do
+  case "$line" in diversion*) continue;; esac
+  path=${line##*: }
+  pkgs=${line%: *}
+  pkg_of[$path]=${pkgs%%[:,]*}
+done < <(dpkg -S "${candidates[@]}" 2>/dev/null || true)
+owner() {
+  local f=$1 cand
   for cand in "$f" "$(realpath "$f")" "/usr$f" "${f#/usr}"; do
-    p=$(dpkg -S "$cand" 2>/dev/null | head -1) && [ -n "$p" ] && { echo "${p%%:*}"; return; }
+    if [ -n "${pkg_of[$cand]:-}" ]; then echo "${pkg_of[$cand]}"; return; fi
   done
   echo "?"
 }

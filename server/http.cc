@@ -72,7 +72,12 @@ class Handler final : public CivetHandler {
 
   bool handleGet(CivetServer*, mg_connection* conn) override {
     const mg_request_info* info = mg_get_request_info(conn);
-    const std::string path = info->local_uri ? info->local_uri : "/";
+    // The decoded path as sent: civetweb's cleaned local_uri drops trailing
+    // dots ("/api/v1/models/a." would name model "a"). No file is served, so
+    // no path is ever resolved against a directory.
+    const char* raw =
+        info->local_uri_raw ? info->local_uri_raw : info->local_uri;
+    const std::string path = raw ? raw : "/";
     const char* header = mg_get_header(conn, "Authorization");
     const std::string authorization = header ? header : "";
     std::string handler;
@@ -218,11 +223,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
       "listening_ports",       address, "num_threads",       "4",
       "request_timeout_ms",    "10000", "enable_keep_alive", "yes",
       "keep_alive_timeout_ms", "30000"};
+  // civetweb reports why it cannot start (a port in use, say) only to its log
+  // callback, on the starting thread; its exception then says "null context".
+  static thread_local std::string first_error;
+  first_error.clear();
+  CivetCallbacks callbacks;
+  callbacks.log_message = [](const mg_connection*, const char* message) {
+    if (first_error.empty()) first_error = message;
+    return 1;
+  };
   try {
-    server->server_ = std::make_unique<CivetServer>(options);
+    server->server_ = std::make_unique<CivetServer>(options, &callbacks);
   } catch (const CivetException& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve HTTP on ", address, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve HTTP on ", address, ": ",
+        first_error.empty() ? std::string(e.what()) : first_error));
   }
   const std::vector<int> ports = server->server_->getListeningPorts();
   if (ports.empty()) {

@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/descriptor.h"
 #include "perceptron/v1/perceptron.pb.h"
-#include "prometheus/text_serializer.h"
+#include "server/metrics_text.h"
 
 namespace perceptron::server {
 namespace {
@@ -266,7 +266,7 @@ std::string Metrics::Render(
         &pending, &bound, &td, &radius, &recent}) {
     families.push_back(std::move(*f));
   }
-  return prom::TextSerializer().Serialize(families);
+  return ExpositionText(families);
 }
 
 }  // namespace perceptron::server

@@ -21,6 +21,13 @@ absl::Status ValidateModelId(absl::string_view id) {
           " at position ", i, "; allowed are A-Z a-z 0-9 . _ -"));
     }
   }
+  if (id.find_first_not_of('.') == absl::string_view::npos) {
+    // "." and ".." are path segments: in a URL (the HTTP API, the live page)
+    // they would name another resource.
+    return absl::InvalidArgumentError(
+        absl::StrCat("model_id \"", id,
+                     "\" is only dots; an id needs a letter, digit, _ or -"));
+  }
   return absl::OkStatus();
 }
 

@@ -67,7 +67,6 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
 }
 
 absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
-  PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(entry->id));
   absl::MutexLock lock(&mu_);
   if (models_.contains(entry->id)) {
     return absl::AlreadyExistsError(
@@ -116,11 +115,13 @@ absl::Status Registry::Delete(const std::string& id) {
 }
 
 std::vector<std::shared_ptr<ModelEntry>> Registry::List(
-    const std::string& after, size_t limit) const {
+    const std::string& after, size_t limit,
+    const std::function<bool(absl::string_view)>& visible) const {
   std::vector<std::shared_ptr<ModelEntry>> out;
   absl::MutexLock lock(&mu_);
   for (auto it = models_.upper_bound(after);
        it != models_.end() && out.size() < limit; ++it) {
+    if (visible && !visible(it->first)) continue;
     out.push_back(it->second);
   }
   return out;

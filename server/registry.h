@@ -13,6 +13,7 @@
 #define PERCEPTRON_SERVER_REGISTRY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,7 +123,9 @@ class Registry {
   absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
                                                      const ModelConfig& config);
   // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS or
-  // RESOURCE_EXHAUSTED.
+  // RESOURCE_EXHAUSTED. The id is not checked here: an import checks it, and a
+  // recovered model keeps the id it was stored under, even one that an older
+  // version accepted and this one refuses for new models.
   absl::Status Insert(std::shared_ptr<ModelEntry> entry);
   // Removes `entry` if it is still the one under its id (undoing a Create whose
   // storing failed).
@@ -132,9 +135,11 @@ class Registry {
   // Removes the model, marks its entry deleted and tells its listeners.
   // NOT_FOUND if unknown.
   absl::Status Delete(const std::string& id);
-  // Up to `limit` models with ids greater than `after`, in id order.
-  std::vector<std::shared_ptr<ModelEntry>> List(const std::string& after,
-                                                size_t limit) const;
+  // Up to `limit` models with ids greater than `after`, in id order, counting
+  // only those `visible` accepts (all when it is null).
+  std::vector<std::shared_ptr<ModelEntry>> List(
+      const std::string& after, size_t limit,
+      const std::function<bool(absl::string_view)>& visible = nullptr) const;
   // Every model, for background work.
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;

@@ -53,6 +53,9 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     credentials = grpc::SslServerCredentials(tls);
   }
   builder.AddListeningPort(address, credentials, &s->port_);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same address
+  // would then start and the kernel would split clients between the two.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&s->service_);
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options.limits.max_message_bytes));
@@ -67,7 +70,10 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
   }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address,
+                     ": the address is in use (another perceptrond or "
+                     "program listens there) or not available on this host"));
   }
   if (options.http_port >= 0) {
     absl::StatusOr<std::unique_ptr<HttpServer>> http =

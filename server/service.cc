@@ -1,6 +1,8 @@
 #include "server/service.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/convert.h"
 #include "server/export.h"
@@ -23,6 +25,28 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
 absl::Status TooMany(absl::string_view what, int n, size_t limit) {
   return absl::ResourceExhaustedError(absl::StrCat(
       n, " ", what, " in one request is over the limit of ", limit));
+}
+
+// ListModels' page tokens are opaque: web-safe base64 of a marker and the last
+// id of the page (one the caller was shown).
+constexpr absl::string_view kPageTokenMarker = "p1:";
+
+std::string PageToken(absl::string_view last_id) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kPageTokenMarker, last_id));
+}
+
+// The id a page starts after; INVALID_ARGUMENT for a token this server did not
+// issue.
+absl::StatusOr<std::string> PageTokenAfter(const std::string& token) {
+  if (token.empty()) return std::string();
+  std::string raw;
+  absl::string_view id;
+  if (absl::WebSafeBase64Unescape(token, &raw)) id = raw;
+  if (!absl::ConsumePrefix(&id, kPageTokenMarker)) {
+    return absl::InvalidArgumentError(
+        "page_token is not one a ListModels response gave");
+  }
+  return std::string(id);
 }
 
 }  // namespace
@@ -106,17 +130,24 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
   const size_t size = request->page_size() == 0
                           ? 100
                           : std::min<size_t>(request->page_size(), 1000);
-  // One more than the page tells whether another page follows.
+  absl::StatusOr<std::string> after = PageTokenAfter(request->page_token());
+  if (!after.ok()) return Done(context, after.status());
+  // Pages over the models this caller may see only, so that neither a page nor
+  // its token tells of another. One more than the page tells whether another
+  // page follows.
+  const std::string token = Authorization(context);
+  std::function<bool(absl::string_view)> visible;
+  if (auth_ != nullptr) {
+    visible = [this, &token](absl::string_view id) {
+      return auth_->Covers(token, id);
+    };
+  }
   std::vector<std::shared_ptr<ModelEntry>> entries =
-      registry_->List(request->page_token(), size + 1);
+      registry_->List(*after, size + 1, visible);
   const bool more = entries.size() > size;
   if (more) entries.pop_back();
-  const std::string token = Authorization(context);
-  for (const auto& e : entries) {
-    if (auth_ == nullptr || auth_->Covers(token, e->id))
-      FillModel(*e, response->add_models());
-  }
-  if (more) response->set_next_page_token(entries.back()->id);
+  for (const auto& e : entries) FillModel(*e, response->add_models());
+  if (more) response->set_next_page_token(PageToken(entries.back()->id));
   return Done(context, absl::OkStatus());
 }
 

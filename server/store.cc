@@ -87,6 +87,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   options.write_buffer_size = 64 << 20;
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(options, path, &raw);
+  if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
+    // LevelDB holds an exclusive lock on its directory while it is open.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the data directory ", path,
+        " is in use by another perceptrond (its lock is held: ", s.ToString(),
+        ")"));
+  }
   if (!s.ok())
     return FromLevelDb(s,
                        absl::StrCat("cannot open the data directory ", path));

@@ -106,6 +106,13 @@ class HttpTest(unittest.TestCase):
                     self.assertEqual(td, st.td_gamma)
                 else:
                     self.assertIsNone(td)
+                # As text, too: the shortest digits that read back to GetStatus's double
+                # (Python's repr), so any parser gets the same bits.
+                for name, want in [("perceptron_model_update_bound", st.bound),
+                                   ("perceptron_model_td_gamma", st.td_gamma)]:
+                    line = '%s{model="%s"} ' % (name, model_id)
+                    if line in body:
+                        self.assertIn(line + repr(want) + "\n", body)
         alpha = self.stub.GetStatus(pb.GetStatusRequest(model_id="alpha")).stats
         self.assertEqual((alpha.examples, alpha.predictions, alpha.pending), (3004, 10, 6))
         self.assertTrue(alpha.bound_available and alpha.bound > alpha.updates)

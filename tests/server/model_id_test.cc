@@ -1,6 +1,7 @@
 #include "server/model_id.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,6 +21,20 @@ TEST(ModelIdTest, RejectsEmptyLongAndOtherCharacters) {
   EXPECT_THAT(std::string(ValidateModelId("a/b").message()),
               ::testing::HasSubstr("character 0x2f at position 1"));
   EXPECT_FALSE(ValidateModelId("caf\xc3\xa9").ok());
+}
+
+TEST(ModelIdTest, RejectsIdsOfDotsOnlyAndAcceptsDotsBesideOtherCharacters) {
+  for (const std::string& id :
+       std::vector<std::string>{".", "..", "...", std::string(128, '.')}) {
+    EXPECT_THAT(std::string(ValidateModelId(id).message()),
+                ::testing::HasSubstr("only dots"))
+        << id;
+  }
+  for (const std::string& id :
+       std::vector<std::string>{".a", "a.", "..-", "_..", "-", "_", "a",
+                                ".." + std::string(126, '_')}) {
+    EXPECT_TRUE(ValidateModelId(id).ok()) << id;
+  }
 }
 
 }  // namespace

@@ -41,7 +41,23 @@ BoundReport BoundTracker::Report(const ModelConfig& config,
       r.bound = r.bound_available ? classic : 0;
       break;
   }
+  if (!std::isfinite(r.bound)) {  // too large for a double: not reported
+    r.bound_available = false;
+    r.bound = 0;
+  }
   return r;
+}
+
+absl::Status BoundTracker::CheckObserve(const Prepared& x, double hinge) const {
+  if (!std::isfinite(x.norm)) {
+    return absl::InvalidArgumentError(
+        "features: the example's norm overflows a double");
+  }
+  if (!std::isfinite(hinge) || !std::isfinite(td_gamma_ + hinge)) {
+    return absl::InvalidArgumentError(
+        "features: TD_gamma would overflow a double with this example");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BoundTracker::Restore(double td_gamma, double radius) {

@@ -35,7 +35,8 @@ struct BoundReport {
   //   polynomial and rbf kernels: none (the comparator lives in the input
   //   space, not the
   //       kernel's).
-  // Without a comparator it is never available (and never reported as 0).
+  // Without a comparator it is never available (and never reported as 0); nor
+  // when it overflows a double (R/gamma beyond about 1e154).
   bool bound_available = false;
   double bound = 0;
 };
@@ -48,12 +49,21 @@ class BoundTracker {
   explicit BoundTracker(const ModelConfig& config);
 
   // Accounts one labeled example.
-  void Observe(const Prepared& x, int y) {
+  void Observe(const Prepared& x, int y) { Observe(x, Hinge(x, y)); }
+
+  // The same in two steps, so that a caller can refuse the example before
+  // anything changes: the example's hinge term max(0, gamma - y u.x^) (0
+  // without a comparator); whether accounting it keeps R and TD_gamma finite
+  // (INVALID_ARGUMENT if not); and the accounting itself.
+  double Hinge(const Prepared& x, int y) const {
+    if (u_.empty()) return 0;
+    const double hinge = gamma_ - y * Dot(u_, x);
+    return hinge > 0 ? hinge : 0;
+  }
+  absl::Status CheckObserve(const Prepared& x, double hinge) const;
+  void Observe(const Prepared& x, double hinge) {
     if (x.norm > radius_) radius_ = x.norm;
-    if (!u_.empty()) {
-      const double hinge = gamma_ - y * Dot(u_, x);
-      if (hinge > 0) td_gamma_ += hinge;
-    }
+    if (hinge > 0) td_gamma_ += hinge;
   }
 
   BoundReport Report(const ModelConfig& config,

@@ -11,7 +11,11 @@ absl::Status Invalid(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("config: ", field, " ", why));
 }
 
-bool PositiveFinite(double v) { return std::isfinite(v) && v > 0; }
+bool InScale(double v) { return v >= kMinScale && v <= kMaxScale; }
+
+std::string ScaleRange() {
+  return absl::StrCat(" is out of range [", kMinScale, ", ", kMaxScale, "]");
+}
 
 absl::Status ValidateComparator(const ModelConfig& config) {
   const std::vector<double>& u = config.comparator;
@@ -51,15 +55,14 @@ absl::Status ValidateKernel(const ModelConfig& config) {
                        absl::StrCat(k.degree, " is out of range 1..",
                                     kMaxPolynomialDegree));
       }
-      if (!std::isfinite(k.c0) || k.c0 < 0) {
-        return Invalid("kernel.c0",
-                       absl::StrCat(k.c0, " must be finite and >= 0"));
+      if (!(k.c0 >= 0 && k.c0 <= kMaxKernelOffset)) {
+        return Invalid("kernel.c0", absl::StrCat(k.c0, " is out of range [0, ",
+                                                 kMaxKernelOffset, "]"));
       }
       return absl::OkStatus();
     case KernelType::kRbf:
-      if (!PositiveFinite(k.sigma)) {
-        return Invalid("kernel.sigma",
-                       absl::StrCat(k.sigma, " must be finite and > 0"));
+      if (!InScale(k.sigma)) {
+        return Invalid("kernel.sigma", absl::StrCat(k.sigma, ScaleRange()));
       }
       return absl::OkStatus();
   }
@@ -74,16 +77,15 @@ absl::Status ValidateConfig(const ModelConfig& config) {
         "dimension",
         absl::StrCat(config.dimension, " is out of range 1..", kMaxDimension));
   }
-  if (!PositiveFinite(config.eta)) {
-    return Invalid("eta", absl::StrCat(config.eta, " must be finite and > 0"));
+  if (!InScale(config.eta)) {
+    return Invalid("eta", absl::StrCat(config.eta, ScaleRange()));
   }
-  if (config.bias && !PositiveFinite(config.bias_constant)) {
-    return Invalid("bias_constant", absl::StrCat(config.bias_constant,
-                                                 " must be finite and > 0"));
+  if (config.bias && !InScale(config.bias_constant)) {
+    return Invalid("bias_constant",
+                   absl::StrCat(config.bias_constant, ScaleRange()));
   }
-  if (config.gamma.has_value() && !PositiveFinite(*config.gamma)) {
-    return Invalid("gamma",
-                   absl::StrCat(*config.gamma, " must be finite and > 0"));
+  if (config.gamma.has_value() && !InScale(*config.gamma)) {
+    return Invalid("gamma", absl::StrCat(*config.gamma, ScaleRange()));
   }
   switch (config.algorithm) {
     case Algorithm::kClassic:

@@ -47,30 +47,39 @@ struct KernelConfig {
   KernelType type = KernelType::kLinear;
   // Polynomial degree, 1..kMaxPolynomialDegree. Default: 2.
   int degree = 2;
-  // Polynomial offset c0, finite and >= 0. Default: 1.
+  // Polynomial offset c0, in [0, kMaxKernelOffset]. Default: 1.
   double c0 = 1.0;
-  // RBF width sigma, finite and > 0. Default: 1.
+  // RBF width sigma, in [kMinScale, kMaxScale]. Default: 1.
   double sigma = 1.0;
   friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
 };
 
 inline constexpr int kMaxPolynomialDegree = 16;
+// The range of eta, the bias constant, gamma and sigma: beyond it arithmetic
+// on them overflows or underflows a double for ordinary data (1/gamma^2 in the
+// bound, 2 sigma^2 in the rbf kernel, eta times a weight). Within it a number
+// that would still not be finite refuses only the example that causes it.
+inline constexpr double kMinScale = 1e-100;
+inline constexpr double kMaxScale = 1e100;
+// (x . x' + c0)^16 stays below 1e100 for normalized examples.
+inline constexpr double kMaxKernelOffset = 1e6;
 
 struct ModelConfig {
   // Input dimension d, 1..kMaxDimension. Required.
   uint32_t dimension = 0;
   // Default: kClassic.
   Algorithm algorithm = Algorithm::kClassic;
-  // Learning rate eta, finite and > 0. Default: 1.
+  // Learning rate eta, in [kMinScale, kMaxScale]. Default: 1.
   double eta = 1.0;
   // Append a constant coordinate to every example. Default: on.
   bool bias = true;
-  // The appended constant c, finite and > 0. Default: 1.
+  // The appended constant c, in [kMinScale, kMaxScale]. Default: 1.
   double bias_constant = 1.0;
   // Scale each (augmented) example to unit L2 norm. Default: on. Required by
   // kMargin.
   bool normalize = true;
-  // Margin gamma > 0. Required by kMargin and whenever a comparator is given.
+  // Margin gamma, in [kMinScale, kMaxScale]. Required by kMargin and whenever
+  // a comparator is given.
   // Default: none.
   std::optional<double> gamma;
   // Comparator u for TD_gamma and the bound: empty (none), or d values, or d+1

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace perceptron {
 namespace {
@@ -127,19 +128,22 @@ double KernelLearner::Score(const Prepared& x) const {
   return f;
 }
 
-bool KernelLearner::LearnFromScore(const Prepared& x, int y, double f) {
+absl::StatusOr<bool> KernelLearner::LearnFromScore(const Prepared& x, int y,
+                                                   double f) {
+  if (!std::isfinite(f)) return NonFiniteScore(f);
   if (y * f > 0 || x.norm == 0) return false;
   store_.Push(MakeStored(ToSupportVector(x, eta_ * y)));
   return true;
 }
 
-bool KernelLearner::Learn(const Prepared& x, int y) {
+absl::StatusOr<bool> KernelLearner::Learn(const Prepared& x, int y) {
   return LearnFromScore(x, y, Score(x));
 }
 
-double KernelLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+absl::StatusOr<double> KernelLearner::ScoreAndLearn(const Prepared& x, int y,
+                                                    bool* updated) {
   const double f = Score(x);
-  *updated = LearnFromScore(x, y, f);
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, f));
   return f;
 }
 

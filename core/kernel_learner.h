@@ -16,8 +16,9 @@ class KernelLearner : public Learner {
   explicit KernelLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override;
-  bool Learn(const Prepared& x, int y) override;
-  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
+  absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
+                                       bool* updated) override;
   absl::Span<const double> weights() const override { return {}; }
   LearnerFigures figures() const override;
   LearnerState ExportState() const override;
@@ -34,7 +35,7 @@ class KernelLearner : public Learner {
   };
 
   double Kernel(double dot, double a_norm_sq, double b_norm_sq) const;
-  bool LearnFromScore(const Prepared& x, int y, double f);
+  absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double f);
   static Stored MakeStored(SupportVector sv);
 
   KernelConfig kernel_;

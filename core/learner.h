@@ -12,6 +12,7 @@
 #ifndef PERCEPTRON_CORE_LEARNER_H_
 #define PERCEPTRON_CORE_LEARNER_H_
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -100,14 +101,22 @@ class Learner {
   virtual double Score(const Prepared& x) const = 0;
 
   // Applies the learning rule for label `y` (+1 or -1) to the current state.
-  // Returns true if the state changed (an update).
-  virtual bool Learn(const Prepared& x, int y) = 0;
+  // Returns true if the state changed (an update). INVALID_ARGUMENT, with the
+  // state unchanged, if the score the rule decides on or a value the update
+  // would write is not finite (NonFiniteScore, NonFiniteUpdate).
+  virtual absl::StatusOr<bool> Learn(const Prepared& x, int y) = 0;
 
   // Score(x), then Learn(x, y); sets *updated to Learn's result. Equivalent to
-  // the two calls, bit for bit; learners override it to share work.
-  virtual double ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+  // the two calls, bit for bit; learners override it to share work. The same
+  // errors as Learn, and NonFiniteScore if Score(x) is not finite; on error
+  // the state is unchanged.
+  virtual absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
+                                               bool* updated) {
     const double score = Score(x);
-    *updated = Learn(x, y);
+    if (!std::isfinite(score)) return NonFiniteScore(score);
+    absl::StatusOr<bool> learned = Learn(x, y);
+    if (!learned.ok()) return learned.status();
+    *updated = *learned;
     return score;
   }
 

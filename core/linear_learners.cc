@@ -27,22 +27,31 @@ absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
 ClassicLearner::ClassicLearner(const ModelConfig& config)
     : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
 
-bool ClassicLearner::LearnFromScore(const Prepared& x, int y, double s) {
+absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
+                                                    double s) {
+  if (!std::isfinite(s)) return NonFiniteScore(s);
   // A zero x^ (possible only without bias and normalization) leaves w
   // unchanged: no update.
-  if (y * s > 0 || x.norm == 0) return false;
-  AddScaled(eta_ * y, x, absl::MakeSpan(w_));
-  dirty_w_.Mark(x);
+  if (!Mistaken(x, y, s)) return false;
+  if (!AddScaledStaysFinite(eta_ * y, x, w_))
+    return NonFiniteUpdate("a weight");
+  Update(x, y);
   return true;
 }
 
-bool ClassicLearner::Learn(const Prepared& x, int y) {
+void ClassicLearner::Update(const Prepared& x, int y) {
+  AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  dirty_w_.Mark(x);
+}
+
+absl::StatusOr<bool> ClassicLearner::Learn(const Prepared& x, int y) {
   return LearnFromScore(x, y, Dot(w_, x));
 }
 
-double ClassicLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+absl::StatusOr<double> ClassicLearner::ScoreAndLearn(const Prepared& x, int y,
+                                                     bool* updated) {
   const double s = Dot(w_, x);
-  *updated = LearnFromScore(x, y, s);
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, s));
   return s;
 }
 
@@ -90,24 +99,31 @@ MarginLearner::MarginLearner(const ModelConfig& config)
       half_gamma_(*config.gamma / 2),
       w_(config.weight_dimension(), 0.0) {}
 
-bool MarginLearner::LearnFromScore(const Prepared& x, int y, double s) {
+absl::StatusOr<bool> MarginLearner::LearnFromScore(const Prepared& x, int y,
+                                                   double s) {
+  if (!std::isfinite(s)) return NonFiniteScore(s);
   if (x.norm == 0) return false;
   if (norm_sq_ > 0 && y * s > half_gamma_ * std::sqrt(norm_sq_)) return false;
   // ||w + a x^||^2 = ||w||^2 + 2 a (w . x^) + a^2 ||x^||^2.
   const double a = eta_ * y;
-  norm_sq_ = std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
+  const double norm_sq =
+      std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
+  if (!std::isfinite(norm_sq)) return NonFiniteUpdate("||w||^2");
+  if (!AddScaledStaysFinite(a, x, w_)) return NonFiniteUpdate("a weight");
+  norm_sq_ = norm_sq;
   AddScaled(a, x, absl::MakeSpan(w_));
   dirty_w_.Mark(x);
   return true;
 }
 
-bool MarginLearner::Learn(const Prepared& x, int y) {
+absl::StatusOr<bool> MarginLearner::Learn(const Prepared& x, int y) {
   return LearnFromScore(x, y, Dot(w_, x));
 }
 
-double MarginLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+absl::StatusOr<double> MarginLearner::ScoreAndLearn(const Prepared& x, int y,
+                                                    bool* updated) {
   const double s = Dot(w_, x);
-  *updated = LearnFromScore(x, y, s);
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, s));
   return s;
 }
 
@@ -173,10 +189,24 @@ double AveragedLearner::AverageScore(double w_dot, const Prepared& x) const {
   return ((n + 1) * w_dot - Dot(acc_, x)) / n;
 }
 
-bool AveragedLearner::Step(const Prepared& x, int y, double w_dot) {
+absl::StatusOr<bool> AveragedLearner::Step(const Prepared& x, int y,
+                                           double w_dot) {
+  if (!std::isfinite(w_dot)) return NonFiniteScore(w_dot);
+  const bool update = Mistaken(x, y, w_dot);
+  // The update of example steps_ + 1 adds that many times eta y x^ to acc_.
+  const double a = eta_ * y * static_cast<double>(steps_ + 1);
+  if (update) {
+    if (!AddScaledStaysFinite(eta_ * y, x, w_)) {
+      return NonFiniteUpdate("a weight");
+    }
+    if (!AddScaledStaysFinite(a, x, acc_)) {
+      return NonFiniteUpdate("the average's accumulator");
+    }
+  }
   ++steps_;
-  if (!LearnFromScore(x, y, w_dot)) return false;
-  AddScaled(eta_ * y * static_cast<double>(steps_), x, absl::MakeSpan(acc_));
+  if (!update) return false;
+  Update(x, y);
+  AddScaled(a, x, absl::MakeSpan(acc_));
   dirty_acc_.Mark(x);
   return true;
 }
@@ -185,14 +215,16 @@ double AveragedLearner::Score(const Prepared& x) const {
   return AverageScore(Dot(w_, x), x);
 }
 
-bool AveragedLearner::Learn(const Prepared& x, int y) {
+absl::StatusOr<bool> AveragedLearner::Learn(const Prepared& x, int y) {
   return Step(x, y, Dot(w_, x));
 }
 
-double AveragedLearner::ScoreAndLearn(const Prepared& x, int y, bool* updated) {
+absl::StatusOr<double> AveragedLearner::ScoreAndLearn(const Prepared& x, int y,
+                                                      bool* updated) {
   const double w_dot = Dot(w_, x);
   const double score = AverageScore(w_dot, x);
-  *updated = Step(x, y, w_dot);
+  if (!std::isfinite(score)) return NonFiniteScore(score);
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, Step(x, y, w_dot));
   return score;
 }
 

@@ -16,8 +16,9 @@ class ClassicLearner : public Learner {
   explicit ClassicLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override { return Dot(w_, x); }
-  bool Learn(const Prepared& x, int y) override;
-  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
+  absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
+                                       bool* updated) override;
   absl::Span<const double> weights() const override { return w_; }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
@@ -27,9 +28,15 @@ class ClassicLearner : public Learner {
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  protected:
+  // Whether the rule updates for a score s = w . x^ computed on the current w.
+  static bool Mistaken(const Prepared& x, int y, double s) {
+    return y * s <= 0 && x.norm != 0;
+  }
   // Applies the update for a score s = w . x^ already computed on the current
-  // w.
-  bool LearnFromScore(const Prepared& x, int y, double s);
+  // w; the errors of Learn.
+  absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
+  // w <- w + eta y x^ (checked by the caller).
+  void Update(const Prepared& x, int y);
 
   double eta_;
   std::vector<double> w_;
@@ -42,8 +49,9 @@ class MarginLearner : public Learner {
   explicit MarginLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override { return Dot(w_, x); }
-  bool Learn(const Prepared& x, int y) override;
-  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
+  absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
+                                       bool* updated) override;
   absl::Span<const double> weights() const override { return w_; }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
@@ -53,7 +61,7 @@ class MarginLearner : public Learner {
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
-  bool LearnFromScore(const Prepared& x, int y, double s);
+  absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
 
   double eta_;
   double half_gamma_;
@@ -73,8 +81,9 @@ class AveragedLearner : public ClassicLearner {
   explicit AveragedLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override;
-  bool Learn(const Prepared& x, int y) override;
-  double ScoreAndLearn(const Prepared& x, int y, bool* updated) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
+  absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
+                                       bool* updated) override;
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
@@ -84,7 +93,7 @@ class AveragedLearner : public ClassicLearner {
 
  private:
   double AverageScore(double w_dot, const Prepared& x) const;
-  bool Step(const Prepared& x, int y, double w_dot);
+  absl::StatusOr<bool> Step(const Prepared& x, int y, double w_dot);
 
   std::vector<double> acc_;
   uint64_t steps_ = 0;

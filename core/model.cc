@@ -1,6 +1,8 @@
 #include "core/model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -71,8 +73,8 @@ absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
       x);  // finds non-finite values in the same pass as the norm
 }
 
-Outcome Model::Account(const Prepared& x, int label, double score,
-                       bool updated) {
+Outcome Model::Account(const Prepared& x, int label, double score, bool updated,
+                       double hinge) {
   Outcome o;
   o.score = score;
   o.predicted = PredictedLabel(score);
@@ -81,19 +83,29 @@ Outcome Model::Account(const Prepared& x, int label, double score,
   ++counters_.examples;
   counters_.mistakes += o.mistake;
   counters_.updates += o.updated;
-  bound_.Observe(x, label);
+  bound_.Observe(x, hinge);
   return o;
+}
+
+absl::StatusOr<double> Model::FiniteScore(const Prepared& p) const {
+  const double score = learner_->Score(p);
+  if (!std::isfinite(score)) return NonFiniteScore(score);
+  return score;
 }
 
 absl::StatusOr<Prediction> Model::Predict(const FeatureView& x) const {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
-  const double score = learner_->Score(p);
+  PERCEPTRON_ASSIGN_OR_RETURN(const double score, FiniteScore(p));
   return Prediction{score, PredictedLabel(score)};
 }
 
 absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
-  const double score = learner_->Score(p);
+  PERCEPTRON_ASSIGN_OR_RETURN(const double score, FiniteScore(p));
+  if (next_prediction_id_ == std::numeric_limits<uint64_t>::max()) {
+    return absl::ResourceExhaustedError(
+        "the model has issued every prediction id");
+  }
   const uint64_t id = next_prediction_id_++;
   auto [it, inserted] =
       pending_.emplace(id, Pending{Features::Copy(x), score, now});
@@ -117,8 +129,11 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   // gives the same x^.
   absl::StatusOr<Prepared> p = preparer_.Prepare(it->second.features.view());
   if (!p.ok()) return p.status();
-  const bool updated = learner_->Learn(*p, label);
-  const Outcome o = Account(*p, label, it->second.score, updated);
+  const double hinge = bound_.Hinge(*p, label);
+  PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(*p, hinge));
+  // On error the prediction stays pending and nothing changes.
+  PERCEPTRON_ASSIGN_OR_RETURN(const bool updated, learner_->Learn(*p, label));
+  const Outcome o = Account(*p, label, it->second.score, updated, hinge);
   pending_.erase(it);
   if (journaling_) journal_.pending_removed.push_back(prediction_id);
   return o;
@@ -127,9 +142,12 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  const double hinge = bound_.Hinge(p, label);
+  PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(p, hinge));
   bool updated = false;
-  const double score = learner_->ScoreAndLearn(p, label, &updated);
-  return Account(p, label, score, updated);
+  PERCEPTRON_ASSIGN_OR_RETURN(const double score,
+                              learner_->ScoreAndLearn(p, label, &updated));
+  return Account(p, label, score, updated, hinge);
 }
 
 absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
@@ -144,15 +162,38 @@ absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
     if (!p.ok()) return Prefixed(absl::StrCat("example ", i, ": "), p.status());
     prepared.push_back(*p);
   }
+  // A dry run on a copy first: an example refused midway (a number that would
+  // not be finite) then leaves this model as it was. The real run repeats the
+  // same arithmetic, so it cannot fail.
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> copy,
+                              FromState(ExportState()));
+  TrainOptions quiet = options;
+  quiet.on_example = nullptr;
+  PERCEPTRON_RETURN_IF_ERROR(copy->RunTrain(prepared, data, quiet).status());
+  return RunTrain(prepared, data, options);
+}
+
+absl::StatusOr<TrainResult> Model::RunTrain(
+    absl::Span<const Prepared> prepared, absl::Span<const LabeledExample> data,
+    const TrainOptions& options) {
   TrainResult result;
   while (result.epochs < options.max_epochs && !result.converged) {
     ++result.epochs;
     uint64_t epoch_updates = 0;
     for (size_t i = 0; i < prepared.size(); ++i) {
+      const int y = data[i].label;
+      const double hinge = bound_.Hinge(prepared[i], y);
       bool updated = false;
-      const double score =
-          learner_->ScoreAndLearn(prepared[i], data[i].label, &updated);
-      const Outcome o = Account(prepared[i], data[i].label, score, updated);
+      absl::Status checked = bound_.CheckObserve(prepared[i], hinge);
+      absl::StatusOr<double> score =
+          checked.ok() ? learner_->ScoreAndLearn(prepared[i], y, &updated)
+                       : checked;
+      if (!score.ok()) {
+        return Prefixed(
+            absl::StrCat("epoch ", result.epochs, ", example ", i, ": "),
+            score.status());
+      }
+      const Outcome o = Account(prepared[i], y, *score, updated, hinge);
       result.mistakes += o.mistake;
       epoch_updates += o.updated;
       if (options.on_example) options.on_example(result.epochs, i, o);
@@ -266,6 +307,16 @@ Stats Model::stats(bool with_weight_norm) const {
   if (!with_weight_norm) return s;
   absl::Span<const double> w = learner_->weights();
   s.weight_norm = std::sqrt(DenseDot(w.data(), w.data(), w.size()));
+  if (!std::isfinite(s.weight_norm)) {
+    // The squares overflow: the same norm, scaled by the largest entry (and
+    // the largest double if even that is too large to represent).
+    double m = 0;
+    for (double v : w) m = std::max(m, std::abs(v));
+    double sum = 0;
+    for (double v : w) sum += (v / m) * (v / m);
+    s.weight_norm =
+        std::min(m * std::sqrt(sum), std::numeric_limits<double>::max());
+  }
   return s;
 }
 

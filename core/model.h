@@ -110,7 +110,8 @@ struct Stats {
   uint64_t pending = 0;
   BoundReport bound;
   std::optional<double> gamma;
-  double weight_norm = 0;  // ||w||; 0 for the kernel learner
+  // ||w|| (at most the largest double); 0 for the kernel learner.
+  double weight_norm = 0;
   LearnerFigures figures;
 };
 
@@ -209,7 +210,17 @@ class Model {
 
   explicit Model(const ModelConfig& config);
   absl::StatusOr<Prepared> ValidateAndPrepare(const FeatureView& x) const;
-  Outcome Account(const Prepared& x, int label, double score, bool updated);
+  // Train's passes over prepared examples, on this model; stops at the first
+  // example refused.
+  absl::StatusOr<TrainResult> RunTrain(absl::Span<const Prepared> prepared,
+                                       absl::Span<const LabeledExample> data,
+                                       const TrainOptions& options);
+  // The learner's score for x^; INVALID_ARGUMENT if it is not finite.
+  absl::StatusOr<double> FiniteScore(const Prepared& p) const;
+  // Counts a labeled example whose learning succeeded; `hinge` is
+  // bound_.Hinge(x, label), already checked.
+  Outcome Account(const Prepared& x, int label, double score, bool updated,
+                  double hinge);
 
   ModelConfig config_;
   Preparer preparer_;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace perceptron {
 
 // The dense loops are compiled twice, for AVX2 and for the baseline, and the
@@ -98,6 +100,38 @@ void AddScaled(double a, const Prepared& p, absl::Span<double> w) {
     for (size_t i = 0; i < n; ++i) out[i] += f * v[i];
   }
   if (p.has_bias) out[p.dimension] += f * p.bias_value;
+}
+
+bool AddScaledStaysFinite(double a, const Prepared& p,
+                          absl::Span<const double> w) {
+  const double f = a * p.scale;
+  if (!std::isfinite(f)) return false;
+  const double* in = w.data();
+  const double* v = p.x.values.data();
+  const size_t n = p.x.values.size();
+  bool finite = true;
+  if (p.x.sparse) {
+    const uint32_t* idx = p.x.indices.data();
+    for (size_t k = 0; k < n; ++k)
+      finite &= std::isfinite(in[idx[k]] + f * v[k]);
+  } else {
+    for (size_t i = 0; i < n; ++i) finite &= std::isfinite(in[i] + f * v[i]);
+  }
+  if (p.has_bias) finite &= std::isfinite(in[p.dimension] + f * p.bias_value);
+  return finite;
+}
+
+absl::Status NonFiniteScore(double score) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the score is ", score,
+      ", not a finite double: the features are too large for the model's "
+      "weights"));
+}
+
+absl::Status NonFiniteUpdate(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("learning this example would make ", what,
+                   " overflow a double; nothing was learned"));
 }
 
 }  // namespace perceptron

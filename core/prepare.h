@@ -66,6 +66,17 @@ double Dot(absl::Span<const double> w, const Prepared& x);
 // w <- w + a * x^.
 void AddScaled(double a, const Prepared& x, absl::Span<double> w);
 
+// Whether every coordinate AddScaled(a, x, w) would write stays finite
+// (computed the same way, so the answer is exact). O(nnz).
+bool AddScaledStaysFinite(double a, const Prepared& x,
+                          absl::Span<const double> w);
+
+// The errors a learner gives, with its state unchanged, when a number it would
+// compute or store is not finite as a double (DESIGN.md 2.5): the score it
+// decides on, or a value an update would write (`what` names it).
+absl::Status NonFiniteScore(double score);
+absl::Status NonFiniteUpdate(absl::string_view what);
+
 // sum_i a_i b_i over two dense arrays of length n, with a fixed summation
 // order.
 double DenseDot(const double* a, const double* b, size_t n);

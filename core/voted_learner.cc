@@ -1,5 +1,7 @@
 #include "core/voted_learner.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/linear_learners.h"
 #include "core/status_macros.h"
@@ -19,11 +21,15 @@ double VotedLearner::Score(const Prepared& x) const {
   return vote;
 }
 
-bool VotedLearner::Learn(const Prepared& x, int y) {
-  if (y * Dot(w_, x) > 0 || x.norm == 0) {
+absl::StatusOr<bool> VotedLearner::Learn(const Prepared& x, int y) {
+  const double s = Dot(w_, x);
+  if (!std::isfinite(s)) return NonFiniteScore(s);
+  if (y * s > 0 || x.norm == 0) {
     ++survived_;
     return false;
   }
+  if (!AddScaledStaysFinite(eta_ * y, x, w_))
+    return NonFiniteUpdate("a weight");
   if (survived_ > 0) past_.Push({w_, survived_});
   survived_ = 0;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));

@@ -19,7 +19,7 @@ class VotedLearner : public Learner {
   explicit VotedLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override;
-  bool Learn(const Prepared& x, int y) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
   absl::Span<const double> weights() const override { return w_; }
   LearnerFigures figures() const override;
   LearnerState ExportState() const override;

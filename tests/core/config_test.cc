@@ -52,10 +52,30 @@ TEST(ConfigTest, EachBadFieldIsRejectedAndNamed) {
        "dimension 0 is out of range"},
       {with([](ModelConfig& c) { c.dimension = kMaxDimension + 1; }),
        "is out of range"},
-      {with([](ModelConfig& c) { c.eta = 0; }), "eta 0 must be finite and > 0"},
+      {with([](ModelConfig& c) { c.eta = 0; }),
+       "eta 0 is out of range [1e-100, 1e+100]"},
       {with([](ModelConfig& c) { c.eta = NAN; }), "eta nan"},
-      {with([](ModelConfig& c) { c.gamma = 0; }),
-       "gamma 0 must be finite and > 0"},
+      // Finite, but overflow is certain: documented ranges (issue: a model
+      // never holds a non-finite number).
+      {with([](ModelConfig& c) { c.eta = 1e308; }),
+       "eta 1e+308 is out of range"},
+      {with([](ModelConfig& c) { c.bias_constant = 1e300; }),
+       "bias_constant 1e+300 is out of range"},
+      {with([](ModelConfig& c) { c.gamma = 1e-200; }),
+       "gamma 1e-200 is out of range"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kKernel;
+         c.kernel.type = KernelType::kRbf;
+         c.kernel.sigma = 1e-200;
+       }),
+       "kernel.sigma 1e-200 is out of range"},
+      {with([](ModelConfig& c) {
+         c.algorithm = Algorithm::kKernel;
+         c.kernel.type = KernelType::kPolynomial;
+         c.kernel.c0 = 1e7;
+       }),
+       "kernel.c0 1e+07 is out of range [0, 1e+06]"},
+      {with([](ModelConfig& c) { c.gamma = 0; }), "gamma 0 is out of range"},
       {with([](ModelConfig& c) { c.gamma = -1; }), "gamma -1"},
       {with([](ModelConfig& c) { c.bias_constant = 0; }), "bias_constant 0"},
       {with([](ModelConfig& c) { c.algorithm = Algorithm::kMargin; }),

@@ -1,5 +1,6 @@
 #include "core/prepare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,16 @@ double SumSquares(const FeatureView& x) {
   return DenseDot(x.values.data(), x.values.data(), x.values.size());
 }
 
+// ||(x, bias)|| for finite values whose squares overflow: m sqrt(sum (v/m)^2),
+// m the largest magnitude.
+double ScaledNorm(const FeatureView& x, double bias) {
+  double m = std::abs(bias);
+  for (double v : x.values) m = std::max(m, std::abs(v));
+  double sum = (bias / m) * (bias / m);
+  for (double v : x.values) sum += (v / m) * (v / m);
+  return m * std::sqrt(sum);
+}
+
 }  // namespace
 
 absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x) const {
@@ -59,23 +70,28 @@ absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x) const {
   p.has_bias = bias_;
   p.bias_value = bias_ ? bias_constant_ : 0.0;
   const double norm_sq = SumSquares(x) + p.bias_value * p.bias_value;
+  double norm = std::sqrt(norm_sq);
   if (!std::isfinite(norm_sq)) {
     // A NaN or infinity makes the sum non-finite too: name it if there is one.
     if (absl::Status s = ValidateValues(x); !s.ok()) return s;
-    return absl::InvalidArgumentError(
-        "features: squared norm overflows a double");
+    // Finite values whose squares overflow: the norm scaled by the largest.
+    norm = ScaledNorm(x, p.bias_value);
+    if (!std::isfinite(norm)) {
+      return absl::InvalidArgumentError(
+          "features: the norm overflows a double");
+    }
   }
   if (normalize_) {
-    if (norm_sq == 0) {
+    if (norm == 0) {
       return absl::InvalidArgumentError(
           "features: the example is zero and cannot be normalized to unit "
           "length");
     }
-    p.scale = 1.0 / std::sqrt(norm_sq);
+    p.scale = 1.0 / norm;
     p.norm = 1.0;
   } else {
     p.scale = 1.0;
-    p.norm = std::sqrt(norm_sq);
+    p.norm = norm;
   }
   return p;
 }

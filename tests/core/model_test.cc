@@ -278,7 +278,7 @@ TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
                                    v_ninf = {0, 0, -inf};
   static const std::vector<double> short_v = {1, 2}, long_v = {1, 2, 3, 4},
                                    zero = {0, 0, 0};
-  static const std::vector<double> huge = {1e200, 1e200, 1};
+  static const std::vector<double> huge = {1.5e308, 1.5e308, 1};
   static const std::vector<uint32_t> idx_out = {0, 3}, idx_dup = {2, 0, 2},
                                      idx_ok = {0, 1};
   static const std::vector<double> val2 = {1, 2}, val3 = {1, 2, 3},
@@ -293,7 +293,7 @@ TEST_F(BadInputTest, EveryBadExampleIsRejectedByEveryPathWithNothingChanged) {
       {"long", D(long_v), 1,
        "dense vector has 4 values; the model's dimension is 3"},
       {"zero", D(zero), 1, "is zero and cannot be normalized"},
-      {"overflow", D(huge), 1, "squared norm overflows"},
+      {"overflow", D(huge), 1, "the norm overflows a double"},
       {"index out of range", FeatureView::Sparse(idx_out, val2), 1,
        "index 3 at position 1 is out of range for dimension 3"},
       {"duplicate index", FeatureView::Sparse(idx_dup, val3), 1,

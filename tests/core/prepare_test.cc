@@ -53,13 +53,24 @@ TEST(PrepareTest, ZeroVectorCannotBeNormalizedButBiasRescuesIt) {
       Preparer(Config(false, false)).Prepare(FeatureView::Dense(zero)).ok());
 }
 
-TEST(PrepareTest, OverflowingNormIsRejected) {
+TEST(PrepareTest,
+     SquaresThatOverflowGiveTheNormScaledAndANormThatOverflowsIsRejected) {
   const std::vector<double> big = {1e200, 1e200, 1};
   absl::StatusOr<Prepared> p =
       Preparer(Config(false, false)).Prepare(FeatureView::Dense(big));
-  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(p.status().message()),
-              ::testing::HasSubstr("squared norm overflows"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->norm, std::sqrt(2.0) * 1e200);
+  absl::StatusOr<Prepared> unit =
+      Preparer(Config(false, true)).Prepare(FeatureView::Dense(big));
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_EQ(unit->norm, 1.0);
+  EXPECT_DOUBLE_EQ(unit->scale * 1e200, 1 / std::sqrt(2.0));
+  const std::vector<double> too_big = {1.5e308, 1.5e308, 1};
+  absl::StatusOr<Prepared> q =
+      Preparer(Config(false, false)).Prepare(FeatureView::Dense(too_big));
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(q.status().message()),
+              ::testing::HasSubstr("the norm overflows a double"));
 }
 
 TEST(PrepareTest, SparseAndDenseAgree) {

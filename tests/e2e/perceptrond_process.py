@@ -20,11 +20,14 @@ def import_stubs(stubs_dir):
 
 
 class Perceptrond:
-    def __init__(self, binary, *flags):
+    def __init__(self, binary, *flags, data_dir=None):
+        """With `data_dir`, the server uses (and leaves) that data directory; by default a new
+        temporary one, removed by stop()."""
         self.dir = tempfile.TemporaryDirectory(prefix="perceptrond-")
         self.stderr = open(os.path.join(self.dir.name, "stderr"), "w+")
+        self.data_dir = data_dir or self.dir.name + "/data"
         self.proc = subprocess.Popen(
-            [binary, "--port=0", "--http_port=0", "--data_dir=" + self.dir.name + "/data", *flags],
+            [binary, "--port=0", "--http_port=0", "--data_dir=" + self.data_dir, *flags],
             stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0)
         self._pending = b""
         self.port = self._port("listening on")

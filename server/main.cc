@@ -163,6 +163,12 @@ int main(int argc, char** argv) {
         r.models, static_cast<unsigned long long>(r.records_applied),
         static_cast<unsigned long long>(r.records_dropped), r.fell_back,
         absl::FormatDuration(r.took).c_str());
+    for (const perceptron::server::SetAsideModel& m : r.set_aside) {
+      std::fprintf(stderr,
+                   "perceptrond: model %s set aside, its data kept untouched: "
+                   "%s\n",
+                   m.id.c_str(), std::string(m.reason.message()).c_str());
+    }
   }
   std::printf("perceptrond listening on %s:%d\n", options.host.c_str(),
               (*server)->port());

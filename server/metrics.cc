@@ -261,9 +261,18 @@ std::string Metrics::Render(
   prom::ClientMetric total;
   total.gauge.value = count;
   models.metric.push_back(total);
+  prom::MetricFamily set_aside = Family(
+      "perceptron_model_set_aside",
+      "1 for a model recovery could not rebuild: its calls answer DATA_LOSS, "
+      "its data is kept untouched (the server's log says why)",
+      T::Gauge);
+  for (const auto& [id, reason] : registry_->SetAsideModels()) {
+    if (visible && !visible(id)) continue;
+    AddValue(set_aside, id, 1);
+  }
   for (prom::MetricFamily* f :
        {&models, &examples, &mistakes, &updates, &predictions, &expired,
-        &pending, &bound, &td, &radius, &recent}) {
+        &pending, &bound, &td, &radius, &recent, &set_aside}) {
     families.push_back(std::move(*f));
   }
   return ExpositionText(families);

@@ -88,10 +88,13 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
   RecoveryReport report;
   if (store_ == nullptr) return report;
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<RecoveredModel>> models =
-      store_->Recover(max_dimension);
-  if (!models.ok()) return models.status();
-  for (RecoveredModel& r : *models) {
+  absl::StatusOr<Recovery> recovered = store_->Recover(max_dimension);
+  if (!recovered.ok()) return recovered.status();
+  for (const SetAsideModel& m : recovered->set_aside) {
+    registry.SetAside(m.id, m.reason);
+    report.set_aside.push_back(m);
+  }
+  for (RecoveredModel& r : recovered->models) {
     r.model->SetJournaling(true);
     auto entry =
         std::make_shared<ModelEntry>(r.id, std::move(r.model), r.created_at);

@@ -56,6 +56,8 @@ struct PersistenceOptions {
 
 struct RecoveryReport {
   size_t models = 0;
+  // Models that could not be rebuilt, kept untouched (Registry::SetAside).
+  std::vector<SetAsideModel> set_aside;
   uint64_t records_applied = 0;
   uint64_t records_dropped = 0;
   size_t fell_back = 0;

@@ -53,14 +53,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
   PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               Model::Create(config));
   absl::MutexLock lock(&mu_);
-  if (models_.contains(id)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("model ", id, " already exists"));
-  }
-  if (models_.size() >= limits_.max_models) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the server holds its maximum of ", limits_.max_models, " models"));
-  }
+  PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
   auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
   models_.emplace(id, entry);
   return entry;
@@ -68,14 +61,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
 
 absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
   absl::MutexLock lock(&mu_);
-  if (models_.contains(entry->id)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("model ", entry->id, " already exists"));
-  }
-  if (models_.size() >= limits_.max_models) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the server holds its maximum of ", limits_.max_models, " models"));
-  }
+  PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();
 }
@@ -86,23 +72,59 @@ void Registry::Remove(const std::shared_ptr<ModelEntry>& entry) {
   if (it != models_.end() && it->second == entry) models_.erase(it);
 }
 
+absl::Status Registry::CheckFree(const std::string& id) const {
+  if (models_.contains(id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("model ", id, " already exists"));
+  }
+  if (auto it = set_aside_.find(id); it != set_aside_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", id, " is set aside (", it->second.message(),
+                     "); DeleteModel discards its data"));
+  }
+  if (models_.size() >= limits_.max_models) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server holds its maximum of ", limits_.max_models, " models"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Registry::Missing(const std::string& id) const {
+  if (auto it = set_aside_.find(id); it != set_aside_.end()) {
+    return absl::DataLossError(absl::StrCat(
+        "model ", id,
+        " could not be recovered and is set aside, its data kept untouched: ",
+        it->second.message()));
+  }
+  return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+}
+
 absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(
     const std::string& id) const {
   absl::MutexLock lock(&mu_);
   auto it = models_.find(id);
-  if (it == models_.end())
-    return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+  if (it == models_.end()) return Missing(id);
   return it->second;
+}
+
+void Registry::SetAside(const std::string& id, const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  set_aside_[id] = reason;
+}
+
+std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
+    const {
+  absl::MutexLock lock(&mu_);
+  return {set_aside_.begin(), set_aside_.end()};
 }
 
 absl::Status Registry::Delete(const std::string& id) {
   std::shared_ptr<ModelEntry> entry;
   {
     absl::MutexLock lock(&mu_);
+    if (set_aside_.erase(id) > 0) return absl::OkStatus();
     auto it = models_.find(id);
-    if (it == models_.end()) {
-      return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
-    }
+    if (it == models_.end()) return Missing(id);
     entry = std::move(it->second);
     models_.erase(it);
   }

@@ -118,22 +118,25 @@ class Registry {
  public:
   explicit Registry(const Limits& limits) : limits_(limits) {}
 
-  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS, or
-  // RESOURCE_EXHAUSTED at the limit.
+  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
+  // FAILED_PRECONDITION for the id of a model set aside, or RESOURCE_EXHAUSTED
+  // at the limit.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
                                                      const ModelConfig& config);
-  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS or
-  // RESOURCE_EXHAUSTED. The id is not checked here: an import checks it, and a
-  // recovered model keeps the id it was stored under, even one that an older
-  // version accepted and this one refuses for new models.
+  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS,
+  // FAILED_PRECONDITION (set aside) or RESOURCE_EXHAUSTED. The id is not
+  // checked here: an import checks it, and a recovered model keeps the id it
+  // was stored under, even one that an older version accepted and this one
+  // refuses for new models.
   absl::Status Insert(std::shared_ptr<ModelEntry> entry);
   // Removes `entry` if it is still the one under its id (undoing a Create whose
   // storing failed).
   void Remove(const std::shared_ptr<ModelEntry>& entry);
-  // NOT_FOUND if there is no such model.
+  // NOT_FOUND if there is no such model; DATA_LOSS if it is set aside.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
-  // Removes the model, marks its entry deleted and tells its listeners.
-  // NOT_FOUND if unknown.
+  // Removes the model, marks its entry deleted and tells its listeners; or
+  // forgets a model set aside (the caller then deletes its data). NOT_FOUND
+  // if unknown.
   absl::Status Delete(const std::string& id);
   // Up to `limit` models with ids greater than `after`, in id order, counting
   // only those `visible` accepts (all when it is null).
@@ -144,11 +147,26 @@ class Registry {
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
 
+  // A model recovery could not rebuild (DESIGN.md section 5): its id stays
+  // taken, every call naming it answers DATA_LOSS with `reason`, and its data
+  // stays untouched until DeleteModel discards it.
+  void SetAside(const std::string& id, const absl::Status& reason);
+  // The models set aside, in id order, with their reasons.
+  std::vector<std::pair<std::string, absl::Status>> SetAsideModels() const;
+
  private:
   const Limits limits_;
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
       ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::string, absl::Status> set_aside_ ABSL_GUARDED_BY(mu_);
+
+  // OK if `id` may name a new model.
+  absl::Status CheckFree(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // NOT_FOUND, or DATA_LOSS for a model set aside.
+  absl::Status Missing(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace perceptron::server

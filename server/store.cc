@@ -218,8 +218,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
   return r;
 }
 
-absl::StatusOr<std::vector<RecoveredModel>> Store::Recover(
-    uint32_t max_dimension) {
+absl::StatusOr<Recovery> Store::Recover(uint32_t max_dimension) {
   std::vector<std::string> ids;
   {
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Verified()));
@@ -232,11 +231,14 @@ absl::StatusOr<std::vector<RecoveredModel>> Store::Recover(
     if (!it->status().ok())
       return FromLevelDb(it->status(), "reading the store");
   }
-  std::vector<RecoveredModel> out;
+  Recovery out;
   for (const std::string& id : ids) {
     absl::StatusOr<RecoveredModel> r = RecoverModel(id, max_dimension);
-    if (!r.ok()) return r.status();
-    out.push_back(*std::move(r));
+    if (r.ok()) {
+      out.models.push_back(*std::move(r));
+    } else {
+      out.set_aside.push_back({id, r.status()});
+    }
   }
   return out;
 }

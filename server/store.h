@@ -4,8 +4,8 @@
 // a check is never applied.
 //
 //   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open("data");
-//   absl::StatusOr<std::vector<RecoveredModel>> models =
-//   (*store)->Recover(max_dimension);
+//   absl::StatusOr<perceptron::server::Recovery> recovered =
+//       (*store)->Recover(max_dimension);
 //   (*store)->Append("spam", 42, journal, /*sync=*/true);
 //
 // Thread-safe.
@@ -39,6 +39,17 @@ struct RecoveredModel {
       false;  // the newest snapshot failed its checks; an older one was used
 };
 
+// A model recovery could not rebuild: its records are left untouched.
+struct SetAsideModel {
+  std::string id;
+  absl::Status reason;
+};
+
+struct Recovery {
+  std::vector<RecoveredModel> models;
+  std::vector<SetAsideModel> set_aside;
+};
+
 class Store {
  public:
   // Opens (creating if absent) the store at `path`. FAILED_PRECONDITION for a
@@ -47,9 +58,11 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
   // Every model, rebuilt from its newest valid snapshot and the log after it.
-  // Drops (and deletes) log records after a gap or a failed check. DATA_LOSS
-  // naming the model if no snapshot of it is valid.
-  absl::StatusOr<std::vector<RecoveredModel>> Recover(uint32_t max_dimension);
+  // Drops (and deletes) log records after a gap or a failed check. A model
+  // that cannot be rebuilt (no valid snapshot, a damaged identity record) is
+  // set aside with the reason, its records untouched; one model never fails
+  // the others. An error only if the store itself cannot be read.
+  absl::StatusOr<Recovery> Recover(uint32_t max_dimension);
 
   // Writes a model's identity and a snapshot of `state` at seq 0, replacing
   // anything stored under `id`. Synced.

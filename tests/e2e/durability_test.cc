@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "gmock/gmock.h"
@@ -197,6 +198,97 @@ TEST(DurabilityTest,
   ASSERT_TRUE(raw->Get(leveldb::ReadOptions(), "meta/format", &v).ok());
   EXPECT_EQ(v, "perceptrond-store 9");
   delete raw;
+}
+
+TEST(DurabilityTest, AModelThatCannotBeRecoveredIsSetAsideAndEveryOtherServes) {
+  const testing::ScopedDir scoped("set-aside");
+  const std::string& dir = scoped.path();
+  v1::ModelConfig config;
+  config.set_dimension(6);
+  std::map<std::string, std::string> weights;
+  {
+    auto server = *ServerProcess::Start({"--snapshot_every=1"}, dir);
+    auto c = server->Connect();
+    for (const char* id : {"alpha", "broken", "omega"}) {
+      ASSERT_TRUE(c->CreateModel(id, config).ok());
+      Stream(*c, id, Examples(300, 6, id[0]));
+      weights[id] = Weights(*c, id);
+    }
+    EXPECT_EQ(server->Stop(SIGTERM), 0);
+  }
+  // Every snapshot of one model damaged on disk.
+  std::vector<std::string> damaged;
+  {
+    leveldb::DB* raw;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+    std::unique_ptr<leveldb::Iterator> it(
+        raw->NewIterator(leveldb::ReadOptions()));
+    for (it->Seek("m/broken/s/");
+         it->Valid() && it->key().starts_with("m/broken/s/"); it->Next()) {
+      damaged.push_back(it->key().ToString());
+    }
+    it.reset();
+    for (const std::string& key : damaged) {
+      ASSERT_TRUE(raw->Put(leveldb::WriteOptions(), key, "damaged").ok());
+    }
+    delete raw;
+  }
+  ASSERT_FALSE(damaged.empty());
+  auto server = *ServerProcess::Start({}, dir);
+  EXPECT_THAT(server->StderrText(),
+              HasSubstr("model broken set aside, its data kept untouched: "
+                        "model broken: no valid snapshot"));
+  auto c = server->Connect();
+  // The others serve, as they were, and learn.
+  for (const char* id : {"alpha", "omega"}) {
+    EXPECT_EQ(Weights(*c, id), weights[id]);
+    EXPECT_EQ(c->GetStatus(id)->stats().examples(), 300u);
+  }
+  Stream(*c, "alpha", Examples(10, 6, 9));
+  EXPECT_EQ(c->GetStatus("alpha")->stats().examples(), 310u);
+  // The one set aside answers DATA_LOSS with the reason; its id is not reused.
+  absl::StatusOr<v1::ModelStatus> st = c->GetStatus("broken");
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(st.status().message()),
+              HasSubstr("set aside, its data kept untouched"));
+  EXPECT_EQ(c->CreateModel("broken", config).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Metrics show it.
+  const testing::CommandResult metrics = RunCommand(
+      absl::StrCat(PERCEPTRON_PYTHON,
+                   " -c \"import urllib.request; print(urllib.request.urlopen("
+                   "'http://127.0.0.1:",
+                   server->http_port(), "/metrics').read().decode())\""));
+  EXPECT_THAT(metrics.output,
+              HasSubstr("perceptron_model_set_aside{model=\"broken\"} 1"));
+  EXPECT_THAT(metrics.output, HasSubstr("perceptron_models 2"));
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+  // Its data is untouched.
+  {
+    leveldb::DB* raw;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+    for (const std::string& key : damaged) {
+      std::string value;
+      EXPECT_TRUE(raw->Get(leveldb::ReadOptions(), key, &value).ok());
+      EXPECT_EQ(value, "damaged");
+    }
+    delete raw;
+  }
+  // DeleteModel discards it; the id is free again.
+  server = *ServerProcess::Start({}, dir);
+  c = server->Connect();
+  EXPECT_TRUE(c->DeleteModel("broken").ok());
+  EXPECT_EQ(c->GetStatus("broken").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(c->CreateModel("broken", config).ok());
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+  server = *ServerProcess::Start({}, dir);
+  // (The stderr file holds every start; the last one's lines come last.)
+  const std::string log = server->StderrText();
+  const std::string last_start = log.substr(log.rfind("data directory"));
+  EXPECT_THAT(last_start, HasSubstr("recovered 3 models"));
+  EXPECT_THAT(last_start, ::testing::Not(HasSubstr("set aside")));
+  EXPECT_EQ(server->Connect()->GetStatus("broken")->stats().examples(), 0u);
 }
 
 }  // namespace

@@ -49,6 +49,14 @@ std::unique_ptr<Model> NewModel(const ModelConfig& c) {
   return m;
 }
 
+// Every model recovered; an error if any was set aside.
+absl::StatusOr<std::vector<RecoveredModel>> RecoverAll(Store& store) {
+  absl::StatusOr<Recovery> r = store.Recover(1 << 20);
+  if (!r.ok()) return r.status();
+  if (!r->set_aside.empty()) return r->set_aside[0].reason;
+  return std::move(r->models);
+}
+
 TEST(StoreTest, RecoveryRebuildsEveryAlgorithmBitForBit) {
   const testing::ScopedDir scoped("store");
   const std::string& dir = scoped.path();
@@ -67,7 +75,7 @@ TEST(StoreTest, RecoveryRebuildsEveryAlgorithmBitForBit) {
     }
   }
   auto store = *Store::Open(dir);
-  absl::StatusOr<std::vector<RecoveredModel>> models = store->Recover(1 << 20);
+  absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
   ASSERT_TRUE(models.ok()) << models.status();
   const std::vector<testing::Variant> variants = testing::Variants(6);
   ASSERT_EQ(models->size(), variants.size());
@@ -160,8 +168,7 @@ Damaged WriteDamageRecover(
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return d;
-  absl::StatusOr<std::vector<RecoveredModel>> models =
-      (*store)->Recover(1 << 20);
+  absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(**store);
   EXPECT_TRUE(models.ok()) << models.status();
   if (models.ok() && models->size() == 1) d.recovered = std::move((*models)[0]);
   return d;
@@ -225,7 +232,7 @@ TEST(StoreTest, ADamagedNewestSnapshotFallsBackToThePreviousOne) {
     delete raw;
   }
   auto store = *Store::Open(dir);
-  absl::StatusOr<std::vector<RecoveredModel>> models = store->Recover(1 << 20);
+  absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
   ASSERT_TRUE(models.ok()) << models.status();
   ASSERT_EQ(models->size(), 1u);
   EXPECT_TRUE((*models)[0].fell_back);
@@ -233,17 +240,20 @@ TEST(StoreTest, ADamagedNewestSnapshotFallsBackToThePreviousOne) {
   EXPECT_EQ(StateBits((*models)[0].model->ExportState()), final_state);
 }
 
-TEST(StoreTest, NoValidSnapshotFailsLoudly) {
+TEST(StoreTest,
+     AModelWithNoValidSnapshotIsSetAsideUntouchedAndTheOthersRecover) {
   const testing::ScopedDir scoped("store");
   const std::string& dir = scoped.path();
+  ModelConfig c;
+  c.dimension = 2;
   {
     auto store = *Store::Open(dir);
-    ModelConfig c;
-    c.dimension = 2;
-    ASSERT_TRUE(store
-                    ->PutModel("m", absl::UnixEpoch(),
-                               (*Model::Create(c))->ExportState())
-                    .ok());
+    for (const char* id : {"a", "m", "z"}) {
+      ASSERT_TRUE(store
+                      ->PutModel(id, absl::UnixEpoch(),
+                                 (*Model::Create(c))->ExportState())
+                      .ok());
+    }
   }
   {
     leveldb::DB* raw;
@@ -253,11 +263,26 @@ TEST(StoreTest, NoValidSnapshotFailsLoudly) {
                     .ok());
     delete raw;
   }
-  absl::StatusOr<std::vector<RecoveredModel>> r =
-      (*Store::Open(dir))->Recover(1 << 20);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("model m: no valid snapshot"));
+  for (int round = 0; round < 2; ++round) {  // the second: nothing was changed
+    absl::StatusOr<Recovery> r = (*Store::Open(dir))->Recover(1 << 20);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->models.size(), 2u);
+    EXPECT_EQ(r->models[0].id, "a");
+    EXPECT_EQ(r->models[1].id, "z");
+    ASSERT_EQ(r->set_aside.size(), 1u);
+    EXPECT_EQ(r->set_aside[0].id, "m");
+    EXPECT_EQ(r->set_aside[0].reason.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(r->set_aside[0].reason.message()),
+                HasSubstr("model m: no valid snapshot"));
+  }
+  leveldb::DB* raw;
+  ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+  std::string value;
+  EXPECT_TRUE(
+      raw->Get(leveldb::ReadOptions(), "m/m/s/00000000000000000000", &value)
+          .ok());
+  EXPECT_EQ(value, "garbage");
+  delete raw;
 }
 
 TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {

@@ -21,6 +21,14 @@ uint32_t Crc(const std::string& bytes) {
 
 }  // namespace
 
+uint32_t BlobCrc(const v1::ExportedModel& blob) {
+  // Each field with its length, so no two blobs give the same bytes.
+  return Crc(absl::StrCat(
+      blob.format_version(), "|", blob.model_id().size(), ":", blob.model_id(),
+      "|", blob.created_at().seconds(), ".", blob.created_at().nanos(), "|",
+      blob.producer().size(), ":", blob.producer(), "|", blob.state()));
+}
+
 absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
   v1::ExportedModel out;
   v1::ModelState state;
@@ -37,8 +45,8 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
   *out.mutable_created_at() =
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
   out.set_state(state.SerializeAsString());
-  out.set_state_crc32(Crc(out.state()));
   out.set_producer("perceptrond 0.1.0");
+  out.set_crc32(BlobCrc(out));
   return out.SerializeAsString();
 }
 
@@ -50,14 +58,15 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
     return absl::InvalidArgumentError(
         "import: the blob is not an exported model");
   }
-  if (in.format_version() != kExportFormatVersion) {
+  if (in.format_version() != kExportFormatVersion && in.format_version() != 1) {
     return absl::FailedPreconditionError(absl::StrCat(
         "import: the blob has format version ", in.format_version(),
-        "; this server reads version ", kExportFormatVersion));
+        "; this server reads versions 1 and ", kExportFormatVersion));
   }
-  if (Crc(in.state()) != in.state_crc32()) {
+  if (in.format_version() == 1 ? Crc(in.state()) != in.state_crc32()
+                               : BlobCrc(in) != in.crc32()) {
     return absl::InvalidArgumentError(
-        "import: the blob's state fails its checksum (damaged)");
+        "import: the blob fails its checksum (damaged)");
   }
   v1::ModelState state;
   if (!state.ParseFromString(in.state())) {

@@ -1,5 +1,5 @@
 // ExportModel / ImportModel: a model's whole state as a portable, versioned
-// blob (ExportedModel in state.proto) with a CRC-32 over the state.
+// blob (ExportedModel in state.proto) with a CRC-32 over all of it.
 #ifndef PERCEPTRON_SERVER_EXPORT_H_
 #define PERCEPTRON_SERVER_EXPORT_H_
 
@@ -7,12 +7,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "perceptron/v1/state.pb.h"
 #include "server/registry.h"
 
 namespace perceptron::server {
 
-// The blob format version this server writes and reads.
-inline constexpr uint32_t kExportFormatVersion = 1;
+// The blob format version this server writes; it reads this one and 1 (whose
+// checksum covers only the state).
+inline constexpr uint32_t kExportFormatVersion = 2;
+
+// Format 2's checksum: CRC-32 of every field but itself.
+uint32_t BlobCrc(const v1::ExportedModel& blob);
 
 absl::StatusOr<std::string> ExportBlob(ModelEntry& entry);
 

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "leveldb/db.h"
 #include "perceptron/v1/state.pb.h"
+#include "server/export.h"
 #include "tests/e2e/server_process.h"
 #include "tests/scoped_dir.h"
 
@@ -148,10 +149,11 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
 
   v1::ExportedModel future;
   ASSERT_TRUE(future.ParseFromString(blob));
-  future.set_format_version(2);
+  future.set_format_version(3);
+  future.set_crc32(server::BlobCrc(future));
   s = c->ImportModel(future.SerializeAsString(), "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("format version 2"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("format version 3"));
 
   // A state that does not fit its config: weights of the wrong length, with a
   // valid checksum.
@@ -161,15 +163,47 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
   ASSERT_TRUE(state.ParseFromString(wrong.state()));
   state.mutable_learner()->add_weights(1.0);
   wrong.set_state(state.SerializeAsString());
-  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(wrong.state().data()),
-                    wrong.state().size());
-  wrong.set_state_crc32(static_cast<uint32_t>(crc));
+  wrong.set_crc32(server::BlobCrc(wrong));
   s = c->ImportModel(wrong.SerializeAsString(), "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("weights has 5 values; expected 4"));
 
   EXPECT_EQ(c->GetStatus("x").status().code(), absl::StatusCode::kNotFound);
+
+  // The checksum covers everything imported: no single flipped bit of the
+  // blob imports (under the blob's own id or any other).
+  ASSERT_TRUE(c->DeleteModel("m").ok());
+  int refused = 0;
+  for (size_t i = 0; i < blob.size(); ++i) {
+    for (int bit : {0, 3, 7}) {
+      std::string damaged = blob;
+      damaged[i] ^= static_cast<char>(1 << bit);
+      absl::StatusOr<v1::Model> imported = c->ImportModel(damaged, "");
+      if (!imported.ok()) {
+        ++refused;
+        continue;
+      }
+      ADD_FAILURE() << "byte " << i << " bit " << bit << " imported as "
+                    << imported->model_id();
+      ASSERT_TRUE(c->DeleteModel(imported->model_id()).ok());
+    }
+  }
+  EXPECT_EQ(refused, static_cast<int>(blob.size()) * 3);
+  absl::StatusOr<std::vector<v1::Model>> list = c->ListModels();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+  // A format 1 blob (checksum over the state) from an earlier server still
+  // imports.
+  v1::ExportedModel old_format;
+  ASSERT_TRUE(old_format.ParseFromString(blob));
+  old_format.set_format_version(1);
+  old_format.clear_crc32();
+  old_format.set_state_crc32(static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(old_format.state().data()),
+            old_format.state().size())));
+  EXPECT_TRUE(c->ImportModel(old_format.SerializeAsString(), "").ok());
+  EXPECT_TRUE(c->GetStatus("m").ok());
 }
 
 TEST(DurabilityTest,

@@ -39,6 +39,22 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
   if (state.next_prediction_id == 0) {
     return absl::InvalidArgumentError("state: next_prediction_id must be >= 1");
   }
+  // What a real model's counters always satisfy (Reset zeroes the counters
+  // but keeps next_prediction_id).
+  const Counters& c = state.counters;
+  if (c.mistakes > c.examples || c.updates > c.examples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", c.mistakes, " mistakes and ", c.updates,
+                     " updates cannot come from ", c.examples, " examples"));
+  }
+  if (c.predictions > state.next_prediction_id - 1 ||
+      c.expired > c.predictions ||
+      state.pending.size() > c.predictions - c.expired) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", c.predictions, " predictions issued (next id ",
+        state.next_prediction_id, "), ", c.expired, " expired and ",
+        state.pending.size(), " pending do not add up"));
+  }
   for (PendingPrediction& p : state.pending) {
     if (p.prediction_id == 0 || p.prediction_id >= state.next_prediction_id) {
       return absl::InvalidArgumentError(
@@ -55,9 +71,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
       return Prefixed(
           absl::StrCat("state: pending prediction ", p.prediction_id, ": "), s);
     }
-    auto [it, inserted] = model->pending_.try_emplace(
-        p.prediction_id, Pending{std::move(p.features), p.score, p.issued_at});
-    if (!inserted) {
+    if (!model->InsertPending(
+            p.prediction_id,
+            Pending{std::move(p.features), p.score, p.issued_at},
+            /*replace=*/false)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "state: pending prediction id ", p.prediction_id, " repeated"));
     }
@@ -107,10 +124,11 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
         "the model has issued every prediction id");
   }
   const uint64_t id = next_prediction_id_++;
-  auto [it, inserted] =
-      pending_.emplace(id, Pending{Features::Copy(x), score, now});
-  if (journaling_)
-    journal_.pending_added.push_back({id, it->second.features, score, now});
+  InsertPending(id, Pending{Features::Copy(x), score, now}, /*replace=*/false);
+  if (journaling_) {
+    journal_.pending_added.push_back(
+        {id, pending_.find(id)->second.features, score, now});
+  }
   ++counters_.predictions;
   return Issued{id, score, PredictedLabel(score)};
 }
@@ -134,7 +152,7 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   // On error the prediction stays pending and nothing changes.
   PERCEPTRON_ASSIGN_OR_RETURN(const bool updated, learner_->Learn(*p, label));
   const Outcome o = Account(*p, label, it->second.score, updated, hinge);
-  pending_.erase(it);
+  ErasePending(it);
   if (journaling_) journal_.pending_removed.push_back(prediction_id);
   return o;
 }
@@ -209,7 +227,7 @@ size_t Model::ExpirePending(int64_t cutoff) {
   for (auto it = pending_.begin();
        it != pending_.end() && it->second.issued_at < cutoff;) {
     if (journaling_) journal_.pending_removed.push_back(it->first);
-    it = pending_.erase(it);
+    it = ErasePending(it);
     ++n;
   }
   counters_.expired += n;
@@ -220,7 +238,7 @@ void Model::Reset() {
   learner_->Reset();
   bound_.Reset();
   counters_ = Counters();
-  pending_.clear();
+  ClearPending();
   if (journaling_) {
     journal_.pending_cleared = true;
     journal_.pending_added.clear();
@@ -288,13 +306,45 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
   counters_ = j.counters;
   next_prediction_id_ = j.next_prediction_id;
-  if (j.pending_cleared) pending_.clear();
+  if (j.pending_cleared) ClearPending();
   for (const PendingPrediction& p : j.pending_added) {
-    pending_.insert_or_assign(p.prediction_id,
-                              Pending{p.features, p.score, p.issued_at});
+    InsertPending(p.prediction_id, Pending{p.features, p.score, p.issued_at},
+                  /*replace=*/true);
   }
-  for (uint64_t id : j.pending_removed) pending_.erase(id);
+  for (uint64_t id : j.pending_removed) {
+    if (auto it = pending_.find(id); it != pending_.end()) ErasePending(it);
+  }
   return absl::OkStatus();
+}
+
+size_t Model::PendingBytes(size_t values, size_t indices) {
+  return sizeof(uint64_t) + sizeof(Pending) + values * sizeof(double) +
+         indices * sizeof(uint32_t);
+}
+
+bool Model::InsertPending(uint64_t id, Pending p, bool replace) {
+  const size_t bytes =
+      PendingBytes(p.features.values.size(), p.features.indices.size());
+  auto it = pending_.find(id);
+  if (it != pending_.end()) {
+    if (!replace) return false;
+    ErasePending(it);
+  }
+  pending_.emplace(id, std::move(p));
+  pending_bytes_ += bytes;
+  return true;
+}
+
+absl::btree_map<uint64_t, Model::Pending>::iterator Model::ErasePending(
+    absl::btree_map<uint64_t, Pending>::iterator it) {
+  pending_bytes_ -= PendingBytes(it->second.features.values.size(),
+                                 it->second.features.indices.size());
+  return pending_.erase(it);
+}
+
+void Model::ClearPending() {
+  pending_.clear();
+  pending_bytes_ = 0;
 }
 
 Stats Model::stats(bool with_weight_norm) const {

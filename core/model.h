@@ -200,6 +200,11 @@ class Model {
   absl::Span<const double> weights() const { return learner_->weights(); }
   const Counters& counters() const { return counters_; }
   size_t pending_count() const { return pending_.size(); }
+  // The memory the pending predictions hold, as counted by PendingBytes.
+  size_t pending_bytes() const { return pending_bytes_; }
+  // What one pending prediction of `x` counts toward pending_bytes(): its
+  // values and indices plus a fixed cost for its entry.
+  static size_t PendingBytes(size_t values, size_t indices);
 
  private:
   struct Pending {
@@ -228,7 +233,14 @@ class Model {
   BoundTracker bound_;
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
+  // Every change to pending_ goes through these, which keep pending_bytes_.
+  bool InsertPending(uint64_t id, Pending p, bool replace);
+  absl::btree_map<uint64_t, Pending>::iterator ErasePending(
+      absl::btree_map<uint64_t, Pending>::iterator it);
+  void ClearPending();
+
   absl::btree_map<uint64_t, Pending> pending_;
+  size_t pending_bytes_ = 0;
   bool journaling_ = false;
   Journal journal_;  // the pending part, while journaling
 };

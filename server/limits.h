@@ -22,6 +22,10 @@ struct Limits {
   size_t max_message_bytes = 64u << 20;
   // Most pending predictions per model. Default: 1000000.
   size_t max_pending = 1000000;
+  // Most memory a model's pending predictions may hold, in bytes as counted by
+  // Model::PendingBytes (their values and indices plus a fixed cost each).
+  // Default: 256 MiB.
+  size_t max_pending_bytes = 256u << 20;
   // A pending prediction not revealed within this long expires. Default: 1
   // hour.
   absl::Duration pending_ttl = absl::Hours(1);

@@ -28,6 +28,8 @@ ABSL_FLAG(uint64_t, max_batch_items, 10000, "Most items in one request");
 ABSL_FLAG(uint64_t, max_message_bytes, 64u << 20,
           "Largest request message, bytes");
 ABSL_FLAG(uint64_t, max_pending, 1000000, "Most pending predictions per model");
+ABSL_FLAG(uint64_t, max_pending_bytes, 256u << 20,
+          "Most memory one model's pending predictions may hold, bytes");
 ABSL_FLAG(absl::Duration, pending_ttl, absl::Hours(1),
           "Pending predictions not revealed within this long expire");
 ABSL_FLAG(uint32_t, max_train_epochs, 10000,
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
   options.limits.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.limits.max_pending = absl::GetFlag(FLAGS_max_pending);
+  options.limits.max_pending_bytes = absl::GetFlag(FLAGS_max_pending_bytes);
   options.limits.pending_ttl = absl::GetFlag(FLAGS_pending_ttl);
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);

@@ -40,6 +40,14 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       }
       absl::StatusOr<FeatureView> x = FeaturesFromProto(item.example());
       if (!x.ok()) return x.status();
+      const size_t bytes =
+          Model::PendingBytes(x->values.size(), x->indices.size());
+      if (model.pending_bytes() + bytes > limits.max_pending_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the model's pending predictions hold ", model.pending_bytes(),
+            " bytes; this one (", bytes, ") would pass the maximum of ",
+            limits.max_pending_bytes, " (--max_pending_bytes)"));
+      }
       absl::StatusOr<Issued> issued = model.Issue(*x, now);
       if (!issued.ok()) return issued.status();
       v1::PredictionResult* p = result->mutable_prediction();

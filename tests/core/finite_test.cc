@@ -130,7 +130,9 @@ TEST(FiniteTest, ExtremeFiniteInputsNeverMakeANonFiniteNumber) {
       if (op <= 4) {
         absl::StatusOr<Outcome> o = model.Learn(FeatureView::Dense(x), y);
         status = o.status();
-        if (o.ok()) EXPECT_TRUE(std::isfinite(o->score)) << where;
+        if (o.ok()) {
+          EXPECT_TRUE(std::isfinite(o->score)) << where;
+        }
       } else if (op <= 6) {
         absl::StatusOr<Issued> i = model.Issue(FeatureView::Dense(x), step);
         status = i.status();
@@ -149,7 +151,9 @@ TEST(FiniteTest, ExtremeFiniteInputsNeverMakeANonFiniteNumber) {
       } else if (op == 8) {
         absl::StatusOr<Prediction> p = model.Predict(FeatureView::Dense(x));
         status = p.status();
-        if (p.ok()) EXPECT_TRUE(std::isfinite(p->score)) << where;
+        if (p.ok()) {
+          EXPECT_TRUE(std::isfinite(p->score)) << where;
+        }
       } else {
         std::vector<std::vector<double>> xs(
             3, std::vector<double>(config.dimension));
@@ -180,8 +184,9 @@ TEST(FiniteTest, ExtremeFiniteInputsNeverMakeANonFiniteNumber) {
       EXPECT_TRUE(std::isfinite(stats.weight_norm) ||
                   config.algorithm == Algorithm::kKernel)
           << where;
-      if (stats.bound.bound_available)
+      if (stats.bound.bound_available) {
         EXPECT_TRUE(std::isfinite(stats.bound.bound)) << where;
+      }
       EXPECT_TRUE(std::isfinite(stats.bound.td_gamma)) << where;
       // What recovery and import do: the state rebuilds.
       ASSERT_TRUE(Model::FromState(state).ok()) << where;

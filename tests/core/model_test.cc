@@ -430,6 +430,22 @@ TEST(ModelTest, FromStateRejectsInconsistentStateNamingTheField) {
        "pending prediction 1: features: dense vector has 2 values"},
       {"zero next id", [](ModelState& s) { s.next_prediction_id = 0; },
        "next_prediction_id"},
+      {"more mistakes than examples",
+       [](ModelState& s) { s.counters.mistakes = 2; },
+       "2 mistakes and 1 updates cannot come from 1 examples"},
+      {"more updates than examples",
+       [](ModelState& s) { s.counters.updates = 7; }, "7 updates"},
+      {"more predictions than ids",
+       [](ModelState& s) { s.counters.predictions = 2; },
+       "2 predictions issued (next id 2)"},
+      {"more expired than issued",
+       [](ModelState& s) {
+         s.counters.expired = 2;
+         s.counters.predictions = 1;
+       },
+       "2 expired"},
+      {"more pending than outstanding",
+       [](ModelState& s) { s.counters.expired = 1; }, "1 pending"},
   };
   for (const Case& k : cases) {
     ModelState s = good;
@@ -439,6 +455,24 @@ TEST(ModelTest, FromStateRejectsInconsistentStateNamingTheField) {
     EXPECT_THAT(std::string(st.message()), HasSubstr(k.message)) << k.name;
   }
   EXPECT_TRUE(Model::FromState(good).ok());
+}
+
+TEST(ModelTest, TheLastPredictionIdIsNeverIssuedTwiceOrWrapped) {
+  ModelConfig c;
+  c.dimension = 2;
+  auto model = *Model::Create(c);
+  ModelState s = model->ExportState();
+  s.next_prediction_id = std::numeric_limits<uint64_t>::max() - 1;
+  auto m = *Model::FromState(s);
+  absl::StatusOr<Issued> last = m->Issue(D({1, 1}), 0);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->prediction_id, std::numeric_limits<uint64_t>::max() - 1);
+  const ModelState before = m->ExportState();
+  absl::Status st = m->Issue(D({1, 1}), 0).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("every prediction id"));
+  EXPECT_EQ(StateBits(m->ExportState()), StateBits(before));
+  ASSERT_TRUE(m->Reveal(last->prediction_id, 1).ok());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -169,7 +170,49 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("weights has 5 values; expected 4"));
 
+  // Counters no real model can hold.
+  v1::ExportedModel counted;
+  ASSERT_TRUE(counted.ParseFromString(blob));
+  ASSERT_TRUE(state.ParseFromString(counted.state()));
+  state.mutable_counters()->set_mistakes(5);
+  counted.set_state(state.SerializeAsString());
+  counted.set_crc32(server::BlobCrc(counted));
+  s = c->ImportModel(counted.SerializeAsString(), "x").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr("5 mistakes and 0 updates cannot come from 0 examples"));
+
   EXPECT_EQ(c->GetStatus("x").status().code(), absl::StatusCode::kNotFound);
+
+  // A model at the last prediction id refuses to issue another instead of
+  // wrapping to 0 (which means "labeled example" in an Outcome).
+  v1::ExportedModel last;
+  ASSERT_TRUE(last.ParseFromString(blob));
+  ASSERT_TRUE(state.ParseFromString(last.state()));
+  state.set_next_prediction_id(std::numeric_limits<uint64_t>::max());
+  last.set_state(state.SerializeAsString());
+  last.set_crc32(server::BlobCrc(last));
+  ASSERT_TRUE(c->ImportModel(last.SerializeAsString(), "last").ok());
+  {
+    v1::LearnResponse response;
+    client::SessionOptions so;
+    so.batch_size = 1;
+    so.on_response = [&](const v1::LearnResponse& r) { response = r; };
+    std::unique_ptr<client::LearnSession> session =
+        c->OpenLearnSession("last", so);
+    Example x;
+    x.values = {1, 2, 3};
+    ASSERT_TRUE(session->AddExample(x).ok());
+    ASSERT_TRUE(session->Finish().ok());
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_EQ(response.results(0).error().code(),
+              static_cast<int>(absl::StatusCode::kResourceExhausted));
+    EXPECT_THAT(response.results(0).error().message(),
+                HasSubstr("every prediction id"));
+  }
+  EXPECT_EQ(c->GetStatus("last")->stats().predictions(), 0u);
+  ASSERT_TRUE(c->DeleteModel("last").ok());
 
   // The checksum covers everything imported: no single flipped bit of the
   // blob imports (under the blob's own id or any other).

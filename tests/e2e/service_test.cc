@@ -469,6 +469,54 @@ TEST(ServiceTest, EveryErrorCodeOverTheWireLeavesTheModelUnchanged) {
   EXPECT_EQ(WeightBits(*c, "e"), weights);
 }
 
+// Pending memory is bounded in bytes as well as in count: large sparse
+// examples cannot grow a model without bound. Each example below holds 1,000
+// values (12,000 bytes of values and indices), so 3 fit under 40,000 bytes.
+TEST(ServiceTest, PendingPredictionsAreBoundedInBytes) {
+  auto server = StartServer({"--max_pending_bytes=40000"});
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  ASSERT_TRUE(c->CreateModel("p", Config(1u << 20)).ok());
+  Example big;
+  big.sparse = true;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    big.indices.push_back(i * 1000);
+    big.values.push_back(1.0);
+  }
+  std::vector<v1::ItemResult> results;
+  SessionOptions so;
+  so.batch_size = 1000;
+  so.on_response = [&](const v1::LearnResponse& r) {
+    results.assign(r.results().begin(), r.results().end());
+  };
+  auto issue = [&](int n) {
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("p", so);
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(s->AddExample(big).ok());
+    EXPECT_TRUE(s->Finish().ok());
+  };
+  issue(4);
+  ASSERT_EQ(results.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(results[i].has_prediction()) << i;
+  EXPECT_EQ(results[3].error().code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(
+      results[3].error().message(),
+      HasSubstr("would pass the maximum of 40000 (--max_pending_bytes)"));
+  EXPECT_EQ(c->GetStatus("p")->stats().pending(), 3u);
+  // Revealing one makes room for one.
+  {
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("p", so);
+    ASSERT_TRUE(s->AddReveal(results[0].prediction().prediction_id(), 1).ok());
+    ASSERT_TRUE(s->Finish().ok());
+  }
+  issue(2);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].has_prediction());
+  EXPECT_EQ(results[1].error().code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(c->GetStatus("p")->stats().pending(), 3u);
+}
+
 TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);

@@ -9,7 +9,7 @@ set -euo pipefail
 build_packages=(
   cmake g++ make pkg-config ca-certificates
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libleveldb-dev libsnappy-dev zlib1g-dev prometheus-cpp-dev libcivetweb-dev
+  libleveldb-dev libsnappy-dev zlib1g-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
 )
 
 packages=(
@@ -30,8 +30,8 @@ packages=(
   python3-grpcio python3-protobuf
   # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
-  # The HTTP port: Prometheus metrics and the embedded web server.
-  prometheus-cpp-dev libcivetweb-dev
+  # The HTTP port: Prometheus metrics, the embedded web server (epoll, HTTPS through GnuTLS).
+  prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   # Its tests: a Prometheus text parser, and the live page in a real headless Chromium.
   python3-prometheus-client python3-selenium chromium chromium-driver
   # The deployment manifests test reads YAML.

@@ -1,6 +1,17 @@
 #include "server/http.h"
 
-#include <CivetServer.h>
+#include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -50,44 +61,66 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
-void Send(mg_connection* conn, const Reply& r) {
-  const char* reason = mg_get_response_code_text(conn, r.code);
-  std::string head = absl::StrCat(
-      "HTTP/1.1 ", r.code, " ", reason, "\r\nContent-Type: ", r.content_type,
-      "\r\nContent-Length: ", r.body.size(),
-      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
-  if (r.code == 401) absl::StrAppend(&head, "WWW-Authenticate: Bearer\r\n");
-  absl::StrAppend(&head, "\r\n");
-  mg_write(conn, head.data(), head.size());
-  const mg_request_info* info = mg_get_request_info(conn);
-  if (std::string_view(info->request_method) != "HEAD") {
-    mg_write(conn, r.body.data(), r.body.size());
+MHD_Result Send(MHD_Connection* conn, const Reply& r) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, "Content-Type", r.content_type.c_str());
+  MHD_add_response_header(response, "Cache-Control", "no-store");
+  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+  if (r.code == 401) {
+    MHD_add_response_header(response, "WWW-Authenticate", "Bearer");
   }
+  if (r.code == 405) MHD_add_response_header(response, "Allow", "GET, HEAD");
+  const MHD_Result queued =
+      MHD_queue_response(conn, static_cast<unsigned>(r.code), response);
+  MHD_destroy_response(response);  // HEAD: libmicrohttpd sends no body
+  return queued;
+}
+
+// With a client CA: whether the connection's client certificate chains to it.
+bool ClientVerified(MHD_Connection* conn) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return false;
+  auto session = static_cast<gnutls_session_t>(info->tls_session);
+  unsigned int status = 0;
+  return gnutls_certificate_type_get(session) == GNUTLS_CRT_X509 &&
+         gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
 }
 
 // One handler for every path: routes, checks the token, counts, answers.
-class Handler final : public CivetHandler {
+class Handler {
  public:
   explicit Handler(HttpServer* server) : server_(server) {}
 
-  bool handleGet(CivetServer*, mg_connection* conn) override {
-    const mg_request_info* info = mg_get_request_info(conn);
-    // The decoded path as sent: civetweb's cleaned local_uri drops trailing
-    // dots ("/api/v1/models/a." would name model "a"). No file is served, so
-    // no path is ever resolved against a directory.
-    const char* raw =
-        info->local_uri_raw ? info->local_uri_raw : info->local_uri;
-    const std::string path = raw ? raw : "/";
-    const char* header = mg_get_header(conn, "Authorization");
-    const std::string authorization = header ? header : "";
-    std::string handler;
-    Reply reply = Route(path, authorization, &handler);
-    server_->metrics()->CountHttp(handler, reply.code);
-    Send(conn, reply);
-    return true;
-  }
-  bool handleHead(CivetServer* s, mg_connection* conn) override {
-    return handleGet(s, conn);
+  // libmicrohttpd's request callback. `url` is the decoded path as sent
+  // (never resolved against a directory: no file is served, and dots in a
+  // model id stay as they are).
+  static MHD_Result Access(void* cls, MHD_Connection* conn, const char* url,
+                           const char* method, const char*, const char*,
+                           size_t* upload_size, void**) {
+    auto* server = static_cast<HttpServer*>(cls);
+    if (server->verify_clients() && !ClientVerified(conn)) {
+      return MHD_NO;  // closes the connection, as the gRPC port refuses it
+    }
+    Handler handler(server);
+    std::string name;
+    Reply reply;
+    const std::string_view m = method;
+    if (m != "GET" && m != "HEAD") {
+      name = "other";
+      reply = Error(405, "method not allowed");
+    } else if (*upload_size != 0) {
+      name = "other";
+      reply = Error(400, "a GET has no body");
+    } else {
+      const char* header =
+          MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+      reply = handler.Route(url ? url : "/", header ? header : "", &name);
+    }
+    server->metrics()->CountHttp(name, reply.code);
+    return Send(conn, reply);
   }
 
  private:
@@ -207,46 +240,115 @@ class Handler final : public CivetHandler {
   HttpServer* server_;
 };
 
+// libmicrohttpd's error log: the first message is kept for the start-up
+// error; later ones (a client's failed TLS handshake, say) are dropped.
+void KeepError(void* cls, const char* format, va_list ap) {
+  char text[512];
+  std::vsnprintf(text, sizeof(text), format, ap);
+  std::string message = text;
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  static_cast<HttpServer*>(cls)->KeepFirstError(message);
+}
+
+// A listening socket on host:port (no SO_REUSEPORT: a second server on a
+// taken port fails here), or why not.
+absl::StatusOr<int> Listen(const std::string& host, int port,
+                           const std::string& address) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::string bare = host;
+  if (absl::StartsWith(bare, "[") && absl::EndsWith(bare, "]")) {
+    bare = bare.substr(1, bare.size() - 2);
+  }
+  const std::string service = absl::StrCat(port);
+  if (int e = getaddrinfo(bare.c_str(), service.c_str(), &hints, &found);
+      e != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", address, ": ", gai_strerror(e)));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> list(found, &freeaddrinfo);
+  const int fd = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC,
+                        found->ai_protocol);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", address,
+                                               ": ", std::strerror(errno)));
+  }
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 ||
+      listen(fd, SOMAXCONN) != 0) {
+    const int e = errno;
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", address, ": ", std::strerror(e)));
+  }
+  return fd;
+}
+
+int BoundPort(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof(a);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return -1;
+  if (a.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const std::string& host, int port, Registry* registry, Metrics* metrics,
+    const HttpOptions& o, Registry* registry, Metrics* metrics,
     const Authorizer* auth) {
-  static const int initialized = mg_init_library(0);
-  (void)initialized;
   std::unique_ptr<HttpServer> server(new HttpServer(registry, metrics, auth));
+  server->tls_ = !o.tls_cert_pem.empty();
+  server->tls_cert_pem_ = o.tls_cert_pem;
+  server->tls_key_pem_ = o.tls_key_pem;
+  server->tls_client_ca_pem_ = server->tls_ ? o.tls_client_ca_pem : "";
   const std::string address =
-      absl::StrContains(host, ':') && !absl::StartsWith(host, "[")
-          ? absl::StrCat("[", host, "]:", port)
-          : absl::StrCat(host, ":", port);
-  std::vector<std::string> options = {
-      "listening_ports",       address, "num_threads",       "4",
-      "request_timeout_ms",    "10000", "enable_keep_alive", "yes",
-      "keep_alive_timeout_ms", "30000"};
-  // civetweb reports why it cannot start (a port in use, say) only to its log
-  // callback, on the starting thread; its exception then says "null context".
-  static thread_local std::string first_error;
-  first_error.clear();
-  CivetCallbacks callbacks;
-  callbacks.log_message = [](const mg_connection*, const char* message) {
-    if (first_error.empty()) first_error = message;
-    return 1;
+      absl::StrContains(o.host, ':') && !absl::StartsWith(o.host, "[")
+          ? absl::StrCat("[", o.host, "]:", o.port)
+          : absl::StrCat(o.host, ":", o.port);
+  absl::StatusOr<int> fd = Listen(o.host, o.port, address);
+  if (!fd.ok()) return fd.status();
+  server->port_ = BoundPort(*fd);
+
+  unsigned int flags =
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  std::vector<MHD_OptionItem> options = {
+      {MHD_OPTION_LISTEN_SOCKET, *fd, nullptr},
+      {MHD_OPTION_THREAD_POOL_SIZE,
+       static_cast<intptr_t>(std::max(1, o.threads)), nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, 60, nullptr},
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&KeepError),
+       server.get()},
   };
-  try {
-    server->server_ = std::make_unique<CivetServer>(options, &callbacks);
-  } catch (const CivetException& e) {
+  if (server->tls_) {
+    flags |= MHD_USE_TLS;
+    options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0,
+                       const_cast<char*>(server->tls_cert_pem_.c_str())});
+    options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0,
+                       const_cast<char*>(server->tls_key_pem_.c_str())});
+    if (server->verify_clients()) {
+      options.push_back(
+          {MHD_OPTION_HTTPS_MEM_TRUST, 0,
+           const_cast<char*>(server->tls_client_ca_pem_.c_str())});
+    }
+  }
+  options.push_back({MHD_OPTION_END, 0, nullptr});
+  server->daemon_ = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Handler::Access, server.get(),
+      MHD_OPTION_ARRAY, options.data(), MHD_OPTION_END);
+  if (server->daemon_ == nullptr) {
+    close(*fd);
+    std::string error = server->first_error();
     return absl::UnavailableError(absl::StrCat(
-        "cannot serve HTTP on ", address, ": ",
-        first_error.empty() ? std::string(e.what()) : first_error));
+        "cannot serve ", server->tls_ ? "HTTPS" : "HTTP", " on ", address, ": ",
+        error.empty() ? "libmicrohttpd did not start" : error));
   }
-  const std::vector<int> ports = server->server_->getListeningPorts();
-  if (ports.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve HTTP on ", address));
-  }
-  server->port_ = ports[0];
-  server->handlers_.push_back(std::make_unique<Handler>(server.get()));
-  server->server_->addHandler("/", server->handlers_.back().get());
   return server;
 }
 
@@ -254,8 +356,20 @@ HttpServer::HttpServer(Registry* registry, Metrics* metrics,
                        const Authorizer* auth)
     : registry_(registry), metrics_(metrics), auth_(auth) {}
 
+void HttpServer::KeepFirstError(const std::string& message) {
+  absl::MutexLock lock(&log_mu_);
+  if (first_error_.empty()) first_error_ = message;
+}
+
+std::string HttpServer::first_error() {
+  absl::MutexLock lock(&log_mu_);
+  return first_error_;
+}
+
 HttpServer::~HttpServer() {
-  if (server_ != nullptr) server_->close();
+  // Closes the listening socket and every connection, after the requests
+  // being answered.
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
 }  // namespace perceptron::server

@@ -1,9 +1,9 @@
 // perceptrond: the online perceptron learning service.
 //   perceptrond [--host=127.0.0.1] [--port=50051] [limits...]
 // Prints "perceptrond listening on HOST:PORT" once it accepts calls, then
-// "perceptrond http on HOST:PORT" for the HTTP port unless it is off. SIGTERM
-// or SIGINT shut it down cleanly: in-flight batches are answered, open streams
-// end with UNAVAILABLE.
+// "perceptrond http on HOST:PORT" (https with --tls_cert) for the HTTP port
+// unless it is off. SIGTERM or SIGINT shut it down cleanly: in-flight batches
+// are answered, open streams end with UNAVAILABLE.
 #include <signal.h>
 
 #include <algorithm>
@@ -58,7 +58,10 @@ ABSL_FLAG(std::string, tokens_file, "",
           "read, learn, admin");
 ABSL_FLAG(int, http_port, 8080,
           "HTTP port for /metrics, /healthz, JSON status and the live page, on "
-          "--host; 0 picks a free one, -1 serves no HTTP");
+          "--host; 0 picks a free one, -1 serves no HTTP. HTTPS with the "
+          "gRPC port's certificate when --tls_cert is given");
+ABSL_FLAG(int, http_threads, 128,
+          "Connections the HTTP port serves at once (one worker thread each)");
 ABSL_FLAG(bool, rpc_metrics, true,
           "Record per-RPC metrics (grpc_server_* on /metrics) with a server "
           "interceptor that sees every message");
@@ -131,6 +134,11 @@ int main(int argc, char** argv) {
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.http_port = absl::GetFlag(FLAGS_http_port);
   options.rpc_metrics = absl::GetFlag(FLAGS_rpc_metrics);
+  options.http_threads = absl::GetFlag(FLAGS_http_threads);
+  if (options.http_threads < 1 || options.http_threads > 4096) {
+    std::fprintf(stderr, "perceptrond: --http_threads must be 1 to 4096\n");
+    return 2;
+  }
   if (options.http_port < -1 || options.http_port > 65535) {
     std::fprintf(stderr, "perceptrond: --http_port must be -1 to 65535\n");
     return 2;
@@ -176,7 +184,8 @@ int main(int argc, char** argv) {
   std::printf("perceptrond listening on %s:%d\n", options.host.c_str(),
               (*server)->port());
   if ((*server)->http_port() >= 0) {
-    std::printf("perceptrond http on %s:%d\n", options.host.c_str(),
+    std::printf("perceptrond %s on %s:%d\n",
+                (*server)->http_tls() ? "https" : "http", options.host.c_str(),
                 (*server)->http_port());
   }
   std::fflush(stdout);

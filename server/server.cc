@@ -76,9 +76,15 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
                      "program listens there) or not available on this host"));
   }
   if (options.http_port >= 0) {
-    absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Start(options.host, options.http_port, &s->registry_,
-                          &s->metrics_, s->auth_.get());
+    HttpOptions http_options;
+    http_options.host = options.host;
+    http_options.port = options.http_port;
+    http_options.threads = options.http_threads;
+    http_options.tls_cert_pem = options.tls_cert_pem;
+    http_options.tls_key_pem = options.tls_key_pem;
+    http_options.tls_client_ca_pem = options.tls_client_ca_pem;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        http_options, &s->registry_, &s->metrics_, s->auth_.get());
     if (!http.ok()) {
       s->Shutdown();
       return http.status();

@@ -45,7 +45,8 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   // The data directory and durability mode.
   PersistenceOptions persistence;
-  // TLS: PEM of the server's certificate chain and private key. Empty:
+  // TLS: PEM of the server's certificate chain and private key, for the gRPC
+  // port and the HTTP port (HTTPS). Empty:
   // plaintext.
   std::string tls_cert_pem;
   std::string tls_key_pem;
@@ -57,6 +58,8 @@ struct ServerOptions {
   // The HTTP port for /metrics, /healthz, JSON status and the live page
   // (http.h), on `host`; 0 picks a free one, -1 serves no HTTP. Default: -1.
   int http_port = -1;
+  // Its worker threads: connections served at once. Default: 128.
+  int http_threads = 128;
   // Per-RPC metrics (grpc_server_*) through a server interceptor that sees
   // every message. Off: no interceptor and no grpc_server_* series.
   bool rpc_metrics = true;
@@ -73,6 +76,8 @@ class PerceptronServer {
   int port() const { return port_; }
   // The HTTP port bound, or -1 without one.
   int http_port() const { return http_ == nullptr ? -1 : http_->port(); }
+  // The HTTP port speaks HTTPS (the server has a certificate).
+  bool http_tls() const { return http_ != nullptr && http_->tls(); }
   const RecoveryReport& recovery() const { return recovery_; }
   Registry& registry() { return registry_; }
 

@@ -31,9 +31,11 @@ class Perceptrond:
             stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0)
         self._pending = b""
         self.port = self._port("listening on")
-        self.http_port = self._port("http on")
+        line = self._readline()
+        self.http_port = self._port_of(line, "http on", "https on")
         self.target = "127.0.0.1:%d" % self.port
-        self.http = "http://127.0.0.1:%d" % self.http_port
+        self.http = "%s://127.0.0.1:%d" % (
+            "https" if "https on" in line else "http", self.http_port)
 
     def _readline(self):
         """A line of the server's output, waiting at most 60 s for it."""
@@ -50,8 +52,10 @@ class Perceptrond:
         return line.decode()
 
     def _port(self, marker):
-        line = self._readline()
-        if marker not in line:
+        return self._port_of(self._readline(), marker)
+
+    def _port_of(self, line, *markers):
+        if not any(m in line for m in markers):
             raise RuntimeError("unexpected line from perceptrond: %r; stderr: %s"
                                % (line, self.stderr_text()))
         return int(line.rsplit(":", 1)[1])

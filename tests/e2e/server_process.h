@@ -103,7 +103,9 @@ class ServerProcess {
       }
       const std::string http = line;
       const size_t c = http.rfind(':');
-      if (http.find("http on") == std::string::npos || c == std::string::npos ||
+      if ((http.find("http on") == std::string::npos &&
+           http.find("https on") == std::string::npos) ||
+          c == std::string::npos ||
           !absl::SimpleAtoi(absl::StripAsciiWhitespace(http.substr(c + 1)),
                             &p->http_port_)) {
         return absl::InternalError(

@@ -60,8 +60,9 @@ ABSL_FLAG(int, http_port, 8080,
           "HTTP port for /metrics, /healthz, JSON status and the live page, on "
           "--host; 0 picks a free one, -1 serves no HTTP. HTTPS with the "
           "gRPC port's certificate when --tls_cert is given");
-ABSL_FLAG(int, http_threads, 128,
-          "Connections the HTTP port serves at once (one worker thread each)");
+ABSL_FLAG(int, http_threads, 4,
+          "Worker threads of the HTTP port; each serves any number of "
+          "connections");
 ABSL_FLAG(bool, rpc_metrics, true,
           "Record per-RPC metrics (grpc_server_* on /metrics) with a server "
           "interceptor that sees every message");
@@ -135,8 +136,8 @@ int main(int argc, char** argv) {
   options.http_port = absl::GetFlag(FLAGS_http_port);
   options.rpc_metrics = absl::GetFlag(FLAGS_rpc_metrics);
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
-  if (options.http_threads < 1 || options.http_threads > 4096) {
-    std::fprintf(stderr, "perceptrond: --http_threads must be 1 to 4096\n");
+  if (options.http_threads < 1 || options.http_threads > 256) {
+    std::fprintf(stderr, "perceptrond: --http_threads must be 1 to 256\n");
     return 2;
   }
   if (options.http_port < -1 || options.http_port > 65535) {

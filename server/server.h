@@ -58,8 +58,8 @@ struct ServerOptions {
   // The HTTP port for /metrics, /healthz, JSON status and the live page
   // (http.h), on `host`; 0 picks a free one, -1 serves no HTTP. Default: -1.
   int http_port = -1;
-  // Its worker threads: connections served at once. Default: 128.
-  int http_threads = 128;
+  // Its worker threads, each serving any number of connections. Default: 4.
+  int http_threads = 4;
   // Per-RPC metrics (grpc_server_*) through a server interceptor that sees
   // every message. Off: no interceptor and no grpc_server_* series.
   bool rpc_metrics = true;

@@ -2,12 +2,15 @@
 python3-selenium): after streaming, each model's chart shows its points and the bound line,
 and it follows the model as it learns. Writes a screenshot and prints its path.
 Usage: page_test.py PERCEPTROND STUBS_DIR OUTPUT_DIR"""
+import http.client
 import os
 import select
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 from selenium import webdriver
@@ -167,6 +170,90 @@ class PageTest(unittest.TestCase):
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         self.assertGreater(os.path.getsize(shot), 10000)
         print("screenshot of the live page: " + os.path.abspath(shot))
+
+
+    def test_probes_answer_promptly_beside_idle_and_slow_clients_and_the_page(self):
+        """DESIGN.md section 8: with 50 idle keep-alive connections, 20 clients trickling their
+        request headers and the page open on 50 models, /healthz and /metrics each answer within
+        1 s and the page goes on refreshing."""
+        stream = pp.Stream(d=4, gamma=0.1, noise=0.0, seed=21)
+        for i in range(50):
+            model_id = "m%02d" % i
+            self.stub.CreateModel(pb.CreateModelRequest(model_id=model_id, config=pb.ModelConfig(
+                dimension=4, gamma=0.1, comparator=stream.u + [0.0])))
+            pp.learn(pb, self.stub, model_id, [stream.next() for _ in range(100)])
+        address = ("127.0.0.1", self.server.http_port)
+
+        # 50 connections that asked once, were answered, and stay open and silent.
+        idle = []
+        for _ in range(50):
+            s = socket.create_connection(address, timeout=60)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"SERVING\n"):
+                chunk = s.recv(4096)
+                self.assertTrue(chunk, "an idle client's first answer")
+                answer += chunk
+            idle.append(s)
+
+        # 20 clients sending a header line a byte at a time, every 50 ms, never ending it
+        # (reconnecting if the server closes them).
+        stop = threading.Event()
+        def trickle():
+            while not stop.is_set():
+                try:
+                    with socket.create_connection(address, timeout=60) as s:
+                        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                        n = 0
+                        while not stop.is_set():
+                            for b in b"X-Slow-%d: y\r\n" % n:
+                                s.sendall(bytes([b]))
+                                if stop.wait(0.05):
+                                    return
+                            n += 1
+                except OSError:
+                    continue
+        slow = [threading.Thread(target=trickle) for _ in range(20)]
+        for t in slow:
+            t.start()
+
+        try:
+            # The page open on the 50 models.
+            self.driver.get(self.server.http + "/")
+            refreshed = lambda d: int(d.execute_script(
+                "return document.body.dataset.refreshed || 0"))
+            WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+                lambda d: refreshed(d) >= 1)
+            self.assertEqual(self.driver.execute_script(
+                "return document.querySelectorAll('section.model').length"), 50)
+            seen = refreshed(self.driver)
+
+            # The probes, each on a new connection, as Prometheus and a kubelet make them.
+            took = {"/healthz": [], "/metrics": []}
+            for _ in range(20):
+                for path in took:
+                    start = time.monotonic()
+                    conn = http.client.HTTPConnection(*address, timeout=60)
+                    conn.request("GET", path)
+                    r = conn.getresponse()
+                    body = r.read()
+                    took[path].append(time.monotonic() - start)
+                    conn.close()
+                    self.assertEqual(r.status, 200, path)
+                    self.assertTrue(body, path)
+            for path, times in took.items():
+                print("%s under the crowd: median %.1f ms, slowest %.1f ms over %d requests" % (
+                    path, 1000 * sorted(times)[len(times) // 2], 1000 * max(times), len(times)))
+                self.assertLess(max(times), 1.0, path)
+            # And the page keeps refreshing among them.
+            WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+                lambda d: refreshed(d) >= seen + 2)
+        finally:
+            stop.set()
+            for t in slow:
+                t.join()
+            for s in idle:
+                s.close()
 
 
 if __name__ == "__main__":

@@ -65,13 +65,14 @@ class Perceptrond:
         with open(self.stderr.name) as f:
             return f.read()
 
-    def get(self, path, token=None):
-        """(status, content type, body) of GET path on the HTTP port."""
+    def get(self, path, token=None, context=None):
+        """(status, content type, body) of GET path on the HTTP port; `context`: the
+        ssl.SSLContext for HTTPS."""
         request = urllib.request.Request(self.http + path)
         if token:
             request.add_header("Authorization", "Bearer " + token)
         try:
-            with urllib.request.urlopen(request, timeout=30) as r:
+            with urllib.request.urlopen(request, timeout=30, context=context) as r:
                 return r.status, r.headers.get("Content-Type", ""), r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.headers.get("Content-Type", ""), e.read().decode()

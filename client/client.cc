@@ -262,9 +262,15 @@ absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
   SetDeadline(&context);
   v1::GetWeightsRequest request;
   request.set_model_id(id);
-  v1::Weights response;
-  const grpc::Status s = stub_->GetWeights(&context, request, &response);
-  return Result(s, std::move(response));
+  std::unique_ptr<grpc::ClientReader<v1::Weights>> reader =
+      stub_->GetWeightsChunks(&context, request);
+  v1::Weights all, chunk;
+  while (reader->Read(&chunk)) {
+    all.mutable_values()->Add(chunk.values().begin(), chunk.values().end());
+    all.set_has_bias(chunk.has_bias());
+  }
+  const grpc::Status s = reader->Finish();
+  return Result(s, std::move(all));
 }
 
 absl::StatusOr<v1::History> Client::GetHistory(const std::string& id) {
@@ -357,21 +363,35 @@ absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
   SetDeadline(&context);
   v1::ExportModelRequest request;
   request.set_model_id(id);
-  v1::ExportModelResponse response;
-  const grpc::Status s = stub_->ExportModel(&context, request, &response);
+  std::unique_ptr<grpc::ClientReader<v1::ExportModelResponse>> reader =
+      stub_->ExportModelChunks(&context, request);
+  std::string blob;
+  v1::ExportModelResponse chunk;
+  while (reader->Read(&chunk)) blob.append(chunk.blob());
+  const grpc::Status s = reader->Finish();
   if (!s.ok()) return FromGrpc(s);
-  return std::move(*response.mutable_blob());
+  return blob;
 }
 
 absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
                                               const std::string& id) {
   grpc::ClientContext context;
   SetDeadline(&context);
-  v1::ImportModelRequest request;
-  request.set_blob(blob);
-  request.set_model_id(id);
   v1::Model response;
-  const grpc::Status s = stub_->ImportModel(&context, request, &response);
+  std::unique_ptr<grpc::ClientWriter<v1::ImportModelRequest>> writer =
+      stub_->ImportModelChunks(&context, &response);
+  constexpr size_t kChunk = 1 << 20;
+  size_t at = 0;
+  do {  // an empty blob is still one message, for the server to refuse
+    v1::ImportModelRequest request;
+    if (at == 0) request.set_model_id(id);
+    const size_t n = std::min(kChunk, blob.size() - at);
+    request.set_blob(blob.substr(at, n));
+    at += n;
+    if (!writer->Write(request)) break;  // the server ended the call
+  } while (at < blob.size());
+  writer->WritesDone();
+  const grpc::Status s = writer->Finish();
   return Result(s, std::move(response));
 }
 

@@ -140,6 +140,7 @@ class Client {
   absl::Status DeleteModel(const std::string& id);
   absl::StatusOr<v1::Model> ResetModel(const std::string& id);
   absl::StatusOr<v1::ModelStatus> GetStatus(const std::string& id);
+  // The weight vector, whatever its size (GetWeightsChunks).
   absl::StatusOr<v1::Weights> GetWeights(const std::string& id);
   // The learning curve (points of examples, mistakes, updates, bound).
   absl::StatusOr<v1::History> GetHistory(const std::string& id);
@@ -158,9 +159,10 @@ class Client {
       const std::function<bool(const v1::ModelStatus&)>& on_status,
       absl::Duration timeout = absl::InfiniteDuration());
 
-  // The model as a portable blob (ExportModel).
+  // The model as a portable blob, whatever its size (ExportModelChunks).
   absl::StatusOr<std::string> ExportModel(const std::string& id);
-  // A model from a blob, under `id` or, if empty, the blob's own.
+  // A model from a blob, under `id` or, if empty, the blob's own
+  // (ImportModelChunks).
   absl::StatusOr<v1::Model> ImportModel(const std::string& blob,
                                         const std::string& id);
 

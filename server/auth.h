@@ -6,9 +6,11 @@
 //   77ab01...  learn  team-a-  shared-
 //   c0ffee...  read
 //
-//   read:  GetModel, ListModels, GetStatus, WatchStatus, Predict, GetWeights
+//   read:  GetModel, ListModels, GetStatus, WatchStatus, Predict, GetWeights,
+//          GetWeightsChunks
 //   learn: also Learn, Reveal, Train
-//   admin: also CreateModel, DeleteModel, ResetModel, ImportModel, ExportModel
+//   admin: also CreateModel, DeleteModel, ResetModel, ImportModel, ExportModel,
+//          ImportModelChunks, ExportModelChunks
 //
 // Calls carry "authorization: Bearer TOKEN". No token or an unknown one:
 // UNAUTHENTICATED; a known token whose role or prefixes do not cover the call:

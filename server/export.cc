@@ -40,6 +40,12 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
     }
     StateToProto(entry.model->ExportState(), &state);
   }
+  // The blob's other fields and framing take well under 4 KiB.
+  if (const size_t bytes = state.ByteSizeLong(); bytes > kMaxBlobBytes - 4096) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the model's state is ", bytes,
+                     " bytes; an export holds at most ", kMaxBlobBytes - 4096));
+  }
   out.set_format_version(kExportFormatVersion);
   out.set_model_id(entry.id);
   *out.mutable_created_at() =

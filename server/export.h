@@ -3,6 +3,7 @@
 #ifndef PERCEPTRON_SERVER_EXPORT_H_
 #define PERCEPTRON_SERVER_EXPORT_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,9 @@ namespace perceptron::server {
 // The blob format version this server writes; it reads this one and 1 (whose
 // checksum covers only the state).
 inline constexpr uint32_t kExportFormatVersion = 2;
+
+// The largest blob: protobuf reads and writes messages below 2 GiB.
+inline constexpr size_t kMaxBlobBytes = (size_t{1} << 31) - 1;
 
 // Format 2's checksum: CRC-32 of every field but itself.
 uint32_t BlobCrc(const v1::ExportedModel& blob);

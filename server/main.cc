@@ -91,6 +91,14 @@ int main(int argc, char** argv) {
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.limits.max_pending = absl::GetFlag(FLAGS_max_pending);
   options.limits.max_pending_bytes = absl::GetFlag(FLAGS_max_pending_bytes);
+  if (options.limits.max_pending_bytes > (uint64_t{1} << 30)) {
+    // An export carries the pending predictions, in a blob of at most 2 GiB.
+    std::fprintf(stderr,
+                 "perceptrond: --max_pending_bytes must be at most 1 GiB "
+                 "(an export, which carries the pending predictions, holds at "
+                 "most 2 GiB)\n");
+    return 2;
+  }
   options.limits.pending_ttl = absl::GetFlag(FLAGS_pending_ttl);
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);

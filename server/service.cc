@@ -1,9 +1,14 @@
 #include "server/service.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/chunk_reactors.h"
 #include "server/convert.h"
 #include "server/export.h"
 #include "server/learn_reactor.h"
@@ -47,6 +52,41 @@ absl::StatusOr<std::string> PageTokenAfter(const std::string& token) {
         "page_token is not one a ListModels response gave");
   }
   return std::string(id);
+}
+
+// OK if a model of `config` can always be exported: the weight vectors its
+// algorithm keeps at most, with its pending predictions at their limit, stay
+// within a blob (1 MiB is left for the rest). The kernel store's size depends
+// on the examples (dense or sparse), so it is checked only when exported.
+absl::Status FitsAnExport(const ModelConfig& config, size_t max_pending_bytes) {
+  const double vector = 8.0 * config.weight_dimension();
+  double vectors = 0;
+  switch (config.algorithm) {
+    case Algorithm::kClassic:
+    case Algorithm::kMargin:
+      vectors = 1;
+      break;
+    case Algorithm::kAveraged:
+      vectors = 2;
+      break;
+    case Algorithm::kVoted:
+      vectors = static_cast<double>(config.max_voted_vectors) + 1;
+      break;
+    case Algorithm::kKernel:
+      return absl::OkStatus();
+  }
+  const double most = static_cast<double>(kMaxBlobBytes) - (1 << 20) -
+                      static_cast<double>(max_pending_bytes);
+  if (vectors * vector <= most) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "config: a %s model of dimension %u keeps up to %.0f vectors of %u "
+      "weights, %.2f GB, more than the %.2f GB an export can carry beside "
+      "--max_pending_bytes; %s",
+      AlgorithmName(config.algorithm), config.dimension, vectors,
+      config.weight_dimension(), vectors * vector / 1e9, most / 1e9,
+      config.algorithm == Algorithm::kVoted
+          ? "lower max_voted_vectors or the dimension"
+          : "lower the dimension"));
 }
 
 }  // namespace
@@ -95,6 +135,10 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
   absl::StatusOr<ModelConfig> config =
       ConfigFromProto(request->config(), limits_.max_dimension);
   if (!config.ok()) return Done(context, config.status());
+  if (absl::Status s = FitsAnExport(*config, limits_.max_pending_bytes);
+      !s.ok()) {
+    return Done(context, s);
+  }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
       registry_->Create(request->model_id(), *config);
   if (!entry.ok()) return Done(context, entry.status());
@@ -293,7 +337,46 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
   }
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
   if (!entry.ok()) return Done(context, entry.status());
-  return Done(context, FillWeights(**entry, response));
+  if (absl::Status s = FillWeights(**entry, response); !s.ok()) {
+    return Done(context, s);
+  }
+  if (response->ByteSizeLong() > limits_.max_message_bytes) {
+    return Done(context, absl::ResourceExhaustedError(absl::StrCat(
+                             "the weights take ", response->ByteSizeLong(),
+                             " bytes, over --max_message_bytes (",
+                             limits_.max_message_bytes,
+                             "): read them with GetWeightsChunks")));
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<v1::Weights>* PerceptronServiceImpl::GetWeightsChunks(
+    grpc::CallbackServerContext* context,
+    const v1::GetWeightsRequest* request) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
+    return new FailedWriter<v1::Weights>(s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return new FailedWriter<v1::Weights>(entry.status());
+  // One copy of the vector, taken under the model's lock; the chunks are cut
+  // from it as they are sent.
+  auto all = std::make_shared<v1::Weights>();
+  if (absl::Status s = FillWeights(**entry, all.get()); !s.ok()) {
+    return new FailedWriter<v1::Weights>(s);
+  }
+  static constexpr int kChunk = 1 << 17;
+  auto next = [all, at = 0, first = true](v1::Weights* chunk) mutable {
+    if (!first && at >= all->values_size()) return false;
+    first = false;  // an empty vector is still one message, with has_bias
+    const int n = std::min(kChunk, all->values_size() - at);
+    chunk->mutable_values()->Add(all->values().begin() + at,
+                                 all->values().begin() + at + n);
+    chunk->set_has_bias(all->has_bias());
+    at += n;
+    return true;
+  };
+  return new ChunkWriter<v1::Weights>(&streams_, std::move(next));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
@@ -308,8 +391,40 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
   if (!entry.ok()) return Done(context, entry.status());
   absl::StatusOr<std::string> blob = ExportBlob(**entry);
   if (!blob.ok()) return Done(context, blob.status());
+  if (blob->size() + 16 > limits_.max_message_bytes) {
+    return Done(context, absl::ResourceExhaustedError(absl::StrCat(
+                             "the blob takes ", blob->size(),
+                             " bytes, over --max_message_bytes (",
+                             limits_.max_message_bytes,
+                             "): export it with ExportModelChunks")));
+  }
   response->set_blob(*std::move(blob));
   return Done(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<v1::ExportModelResponse>*
+PerceptronServiceImpl::ExportModelChunks(
+    grpc::CallbackServerContext* context,
+    const v1::ExportModelRequest* request) {
+  using Failed = FailedWriter<v1::ExportModelResponse>;
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
+    return new Failed(s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return new Failed(entry.status());
+  absl::StatusOr<std::string> blob = ExportBlob(**entry);
+  if (!blob.ok()) return new Failed(blob.status());
+  auto all = std::make_shared<std::string>(*std::move(blob));
+  static constexpr size_t kChunk = 1 << 20;
+  auto next = [all, at = size_t{0}](v1::ExportModelResponse* chunk) mutable {
+    if (at >= all->size()) return false;
+    const size_t n = std::min(kChunk, all->size() - at);
+    chunk->set_blob(all->substr(at, n));
+    at += n;
+    return true;
+  };
+  return new ChunkWriter<v1::ExportModelResponse>(&streams_, std::move(next));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
@@ -320,24 +435,49 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
       !s.ok()) {
     return Done(context, s);
   }
-  if (streams_.stopped())
-    return Done(context, absl::UnavailableError("shutting down"));
+  return Done(context,
+              Import(context, request->blob(), request->model_id(), response));
+}
+
+grpc::ServerReadReactor<v1::ImportModelRequest>*
+PerceptronServiceImpl::ImportModelChunks(grpc::CallbackServerContext* context,
+                                         v1::Model* response) {
+  using Reader = ChunkReader<v1::ImportModelRequest, v1::Model>;
+  return new Reader(
+      &streams_, kMaxBlobBytes,
+      [](const v1::ImportModelRequest& r) -> const std::string& {
+        return r.blob();
+      },
+      [this, context](const v1::ImportModelRequest& first) {
+        return Allow(context, Role::kAdmin, first.model_id());
+      },
+      [this, context](const v1::ImportModelRequest& first,
+                      const std::string& blob, v1::Model* model) {
+        return Import(context, blob, first.model_id(), model);
+      },
+      response);
+}
+
+absl::Status PerceptronServiceImpl::Import(grpc::CallbackServerContext* context,
+                                           const std::string& blob,
+                                           const std::string& model_id,
+                                           v1::Model* response) {
+  if (streams_.stopped()) return absl::UnavailableError("shutting down");
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
-      ImportBlob(request->blob(), request->model_id(), limits_.max_dimension);
-  if (!entry.ok()) return Done(context, entry.status());
+      ImportBlob(blob, model_id, limits_.max_dimension);
+  if (!entry.ok()) return entry.status();
   // The id the model gets (the blob's own if the request names none) must be
   // covered too.
   if (absl::Status s = Allow(context, Role::kAdmin, (*entry)->id); !s.ok()) {
-    return Done(context, s);
+    return s;
   }
-  if (absl::Status s = registry_->Insert(*entry); !s.ok())
-    return Done(context, s);
+  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return s;
   if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
     registry_->Remove(*entry);
-    return Done(context, s);
+    return s;
   }
   FillModel(**entry, response);
-  return Done(context, absl::OkStatus());
+  return absl::OkStatus();
 }
 
 }  // namespace perceptron::server

@@ -83,6 +83,14 @@ class PerceptronServiceImpl final
   grpc::ServerUnaryReactor* ImportModel(grpc::CallbackServerContext* context,
                                         const v1::ImportModelRequest* request,
                                         v1::Model* response) override;
+  grpc::ServerWriteReactor<v1::Weights>* GetWeightsChunks(
+      grpc::CallbackServerContext* context,
+      const v1::GetWeightsRequest* request) override;
+  grpc::ServerWriteReactor<v1::ExportModelResponse>* ExportModelChunks(
+      grpc::CallbackServerContext* context,
+      const v1::ExportModelRequest* request) override;
+  grpc::ServerReadReactor<v1::ImportModelRequest>* ImportModelChunks(
+      grpc::CallbackServerContext* context, v1::Model* response) override;
 
  private:
   // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
@@ -93,6 +101,11 @@ class PerceptronServiceImpl final
   // OK if auth is off, or the call's token has `role` and covers `model_id`.
   absl::Status Allow(grpc::CallbackServerContext* context, Role role,
                      absl::string_view model_id);
+  // ImportModel's work for either form: the blob, the id asked for ("" for the
+  // blob's own), the model made.
+  absl::Status Import(grpc::CallbackServerContext* context,
+                      const std::string& blob, const std::string& model_id,
+                      v1::Model* response);
 
   Registry* const registry_;
   Persistence* const persistence_;

@@ -133,6 +133,77 @@ TEST(DurabilityTest,
             absl::StatusCode::kAlreadyExists);
 }
 
+// Every model the default limits let one create can be read and exported: a
+// model of the largest dimension (2^24) has weights and a blob of 128 MiB,
+// twice --max_message_bytes; they travel in chunks.
+TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
+  // Memory only: what is measured is the messages, not the disk.
+  auto a = *ServerProcess::Start({"--durability=none"});
+  auto b = *ServerProcess::Start({"--durability=none"});
+  auto ca = a->Connect(), cb = b->Connect();
+  constexpr uint32_t kD = 1u << 24;
+  v1::ModelConfig config;
+  config.set_dimension(kD);
+  config.set_normalize(false);
+  ASSERT_TRUE(ca->CreateModel("big", config).ok());
+  Example x;
+  x.sparse = true;
+  x.indices = {0, kD / 2, kD - 1};
+  x.values = {1, 2, 3};
+  x.label = 1;
+  {
+    std::unique_ptr<client::LearnSession> s =
+        ca->OpenLearnSession("big", client::SessionOptions());
+    ASSERT_TRUE(s->AddLabeled(x).ok());
+    ASSERT_TRUE(s->Finish().ok());
+  }
+  absl::StatusOr<v1::Weights> w = ca->GetWeights("big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->values_size(), static_cast<int>(kD) + 1);
+  EXPECT_EQ(w->values(kD / 2), 2.0);
+  EXPECT_EQ(w->values(kD), 1.0);  // the bias weight
+
+  // The single-message forms say what to use instead.
+  auto stub = v1::PerceptronService::NewStub(ca->channel());
+  {
+    grpc::ClientContext context;
+    v1::ExportModelRequest request;
+    request.set_model_id("big");
+    v1::ExportModelResponse response;
+    const grpc::Status s = stub->ExportModel(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(s.error_message(), HasSubstr("ExportModelChunks"));
+  }
+
+  // The command line exports and imports it.
+  const testing::ScopedDir scoped("big");
+  const std::string file = scoped.path() + "/big.model";
+  const std::string cli = std::string(PERCEPTRON_CLI_PATH) + " --server=";
+  testing::CommandResult r =
+      RunCommand(cli + a->target() + " export big " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(cli + b->target() + " import " + file + " --as=copy");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  absl::StatusOr<v1::Weights> copied = cb->GetWeights("copy");
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(copied->SerializeAsString(), w->SerializeAsString());
+  EXPECT_EQ(cb->GetStatus("copy")->stats().SerializeAsString(),
+            ca->GetStatus("big")->stats().SerializeAsString());
+
+  // A configuration whose export could not be carried is refused when created.
+  config.set_algorithm(v1::VOTED);
+  absl::Status s = ca->CreateModel("voted", config).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("lower max_voted_vectors or the dimension"));
+  // So is a pending limit no export could carry.
+  r = RunCommand(std::string(PERCEPTROND_PATH) +
+                 " --port=0 --http_port=-1 --durability=none"
+                 " --max_pending_bytes=2147483648");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--max_pending_bytes must be at most 1 GiB"));
+}
+
 TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
   auto server = *ServerProcess::Start();
   auto c = server->Connect();

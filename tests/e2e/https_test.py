@@ -100,6 +100,7 @@ class HttpsTest(unittest.TestCase):
                                 "--tls_key=" + self.path("server.key"),
                                 "--tls_client_ca=" + self.path("ca.pem"))
         try:
+            self.assertTrue(server.http.startswith("https://"), server.http)
             status, _, body = server.get("/healthz", context=self.context("client"))
             self.assertEqual((status, body), (200, "SERVING\n"))
             for client in (None, "other"):

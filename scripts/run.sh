@@ -8,7 +8,7 @@
 # The server is stopped (SIGTERM) at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --run
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target perceptrond perceptron
 bin=build/release

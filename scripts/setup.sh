@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing the project needs, and nothing else.
 # Safe to run again: packages already present are skipped, and apt is only touched when one is missing.
-# Usage: scripts/setup.sh [--build-only]   (as root, or with sudo available)
+# Usage: scripts/setup.sh [--build-only | --run]   (as root, or with sudo available)
 #   --build-only: only what building perceptrond and perceptron needs (the container image's
 #   build stage), not the tests' tools.
+#   --run: what building needs and what scripts/run.sh's demo reads (scikit-learn's data sets
+#   from Debian's Python), not the tests' tools.
 set -euo pipefail
 
 build_packages=(
@@ -40,7 +42,12 @@ packages=(
   dpkg-dev
 )
 
-if [ "${1:-}" = "--build-only" ]; then packages=("${build_packages[@]}"); fi
+case "${1:-}" in
+  --build-only) packages=("${build_packages[@]}") ;;
+  --run) packages=("${build_packages[@]}" python3 python3-sklearn) ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--build-only | --run]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -51,9 +51,17 @@ class DeployTest(unittest.TestCase):
         docs = list(yaml.safe_load_all(read("k8s/perceptrond.yaml")))
         kinds = {d["kind"]: d for d in docs}
         self.assertEqual(set(kinds), {"Service", "StatefulSet"})
+        services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+        kinds["Service"] = services["perceptrond"]
         ports = {p["name"]: p["port"] for p in kinds["Service"]["spec"]["ports"]}
         self.assertEqual(ports, {"grpc": self.grpc, "http": self.http})
         sts = kinds["StatefulSet"]["spec"]
+        # The StatefulSet's serviceName must name a headless Service (no cluster IP) selecting
+        # its pods: that is what gives each pod its DNS name.
+        governing = services[sts["serviceName"]]["spec"]
+        self.assertEqual(governing["clusterIP"], "None")
+        self.assertEqual(governing["selector"], sts["selector"]["matchLabels"])
+        self.assertNotEqual(kinds["Service"]["spec"].get("clusterIP"), "None")
         pod = sts["template"]["spec"]
         c = pod["containers"][0]
         for probe in ("livenessProbe", "readinessProbe", "startupProbe"):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -147,8 +150,12 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// A usage error: one line, and where the whole usage is.
 int Usage(const std::string& why) {
-  std::fprintf(stderr, "perceptron: %s\n\n%s\n", why.c_str(), kUsage);
+  std::fprintf(stderr,
+               "perceptron: %s (perceptron --help shows the commands and "
+               "flags)\n",
+               why.c_str());
   return 2;
 }
 
@@ -201,6 +208,69 @@ const char* AlgorithmText(v1::Algorithm a) {
 std::string BoundText(const v1::ModelStats& s) {
   if (!s.bound_available()) return "n/a";
   return absl::StrFormat("%.1f", s.bound());
+}
+
+// The shortest text that reads back as `v`.
+std::string Shortest(double v) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof(text), v).ptr;
+  return std::string(text, end);
+}
+
+// `get`: the model's configuration, one field a line, as `status` prints.
+void PrintModel(const v1::Model& m) {
+  const v1::ModelConfig& c = m.config();
+  std::printf("model          %s (%s, d=%u)\n", m.model_id().c_str(),
+              AlgorithmText(c.algorithm()), c.dimension());
+  std::printf("created        %s\n",
+              absl::FormatTime("%Y-%m-%d %H:%M:%S %Z",
+                               absl::FromUnixSeconds(m.created_at().seconds()),
+                               absl::LocalTimeZone())
+                  .c_str());
+  std::printf("eta            %s\n",
+              Shortest(c.has_eta() ? c.eta() : 1.0).c_str());
+  const bool bias = c.has_bias() ? c.bias() : true;
+  if (bias) {
+    std::printf(
+        "bias           on (constant %s)\n",
+        Shortest(c.has_bias_constant() ? c.bias_constant() : 1.0).c_str());
+  } else {
+    std::printf("bias           off\n");
+  }
+  std::printf("normalize      %s\n",
+              (c.has_normalize() ? c.normalize() : true) ? "on" : "off");
+  if (c.has_gamma()) {
+    std::printf("gamma          %s\n", Shortest(c.gamma()).c_str());
+  } else {
+    std::printf("gamma          none\n");
+  }
+  if (c.comparator_size() > 0) {
+    double sq = 0;
+    for (double u : c.comparator()) sq += u * u;
+    std::printf("comparator     %d values, |u| = %.6g (scaled to 1)\n",
+                c.comparator_size(), std::sqrt(sq));
+  } else {
+    std::printf("comparator     none (no TD_gamma or bound)\n");
+  }
+  if (c.algorithm() == v1::KERNEL) {
+    const v1::Kernel& k = c.kernel();
+    if (k.type() == v1::RBF) {
+      std::printf("kernel         rbf, sigma %s\n",
+                  Shortest(k.has_sigma() ? k.sigma() : 1.0).c_str());
+    } else if (k.type() == v1::POLYNOMIAL) {
+      std::printf("kernel         polynomial, degree %u, c0 %s\n",
+                  k.degree() == 0 ? 2 : k.degree(),
+                  Shortest(k.has_c0() ? k.c0() : 1.0).c_str());
+    } else {
+      std::printf("kernel         linear\n");
+    }
+    std::printf("kernel budget  %llu\n",
+                static_cast<unsigned long long>(c.kernel_budget()));
+  }
+  if (c.algorithm() == v1::VOTED) {
+    std::printf("voted vectors  at most %llu\n",
+                static_cast<unsigned long long>(c.max_voted_vectors()));
+  }
 }
 
 void PrintStatus(const v1::ModelStatus& st) {
@@ -697,12 +767,18 @@ int Run(const std::string& command, const std::vector<std::string>& args) {
     std::printf("SERVING\n");
     return 0;
   }
+  static constexpr absl::string_view kOneModel[] = {"get", "delete", "reset",
+                                                    "weights"};
+  if (std::find(std::begin(kOneModel), std::end(kOneModel), command) ==
+      std::end(kOneModel)) {
+    return Usage(absl::StrCat("unknown command \"", command, "\""));
+  }
   if (args.size() != 1) return Usage(absl::StrCat(command, " takes one MODEL"));
   std::unique_ptr<Client> client = Connect();
   if (command == "get") {
     absl::StatusOr<v1::Model> m = client->GetModel(args[0]);
     if (!m.ok()) return Fail(m.status());
-    std::printf("%s", m->DebugString().c_str());
+    PrintModel(*m);
     return 0;
   }
   if (command == "delete") {
@@ -731,6 +807,23 @@ int Run(const std::string& command, const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(perceptron::client::kUsage);
+  // --help lists this file's flags (Abseil's default looks for a file named
+  // after the program); --version names the release and the wire contract.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "client/cli_main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.normalize_filename = [](absl::string_view file) {
+    const size_t slash = file.rfind('/', file.rfind('/') - 1);
+    return std::string(
+        slash == absl::string_view::npos ? file : file.substr(slash + 1));
+  };
+  usage.version_string = [] {
+    return std::string("perceptron " PERCEPTRON_VERSION " (wire contract ") +
+           perceptron::v1::PerceptronService::service_full_name() + ")\n";
+  };
+  absl::SetFlagsUsageConfig(usage);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() < 2) return perceptron::client::Usage("no command");
   std::vector<std::string> args(rest.begin() + 2, rest.end());

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -140,11 +141,52 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   r = RunCommand(Cli(*server_, "create m --dim=3 --gamma=-1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT: config: gamma -1"));
+  // A usage error is one line that points at --help; an unknown command is
+  // named as one.
   r = RunCommand(Cli(*server_, "bogus"));
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output,
+            "perceptron: unknown command \"bogus\" (perceptron --help shows "
+            "the commands and flags)\n");
+  r = RunCommand(Cli(*server_, "get"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("get takes one MODEL"));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
+  // get prints the configuration as status prints figures, numbers in their
+  // shortest round-trip form.
+  r = RunCommand(Cli(*server_, "create g --dim=4 --gamma=0.1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "get g"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("model          g (classic, d=4)\n"));
+  EXPECT_THAT(r.output, HasSubstr("gamma          0.1\n"));
+  EXPECT_THAT(r.output, HasSubstr("comparator     none"));
   r = RunCommand(Cli(*server_, "health"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("SERVING"));
+}
+
+// --help lists each binary's flags with their defaults; --version names the
+// release and the wire contract.
+TEST(CliHelpTest, HelpListsEveryFlagAndVersionNamesTheRelease) {
+  for (const std::string binary : {PERCEPTRON_CLI_PATH, PERCEPTROND_PATH}) {
+    testing::CommandResult r = RunCommand(binary + " --help");
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("No flags matched")))
+        << binary;
+    EXPECT_THAT(r.output, HasSubstr("--help lists every flag")) << binary;
+    r = RunCommand(binary + " --version");
+    EXPECT_THAT(r.output, HasSubstr(" 0.1.0 (wire contract "
+                                    "perceptron.v1.PerceptronService)"))
+        << binary;
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("Debug build"))) << binary;
+  }
+  testing::CommandResult r =
+      RunCommand(std::string(PERCEPTRON_CLI_PATH) + " --help");
+  EXPECT_THAT(r.output, HasSubstr("--server (host:port of perceptrond); "
+                                  "default: \"127.0.0.1:50051\";"));
+  r = RunCommand(std::string(PERCEPTROND_PATH) + " --help");
+  EXPECT_THAT(r.output, HasSubstr("--max_pending_bytes"));
+  EXPECT_THAT(r.output, HasSubstr("default: 8080;"));
 }
 
 // A loopback port reserved by a bound, unlistening socket: connections to it

@@ -88,6 +88,7 @@ absl::StatusOr<Dataset> ParseLibsvm(std::istream& in, const std::string& name,
     }
     d.examples.push_back(std::move(e));
   }
+  if (d.examples.empty()) return Bad(name, n, "no examples in the file");
   return d;
 }
 
@@ -103,19 +104,24 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
     if (text.empty()) continue;
     std::vector<absl::string_view> cells = absl::StrSplit(text, ',');
     if (columns == 0) {
-      // A header row: any cell that is not a number.
-      bool header = false;
-      double v;
-      for (absl::string_view c : cells) header |= !ParseDouble(c, &v);
-      if (header) continue;
       columns = cells.size();
       if (columns < 2)
         return Bad(name, n, "a CSV row needs at least a feature and a label");
+      // The first row is a header if a feature cell is not a number (the
+      // label may be a class name in every row). Only the first row can be.
+      const size_t label_at =
+          options.label_column < 0 ? columns - 1 : options.label_column;
+      bool header = false;
+      double v;
+      for (size_t k = 0; k < columns; ++k) {
+        header |= k != label_at && !ParseDouble(cells[k], &v);
+      }
+      if (header) continue;
     }
     if (cells.size() != columns) {
-      return Bad(name, n,
-                 absl::StrCat(cells.size(), " columns; the first data row has ",
-                              columns));
+      return Bad(
+          name, n,
+          absl::StrCat(cells.size(), " columns; the first row has ", columns));
     }
     const size_t label_at =
         options.label_column < 0 ? columns - 1 : options.label_column;
@@ -143,6 +149,7 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
     d.examples.push_back(std::move(e));
   }
   d.dimension = columns == 0 ? 0 : columns - 1;
+  if (d.examples.empty()) return Bad(name, n, "no examples in the file");
   return d;
 }
 

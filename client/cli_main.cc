@@ -72,6 +72,9 @@ ABSL_FLAG(uint32_t, degree, 2, "create: polynomial degree");
 ABSL_FLAG(double, c0, 1.0, "create: polynomial offset");
 ABSL_FLAG(double, sigma, 1.0, "create: rbf width");
 ABSL_FLAG(uint64_t, budget, 10000, "create: kernel budget (stored mistakes)");
+ABSL_FLAG(bool, skip_rejected, false,
+          "train: go on past examples the server rejects, counting them "
+          "(default: stop at the first rejected batch)");
 ABSL_FLAG(uint64_t, max_voted, 1000,
           "create: voted perceptron's stored vectors");
 // data
@@ -428,6 +431,40 @@ absl::Status CreateIfAsked(Client& client, const std::string& model,
   return client.CreateModel(model, *config).status();
 }
 
+// OK if every example of `data` fits a model of input dimension `dimension`;
+// else INVALID_ARGUMENT naming the file, line and index (as the file writes
+// it), before anything is sent.
+absl::Status FitsTheModel(const std::string& path, const Dataset& data,
+                          uint32_t dimension) {
+  for (size_t k = 0; k < data.examples.size(); ++k) {
+    const Example& e = data.examples[k];
+    const size_t line = k < data.lines.size() ? data.lines[k] : k + 1;
+    if (e.sparse) {
+      for (uint32_t i : e.indices) {
+        if (i >= dimension) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ":", line, ": index ", i + data.index_base,
+              " is past the model's dimension ", dimension, " (indices ",
+              data.index_base, " to ", dimension - 1 + data.index_base, ")"));
+        }
+      }
+    } else if (e.values.size() != dimension) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line, ": ", e.values.size(),
+                       " features; the model's dimension is ", dimension));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The model's dimension checked against the data (FitsTheModel).
+absl::Status CheckDimension(Client& client, const std::string& model,
+                            const std::string& path, const Dataset& data) {
+  absl::StatusOr<v1::Model> m = client.GetModel(model);
+  if (!m.ok()) return m.status();
+  return FitsTheModel(path, data, m->config().dimension());
+}
+
 int Fit(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("fit takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -437,6 +474,10 @@ int Fit(const std::vector<std::string>& args) {
   std::unique_ptr<Client> client = Connect();
   if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
     return Fail(s);
+  if (absl::Status s = CheckDimension(*client, model, args[0], *data);
+      !s.ok()) {
+    return Fail(s);
+  }
   absl::StatusOr<v1::TrainResponse> r =
       client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
   if (!r.ok()) return Fail(r.status());
@@ -457,6 +498,15 @@ int Train(const std::vector<std::string>& args) {
   std::unique_ptr<Client> client = Connect();
   if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
     return Fail(s);
+  if (absl::Status s = CheckDimension(*client, model, args[0], *data);
+      !s.ok()) {
+    return Fail(s);
+  }
+  const bool skip = absl::GetFlag(FLAGS_skip_rejected);
+  // The first example the server rejected: its place in the stream and why.
+  std::atomic<bool> rejected{false};
+  uint64_t rejected_at = 0;
+  std::string rejected_why;
   const uint64_t total = data->examples.size() *
                          static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
   const bool progress = ShowProgress();
@@ -467,6 +517,13 @@ int Train(const std::vector<std::string>& args) {
   so.batch_size = absl::GetFlag(FLAGS_batch);
   so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
   so.on_response = [&](const v1::LearnResponse& r) {
+    const uint64_t first = done.load();
+    for (int i = 0; i < r.results_size() && !rejected; ++i) {
+      if (!r.results(i).has_error()) continue;
+      rejected_at = first + i;
+      rejected_why = r.results(i).error().message();
+      rejected = true;  // published after what it guards
+    }
     const uint64_t n = done += r.results_size();
     const absl::Time now = absl::Now();
     if (!progress || (now - last_draw < absl::Milliseconds(100) && n < total))
@@ -492,6 +549,7 @@ int Train(const std::vector<std::string>& args) {
   for (uint32_t epoch = 0; epoch < absl::GetFlag(FLAGS_epochs) && added.ok();
        ++epoch) {
     for (const Example& e : data->examples) {
+      if (!skip && rejected) break;  // stop at the first rejected batch
       added = session->AddLabeled(e);
       if (!added.ok()) break;
     }
@@ -514,10 +572,22 @@ int Train(const std::vector<std::string>& args) {
       static_cast<unsigned long long>(s.mistakes()),
       static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
   if (summary->item_errors > 0) {
+    // "item K: why" names the place in its batch; the file's line is better.
+    absl::string_view why = rejected_why;
+    if (absl::ConsumePrefix(&why, "item ")) {
+      why.remove_prefix(std::min(why.size(), why.find(": ") + 2));
+    }
+    const size_t k = rejected_at % data->examples.size();
     std::fprintf(stderr,
-                 "perceptron: %llu examples were rejected; the first: %s\n",
+                 "perceptron: %s:%zu: rejected: %s\nperceptron: %llu "
+                 "example(s) rejected%s\n",
+                 args[0].c_str(),
+                 k < data->lines.size() ? data->lines[k] : k + 1,
+                 std::string(why).c_str(),
                  static_cast<unsigned long long>(summary->item_errors),
-                 summary->first_error.c_str());
+                 skip ? " and skipped (--skip_rejected)"
+                      : "; sending stopped there, batches already in "
+                        "flight were applied (--skip_rejected to go on)");
     return 1;
   }
   return 0;

@@ -41,6 +41,7 @@ absl::StatusOr<Dataset> ParseLibsvm(std::istream& in, const std::string& name,
                                     const ReadOptions& options) {
   Dataset d;
   d.sparse = true;
+  d.index_base = options.index_base;
   std::string line;
   size_t n = 0;
   while (std::getline(in, line)) {
@@ -87,6 +88,7 @@ absl::StatusOr<Dataset> ParseLibsvm(std::istream& in, const std::string& name,
       d.dimension = std::max(d.dimension, i + 1);
     }
     d.examples.push_back(std::move(e));
+    d.lines.push_back(n);
   }
   if (d.examples.empty()) return Bad(name, n, "no examples in the file");
   return d;
@@ -98,30 +100,36 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
   std::string line;
   size_t n = 0;
   size_t columns = 0;
+  size_t n_rows = 0;  // non-empty rows so far
   while (std::getline(in, line)) {
     ++n;
     absl::string_view text = absl::StripAsciiWhitespace(line);
     if (text.empty()) continue;
     std::vector<absl::string_view> cells = absl::StrSplit(text, ',');
-    if (columns == 0) {
-      columns = cells.size();
-      if (columns < 2)
-        return Bad(name, n, "a CSV row needs at least a feature and a label");
+    if (n_rows++ == 0) {
       // The first row is a header if a feature cell is not a number (the
-      // label may be a class name in every row). Only the first row can be.
-      const size_t label_at =
-          options.label_column < 0 ? columns - 1 : options.label_column;
+      // label may be a class name in every row); only the first row can be,
+      // and its width is its own (scikit-learn's files start with a summary
+      // row).
+      const size_t label_at = options.label_column < 0
+                                  ? cells.size() - 1
+                                  : static_cast<size_t>(options.label_column);
       bool header = false;
       double v;
-      for (size_t k = 0; k < columns; ++k) {
+      for (size_t k = 0; k < cells.size(); ++k) {
         header |= k != label_at && !ParseDouble(cells[k], &v);
       }
       if (header) continue;
     }
+    if (columns == 0) {
+      columns = cells.size();
+      if (columns < 2)
+        return Bad(name, n, "a CSV row needs at least a feature and a label");
+    }
     if (cells.size() != columns) {
-      return Bad(
-          name, n,
-          absl::StrCat(cells.size(), " columns; the first row has ", columns));
+      return Bad(name, n,
+                 absl::StrCat(cells.size(), " columns; the first data row has ",
+                              columns));
     }
     const size_t label_at =
         options.label_column < 0 ? columns - 1 : options.label_column;
@@ -147,6 +155,7 @@ absl::StatusOr<Dataset> ParseCsv(std::istream& in, const std::string& name,
       e.values.push_back(v);
     }
     d.examples.push_back(std::move(e));
+    d.lines.push_back(n);
   }
   d.dimension = columns == 0 ? 0 : columns - 1;
   if (d.examples.empty()) return Bad(name, n, "no examples in the file");

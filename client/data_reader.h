@@ -39,6 +39,11 @@ struct ReadOptions {
 
 struct Dataset {
   std::vector<Example> examples;
+  // The file's line (1-based) of each example.
+  std::vector<size_t> lines;
+  // LIBSVM: the index base the file was read with (to name an index as the
+  // file writes it); 0 for CSV, whose columns count from 0.
+  int index_base = 0;
   // The input dimension: CSV columns less the label; LIBSVM the largest index
   // + 1.
   uint32_t dimension = 0;

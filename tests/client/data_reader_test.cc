@@ -100,7 +100,7 @@ TEST(DataReaderTest, ErrorsNameTheFileAndLine) {
               HasSubstr("f.svm:1: label \"5\" is not +1/1 or -1/0"));
   EXPECT_THAT(
       std::string(ParseData("1,2,1\n1,1\n", "f.csv", {}).status().message()),
-      HasSubstr("f.csv:2: 2 columns; the first row has 3"));
+      HasSubstr("f.csv:2: 2 columns; the first data row has 3"));
   EXPECT_THAT(
       std::string(ParseData("1,2,1\n1,zz,1\n", "f.csv", {}).status().message()),
       HasSubstr("f.csv:2: column 1 \"zz\" is not a number"));

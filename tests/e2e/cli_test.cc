@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/server_process.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -129,6 +131,55 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   r = RunCommand(Cli(*server_, "watch gen --count=1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("perceptron watch gen"));
+}
+
+// Files the model cannot take: a wider one is refused before anything is sent,
+// naming the file, line and index; a rejected example stops the stream unless
+// --skip_rejected; class names work as CSV labels; a file with no example
+// fails.
+TEST_F(CliTest, FilesTheModelCannotTakeAreNamedByLine) {
+  const testing::ScopedDir dir("cli-files");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.path() + "/" + name) << text;
+    return dir.path() + "/" + name;
+  };
+  const std::string wide =
+      write("wide.svm", "+1 1:1 2:1\n-1 3:1\n+1 1:0.5 13:2\n-1 2:1\n");
+  testing::CommandResult r = RunCommand(Cli(*server_, "create w --dim=10"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "train " + wide + " --model=w"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output,
+              HasSubstr("wide.svm:3: index 13 is past the model's dimension "
+                        "10 (indices 1 to 10)"));
+  EXPECT_EQ(client_->GetStatus("w")->stats().examples(), 0u);
+
+  // eta 1e10 on 1e300: the first example's update would overflow.
+  const std::string huge =
+      write("huge.svm", "+1 1:1e300\n+1 2:1\n-1 3:1\n+1 2:1\n");
+  r = RunCommand(
+      Cli(*server_, "create o --dim=3 --normalize=false --eta=1e10"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(
+      Cli(*server_, "train " + huge + " --model=o --batch=4 --skip_rejected"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("huge.svm:1: rejected: learning this "
+                                  "example would make a weight overflow"));
+  EXPECT_THAT(r.output, HasSubstr("1 example(s) rejected and skipped"));
+  EXPECT_EQ(client_->GetStatus("o")->stats().examples(), 3u);
+  r = RunCommand(Cli(*server_, "train " + huge + " --model=o --batch=4"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("sending stopped there"));
+
+  const std::string yn = write("yn.csv", "a,b,label\n1,2,yes\n3,4,no\n");
+  r = RunCommand(
+      Cli(*server_, "train " + yn + " --model=yn --create --positive=yes"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(client_->GetStatus("yn")->stats().examples(), 2u);
+  const std::string empty = write("empty.csv", "a,b,label\n");
+  r = RunCommand(Cli(*server_, "train " + empty + " --model=yn"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("empty.csv:1: no examples in the file"));
 }
 
 TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {

@@ -1,4 +1,5 @@
-// The comparator, TD_gamma, the radius R and the mistake bound (DESIGN.md 2.4).
+// The comparator, TD_gamma, the radius R and the mistake bound (docs/design.md
+// section 2, 4).
 //
 //   perceptron::BoundTracker tracker(config);
 //   tracker.Observe(prepared, label);        // once per labeled example,

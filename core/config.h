@@ -1,5 +1,5 @@
 // The configuration of a model, fixed when the model is created
-// (DESIGN.md 2.1-2.4).
+// (docs/design.md section 2, 1-2.4).
 //
 //   perceptron::ModelConfig config;
 //   config.dimension = 20;
@@ -25,7 +25,7 @@ namespace perceptron {
 // entries with bias).
 inline constexpr uint32_t kMaxDimension = 1u << 24;
 
-// The learning rule of a model (DESIGN.md 2.3).
+// The learning rule of a model (docs/design.md section 2, 3).
 enum class Algorithm {
   kClassic,  // w <- w + eta*y*x^ when y*(w . x^) <= 0.
   kMargin,  // update when w = 0 or y*(w . x^)/||w|| <= gamma/2. Needs gamma and

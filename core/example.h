@@ -1,5 +1,5 @@
 // Examples: dense or sparse feature vectors, their validation, and labels
-// (DESIGN.md 4, 6).
+// (docs/design.md sections 4, 6).
 //
 //   std::vector<double> x = {0.5, -1.0, 2.0};
 //   perceptron::FeatureView dense = perceptron::FeatureView::Dense(x);

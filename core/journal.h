@@ -1,5 +1,5 @@
 // What a model changed, as plain data, so that a store can log updates instead
-// of examples (DESIGN.md section 5) and replay them bit for bit.
+// of examples (docs/design.md section 5) and replay them bit for bit.
 //
 //   model->SetJournaling(true);
 //   ... Learn / Issue / Reveal ...

@@ -1,4 +1,4 @@
-// The learning rules of DESIGN.md 2.3 behind one interface.
+// The learning rules of docs/design.md section 2, 3 behind one interface.
 //
 //   absl::StatusOr<std::unique_ptr<perceptron::Learner>> learner =
 //       perceptron::MakeLearner(config);               // config already
@@ -148,7 +148,7 @@ class Learner {
 // The learner for `config`, which must have passed ValidateConfig.
 std::unique_ptr<Learner> MakeLearner(const ModelConfig& config);
 
-// +1 if score >= 0, else -1 (ties predict +1, DESIGN.md 2.2).
+// +1 if score >= 0, else -1 (ties predict +1, docs/design.md section 2, 2).
 inline int PredictedLabel(double score) { return score >= 0 ? 1 : -1; }
 
 }  // namespace perceptron

@@ -1,6 +1,6 @@
 // The primal learners: classic, margin and averaged perceptrons
-// (DESIGN.md 2.3). Use MakeLearner (learner.h) rather than these classes
-// directly. Not thread-safe.
+// (docs/design.md section 2, 3). Use MakeLearner (learner.h) rather than these
+// classes directly. Not thread-safe.
 #ifndef PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 #define PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 

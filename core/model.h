@@ -1,6 +1,6 @@
 // A named-model's learning state: configuration, learner, counters, bound
 // accounting and the pending predictions of the predict-then-reveal protocol
-// (DESIGN.md 2, 4, 5).
+// (docs/design.md sections 2, 4, 5).
 //
 //   absl::StatusOr<std::unique_ptr<perceptron::Model>> model =
 //   perceptron::Model::Create(config);
@@ -163,10 +163,10 @@ class Model {
   // A labeled example: predict, then reveal at once (the prequential path).
   absl::StatusOr<Outcome> Learn(const FeatureView& x, int label);
 
-  // Cyclic training to separation (DESIGN.md 2.3): passes over `data` in order,
-  // each example a labeled example as in Learn, until a pass makes no update or
-  // max_epochs passes are made. Every example is validated first; on error
-  // (naming the example's index) nothing changes.
+  // Cyclic training to separation (docs/design.md section 2, 3): passes over
+  // `data` in order, each example a labeled example as in Learn, until a pass
+  // makes no update or max_epochs passes are made. Every example is validated
+  // first; on error (naming the example's index) nothing changes.
   absl::StatusOr<TrainResult> Train(absl::Span<const LabeledExample> data,
                                     const TrainOptions& options = {});
 

@@ -1,5 +1,5 @@
-// Preparation of an example (DESIGN.md 2.1) and the linear algebra on prepared
-// examples.
+// Preparation of an example (docs/design.md section 2, 1) and the linear
+// algebra on prepared examples.
 //
 // A prepared example x^ is scale * [x, c]: the bias constant c is appended when
 // the model has a bias, and scale is 1/||[x, c]|| when the model normalizes
@@ -72,8 +72,8 @@ bool AddScaledStaysFinite(double a, const Prepared& x,
                           absl::Span<const double> w);
 
 // The errors a learner gives, with its state unchanged, when a number it would
-// compute or store is not finite as a double (DESIGN.md 2.5): the score it
-// decides on, or a value an update would write (`what` names it).
+// compute or store is not finite as a double (docs/design.md section 2, 5): the
+// score it decides on, or a value an update would write (`what` names it).
 absl::Status NonFiniteScore(double score);
 absl::Status NonFiniteUpdate(absl::string_view what);
 

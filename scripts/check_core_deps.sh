@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails if the core library (DESIGN.md 3) includes a gRPC or protobuf header, a generated .pb.h,
+# Fails if the core library (docs/design.md section 3) includes a gRPC or protobuf header, a generated .pb.h,
 # or a header from another folder of the project.
 # Usage: scripts/check_core_deps.sh [CORE_DIR]
 set -euo pipefail

@@ -30,7 +30,7 @@ packages=(
   libleveldb-dev libsnappy-dev zlib1g-dev
   # The example Python client.
   python3-grpcio python3-protobuf
-  # The peer check (DESIGN 2.6) runs scikit-learn from Debian's Python.
+  # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
   # The HTTP port: Prometheus metrics, the embedded web server (epoll, HTTPS through GnuTLS).
   prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev

@@ -1,5 +1,5 @@
-// Who may do what (DESIGN.md section 6): bearer tokens from a file, each with a
-// role and, optionally, the model-id prefixes it is limited to.
+// Who may do what (docs/design.md section 9): bearer tokens from a file, each
+// with a role and, optionally, the model-id prefixes it is limited to.
 //
 //   # tokens file: TOKEN ROLE [PREFIX ...]      roles: read, learn, admin
 //   3f9c2a...  admin

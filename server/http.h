@@ -19,8 +19,8 @@
 //
 // Connections are multiplexed with epoll over a few worker threads, so idle
 // keep-alive connections and slow clients hold no thread and cannot starve
-// /healthz or /metrics (DESIGN.md section 8); a connection idle for 60 s is
-// closed. Thread-safe.
+// /healthz or /metrics (docs/design.md section 8); a connection idle for 60 s
+// is closed. Thread-safe.
 #ifndef PERCEPTRON_SERVER_HTTP_H_
 #define PERCEPTRON_SERVER_HTTP_H_
 

@@ -1,8 +1,8 @@
-// The Learn stream (DESIGN.md section 4): reads batches, applies them to the
-// model in order, and answers each, in order, once its log record is committed
-// (persistence.h). It keeps reading while earlier batches are being committed
-// and written, so a client may have many batches in flight and they share
-// fsyncs; when too many answers wait it stops reading until they drain
+// The Learn stream (docs/design.md section 4): reads batches, applies them to
+// the model in order, and answers each, in order, once its log record is
+// committed (persistence.h). It keeps reading while earlier batches are being
+// committed and written, so a client may have many batches in flight and they
+// share fsyncs; when too many answers wait it stops reading until they drain
 // (backpressure).
 #ifndef PERCEPTRON_SERVER_LEARN_REACTOR_H_
 #define PERCEPTRON_SERVER_LEARN_REACTOR_H_

@@ -1,5 +1,5 @@
-// The server's limits (DESIGN.md section 6). Set from flags in main.cc; see
-// there for defaults.
+// The server's limits (docs/design.md section 6). Set from flags in main.cc;
+// see there for defaults.
 #ifndef PERCEPTRON_SERVER_LIMITS_H_
 #define PERCEPTRON_SERVER_LIMITS_H_
 

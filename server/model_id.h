@@ -1,4 +1,4 @@
-// Model ids (DESIGN.md section 4): 1-128 characters of [A-Za-z0-9._-], not
+// Model ids (docs/design.md section 4): 1-128 characters of [A-Za-z0-9._-], not
 // only dots ("." and ".." are path segments in the HTTP API's URLs).
 #ifndef PERCEPTRON_SERVER_MODEL_ID_H_
 #define PERCEPTRON_SERVER_MODEL_ID_H_

@@ -1,4 +1,4 @@
-// Durability of models (DESIGN.md section 5) on top of the store:
+// Durability of models (docs/design.md section 5) on top of the store:
 //   sync   a batch is answered only after its log record is on disk. Records
 //   are queued in
 //          order and a committer thread writes everything queued as one batch

@@ -147,7 +147,7 @@ class Registry {
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
 
-  // A model recovery could not rebuild (DESIGN.md section 5): its id stays
+  // A model recovery could not rebuild (docs/design.md section 5): its id stays
   // taken, every call naming it answers DATA_LOSS with `reason`, and its data
   // stays untouched until DeleteModel discards it.
   void SetAside(const std::string& id, const absl::Status& reason);

@@ -1,7 +1,7 @@
 // The data directory: an embedded LevelDB holding, per model, its identity,
-// snapshots and a log of what each batch changed (DESIGN.md section 5). Values
-// carry a CRC-32 of their own besides LevelDB's checksums; anything that fails
-// a check is never applied.
+// snapshots and a log of what each batch changed (docs/design.md section 5).
+// Values carry a CRC-32 of their own besides LevelDB's checksums; anything that
+// fails a check is never applied.
 //
 //   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open("data");
 //   absl::StatusOr<perceptron::server::Recovery> recovered =

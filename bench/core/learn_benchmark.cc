@@ -1,6 +1,6 @@
-// The core learner's predict+learn step on the DESIGN.md section 7 shapes: the
-// compute limit that later measurements of the service are compared against.
-// Prints examples per second (items_per_second). Run:
+// The core learner's predict+learn step on the docs/design.md section 7 shapes:
+// the compute limit that later measurements of the service are compared
+// against. Prints examples per second (items_per_second). Run:
 // build/release/bench/core/core_benchmark
 //
 //   W1: dense, d = 20        W2: dense, d = 1000        W3: sparse, 32

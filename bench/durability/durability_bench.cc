@@ -1,6 +1,6 @@
 // Learn throughput and latency for each durability mode, relative to `none`,
-// measured in one run (DESIGN.md section 7), and the restart time of a model
-// with a long history.
+// measured in one run (docs/design.md section 7), and the restart time of a
+// model with a long history.
 //
 //   build/release/bench/durability/durability_bench [--examples=400000]
 //   [--repeats=3]

@@ -1,5 +1,5 @@
-// echo_server: the bare gRPC echo stream of DESIGN.md section 7, on the same
-// callback API and threading as perceptrond, answering each request with a
+// echo_server: the bare gRPC echo stream of docs/design.md section 7, on the
+// same callback API and threading as perceptrond, answering each request with a
 // response shaped like perceptrond's.
 //   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT";
 //   SIGTERM stops it.

@@ -1,6 +1,6 @@
-// service_bench: DESIGN.md section 7 in one run. Every figure it prints is a
-// ratio of two things measured in this run (or a figure of this run beside the
-// target it is compared with).
+// service_bench: docs/design.md section 7 in one run. Every figure it prints is
+// a ratio of two things measured in this run (or a figure of this run beside
+// the target it is compared with).
 //
 //   W1 dense d=20, batches of 64      W2 dense d=1000, batches of 64
 //   W3 sparse 32 of d=2^20, batches of 256      W4 one example at a time:
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
       {"W2", 1000, 0, 64, 64, quick ? 20000 : 100000},
       {"W3", 1u << 20, 32, 256, 128, quick ? 100000 : 500000},
   };
-  std::printf("# perceptrond benchmark (DESIGN.md section 7)\n\n");
+  std::printf("# perceptrond benchmark (docs/design.md section 7)\n\n");
   std::printf(
       "machine: %u cores; medians of %d repeats, modes and paths "
       "interleaved\n\n",

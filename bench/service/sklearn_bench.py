@@ -1,4 +1,4 @@
-"""scikit-learn's Perceptron on the benchmark's data (DESIGN.md section 7): one epoch, and
+"""scikit-learn's Perceptron on the benchmark's data (docs/design.md section 7): one epoch, and
 partial_fit one example at a time. Reads the files service_bench writes; prints
 "NAME epoch EX_PER_S" and "NAME partial_fit EX_PER_S" lines.
 

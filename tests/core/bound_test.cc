@@ -1,5 +1,5 @@
-// The theorem of DESIGN.md 2.4 as a property over random streams, and the
-// bound's bookkeeping.
+// The theorem of docs/design.md section 2, 4 as a property over random streams,
+// and the bound's bookkeeping.
 #include "core/bound.h"
 
 #include <algorithm>

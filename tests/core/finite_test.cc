@@ -1,10 +1,11 @@
-// A model never holds, answers or journals a non-finite number (DESIGN.md 2.5),
-// whatever finite input it is given: random streams of extreme finite values
-// (up to 1e308, every algorithm and kernel, bias and normalization on and off)
-// of Learn, Issue, Reveal, Predict and Train. An operation either succeeds with
-// finite answers or is refused with INVALID_ARGUMENT and changes nothing; after
-// every operation the whole state is finite and rebuilds (the path recovery and
-// import take), and every journal applied to a copy gives the same state.
+// A model never holds, answers or journals a non-finite number (docs/design.md
+// section 2, 5), whatever finite input it is given: random streams of extreme
+// finite values (up to 1e308, every algorithm and kernel, bias and
+// normalization on and off) of Learn, Issue, Reveal, Predict and Train. An
+// operation either succeeds with finite answers or is refused with
+// INVALID_ARGUMENT and changes nothing; after every operation the whole state
+// is finite and rebuilds (the path recovery and import take), and every journal
+// applied to a copy gives the same state.
 #include <cmath>
 #include <cstdint>
 #include <random>

@@ -1,4 +1,4 @@
-// A replica fed only journals equals the original bit for bit (DESIGN.md
+// A replica fed only journals equals the original bit for bit (docs/design.md
 // section 5).
 #include "core/journal.h"
 

@@ -1,6 +1,6 @@
-// DESIGN.md 2.6: one classic pass over breast_cancer.csv (bias c = 1, no
-// normalization, eta = 1) equals scikit-learn's Perceptron, which the test runs
-// itself through Debian's Python.
+// docs/design.md section 2, 6: one classic pass over breast_cancer.csv (bias c
+// = 1, no normalization, eta = 1) equals scikit-learn's Perceptron, which the
+// test runs itself through Debian's Python.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -103,8 +103,8 @@ TEST(SklearnPeerTest, OneClassicPassEqualsSklearnPerceptronOnBreastCancer) {
   }
   EXPECT_LE(std::abs(w[30] - sk.intercept), 1e-12 * std::abs(sk.intercept))
       << "intercept " << w[30] << " vs sklearn " << sk.intercept;
-  // DESIGN.md 2.6 records 168 updates for this pass; without delays updates ==
-  // mistakes.
+  // docs/design.md section 2, 6 records 168 updates for this pass; without
+  // delays updates == mistakes.
   EXPECT_EQ(model->counters().updates, 168u);
   EXPECT_EQ(model->counters().mistakes, 168u);
   EXPECT_EQ(model->counters().examples, 569u);

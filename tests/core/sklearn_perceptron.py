@@ -1,4 +1,4 @@
-"""Fits scikit-learn's Perceptron for one pass over breast_cancer.csv, as DESIGN.md 2.6 states,
+"""Fits scikit-learn's Perceptron for one pass over breast_cancer.csv, as docs/design.md section 2, 6 states,
 and prints the data file's path and the fitted weights for sklearn_peer_test to compare.
 
 Output lines: "csv PATH", "samples N", "coef V V ...", "intercept V" (floats as repr, exact).

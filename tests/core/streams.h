@@ -79,8 +79,8 @@ inline Stream MakeStream(const StreamSpec& spec) {
   return s;
 }
 
-// x^ computed directly from DESIGN.md 2.1, independently of Preparer: for naive
-// references.
+// x^ computed directly from docs/design.md section 2, 1, independently of
+// Preparer: for naive references.
 inline std::vector<double> Augmented(const std::vector<double>& x,
                                      const ModelConfig& c) {
   std::vector<double> a = x;

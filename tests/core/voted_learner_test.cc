@@ -14,9 +14,9 @@ using testing::Augmented;
 using testing::MakeStream;
 using testing::NaiveDot;
 
-// Freund & Schapire's voted perceptron as DESIGN.md 2.3 states it: c_k is the
-// number of examples w_k survived; at most `cap` past vectors are kept (the
-// oldest dropped).
+// Freund & Schapire's voted perceptron as docs/design.md section 2, 3 states
+// it: c_k is the number of examples w_k survived; at most `cap` past vectors
+// are kept (the oldest dropped).
 class NaiveVoted {
  public:
   NaiveVoted(size_t dim, size_t cap) : w_(dim, 0.0), cap_(cap) {}

@@ -1,7 +1,7 @@
-// Bad input over the wire (DESIGN.md section 6), one table: each case asserts
-// the status code, that the message names the item or value, and that the
-// model's weights and counters are unchanged. The server runs with small limits
-// so that every limit can be hit.
+// Bad input over the wire (docs/design.md section 6), one table: each case
+// asserts the status code, that the message names the item or value, and that
+// the model's weights and counters are unchanged. The server runs with small
+// limits so that every limit can be hit.
 #include <random>
 
 #include "absl/synchronization/notification.h"

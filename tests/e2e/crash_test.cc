@@ -1,9 +1,10 @@
-// Kill -9 at random moments loses nothing acknowledged (DESIGN.md section 5): a
-// real perceptrond in sync mode, one client stream per model recording what was
-// acknowledged, SIGKILL after a random number of answered batches, restart on
-// the same data directory, and each model must equal, bit for bit, a core model
-// that received the acknowledged items in order plus at most the items still in
-// flight. Predictions issued before a kill are revealed after it.
+// Kill -9 at random moments loses nothing acknowledged (docs/design.md section
+// 5): a real perceptrond in sync mode, one client stream per model recording
+// what was acknowledged, SIGKILL after a random number of answered batches,
+// restart on the same data directory, and each model must equal, bit for bit, a
+// core model that received the acknowledged items in order plus at most the
+// items still in flight. Predictions issued before a kill are revealed after
+// it.
 #include <signal.h>
 
 #include <random>

@@ -173,7 +173,7 @@ class PageTest(unittest.TestCase):
 
 
     def test_probes_answer_promptly_beside_idle_and_slow_clients_and_the_page(self):
-        """DESIGN.md section 8: with 50 idle keep-alive connections, 20 clients trickling their
+        """docs/design.md section 8: with 50 idle keep-alive connections, 20 clients trickling their
         request headers and the page open on 50 models, /healthz and /metrics each answer within
         1 s and the page goes on refreshing."""
         stream = pp.Stream(d=4, gamma=0.1, noise=0.0, seed=21)

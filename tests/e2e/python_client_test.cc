@@ -21,7 +21,8 @@ TEST(PythonClientTest, StreamsBreastCancerAndPrintsTheStatus) {
       PERCEPTRON_BREAST_CANCER_CSV));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("streamed 569 examples (0 rejected)"));
-  // The same figures as the core library and scikit-learn (DESIGN.md 2.6).
+  // The same figures as the core library and scikit-learn (docs/design.md
+  // section 2, 6).
   EXPECT_THAT(r.output, HasSubstr("examples 569\nmistakes 168\nupdates 168\n"));
   absl::StatusOr<v1::ModelStatus> st = (*server)->Connect()->GetStatus("py");
   ASSERT_TRUE(st.ok()) << st.status();

@@ -1,5 +1,5 @@
-// Security over the wire (DESIGN.md section 6): TLS, mutual TLS, and bearer
-// tokens with roles and model-id prefixes; every denial with its code
+// Security over the wire (docs/design.md section 6): TLS, mutual TLS, and
+// bearer tokens with roles and model-id prefixes; every denial with its code
 // (UNAUTHENTICATED vs PERMISSION_DENIED); health without a token; no token in
 // the server's output. The CA and certificates are made by openssl.
 #include <fstream>

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "perceptron/v1/state.pb.h"
+#include "server/curves.h"
 #include "server/model_id.h"
 #include "server/state_convert.h"
 
@@ -39,6 +40,7 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
           absl::StrCat("model ", entry.id, " was deleted"));
     }
     StateToProto(entry.model->ExportState(), &state);
+    CurvesToProto(entry.recent, entry.history, state.mutable_curves());
   }
   // The blob's other fields and framing take well under 4 KiB.
   if (const size_t bytes = state.ByteSizeLong(); bytes > kMaxBlobBytes - 4096) {
@@ -89,9 +91,20 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
     return absl::InvalidArgumentError(
         absl::StrCat("import: ", model.status().message()));
   }
+  RecentWindow recent(kRecentWindow);
+  History history;
+  if (absl::Status c = CurvesFromProto(state.curves(), &recent, &history);
+      !c.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("import: ", c.message()));
+  }
   const std::string name = id.empty() ? in.model_id() : id;
   if (absl::Status v = ValidateModelId(name); !v.ok()) return v;
-  return std::make_shared<ModelEntry>(name, *std::move(model), absl::Now());
+  auto entry =
+      std::make_shared<ModelEntry>(name, *std::move(model), absl::Now());
+  absl::MutexLock lock(&entry->mu);
+  entry->recent = std::move(recent);
+  entry->history = std::move(history);
+  return entry;
 }
 
 }  // namespace perceptron::server

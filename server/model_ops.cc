@@ -215,8 +215,8 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     entry.model->Reset();
-    commit = persistence.Stage(entry);
     entry.ClearCurves();
+    commit = persistence.Stage(entry);
     entry.updated_at = absl::Now();
   }
   entry.NotifyChanged();

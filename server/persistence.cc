@@ -1,6 +1,7 @@
 #include "server/persistence.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/curves.h"
 
 namespace perceptron::server {
 
@@ -100,6 +101,9 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
         std::make_shared<ModelEntry>(r.id, std::move(r.model), r.created_at);
     {
       absl::MutexLock lock(&entry->mu);
+      entry->recent = std::move(r.recent);
+      entry->history = std::move(r.history);
+      entry->curves_journaling = true;
       entry->seq = r.seq;
       entry->records_since_snapshot = r.seq - r.snapshot_seq;
     }
@@ -115,15 +119,19 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
 
 absl::Status Persistence::Created(ModelEntry& entry) {
   ModelState state;
+  v1::CurvesState curves;
   {
     absl::MutexLock lock(&entry.mu);
     if (store_ == nullptr) return absl::OkStatus();
     entry.model->SetJournaling(true);
     entry.model->TakeJournal();  // the snapshot below holds everything so far
+    entry.curves_journaling = true;
+    entry.TakeCurvesJournal();
     state = entry.model->ExportState();
+    CurvesToProto(entry.recent, entry.history, &curves);
     entry.seq = 0;
   }
-  return store_->PutModel(entry.id, entry.created_at, state);
+  return store_->PutModel(entry.id, entry.created_at, state, curves);
 }
 
 absl::Status Persistence::Deleted(const std::string& id) {
@@ -135,7 +143,7 @@ CommitHandle Persistence::Stage(ModelEntry& entry) {
   if (store_ == nullptr) return nullptr;
   auto commit = std::make_shared<Commit>();
   Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq,
-                         entry.model->TakeJournal()},
+                         entry.model->TakeJournal(), entry.TakeCurvesJournal()},
            commit};
   ++entry.records_since_snapshot;
   absl::Status failed;
@@ -183,16 +191,18 @@ void Persistence::CommitLoop() {
 
 void Persistence::MaybeSnapshot(ModelEntry& entry) {
   ModelState state;
+  v1::CurvesState curves;
   uint64_t seq;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every)
       return;
     state = entry.model->ExportState();
+    CurvesToProto(entry.recent, entry.history, &curves);
     seq = entry.seq;
     entry.records_since_snapshot = 0;
   }
-  store_->PutSnapshot(entry.id, seq, state)
+  store_->PutSnapshot(entry.id, seq, state, curves)
       .IgnoreError();  // the log still holds everything
 }
 

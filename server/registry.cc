@@ -8,7 +8,12 @@ namespace perceptron::server {
 
 void ModelEntry::Observe(bool mistake) {
   recent.Add(mistake);
-  if (history.Due(model->counters().examples)) history.Add(CurrentPoint());
+  if (curves_journaling) curves_journal.mistakes.push_back(mistake);
+  if (history.Due(model->counters().examples)) {
+    const HistoryPoint p = CurrentPoint();
+    history.Add(p);
+    if (curves_journaling) curves_journal.points.push_back(p);
+  }
 }
 
 HistoryPoint ModelEntry::CurrentPoint() const {
@@ -25,6 +30,8 @@ HistoryPoint ModelEntry::CurrentPoint() const {
 void ModelEntry::ClearCurves() {
   recent.Clear();
   history.Clear();
+  curves_journal = CurvesJournal();
+  curves_journal.cleared = curves_journaling;
 }
 
 void ModelEntry::AddListener(ModelListener* l) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -41,36 +42,6 @@ class ModelListener {
   virtual void OnModelDeleted() = 0;
 };
 
-// The mistakes of the last `size` labeled examples, for the recent mistake
-// rate: a ring of bits.
-class RecentWindow {
- public:
-  explicit RecentWindow(size_t size)
-      : size_(size), bits_((size + 63) / 64, 0) {}
-  void Add(bool mistake) {
-    uint64_t& word = bits_[next_ / 64];
-    const uint64_t bit = uint64_t{1} << (next_ % 64);
-    mistakes_ += static_cast<int64_t>(mistake) - ((word & bit) != 0);
-    word = mistake ? (word | bit) : (word & ~bit);
-    next_ = next_ + 1 == size_ ? 0 : next_ + 1;
-    if (count_ < size_) ++count_;
-  }
-  double rate() const {
-    return count_ == 0 ? 0.0 : static_cast<double>(mistakes_) / count_;
-  }
-  size_t size() const { return size_; }
-  void Clear() { *this = RecentWindow(size_); }
-
- private:
-  size_t size_;
-  std::vector<uint64_t> bits_;
-  size_t next_ = 0;
-  size_t count_ = 0;
-  int64_t mistakes_ = 0;
-};
-
-inline constexpr size_t kRecentWindow = 1000;
-
 struct ModelEntry {
   ModelEntry(std::string id, std::unique_ptr<Model> m, absl::Time now)
       : id(std::move(id)),
@@ -93,12 +64,22 @@ struct ModelEntry {
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
 
+  // What changed in `recent` and `history` since the last TakeCurvesJournal,
+  // for the log record of the batch (persistence.h).
+  // Kept only while the model is stored (curves_journaling).
+  CurvesJournal curves_journal ABSL_GUARDED_BY(mu);
+  bool curves_journaling ABSL_GUARDED_BY(mu) = false;
+
   // Accounts a labeled example the model just learned from: the recent window
   // and, when due, a history point.
   void Observe(bool mistake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  CurvesJournal TakeCurvesJournal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return std::exchange(curves_journal, CurvesJournal());
+  }
   // The model's point now, for the end of a chart.
   HistoryPoint CurrentPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
-  // Empties the recent window and the history (after a reset).
+  // Empties the recent window and the history (a reset: call it before the
+  // reset's batch is staged, so that its record says so).
   void ClearCurves() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.

@@ -11,6 +11,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "leveldb/write_batch.h"
 #include "perceptron/v1/state.pb.h"
+#include "server/curves.h"
 #include "server/state_convert.h"
 
 namespace perceptron::server {
@@ -175,6 +176,10 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
                    Model::FromState(*std::move(state));
                !m.ok()) {
       why = absl::StrCat("snapshot ", it->first, ": ", m.status().message());
+    } else if (absl::Status c = CurvesFromProto(snap.state().curves(),
+                                                &r.recent, &r.history);
+               !c.ok()) {
+      why = absl::StrCat("snapshot ", it->first, ": ", c.message());
     } else {
       r.model = *std::move(m);
       r.snapshot_seq = r.seq = snap.seq();
@@ -198,7 +203,9 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
         Unseal(value, &record) && record.seq() == seq &&
         record.created_at_unix_nanos() == absl::ToUnixNanos(r.created_at) &&
         (journal = JournalFromProto(record.journal())).ok() &&
+        CheckCurvesDelta(record.journal().curves()).ok() &&
         r.model->ApplyJournal(*journal).ok()) {
+      ApplyCurvesDelta(record.journal().curves(), &r.recent, &r.history);
       r.seq = seq;
       ++r.records_applied;
     } else {
@@ -244,7 +251,8 @@ absl::StatusOr<Recovery> Store::Recover(uint32_t max_dimension) {
 }
 
 absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
-                             const ModelState& state) {
+                             const ModelState& state,
+                             const v1::CurvesState& curves) {
   leveldb::WriteBatch batch;
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
@@ -256,6 +264,7 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   v1::Snapshot snap;
   snap.set_seq(0);
   StateToProto(state, snap.mutable_state());
+  *snap.mutable_state()->mutable_curves() = curves;
   batch.Put(SeqKey(SnapshotPrefix(id), 0), Seal(snap));
   leveldb::WriteOptions sync;
   sync.sync = true;
@@ -283,6 +292,7 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
     record.set_seq(r->seq);
     record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
     JournalToProto(r->journal, record.mutable_journal());
+    CurvesDeltaToProto(r->curves, record.mutable_journal()->mutable_curves());
     batch.Put(SeqKey(LogPrefix(r->id), r->seq), Seal(record));
   }
   leveldb::WriteOptions options;
@@ -292,7 +302,7 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
 
 absl::Status Store::Append(const std::string& id, absl::Time created_at,
                            uint64_t seq, const Journal& journal, bool sync) {
-  const Record r{id, created_at, seq, journal};
+  const Record r{id, created_at, seq, journal, {}};
   return Append(std::vector<const Record*>{&r}, sync);
 }
 
@@ -304,10 +314,12 @@ absl::Status Store::Sync() {
 }
 
 absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
-                                const ModelState& state) {
+                                const ModelState& state,
+                                const v1::CurvesState& curves) {
   v1::Snapshot snap;
   snap.set_seq(seq);
   StateToProto(state, snap.mutable_state());
+  *snap.mutable_state()->mutable_curves() = curves;
   leveldb::WriteOptions sync;
   sync.sync = true;
   const std::string prefix = SnapshotPrefix(id);

@@ -20,6 +20,8 @@
 #include "absl/time/time.h"
 #include "core/model.h"
 #include "leveldb/db.h"
+#include "perceptron/v1/state.pb.h"
+#include "server/history.h"
 
 namespace perceptron::server {
 
@@ -31,6 +33,9 @@ struct RecoveredModel {
   std::string id;
   absl::Time created_at;
   std::unique_ptr<Model> model;
+  // The recent-mistake window and the learning curve, as of `seq`.
+  RecentWindow recent{kRecentWindow};
+  History history;
   uint64_t seq = 0;           // the last log record applied (or the snapshot's)
   uint64_t snapshot_seq = 0;  // the snapshot recovery started from
   uint64_t records_applied = 0;  // log records replayed after it
@@ -67,7 +72,8 @@ class Store {
   // Writes a model's identity and a snapshot of `state` at seq 0, replacing
   // anything stored under `id`. Synced.
   absl::Status PutModel(const std::string& id, absl::Time created_at,
-                        const ModelState& state);
+                        const ModelState& state,
+                        const v1::CurvesState& curves = v1::CurvesState());
   // Removes everything stored under `id`. Synced.
   absl::Status DeleteModel(const std::string& id);
   // A log record: what batch `seq` of model `id` changed. `created_at` names
@@ -78,6 +84,7 @@ class Store {
     absl::Time created_at;
     uint64_t seq = 0;
     Journal journal;
+    CurvesJournal curves;
   };
   // Writes `records` in one atomic batch, in order; synced (one fsync for all)
   // if `sync`.
@@ -92,7 +99,8 @@ class Store {
   // two snapshots are kept, and the log after the older, so that a damaged
   // newest snapshot can fall back.
   absl::Status PutSnapshot(const std::string& id, uint64_t seq,
-                           const ModelState& state);
+                           const ModelState& state,
+                           const v1::CurvesState& curves = v1::CurvesState());
 
   // Bytes of the store on disk (approximate).
   uint64_t ApproximateSize();

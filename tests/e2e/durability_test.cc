@@ -95,6 +95,41 @@ TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
   EXPECT_EQ(c->GetStatus("kept")->stats().pending(), 0u);
 }
 
+// Everything status reports is state: the recent-mistake window and the
+// learning curve are the same after a restart (replayed from the log alone,
+// and from snapshots) and after an export and import.
+TEST(DurabilityTest, TheRecentWindowAndTheCurveSurviveRestartsAndImports) {
+  for (const char* every : {"--snapshot_every=100000", "--snapshot_every=7"}) {
+    SCOPED_TRACE(every);
+    const testing::ScopedDir scoped("curves");
+    std::string history, rate, blob;
+    {
+      auto server = *ServerProcess::Start({every}, scoped.path());
+      auto c = server->Connect();
+      v1::ModelConfig config;
+      config.set_dimension(6);
+      ASSERT_TRUE(c->CreateModel("c", config).ok());
+      Stream(*c, "c", Examples(3000, 6, 9));
+      ASSERT_TRUE(c->ResetModel("c").ok());  // a reset is replayed too
+      Stream(*c, "c", Examples(1700, 6, 10));
+      history = c->GetHistory("c")->SerializeAsString();
+      rate = absl::StrCat(c->GetStatus("c")->recent_mistake_rate());
+      blob = *c->ExportModel("c");
+      EXPECT_EQ(server->Stop(SIGTERM), 0);
+    }
+    auto server = *ServerProcess::Start({every}, scoped.path());
+    auto c = server->Connect();
+    EXPECT_GT(c->GetHistory("c")->points_size(), 100);
+    EXPECT_EQ(c->GetHistory("c")->SerializeAsString(), history);
+    EXPECT_EQ(absl::StrCat(c->GetStatus("c")->recent_mistake_rate()), rate);
+    ASSERT_TRUE(c->ImportModel(blob, "copy").ok());
+    v1::History copied = *c->GetHistory("copy");
+    copied.set_model_id("c");
+    EXPECT_EQ(copied.SerializeAsString(), history);
+    EXPECT_EQ(absl::StrCat(c->GetStatus("copy")->recent_mistake_rate()), rate);
+  }
+}
+
 TEST(DurabilityTest,
      ExportThenImportOnASecondServerGivesTheSamePredictionsAndStatus) {
   auto a = *ServerProcess::Start();

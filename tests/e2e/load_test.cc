@@ -176,7 +176,8 @@ TEST(LoadTest,
     s->Finish().ok();
   }
   for (std::thread& t : side) t.join();
-  EXPECT_EQ(server->Stop(SIGTERM), 0);  // already stopping; waits for the exit
+  EXPECT_EQ(server->Stop(SIGTERM), 0)  // already stopping; waits for the exit
+      << server->StderrText();
   server.reset();
   auto again = *testing::ServerProcess::Start({}, dir.path());
   auto c = again->Connect();

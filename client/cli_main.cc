@@ -1,20 +1,16 @@
-// perceptron: the command-line client of perceptrond.
-//
-//   perceptron create MODEL --dim=D [--algorithm=classic] [--gamma=G
-//   --comparator_file=F] ... perceptron list | get MODEL | delete MODEL | reset
-//   MODEL | weights MODEL | health perceptron train FILE --model=MODEL
-//   [--create] [--epochs=N] [--batch=64] [--positive=CLASS] perceptron fit FILE
-//   --model=MODEL [--create] [--max_epochs=100]   (cyclic training) perceptron
-//   predict FILE --model=MODEL [--issue] perceptron reveal --model=MODEL
-//   ID:LABEL [ID:LABEL ...] perceptron status MODEL | watch MODEL
-//   [--interval=200ms] perceptron generate --dim=D --count=N --margin=M
-//   --noise=P --out=FILE [--separator_out=F]
+// perceptron: the command-line client of perceptrond. Its commands (create,
+// list, get, delete, reset, weights, health, train, fit, predict, reveal,
+// status, watch, plot, export, import, generate) are listed in kUsage below,
+// which `perceptron --help` prints.
 //
 // Results go to standard output, progress and errors to standard error. Exit
 // status: 0 on success, 1 on failure, 2 for a usage error.
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/data_reader.h"
@@ -131,7 +128,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron fit FILE --model=MODEL [--create] [--max_epochs=100]
              (cyclic training to separation, in one Train request)
   perceptron predict FILE --model=MODEL [--issue]
-  perceptron reveal --model=MODEL ID:LABEL [ID:LABEL ...]      (e.g. 17:-1 18:+1)
+  perceptron reveal --model=MODEL ID:LABEL ... | FILE   (e.g. 17:-1 18:+1, or a FILE of
+             "ID LABEL" lines, as predict --issue prints them with the true labels)
   perceptron status MODEL
   perceptron watch MODEL [--interval=200ms] [--count=N]
   perceptron plot MODEL --out=FILE.svg [--log_scale]
@@ -141,7 +139,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
              [--out=FILE] [--separator_out=FILE]
 
-Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the last column).
+Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the last column);
+"-" reads standard input (export: writes standard output). Labels are +1/1 and -1/0.
 --server=host:port (default 127.0.0.1:50051). With a secured server: --tls_ca=CA.pem
 [--tls_cert=client.pem --tls_key=client.key] and --token_file=FILE (or PERCEPTRON_TOKEN).
 --help lists every flag.)";
@@ -152,6 +151,15 @@ int Fail(const absl::Status& s) {
                std::string(s.message()).c_str());
   return 1;
 }
+
+// A local failure (a file, the data): the message alone, no gRPC code.
+int FailLocal(const absl::Status& s) {
+  std::fprintf(stderr, "perceptron: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+// The reason the last system call failed, as text.
+std::string Errno() { return std::strerror(errno); }
 
 // A usage error: one line, and where the whole usage is.
 int Usage(const std::string& why) {
@@ -166,7 +174,8 @@ int Usage(const std::string& why) {
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "perceptron: cannot read %s\n", path.c_str());
+    std::fprintf(stderr, "perceptron: cannot read %s: %s\n", path.c_str(),
+                 std::strerror(errno));
     std::exit(1);
   }
   return std::string((std::istreambuf_iterator<char>(in)),
@@ -320,7 +329,10 @@ void PrintStatus(const v1::ModelStatus& st) {
 
 absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
   std::vector<double> out;
   std::string token;
   while (in >> token) {
@@ -380,7 +392,7 @@ int Create(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_dim) == 0) return Usage("create needs --dim");
   absl::StatusOr<v1::ModelConfig> config =
       ConfigFromFlags(absl::GetFlag(FLAGS_dim));
-  if (!config.ok()) return Fail(config.status());
+  if (!config.ok()) return FailLocal(config.status());
   absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
   if (!m.ok()) return Fail(m.status());
   std::printf("created %s (%s, d=%u%s)\n", m->model_id().c_str(),
@@ -389,7 +401,7 @@ int Create(const std::vector<std::string>& args) {
   return 0;
 }
 
-absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
+absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels) {
   ReadOptions o;
   const std::string f = absl::GetFlag(FLAGS_format);
   if (f == "libsvm") {
@@ -404,7 +416,20 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
   o.index_base = absl::GetFlag(FLAGS_index_base);
   o.label_column = absl::GetFlag(FLAGS_label_column);
   o.require_labels = require_labels;
-  return ReadDataFile(path, o);
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<DataReader>> OpenData(const std::string& path,
+                                                     bool require_labels) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+  if (!o.ok()) return o.status();
+  return DataReader::Open(path, *o);
+}
+
+absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+  if (!o.ok()) return o.status();
+  return ReadDataFile(path, *o);
 }
 
 bool ShowProgress() {
@@ -414,69 +439,87 @@ bool ShowProgress() {
   return isatty(STDERR_FILENO);
 }
 
-// With --create, creates `model` from the flags (and the data's dimension
-// unless --dim) if it does not exist.
-absl::Status CreateIfAsked(Client& client, const std::string& model,
-                           const Dataset& data) {
-  if (!absl::GetFlag(FLAGS_create)) return absl::OkStatus();
-  absl::StatusOr<v1::Model> existing = client.GetModel(model);
-  if (existing.ok() ||
-      existing.status().code() != absl::StatusCode::kNotFound) {
-    return existing.status();
-  }
-  absl::StatusOr<v1::ModelConfig> config =
-      ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
-                                                    : data.dimension);
-  if (!config.ok()) return config.status();
-  return client.CreateModel(model, *config).status();
-}
+// One progress line on standard error, redrawn at most ten times a second.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool on) : on_(on) {}
+  ~ProgressLine() { End(); }
 
-// OK if every example of `data` fits a model of input dimension `dimension`;
-// else INVALID_ARGUMENT naming the file, line and index (as the file writes
-// it), before anything is sent.
-absl::Status FitsTheModel(const std::string& path, const Dataset& data,
-                          uint32_t dimension) {
-  for (size_t k = 0; k < data.examples.size(); ++k) {
-    const Example& e = data.examples[k];
-    const size_t line = k < data.lines.size() ? data.lines[k] : k + 1;
-    if (e.sparse) {
-      for (uint32_t i : e.indices) {
-        if (i >= dimension) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ":", line, ": index ", i + data.index_base,
-              " is past the model's dimension ", dimension, " (indices ",
-              data.index_base, " to ", dimension - 1 + data.index_base, ")"));
-        }
-      }
-    } else if (e.values.size() != dimension) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line, ": ", e.values.size(),
-                       " features; the model's dimension is ", dimension));
+  // `done` of `total` (0: not known), then `text`; `force` draws now.
+  void Draw(uint64_t done, uint64_t total, const std::string& text,
+            bool force = false) {
+    if (!on_) return;
+    const absl::Time now = absl::Now();
+    if (!force && now - last_ < absl::Milliseconds(100)) return;
+    last_ = now;
+    drawn_ = true;
+    const int width = 30;
+    if (total > 0) {
+      const int filled =
+          static_cast<int>(width * std::min(done, total) / total);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%% %s ",
+                   std::string(filled, '=').c_str(),
+                   std::string(width - filled, ' ').c_str(),
+                   100.0 * std::min(done, total) / total, text.c_str());
+    } else {
+      std::fprintf(stderr, "\r%s ", text.c_str());
     }
   }
-  return absl::OkStatus();
-}
+  void End() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
 
-// The model's dimension checked against the data (FitsTheModel).
-absl::Status CheckDimension(Client& client, const std::string& model,
-                            const std::string& path, const Dataset& data) {
-  absl::StatusOr<v1::Model> m = client.GetModel(model);
-  if (!m.ok()) return m.status();
-  return FitsTheModel(path, data, m->config().dimension());
+ private:
+  const bool on_;
+  bool drawn_ = false;
+  absl::Time last_ = absl::InfinitePast();
+};
+
+// OK if `e` fits a model of input dimension `dimension`; else
+// INVALID_ARGUMENT naming the file, line and index (as the file writes it).
+absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
+                          const Example& e, uint32_t dimension) {
+  if (e.sparse) {
+    for (uint32_t i : e.indices) {
+      if (i >= dimension) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", line, ": index ", i + index_base,
+            " is past the model's dimension ", dimension, " (indices ",
+            index_base, " to ", dimension - 1 + index_base, ")"));
+      }
+    }
+  } else if (e.values.size() != dimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ":", line, ": ", e.values.size(),
+                     " features; the model's dimension is ", dimension));
+  }
+  return absl::OkStatus();
 }
 
 int Fit(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("fit takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("fit needs --model");
+  // One Train request carries the whole set, so it is read whole.
   absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
-  if (!data.ok()) return Fail(data.status());
+  if (!data.ok()) return FailLocal(data.status());
   std::unique_ptr<Client> client = Connect();
-  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
-    return Fail(s);
-  if (absl::Status s = CheckDimension(*client, model, args[0], *data);
-      !s.ok()) {
-    return Fail(s);
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  if (!m.ok() && m.status().code() == absl::StatusCode::kNotFound &&
+      absl::GetFlag(FLAGS_create)) {
+    absl::StatusOr<v1::ModelConfig> config =
+        ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
+                                                      : data->dimension);
+    if (!config.ok()) return FailLocal(config.status());
+    m = client->CreateModel(model, *config);
+  }
+  if (!m.ok()) return Fail(m.status());
+  for (size_t k = 0; k < data->examples.size(); ++k) {
+    absl::Status s =
+        FitsTheModel(args[0], data->lines[k], data->index_base,
+                     data->examples[k], m->config().dimension());
+    if (!s.ok()) return FailLocal(s);
   }
   absl::StatusOr<v1::TrainResponse> r =
       client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
@@ -489,80 +532,133 @@ int Fit(const std::vector<std::string>& args) {
   return 0;
 }
 
+// train: streams the file (or standard input) in batches, holding only what
+// is in flight. A file is read twice: first to check every line and its fit
+// to the model before anything is sent (and to count, for the progress bar),
+// then to send; standard input is checked as it is sent.
 int Train(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("train takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("train needs --model");
-  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
-  if (!data.ok()) return Fail(data.status());
+  const uint32_t epochs = absl::GetFlag(FLAGS_epochs);
+  if (epochs == 0) return Usage("--epochs must be at least 1");
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<DataReader>> opened =
+      OpenData(args[0], /*require_labels=*/true);
+  if (!opened.ok()) return FailLocal(opened.status());
+  DataReader& reader = **opened;
+  const bool file = reader.seekable();
+  if (epochs > 1 && !file) {
+    return Usage("--epochs above 1 needs a file that can be read again, not "
+                 "a pipe");
+  }
   std::unique_ptr<Client> client = Connect();
-  if (absl::Status s = CreateIfAsked(*client, model, *data); !s.ok())
-    return Fail(s);
-  if (absl::Status s = CheckDimension(*client, model, args[0], *data);
-      !s.ok()) {
-    return Fail(s);
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  const bool create = !m.ok() &&
+                      m.status().code() == absl::StatusCode::kNotFound &&
+                      absl::GetFlag(FLAGS_create);
+  if (!m.ok() && !create) return Fail(m.status());
+  uint32_t dimension =
+      create ? absl::GetFlag(FLAGS_dim) : m->config().dimension();
+  ProgressLine progress(ShowProgress());
+  uint64_t per_pass = 0;  // examples in the file; 0 for standard input
+  Example e;
+  if (file) {
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) return FailLocal(more.status());
+      if (!*more) break;
+      if (dimension != 0) {
+        absl::Status s = FitsTheModel(reader.name(), reader.line(),
+                                      reader.index_base(), e, dimension);
+        if (!s.ok()) return FailLocal(s);
+      }
+      progress.Draw(reader.bytes_read(), reader.size(),
+                    absl::StrCat("checking ", args[0], ": ",
+                                 reader.examples(), " examples"));
+    }
+    per_pass = reader.examples();
+    if (dimension == 0) dimension = reader.dimension();
+    if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
+  } else if (create && dimension == 0) {
+    return Usage("train --create from standard input needs --dim");
+  }
+  if (create) {
+    absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);
+    if (!config.ok()) return FailLocal(config.status());
+    m = client->CreateModel(model, *config);
+    if (!m.ok()) return Fail(m.status());
   }
   const bool skip = absl::GetFlag(FLAGS_skip_rejected);
-  // The first example the server rejected: its place in the stream and why.
+  const uint64_t total = per_pass * epochs;
+  // The file's line of each example sent and not yet answered, to name the
+  // line of one the server rejects.
+  absl::Mutex mu;
+  std::deque<size_t> lines_in_flight;  // guarded by mu
   std::atomic<bool> rejected{false};
-  uint64_t rejected_at = 0;
+  size_t rejected_line = 0;
   std::string rejected_why;
-  const uint64_t total = data->examples.size() *
-                         static_cast<uint64_t>(absl::GetFlag(FLAGS_epochs));
-  const bool progress = ShowProgress();
-  std::atomic<uint64_t> done{0};
-  absl::Time last_draw = absl::InfinitePast();
-  const absl::Time start = absl::Now();
+  std::atomic<uint64_t> answered{0};
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
   so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
   so.on_response = [&](const v1::LearnResponse& r) {
-    const uint64_t first = done.load();
-    for (int i = 0; i < r.results_size() && !rejected; ++i) {
-      if (!r.results(i).has_error()) continue;
-      rejected_at = first + i;
-      rejected_why = r.results(i).error().message();
-      rejected = true;  // published after what it guards
+    {
+      absl::MutexLock lock(&mu);
+      for (int i = 0; i < r.results_size(); ++i) {
+        const size_t line = lines_in_flight.front();
+        lines_in_flight.pop_front();
+        if (!r.results(i).has_error() || rejected) continue;
+        rejected_line = line;
+        rejected_why = r.results(i).error().message();
+        rejected = true;  // published after what it guards
+      }
     }
-    const uint64_t n = done += r.results_size();
-    const absl::Time now = absl::Now();
-    if (!progress || (now - last_draw < absl::Milliseconds(100) && n < total))
-      return;
-    last_draw = now;
-    const int width = 30;
-    const int filled = total == 0 ? width : static_cast<int>(width * n / total);
-    const double rate = n / std::max(1e-9, absl::ToDoubleSeconds(now - start));
-    std::fprintf(stderr,
-                 "\r[%s%s] %3.0f%% %llu/%llu  mistakes %llu  updates %llu  "
-                 "bound %s  %.0f ex/s ",
-                 std::string(filled, '=').c_str(),
-                 std::string(width - filled, ' ').c_str(),
-                 total == 0 ? 100.0 : 100.0 * n / total,
-                 static_cast<unsigned long long>(n),
-                 static_cast<unsigned long long>(total),
-                 static_cast<unsigned long long>(r.stats().mistakes()),
-                 static_cast<unsigned long long>(r.stats().updates()),
-                 BoundText(r.stats()).c_str(), rate);
+    const uint64_t n = answered += r.results_size();
+    const double rate =
+        n / std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+    progress.Draw(
+        n, total,
+        absl::StrFormat("%llu%s  mistakes %llu  updates %llu  bound %s  "
+                        "%.0f ex/s",
+                        static_cast<unsigned long long>(n),
+                        total > 0 ? absl::StrCat("/", total) : "",
+                        static_cast<unsigned long long>(r.stats().mistakes()),
+                        static_cast<unsigned long long>(r.stats().updates()),
+                        BoundText(r.stats()), rate),
+        n == total);
   };
+  progress.Draw(0, total, absl::StrCat("sending ", args[0]), true);
   std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  absl::Status local;  // a line of standard input that cannot be sent
   absl::Status added;
-  for (uint32_t epoch = 0; epoch < absl::GetFlag(FLAGS_epochs) && added.ok();
+  for (uint32_t epoch = 0; epoch < epochs && added.ok() && local.ok();
        ++epoch) {
-    for (const Example& e : data->examples) {
-      if (!skip && rejected) break;  // stop at the first rejected batch
+    if (epoch > 0) local = reader.Rewind();
+    while (local.ok() && (skip || !rejected)) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) local = more.status();
+      if (!local.ok() || !*more) break;
+      local = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                           dimension);
+      if (!local.ok()) break;
+      {
+        absl::MutexLock lock(&mu);
+        lines_in_flight.push_back(reader.line());
+      }
       added = session->AddLabeled(e);
       if (!added.ok()) break;
     }
   }
   absl::StatusOr<SessionSummary> summary = session->Finish();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (progress) std::fprintf(stderr, "\n");
+  progress.End();
   if (!summary.ok()) return Fail(summary.status());
   const v1::ModelStats& s = summary->stats;
   std::printf(
-      "trained %s on %s: %llu examples in %.3f s (%.0f examples/s), %llu "
-      "requests\n",
-      model.c_str(), args[0].c_str(),
+      "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, reading "
+      "included), %llu requests\n",
+      model.c_str(), reader.name().c_str(),
       static_cast<unsigned long long>(summary->items), seconds,
       summary->items / std::max(seconds, 1e-9),
       static_cast<unsigned long long>(summary->requests));
@@ -571,18 +667,24 @@ int Train(const std::vector<std::string>& args) {
       static_cast<unsigned long long>(s.examples()),
       static_cast<unsigned long long>(s.mistakes()),
       static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
+  if (!local.ok()) {
+    std::fprintf(stderr,
+                 "perceptron: %s\nperceptron: sending stopped there; the "
+                 "%llu examples before it were applied\n",
+                 std::string(local.message()).c_str(),
+                 static_cast<unsigned long long>(summary->items));
+    return 1;
+  }
   if (summary->item_errors > 0) {
     // "item K: why" names the place in its batch; the file's line is better.
     absl::string_view why = rejected_why;
     if (absl::ConsumePrefix(&why, "item ")) {
       why.remove_prefix(std::min(why.size(), why.find(": ") + 2));
     }
-    const size_t k = rejected_at % data->examples.size();
     std::fprintf(stderr,
                  "perceptron: %s:%zu: rejected: %s\nperceptron: %llu "
                  "example(s) rejected%s\n",
-                 args[0].c_str(),
-                 k < data->lines.size() ? data->lines[k] : k + 1,
+                 reader.name().c_str(), rejected_line,
                  std::string(why).c_str(),
                  static_cast<unsigned long long>(summary->item_errors),
                  skip ? " and skipped (--skip_rejected)"
@@ -597,9 +699,13 @@ int Predict(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("predict takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("predict needs --model");
-  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/false);
-  if (!data.ok()) return Fail(data.status());
+  absl::StatusOr<std::unique_ptr<DataReader>> opened =
+      OpenData(args[0], /*require_labels=*/false);
+  if (!opened.ok()) return FailLocal(opened.status());
+  DataReader& reader = **opened;
   std::unique_ptr<Client> client = Connect();
+  Example e;
+  absl::Status local;
   if (absl::GetFlag(FLAGS_issue)) {
     SessionOptions so;
     so.batch_size = absl::GetFlag(FLAGS_batch);
@@ -616,18 +722,32 @@ int Predict(const std::vector<std::string>& args) {
       }
     };
     std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
-    for (const Example& e : data->examples) {
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) local = more.status();
+      if (!local.ok() || !*more) break;
       if (!session->AddExample(e).ok()) break;
     }
     absl::StatusOr<SessionSummary> summary = session->Finish();
     if (!summary.ok()) return Fail(summary.status());
+    if (!local.ok()) return FailLocal(local);
     return summary->item_errors > 0 ? 1 : 0;
   }
   const size_t batch = std::max<uint32_t>(1, absl::GetFlag(FLAGS_batch));
-  for (size_t i = 0; i < data->examples.size(); i += batch) {
-    std::vector<Example> chunk(
-        data->examples.begin() + i,
-        data->examples.begin() + std::min(data->examples.size(), i + batch));
+  std::vector<Example> chunk;
+  bool end = false;
+  while (!end) {
+    chunk.clear();
+    while (chunk.size() < batch) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) return FailLocal(more.status());
+      if (!*more) {
+        end = true;
+        break;
+      }
+      chunk.push_back(std::move(e));
+    }
+    if (chunk.empty()) break;
     absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
     if (!r.ok()) return Fail(r.status());
     for (const v1::Prediction& p : r->predictions())
@@ -636,36 +756,116 @@ int Predict(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A label as data files write it: +1/1 or -1/0.
+bool ParseLabel(absl::string_view text, int* label) {
+  double v;
+  if (!absl::SimpleAtod(text, &v)) return false;
+  if (v == 1) {
+    *label = 1;
+  } else if (v == -1 || v == 0) {
+    *label = -1;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// reveal: labels as ID:LABEL arguments, or lines "ID LABEL" (more columns,
+// as predict --issue prints, are ignored) from files or standard input ("-").
 int Reveal(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("reveal needs --model");
-  if (args.empty()) return Usage("reveal takes ID:LABEL pairs");
-  std::vector<std::pair<uint64_t, int>> labels;
+  if (args.empty()) {
+    return Usage("reveal takes ID:LABEL pairs, or a FILE (\"-\": standard "
+                 "input) of \"ID LABEL\" lines");
+  }
+  std::unique_ptr<Client> client = Connect();
+  std::atomic<int> rc{0};
+  SessionOptions so;
+  so.batch_size = absl::GetFlag(FLAGS_batch);
+  so.on_response = [&rc](const v1::LearnResponse& r) {
+    for (const v1::ItemResult& item : r.results()) {
+      if (item.has_error()) {
+        std::printf("error %s\n", item.error().message().c_str());
+        rc = 1;
+      } else {
+        std::printf(
+            "%llu mistake=%s updated=%s\n",
+            static_cast<unsigned long long>(item.outcome().prediction_id()),
+            item.outcome().mistake() ? "yes" : "no",
+            item.outcome().updated() ? "yes" : "no");
+      }
+    }
+  };
+  // Every argument is checked before anything is sent; a file's lines as
+  // they are read.
   for (const std::string& a : args) {
+    if (!absl::StrContains(a, ':') && a != "-" &&
+        access(a.c_str(), R_OK) != 0) {
+      return FailLocal(absl::NotFoundError(absl::StrCat(
+          "cannot read ", a, " (", std::strerror(errno),
+          "); reveal takes ID:LABEL pairs or files of \"ID LABEL\" lines")));
+    }
     std::pair<std::string, std::string> kv =
         absl::StrSplit(a, absl::MaxSplits(':', 1));
     uint64_t id;
     int label;
-    if (!absl::SimpleAtoi(kv.first, &id) ||
-        !absl::SimpleAtoi(kv.second, &label)) {
-      return Usage(absl::StrCat("\"", a, "\" is not ID:LABEL"));
+    if (absl::StrContains(a, ':') &&
+        (!absl::SimpleAtoi(kv.first, &id) || !ParseLabel(kv.second, &label))) {
+      return Usage(absl::StrCat("\"", a,
+                                "\" is not ID:LABEL (a label is +1/1 or "
+                                "-1/0)"));
     }
-    labels.emplace_back(id, label);
   }
-  absl::StatusOr<v1::RevealResponse> r = Connect()->Reveal(model, labels);
-  if (!r.ok()) return Fail(r.status());
-  int rc = 0;
-  for (const v1::ItemResult& item : r->results()) {
-    if (item.has_error()) {
-      std::printf("error %s\n", item.error().message().c_str());
-      rc = 1;
-    } else {
-      std::printf(
-          "%llu mistake=%s updated=%s\n",
-          static_cast<unsigned long long>(item.outcome().prediction_id()),
-          item.outcome().mistake() ? "yes" : "no",
-          item.outcome().updated() ? "yes" : "no");
+  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  absl::Status local;
+  for (const std::string& a : args) {
+    if (absl::StrContains(a, ':')) {
+      std::pair<std::string, std::string> kv =
+          absl::StrSplit(a, absl::MaxSplits(':', 1));
+      uint64_t id = 0;
+      int label = 0;
+      (void)absl::SimpleAtoi(kv.first, &id);
+      (void)ParseLabel(kv.second, &label);
+      if (!session->AddReveal(id, label).ok()) break;
+      continue;
     }
+    std::ifstream file;
+    if (a != "-") file.open(a);
+    std::istream& in = a == "-" ? std::cin : file;
+    const std::string name = a == "-" ? "standard input" : a;
+    std::string line;
+    size_t n = 0;
+    while (local.ok() && std::getline(in, line)) {
+      ++n;
+      absl::string_view text = line;
+      if (size_t hash = text.find('#'); hash != absl::string_view::npos)
+        text = text.substr(0, hash);
+      std::vector<absl::string_view> cells =
+          absl::StrSplit(text, absl::ByAnyChar(" \t,"), absl::SkipEmpty());
+      if (cells.empty()) continue;
+      uint64_t id;
+      int label;
+      if (cells.size() < 2 || !absl::SimpleAtoi(cells[0], &id) ||
+          !ParseLabel(cells[1], &label)) {
+        local = absl::InvalidArgumentError(absl::StrCat(
+            name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
+            "\" is not \"ID LABEL\" (a label is +1/1 or -1/0)"));
+        break;
+      }
+      if (!session->AddReveal(id, label).ok()) break;
+    }
+    if (!local.ok()) break;
+  }
+  absl::StatusOr<SessionSummary> summary = session->Finish();
+  if (!summary.ok()) return Fail(summary.status());
+  if (!local.ok()) {
+    FailLocal(local);
+    std::fprintf(stderr,
+                 "perceptron: sending stopped there; the %llu labels before "
+                 "it were sent (their results are above)\n",
+                 static_cast<unsigned long long>(summary->items));
+    return 1;
   }
   return rc;
 }
@@ -718,14 +918,14 @@ int Generate(const std::vector<std::string>& args) {
   o.noise = absl::GetFlag(FLAGS_noise);
   o.seed = absl::GetFlag(FLAGS_seed);
   absl::StatusOr<Synthetic> s = Generate(o);
-  if (!s.ok()) return Fail(s.status());
+  if (!s.ok()) return FailLocal(s.status());
   const std::string out_path = absl::GetFlag(FLAGS_out);
   std::ofstream file;
   if (!out_path.empty()) {
     file.open(out_path);
     if (!file)
-      return Fail(
-          absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
+      return FailLocal(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", out_path, ": ", Errno())));
   }
   std::ostream& out = out_path.empty() ? std::cout : file;
   for (const Example& e : s->examples) {
@@ -739,7 +939,8 @@ int Generate(const std::vector<std::string>& args) {
     std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
     for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
     if (!sep)
-      return Fail(absl::PermissionDeniedError("cannot write the separator"));
+      return FailLocal(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
   }
   if (!out_path.empty()) {
     std::fprintf(stderr,
@@ -750,34 +951,71 @@ int Generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// export: the blob goes to FILE.partial, renamed to FILE once whole (so a
+// failed export leaves no file and an existing FILE untouched); "-" writes
+// standard output.
 int Export(const std::vector<std::string>& args) {
   if (args.size() != 2) return Usage("export takes MODEL FILE");
+  const std::string& path = args[1];
+  const std::string partial = path + ".partial";
+  std::FILE* out = path == "-" ? stdout : std::fopen(partial.c_str(), "wb");
+  if (out == nullptr) {
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path, ": ", Errno())));
+  }
   absl::StatusOr<std::string> blob = Connect()->ExportModel(args[0]);
-  if (!blob.ok()) return Fail(blob.status());
-  std::ofstream out(args[1], std::ios::binary);
-  out.write(blob->data(), static_cast<std::streamsize>(blob->size()));
-  out.close();
-  if (!out)
-    return Fail(
-        absl::PermissionDeniedError(absl::StrCat("cannot write ", args[1])));
-  std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
-              args[1].c_str(), blob->size());
+  if (!blob.ok()) {
+    if (out != stdout) {
+      std::fclose(out);
+      std::remove(partial.c_str());
+    }
+    return Fail(blob.status());
+  }
+  bool written = std::fwrite(blob->data(), 1, blob->size(), out) ==
+                     blob->size() &&
+                 std::fflush(out) == 0;
+  if (out != stdout) {
+    written = std::fclose(out) == 0 && written &&
+              std::rename(partial.c_str(), path.c_str()) == 0;
+    if (!written) {
+      const std::string why = Errno();
+      std::remove(partial.c_str());
+      return FailLocal(absl::DataLossError(
+          absl::StrCat("cannot write ", path, ": ", why)));
+    }
+    std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
+                path.c_str(), blob->size());
+  } else if (!written) {
+    return FailLocal(absl::DataLossError(
+        absl::StrCat("cannot write standard output: ", Errno())));
+  }
   return 0;
 }
 
+// import: FILE, or "-" for standard input.
 int Import(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("import takes one FILE");
-  std::ifstream in(args[0], std::ios::binary);
-  if (!in)
-    return Fail(absl::NotFoundError(absl::StrCat("cannot open ", args[0])));
+  std::ifstream file;
+  if (args[0] != "-") {
+    file.open(args[0], std::ios::binary);
+    if (!file) {
+      return FailLocal(absl::NotFoundError(
+          absl::StrCat("cannot read ", args[0], ": ", Errno())));
+    }
+  }
+  std::istream& in = args[0] == "-" ? std::cin : file;
   const std::string blob((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    return FailLocal(absl::DataLossError(
+        absl::StrCat("cannot read ", args[0], ": ", Errno())));
+  }
   absl::StatusOr<v1::Model> m =
       Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
   if (!m.ok()) return Fail(m.status());
   std::printf("imported %s (%s, d=%u) from %s\n", m->model_id().c_str(),
               AlgorithmText(m->config().algorithm()), m->config().dimension(),
-              args[0].c_str());
+              args[0] == "-" ? "standard input" : args[0].c_str());
   return 0;
 }
 
@@ -794,8 +1032,8 @@ int Plot(const std::vector<std::string>& args) {
   out << svg;
   out.close();
   if (!out) {
-    return Fail(
-        absl::PermissionDeniedError(absl::StrCat("cannot write ", out_path)));
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", out_path, ": ", Errno())));
   }
   const v1::HistoryPoint* last =
       history->points().empty() ? nullptr : &*history->points().rbegin();

@@ -6,6 +6,18 @@
 //   options.positive_label = "1";      // optional: which raw label is +1
 //   absl::StatusOr<Dataset> data = ReadDataFile("train.svm", options);
 //
+// or, one example at a time in bounded memory (the path "-" is standard
+// input):
+//
+//   absl::StatusOr<std::unique_ptr<DataReader>> r = DataReader::Open(path, o);
+//   Example e;
+//   while (true) {
+//     absl::StatusOr<bool> more = (*r)->Next(&e);
+//     if (!more.ok()) ...;  // names the file and line
+//     if (!*more) break;
+//     ... (*r)->line() ...
+//   }
+//
 // Labels map to -1/+1: with `positive_label` set, that label is +1 and every
 // other -1; otherwise
 // "+1"/"1"/"1.0" are +1 and "-1"/"0"/"0.0" are -1, and anything else is an
@@ -14,10 +26,14 @@
 #ifndef PERCEPTRON_CLIENT_DATA_READER_H_
 #define PERCEPTRON_CLIENT_DATA_READER_H_
 
+#include <cstdint>
+#include <istream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "client/example.h"
 
 namespace perceptron::client {
@@ -37,6 +53,70 @@ struct ReadOptions {
   bool require_labels = true;
 };
 
+// One example at a time from a file or standard input ("-"), holding one
+// line in memory.
+class DataReader {
+ public:
+  // NOT_FOUND if `path` cannot be opened.
+  static absl::StatusOr<std::unique_ptr<DataReader>> Open(
+      const std::string& path, const ReadOptions& options);
+  // Over `in`, named `name` in messages (the format from the name as for a
+  // path); `in` must outlive the reader.
+  DataReader(std::istream* in, const std::string& name,
+             const ReadOptions& options);
+  ~DataReader();
+
+  // The next example: true and `*e` filled, false at the end (an error if
+  // the whole input held no example), or an error naming the file and line.
+  absl::StatusOr<bool> Next(Example* e);
+  // Back to the first example; FAILED_PRECONDITION on standard input.
+  absl::Status Rewind();
+
+  // The line (1-based) of the last example returned.
+  size_t line() const { return example_line_; }
+  // Examples returned since the start (or the last Rewind).
+  uint64_t examples() const { return examples_; }
+  // Bytes consumed so far, and the input's size (0 when not known, as for a
+  // pipe).
+  uint64_t bytes_read() const { return bytes_; }
+  uint64_t size() const { return size_; }
+  // Whether Rewind can work (a regular file).
+  bool seekable() const { return seekable_; }
+  const std::string& name() const { return name_; }
+  // LIBSVM: the index base (to name an index as the file writes it); 0 for
+  // CSV, whose columns count from 0.
+  int index_base() const;
+  bool sparse() const;
+  // The input dimension seen so far: CSV columns less the label; LIBSVM the
+  // largest index + 1.
+  uint32_t dimension() const { return dimension_; }
+
+ private:
+  // One line: true and `*e` filled for an example; false for a blank,
+  // comment or header line.
+  absl::StatusOr<bool> ParseLine(absl::string_view text, Example* e);
+  absl::StatusOr<bool> ParseLibsvm(absl::string_view text, Example* e);
+  absl::StatusOr<bool> ParseCsv(absl::string_view text, Example* e);
+  absl::Status Bad(absl::string_view why) const;
+
+  std::unique_ptr<std::istream> owned_;
+  std::istream* in_;
+  std::string name_;
+  ReadOptions options_;
+  Format format_;
+  bool seekable_ = false;
+  std::string buffer_;
+  size_t line_ = 0;
+  size_t example_line_ = 0;
+  uint64_t examples_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t size_ = 0;
+  uint32_t dimension_ = 0;
+  // CSV: non-empty rows so far and the first data row's width.
+  size_t rows_ = 0;
+  size_t columns_ = 0;
+};
+
 struct Dataset {
   std::vector<Example> examples;
   // The file's line (1-based) of each example.
@@ -50,6 +130,7 @@ struct Dataset {
   bool sparse = false;
 };
 
+// The whole of a file ("-": standard input) in memory.
 absl::StatusOr<Dataset> ReadDataFile(const std::string& path,
                                      const ReadOptions& options);
 

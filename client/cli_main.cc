@@ -47,6 +47,9 @@ ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(3),
           "How long to wait for a connection to the server before a call "
           "(a failed attempt is retried after about 1 s); 0: fail at the "
           "first failed attempt");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60),
+          "Deadline of each call; a model's export, import or weights move "
+          "in one call, so a very large model on a slow link may need more");
 ABSL_FLAG(std::string, token_file, "",
           "A file holding the bearer token (else the PERCEPTRON_TOKEN "
           "environment variable)");
@@ -186,6 +189,7 @@ std::unique_ptr<Client> Connect() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
   options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
   if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
     options.tls_root_certs = ReadSmallFile(absl::GetFlag(FLAGS_tls_ca));
   }

@@ -142,7 +142,8 @@ TEST(DurabilityTest,
   Stream(*ca, "src", Examples(3000, 8, 3));
   const testing::ScopedDir scoped("export");
   const std::string file = scoped.path() + "/src.model";
-  const std::string cli = std::string(PERCEPTRON_CLI_PATH) + " --server=";
+  const std::string cli =
+      std::string(PERCEPTRON_CLI_PATH) + " --timeout=15m --server=";
   testing::CommandResult r =
       RunCommand(cli + a->target() + " export src " + file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -175,7 +176,16 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   // Memory only: what is measured is the messages, not the disk.
   auto a = *ServerProcess::Start({"--durability=none"});
   auto b = *ServerProcess::Start({"--durability=none"});
-  auto ca = a->Connect(), cb = b->Connect();
+  // 128 MiB in one call takes minutes under ThreadSanitizer on a busy
+  // machine: deadlines far beyond the default minute.
+  auto connect = [](const ServerProcess& s) {
+    client::ClientOptions o;
+    o.target = s.target();
+    o.connect_timeout = absl::Seconds(10);
+    o.timeout = absl::Minutes(15);
+    return client::Client::Connect(o);
+  };
+  auto ca = connect(*a), cb = connect(*b);
   constexpr uint32_t kD = 1u << 24;
   v1::ModelConfig config;
   config.set_dimension(kD);

@@ -9,11 +9,11 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
-#include <deque>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -520,9 +520,8 @@ int Fit(const std::vector<std::string>& args) {
   }
   if (!m.ok()) return Fail(m.status());
   for (size_t k = 0; k < data->examples.size(); ++k) {
-    absl::Status s =
-        FitsTheModel(args[0], data->lines[k], data->index_base,
-                     data->examples[k], m->config().dimension());
+    absl::Status s = FitsTheModel(args[0], data->lines[k], data->index_base,
+                                  data->examples[k], m->config().dimension());
     if (!s.ok()) return FailLocal(s);
   }
   absl::StatusOr<v1::TrainResponse> r =
@@ -553,8 +552,9 @@ int Train(const std::vector<std::string>& args) {
   DataReader& reader = **opened;
   const bool file = reader.seekable();
   if (epochs > 1 && !file) {
-    return Usage("--epochs above 1 needs a file that can be read again, not "
-                 "a pipe");
+    return Usage(
+        "--epochs above 1 needs a file that can be read again, not "
+        "a pipe");
   }
   std::unique_ptr<Client> client = Connect();
   absl::StatusOr<v1::Model> m = client->GetModel(model);
@@ -578,8 +578,8 @@ int Train(const std::vector<std::string>& args) {
         if (!s.ok()) return FailLocal(s);
       }
       progress.Draw(reader.bytes_read(), reader.size(),
-                    absl::StrCat("checking ", args[0], ": ",
-                                 reader.examples(), " examples"));
+                    absl::StrCat("checking ", args[0], ": ", reader.examples(),
+                                 " examples"));
     }
     per_pass = reader.examples();
     if (dimension == 0) dimension = reader.dimension();
@@ -688,8 +688,7 @@ int Train(const std::vector<std::string>& args) {
     std::fprintf(stderr,
                  "perceptron: %s:%zu: rejected: %s\nperceptron: %llu "
                  "example(s) rejected%s\n",
-                 reader.name().c_str(), rejected_line,
-                 std::string(why).c_str(),
+                 reader.name().c_str(), rejected_line, std::string(why).c_str(),
                  static_cast<unsigned long long>(summary->item_errors),
                  skip ? " and skipped (--skip_rejected)"
                       : "; sending stopped there, batches already in "
@@ -780,8 +779,9 @@ int Reveal(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("reveal needs --model");
   if (args.empty()) {
-    return Usage("reveal takes ID:LABEL pairs, or a FILE (\"-\": standard "
-                 "input) of \"ID LABEL\" lines");
+    return Usage(
+        "reveal takes ID:LABEL pairs, or a FILE (\"-\": standard "
+        "input) of \"ID LABEL\" lines");
   }
   std::unique_ptr<Client> client = Connect();
   std::atomic<int> rc{0};
@@ -852,9 +852,9 @@ int Reveal(const std::vector<std::string>& args) {
       int label;
       if (cells.size() < 2 || !absl::SimpleAtoi(cells[0], &id) ||
           !ParseLabel(cells[1], &label)) {
-        local = absl::InvalidArgumentError(absl::StrCat(
-            name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
-            "\" is not \"ID LABEL\" (a label is +1/1 or -1/0)"));
+        local = absl::InvalidArgumentError(
+            absl::StrCat(name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
+                         "\" is not \"ID LABEL\" (a label is +1/1 or -1/0)"));
         break;
       }
       if (!session->AddReveal(id, label).ok()) break;
@@ -943,8 +943,8 @@ int Generate(const std::vector<std::string>& args) {
     std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
     for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
     if (!sep)
-      return FailLocal(absl::PermissionDeniedError(
-          absl::StrCat("cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
+      return FailLocal(absl::PermissionDeniedError(absl::StrCat(
+          "cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
   }
   if (!out_path.empty()) {
     std::fprintf(stderr,
@@ -975,17 +975,17 @@ int Export(const std::vector<std::string>& args) {
     }
     return Fail(blob.status());
   }
-  bool written = std::fwrite(blob->data(), 1, blob->size(), out) ==
-                     blob->size() &&
-                 std::fflush(out) == 0;
+  bool written =
+      std::fwrite(blob->data(), 1, blob->size(), out) == blob->size() &&
+      std::fflush(out) == 0;
   if (out != stdout) {
     written = std::fclose(out) == 0 && written &&
               std::rename(partial.c_str(), path.c_str()) == 0;
     if (!written) {
       const std::string why = Errno();
       std::remove(partial.c_str());
-      return FailLocal(absl::DataLossError(
-          absl::StrCat("cannot write ", path, ": ", why)));
+      return FailLocal(
+          absl::DataLossError(absl::StrCat("cannot write ", path, ": ", why)));
     }
     std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
                 path.c_str(), blob->size());

@@ -118,8 +118,7 @@ absl::Status DataReader::Rewind() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text,
-                                           Example* e) {
+absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text, Example* e) {
   *e = Example();
   return format_ == Format::kCsv ? ParseCsv(text, e) : ParseLibsvm(text, e);
 }

@@ -286,8 +286,8 @@ TEST_F(CliTest, TrainStreamsAFileOrStandardInputInBoundedMemory) {
 
   // The same examples from standard input, twice over: a pipe cannot be
   // read twice, so each pass is its own run.
-  r = RunCommand(Cli(*server_, "train - --model=piped --create --dim=40 < " +
-                                   path));
+  r = RunCommand(
+      Cli(*server_, "train - --model=piped --create --dim=40 < " + path));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("on standard input: 50000 examples"));
   r = RunCommand("cat " + path + " | " +
@@ -340,7 +340,8 @@ TEST_F(CliTest, LocalFileErrorsNameTheFileAndTheReason) {
   EXPECT_THAT(r.output, HasSubstr("NOT_FOUND: model nosuch not found"));
   std::ifstream in(kept);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in),
-                        std::istreambuf_iterator<char>()), "kept");
+                        std::istreambuf_iterator<char>()),
+            "kept");
   EXPECT_NE(access((kept + ".partial").c_str(), F_OK), 0);
   r = RunCommand(Cli(*server_, "import /nonexistent/x.blob"));
   EXPECT_EQ(r.exit_code, 1);

@@ -9,8 +9,8 @@
 //   absl::StatusOr<v1::Model> m = client->CreateModel("spam", config);
 //
 //   SessionOptions so;  // batches of 64, up to 64 in flight
-//   std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam", so); for
-//   (const Example& e : examples) s->AddLabeled(e);
+//   std::unique_ptr<LearnSession> s = client->OpenLearnSession("spam", so);
+//   for (const Example& e : examples) s->AddLabeled(e);
 //   absl::StatusOr<SessionSummary> summary = s->Finish();
 //
 // A Client is thread-safe; a LearnSession is used by one thread at a time.

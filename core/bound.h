@@ -2,9 +2,9 @@
 // section 2, 4).
 //
 //   perceptron::BoundTracker tracker(config);
-//   tracker.Observe(prepared, label);        // once per labeled example,
-//   O(nnz) perceptron::BoundReport r = tracker.Report(config.algorithm,
-//   figures); if (r.bound_available) { ... r.bound ... }
+//   tracker.Observe(prepared, label);  // once per labeled example, O(nnz)
+//   perceptron::BoundReport r = tracker.Report(config.algorithm, figures);
+//   if (r.bound_available) { ... r.bound ... }
 //
 // Not thread-safe.
 #ifndef PERCEPTRON_CORE_BOUND_H_

@@ -4,10 +4,10 @@
 // from the front (journal.h).
 //
 //   CappedDeque<VotedVector> past(/*cap=*/1000);
-//   past.Push(v);                  // past the cap, the oldest goes and
-//   dropped() grows std::vector<VotedVector> added = past.TakeAdded(); uint64_t
-//   removed = past.TakeRemoved(); replica.Apply(added, removed,
-//   past.dropped());   // replica now holds the same elements
+//   past.Push(v);  // past the cap, the oldest goes and dropped() grows
+//   std::vector<VotedVector> added = past.TakeAdded();
+//   uint64_t removed = past.TakeRemoved();
+//   replica.Apply(added, removed, past.dropped());  // the same elements now
 //
 // Not thread-safe.
 #ifndef PERCEPTRON_CORE_CAPPED_DEQUE_H_

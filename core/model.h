@@ -3,16 +3,16 @@
 // (docs/design.md sections 2, 4, 5).
 //
 //   absl::StatusOr<std::unique_ptr<perceptron::Model>> model =
-//   perceptron::Model::Create(config);
+//       perceptron::Model::Create(config);
 //   // The prequential path: predict, then learn from the label at once.
 //   absl::StatusOr<perceptron::Outcome> o =
-//   (*model)->Learn(FeatureView::Dense(x), +1);
+//       (*model)->Learn(FeatureView::Dense(x), +1);
 //   // The delayed path: issue a prediction now, reveal its label later.
 //   absl::StatusOr<perceptron::Issued> issued =
-//   (*model)->Issue(FeatureView::Dense(x), now);
+//       (*model)->Issue(FeatureView::Dense(x), now);
 //   absl::StatusOr<perceptron::Outcome> later =
-//   (*model)->Reveal(issued->prediction_id, -1); perceptron::Stats stats =
-//   (*model)->stats();
+//       (*model)->Reveal(issued->prediction_id, -1);
+//   perceptron::Stats stats = (*model)->stats();
 //
 // Every method validates its input before changing anything: on error the model
 // is unchanged. A Model is not thread-safe; callers serialize access to one

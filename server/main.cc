@@ -17,6 +17,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "common/program.h"
 #include "perceptron/v1/perceptron.grpc.pb.h"
 #include "server/server.h"
 
@@ -73,25 +74,9 @@ ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  perceptron::SetProgramUsage(
+      "perceptrond", "server/main.cc",
       "online perceptron models over gRPC; --help lists every flag");
-  // --help lists this file's flags (Abseil's default looks for a file named
-  // after the program); --version names the release and the wire contract.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  usage.normalize_filename = [](absl::string_view file) {
-    const size_t slash = file.rfind('/', file.rfind('/') - 1);
-    return std::string(
-        slash == absl::string_view::npos ? file : file.substr(slash + 1));
-  };
-  usage.version_string = [] {
-    return std::string("perceptrond " PERCEPTRON_VERSION " (wire contract ") +
-           perceptron::v1::PerceptronService::service_full_name() + ")\n";
-  };
-  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
 
   // Signals are taken by a waiting thread (below), never by an asynchronous

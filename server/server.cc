@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "server/model_ops.h"
+#include "server/ops/model_ops.h"
 
 namespace perceptron::server {
 

@@ -5,10 +5,11 @@
 //   ServerOptions options;
 //   options.port = 0;  // pick a free port
 //   absl::StatusOr<std::unique_ptr<PerceptronServer>> server =
-//   PerceptronServer::Start(options); int port = (*server)->port();
+//       PerceptronServer::Start(options);
+//   int port = (*server)->port();
 //   ...
-//   (*server)->Shutdown();  // answers in-flight batches, ends streams with
-//   UNAVAILABLE
+//   (*server)->Shutdown();  // answers in-flight batches, ends streams
+//                           // with UNAVAILABLE
 //
 // Thread-safe.
 #ifndef PERCEPTRON_SERVER_SERVER_H_
@@ -22,13 +23,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
-#include "server/auth.h"
-#include "server/http.h"
-#include "server/limits.h"
-#include "server/metrics.h"
-#include "server/persistence.h"
-#include "server/registry.h"
-#include "server/service.h"
+#include "server/auth/auth.h"
+#include "server/http/http.h"
+#include "server/http/metrics.h"
+#include "server/model/limits.h"
+#include "server/model/registry.h"
+#include "server/rpc/service.h"
+#include "server/storage/persistence.h"
 
 namespace perceptron::server {
 

@@ -16,9 +16,6 @@
 // models.
 //
 //   service_bench --bin=build/release [--repeats=3] [--quick]
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +39,7 @@
 #include "echo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "perceptron/v1/perceptron.grpc.pb.h"
+#include "tests/support/launcher.h"
 
 ABSL_FLAG(std::string, bin, "build/release",
           "The build directory with the binaries");
@@ -60,50 +58,38 @@ namespace v1 = ::perceptron::v1;
 
 // ---- processes ----
 
+// A server process (tests/support/launcher.h) on a free port, and the data
+// directory removed with it.
 struct Process {
+  std::unique_ptr<launch::Launched> process;
   pid_t pid = 0;
   int port = 0;
   std::string dir;
   std::string target() const { return absl::StrCat("127.0.0.1:", port); }
   ~Process() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      waitpid(pid, nullptr, 0);
-    }
+    process.reset();  // SIGTERM, and waits
     if (!dir.empty()) std::filesystem::remove_all(dir);
   }
 };
 
-std::unique_ptr<Process> Launch(std::vector<std::string> argv,
+// Starts `argv`, ready at its first line ("... listening on HOST:PORT").
+std::unique_ptr<Process> Launch(const std::vector<std::string>& argv,
                                 const std::string& dir = "") {
-  int out[2];
-  if (pipe(out) != 0) std::exit(1);
   auto p = std::make_unique<Process>();
   p->dir = dir;
-  std::vector<char*>
-      args;  // built before fork: the child calls only async-signal-safe code
-  for (std::string& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  p->pid = fork();
-  if (p->pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDERR_FILENO);
-    close(out[0]);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
-  char line[256];
-  if (fgets(line, sizeof line, f) == nullptr) {
-    std::fprintf(stderr, "%s did not start\n", argv[0].c_str());
+  absl::StatusOr<std::unique_ptr<launch::Launched>> launched =
+      launch::Launched::Start(argv, "", 1);
+  absl::StatusOr<int> port =
+      launched.ok() ? launch::PortAtEnd((*launched)->ready_lines()[0])
+                    : launched.status();
+  if (!port.ok()) {
+    std::fprintf(stderr, "%s did not start: %s\n", argv[0].c_str(),
+                 std::string(port.status().message()).c_str());
     std::exit(1);
   }
-  fclose(f);
-  const std::string text = line;
-  absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(text.rfind(':') + 1)),
-                   &p->port);
+  p->process = *std::move(launched);
+  p->pid = p->process->pid();
+  p->port = *port;
   return p;
 }
 

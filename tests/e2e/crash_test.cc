@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "perceptron/v1/state.pb.h"
-#include "server/state_convert.h"
+#include "server/storage/state_convert.h"
 #include "tests/core/state_bits.h"
 #include "tests/e2e/server_process.h"
 

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "leveldb/db.h"
 #include "perceptron/v1/state.pb.h"
-#include "server/export.h"
+#include "server/storage/export.h"
 #include "tests/e2e/server_process.h"
 #include "tests/scoped_dir.h"
 

@@ -4,8 +4,6 @@
 #ifndef PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 #define PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
+#include "tests/support/launcher.h"
 
 namespace perceptron::testing {
 
@@ -44,8 +43,6 @@ class ServerProcess {
       dir = tmpl;
       owned = true;
     }
-    int out[2];
-    if (pipe(out) != 0) return absl::InternalError("pipe failed");
     std::vector<std::string> argv = {PERCEPTROND_PATH, "--port=0",
                                      "--data_dir=" + dir};
     // The HTTP port too, on a free port, unless the test sets it.
@@ -54,63 +51,34 @@ class ServerProcess {
         [](const std::string& f) { return f.rfind("--http_port", 0) == 0; });
     if (!http_set) argv.push_back("--http_port=0");
     argv.insert(argv.end(), flags.begin(), flags.end());
-    // Built before fork: the child calls only async-signal-safe functions.
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) return absl::InternalError("fork failed");
-    const std::string err_path = dir + "/perceptrond.stderr";
-    if (pid == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      const int err =
-          open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      if (err >= 0) dup2(err, STDERR_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(out[1]);
-    std::unique_ptr<ServerProcess> p(
-        new ServerProcess(pid, fdopen(out[0], "r")));
-    p->data_dir_ = dir;
-    p->owns_data_dir_ = owned;
-    // Wait for the first line, at most a minute: a server that hangs at start
-    // fails the test.
-    pollfd ready{fileno(p->out_), POLLIN, 0};
-    if (poll(&ready, 1, 60000) != 1) {
-      return absl::DeadlineExceededError(
-          "perceptrond printed nothing within 60 s of starting");
-    }
-    char line[256];
-    if (fgets(line, sizeof line, p->out_) == nullptr) {
-      return absl::InternalError("perceptrond exited before listening");
-    }
-    const std::string text = line;
-    const size_t colon = text.rfind(':');
-    if (text.find("listening on") == std::string::npos ||
-        colon == std::string::npos ||
-        !absl::SimpleAtoi(absl::StripAsciiWhitespace(text.substr(colon + 1)),
-                          &p->port_)) {
-      return absl::InternalError(absl::StrCat("unexpected first line: ", text));
-    }
     const bool http_off =
         std::find(flags.begin(), flags.end(), "--http_port=-1") != flags.end();
+    // Ready when it has printed its "listening on" line (and the HTTP one):
+    // a server that hangs at start fails the test within a minute.
+    absl::StatusOr<std::unique_ptr<launch::Launched>> launched =
+        launch::Launched::Start(argv, dir + "/perceptrond.stderr",
+                                http_off ? 1 : 2);
+    if (!launched.ok()) return launched.status();
+    std::unique_ptr<ServerProcess> p(new ServerProcess(*std::move(launched)));
+    p->data_dir_ = dir;
+    p->owns_data_dir_ = owned;
+    const std::vector<std::string>& lines = p->process_->ready_lines();
+    if (lines[0].find("listening on") == std::string::npos) {
+      return absl::InternalError(
+          absl::StrCat("unexpected first line: ", lines[0]));
+    }
+    absl::StatusOr<int> port = launch::PortAtEnd(lines[0]);
+    if (!port.ok()) return port.status();
+    p->port_ = *port;
     if (!http_off) {
-      if (fgets(line, sizeof line, p->out_) == nullptr) {
-        return absl::InternalError("perceptrond printed no http line");
-      }
-      const std::string http = line;
-      const size_t c = http.rfind(':');
-      if ((http.find("http on") == std::string::npos &&
-           http.find("https on") == std::string::npos) ||
-          c == std::string::npos ||
-          !absl::SimpleAtoi(absl::StripAsciiWhitespace(http.substr(c + 1)),
-                            &p->http_port_)) {
+      if (lines[1].find("http on") == std::string::npos &&
+          lines[1].find("https on") == std::string::npos) {
         return absl::InternalError(
-            absl::StrCat("unexpected second line: ", http));
+            absl::StrCat("unexpected second line: ", lines[1]));
       }
+      absl::StatusOr<int> http = launch::PortAtEnd(lines[1]);
+      if (!http.ok()) return http.status();
+      p->http_port_ = *http;
     }
     return p;
   }
@@ -118,13 +86,12 @@ class ServerProcess {
   ~ServerProcess() {
     // A clean shutdown exits 0; anything else (a sanitizer's report, a crash)
     // fails the test.
-    if (pid_ > 0) {
+    if (process_->running()) {
       const int code = Stop();
       EXPECT_EQ(code, 0) << "perceptrond exited with " << code
                          << "; it wrote:\n"
                          << StderrText();
     }
-    if (out_ != nullptr) fclose(out_);
     if (owns_data_dir_) {
       std::error_code ignored;
       std::filesystem::remove_all(data_dir_, ignored);
@@ -139,7 +106,7 @@ class ServerProcess {
     return std::string((std::istreambuf_iterator<char>(in)),
                        std::istreambuf_iterator<char>());
   }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
 
   int port() const { return port_; }
   // The HTTP port, or -1 if it is off.
@@ -157,20 +124,13 @@ class ServerProcess {
   }
 
   // Sends `signal` and waits; the exit status (-1 if killed by a signal).
-  int Stop(int signal = SIGTERM) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  int Stop(int signal = SIGTERM) { return process_->Stop(signal); }
 
  private:
-  ServerProcess(pid_t pid, FILE* out) : pid_(pid), out_(out) {}
+  explicit ServerProcess(std::unique_ptr<launch::Launched> process)
+      : process_(std::move(process)) {}
 
-  pid_t pid_;
-  FILE* out_;
+  std::unique_ptr<launch::Launched> process_;
   int port_ = 0;
   int http_port_ = -1;
   std::string data_dir_;

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "server/export.h"
-#include "server/model_ops.h"
+#include "server/ops/model_ops.h"
+#include "server/storage/export.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace perceptron::server;

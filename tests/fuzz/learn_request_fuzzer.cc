@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "server/model_ops.h"
+#include "server/ops/model_ops.h"
 
 namespace perceptron::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/convert.h"
+#include "server/model/convert.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-#include "server/history.h"
+#include "server/model/history.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "server/metrics_text.h"
+#include "server/http/metrics_text.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "server/model_id.h"
+#include "server/model/model_id.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "server/registry.h"
+#include "server/model/registry.h"
 
 #include <atomic>
 

@@ -1,7 +1,7 @@
 // The store: recovery rebuilds models bit for bit; damaged log tails are
 // dropped, never applied; a damaged newest snapshot falls back to the previous
 // one; foreign directories are refused.
-#include "server/store.h"
+#include "server/storage/store.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

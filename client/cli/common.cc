@@ -1,0 +1,120 @@
+#include "client/cli/common.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "client/cli/flags.h"
+
+namespace perceptron::client::cli {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "perceptron: %s: %s\n",
+               absl::StatusCodeToString(s.code()).c_str(),
+               std::string(s.message()).c_str());
+  return 1;
+}
+
+// A local failure (a file, the data): the message alone, no gRPC code.
+int FailLocal(const absl::Status& s) {
+  std::fprintf(stderr, "perceptron: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+// The reason the last system call failed, as text.
+std::string Errno() { return std::strerror(errno); }
+
+// A usage error: one line, and where the whole usage is.
+int Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "perceptron: %s (perceptron --help shows the commands and "
+               "flags)\n",
+               why.c_str());
+  return 2;
+}
+
+// A usage error: one line, and where the whole usage is.
+int Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "perceptron: %s (perceptron --help shows the commands and "
+               "flags)\n",
+               why.c_str());
+  return 2;
+}
+
+// The whole of a small file, or exits with a message.
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "perceptron: cannot read %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+    std::exit(1);
+  }
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+std::unique_ptr<Client> Connect() {
+  ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
+    options.tls_root_certs = ReadSmallFile(absl::GetFlag(FLAGS_tls_ca));
+  }
+  if (!absl::GetFlag(FLAGS_tls_cert).empty()) {
+    options.tls_cert_chain = ReadSmallFile(absl::GetFlag(FLAGS_tls_cert));
+    options.tls_private_key = ReadSmallFile(absl::GetFlag(FLAGS_tls_key));
+  }
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    options.token = std::string(absl::StripAsciiWhitespace(
+        ReadSmallFile(absl::GetFlag(FLAGS_token_file))));
+  } else if (const char* token = std::getenv("PERCEPTRON_TOKEN")) {
+    options.token = token;
+  }
+  return Client::Connect(options);
+}
+
+const char* AlgorithmText(v1::Algorithm a) {
+  switch (a) {
+    case v1::MARGIN:
+      return "margin";
+    case v1::AVERAGED:
+      return "averaged";
+    case v1::VOTED:
+      return "voted";
+    case v1::KERNEL:
+      return "kernel";
+    default:
+      return "classic";
+  }
+}
+
+std::string BoundText(const v1::ModelStats& s) {
+  if (!s.bound_available()) return "n/a";
+  return absl::StrFormat("%.1f", s.bound());
+}
+
+// The shortest text that reads back as `v`.
+std::string Shortest(double v) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof(text), v).ptr;
+  return std::string(text, end);
+}
+
+bool ShowProgress() {
+  const std::string p = absl::GetFlag(FLAGS_progress);
+  if (p == "yes") return true;
+  if (p == "no") return false;
+  return isatty(STDERR_FILENO);
+}
+
+}  // namespace perceptron::client::cli

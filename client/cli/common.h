@@ -1,0 +1,83 @@
+// What the CLI's commands share: how they fail, connect, and print.
+#ifndef PERCEPTRON_CLIENT_CLI_COMMON_H_
+#define PERCEPTRON_CLIENT_CLI_COMMON_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+
+namespace perceptron::client::cli {
+
+// A command: its arguments (after the command's name); the exit status.
+using Args = std::vector<std::string>;
+
+// A failure from the server: its code and message; returns 1.
+int Fail(const absl::Status& s);
+// A local failure (a file, the data): the message alone, no gRPC code;
+// returns 1.
+int FailLocal(const absl::Status& s);
+// The reason the last system call failed, as text.
+std::string Errno();
+// A usage error: one line, and where the whole usage is; returns 2.
+int Usage(const std::string& why);
+// The whole of a small file, or exits with a message.
+std::string ReadSmallFile(const std::string& path);
+// A client for --server, with TLS and the token from the flags.
+std::unique_ptr<Client> Connect();
+
+const char* AlgorithmText(v1::Algorithm a);
+// The bound, or "n/a".
+std::string BoundText(const v1::ModelStats& s);
+// The shortest text that reads back as `v`.
+std::string Shortest(double v);
+// Whether to draw progress (--progress; auto: standard error is a terminal).
+bool ShowProgress();
+
+// One progress line on standard error, redrawn at most ten times a second.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool on) : on_(on) {}
+  ~ProgressLine() { End(); }
+
+  // `done` of `total` (0: not known), then `text`; `force` draws now.
+  void Draw(uint64_t done, uint64_t total, const std::string& text,
+            bool force = false) {
+    if (!on_) return;
+    const absl::Time now = absl::Now();
+    if (!force && now - last_ < absl::Milliseconds(100)) return;
+    last_ = now;
+    drawn_ = true;
+    const int width = 30;
+    if (total > 0) {
+      const int filled =
+          static_cast<int>(width * std::min(done, total) / total);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%% %s ",
+                   std::string(filled, '=').c_str(),
+                   std::string(width - filled, ' ').c_str(),
+                   100.0 * std::min(done, total) / total, text.c_str());
+    } else {
+      std::fprintf(stderr, "\r%s ", text.c_str());
+    }
+  }
+  void End() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  const bool on_;
+  bool drawn_ = false;
+  absl::Time last_ = absl::InfinitePast();
+};
+
+}  // namespace perceptron::client::cli
+
+#endif  // PERCEPTRON_CLIENT_CLI_COMMON_H_

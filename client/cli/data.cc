@@ -1,0 +1,502 @@
+// The commands that stream data: train, fit, predict, reveal, generate.
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "client/cli/commands.h"
+#include "client/cli/common.h"
+#include "client/cli/flags.h"
+#include "client/data_reader.h"
+#include "client/generator.h"
+
+namespace perceptron::client::cli {
+
+namespace {
+
+absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels) {
+  ReadOptions o;
+  const std::string f = absl::GetFlag(FLAGS_format);
+  if (f == "libsvm") {
+    o.format = Format::kLibsvm;
+  } else if (f == "csv") {
+    o.format = Format::kCsv;
+  } else if (f != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format=", f, " is not auto, libsvm or csv"));
+  }
+  o.positive_label = absl::GetFlag(FLAGS_positive);
+  o.index_base = absl::GetFlag(FLAGS_index_base);
+  o.label_column = absl::GetFlag(FLAGS_label_column);
+  o.require_labels = require_labels;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<DataReader>> OpenData(const std::string& path,
+                                                     bool require_labels) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+  if (!o.ok()) return o.status();
+  return DataReader::Open(path, *o);
+}
+
+absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+  if (!o.ok()) return o.status();
+  return ReadDataFile(path, *o);
+}
+
+// OK if `e` fits a model of input dimension `dimension`; else
+// INVALID_ARGUMENT naming the file, line and index (as the file writes it).
+absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
+                          const Example& e, uint32_t dimension) {
+  if (e.sparse) {
+    for (uint32_t i : e.indices) {
+      if (i >= dimension) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", line, ": index ", i + index_base,
+            " is past the model's dimension ", dimension, " (indices ",
+            index_base, " to ", dimension - 1 + index_base, ")"));
+      }
+    }
+  } else if (e.values.size() != dimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ":", line, ": ", e.values.size(),
+                     " features; the model's dimension is ", dimension));
+  }
+  return absl::OkStatus();
+}
+
+// A label as data files write it: +1/1 or -1/0.
+bool ParseLabel(absl::string_view text, int* label) {
+  double v;
+  if (!absl::SimpleAtod(text, &v)) return false;
+  if (v == 1) {
+    *label = 1;
+  } else if (v == -1 || v == 0) {
+    *label = -1;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int Fit(const Args& args) {
+  if (args.size() != 1) return Usage("fit takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("fit needs --model");
+  // One Train request carries the whole set, so it is read whole.
+  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
+  if (!data.ok()) return FailLocal(data.status());
+  std::unique_ptr<Client> client = Connect();
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  if (!m.ok() && m.status().code() == absl::StatusCode::kNotFound &&
+      absl::GetFlag(FLAGS_create)) {
+    absl::StatusOr<v1::ModelConfig> config =
+        ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
+                                                      : data->dimension);
+    if (!config.ok()) return FailLocal(config.status());
+    m = client->CreateModel(model, *config);
+  }
+  if (!m.ok()) return Fail(m.status());
+  for (size_t k = 0; k < data->examples.size(); ++k) {
+    absl::Status s = FitsTheModel(args[0], data->lines[k], data->index_base,
+                                  data->examples[k], m->config().dimension());
+    if (!s.ok()) return FailLocal(s);
+  }
+  absl::StatusOr<v1::TrainResponse> r =
+      client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
+  if (!r.ok()) return Fail(r.status());
+  std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n",
+              model.c_str(), args[0].c_str(), r->epochs(),
+              r->converged() ? "separated" : "not separated",
+              static_cast<unsigned long long>(r->updates()),
+              static_cast<unsigned long long>(r->mistakes()));
+  return 0;
+}
+
+// train: streams the file (or standard input) in batches, holding only what
+// is in flight. A file is read twice: first to check every line and its fit
+// to the model before anything is sent (and to count, for the progress bar),
+// then to send; standard input is checked as it is sent.
+int Train(const Args& args) {
+  if (args.size() != 1) return Usage("train takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("train needs --model");
+  const uint32_t epochs = absl::GetFlag(FLAGS_epochs);
+  if (epochs == 0) return Usage("--epochs must be at least 1");
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<DataReader>> opened =
+      OpenData(args[0], /*require_labels=*/true);
+  if (!opened.ok()) return FailLocal(opened.status());
+  DataReader& reader = **opened;
+  const bool file = reader.seekable();
+  if (epochs > 1 && !file) {
+    return Usage(
+        "--epochs above 1 needs a file that can be read again, not "
+        "a pipe");
+  }
+  std::unique_ptr<Client> client = Connect();
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  const bool create = !m.ok() &&
+                      m.status().code() == absl::StatusCode::kNotFound &&
+                      absl::GetFlag(FLAGS_create);
+  if (!m.ok() && !create) return Fail(m.status());
+  uint32_t dimension =
+      create ? absl::GetFlag(FLAGS_dim) : m->config().dimension();
+  ProgressLine progress(ShowProgress());
+  uint64_t per_pass = 0;  // examples in the file; 0 for standard input
+  Example e;
+  if (file) {
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) return FailLocal(more.status());
+      if (!*more) break;
+      if (dimension != 0) {
+        absl::Status s = FitsTheModel(reader.name(), reader.line(),
+                                      reader.index_base(), e, dimension);
+        if (!s.ok()) return FailLocal(s);
+      }
+      progress.Draw(reader.bytes_read(), reader.size(),
+                    absl::StrCat("checking ", args[0], ": ", reader.examples(),
+                                 " examples"));
+    }
+    per_pass = reader.examples();
+    if (dimension == 0) dimension = reader.dimension();
+    if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
+  } else if (create && dimension == 0) {
+    return Usage("train --create from standard input needs --dim");
+  }
+  if (create) {
+    absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);
+    if (!config.ok()) return FailLocal(config.status());
+    m = client->CreateModel(model, *config);
+    if (!m.ok()) return Fail(m.status());
+  }
+  const bool skip = absl::GetFlag(FLAGS_skip_rejected);
+  const uint64_t total = per_pass * epochs;
+  // The file's line of each example sent and not yet answered, to name the
+  // line of one the server rejects.
+  absl::Mutex mu;
+  std::deque<size_t> lines_in_flight;  // guarded by mu
+  std::atomic<bool> rejected{false};
+  size_t rejected_line = 0;
+  std::string rejected_why;
+  std::atomic<uint64_t> answered{0};
+  SessionOptions so;
+  so.batch_size = absl::GetFlag(FLAGS_batch);
+  so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
+  so.on_response = [&](const v1::LearnResponse& r) {
+    {
+      absl::MutexLock lock(&mu);
+      for (int i = 0; i < r.results_size(); ++i) {
+        const size_t line = lines_in_flight.front();
+        lines_in_flight.pop_front();
+        if (!r.results(i).has_error() || rejected) continue;
+        rejected_line = line;
+        rejected_why = r.results(i).error().message();
+        rejected = true;  // published after what it guards
+      }
+    }
+    const uint64_t n = answered += r.results_size();
+    const double rate =
+        n / std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+    progress.Draw(
+        n, total,
+        absl::StrFormat("%llu%s  mistakes %llu  updates %llu  bound %s  "
+                        "%.0f ex/s",
+                        static_cast<unsigned long long>(n),
+                        total > 0 ? absl::StrCat("/", total) : "",
+                        static_cast<unsigned long long>(r.stats().mistakes()),
+                        static_cast<unsigned long long>(r.stats().updates()),
+                        BoundText(r.stats()), rate),
+        n == total);
+  };
+  progress.Draw(0, total, absl::StrCat("sending ", args[0]), true);
+  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  absl::Status local;  // a line of standard input that cannot be sent
+  absl::Status added;
+  for (uint32_t epoch = 0; epoch < epochs && added.ok() && local.ok();
+       ++epoch) {
+    if (epoch > 0) local = reader.Rewind();
+    while (local.ok() && (skip || !rejected)) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) local = more.status();
+      if (!local.ok() || !*more) break;
+      local = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                           dimension);
+      if (!local.ok()) break;
+      {
+        absl::MutexLock lock(&mu);
+        lines_in_flight.push_back(reader.line());
+      }
+      added = session->AddLabeled(e);
+      if (!added.ok()) break;
+    }
+  }
+  absl::StatusOr<SessionSummary> summary = session->Finish();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  progress.End();
+  if (!summary.ok()) return Fail(summary.status());
+  const v1::ModelStats& s = summary->stats;
+  std::printf(
+      "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, reading "
+      "included), %llu requests\n",
+      model.c_str(), reader.name().c_str(),
+      static_cast<unsigned long long>(summary->items), seconds,
+      summary->items / std::max(seconds, 1e-9),
+      static_cast<unsigned long long>(summary->requests));
+  std::printf(
+      "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
+      static_cast<unsigned long long>(s.examples()),
+      static_cast<unsigned long long>(s.mistakes()),
+      static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
+  if (!local.ok()) {
+    std::fprintf(stderr,
+                 "perceptron: %s\nperceptron: sending stopped there; the "
+                 "%llu examples before it were applied\n",
+                 std::string(local.message()).c_str(),
+                 static_cast<unsigned long long>(summary->items));
+    return 1;
+  }
+  if (summary->item_errors > 0) {
+    // "item K: why" names the place in its batch; the file's line is better.
+    absl::string_view why = rejected_why;
+    if (absl::ConsumePrefix(&why, "item ")) {
+      why.remove_prefix(std::min(why.size(), why.find(": ") + 2));
+    }
+    std::fprintf(stderr,
+                 "perceptron: %s:%zu: rejected: %s\nperceptron: %llu "
+                 "example(s) rejected%s\n",
+                 reader.name().c_str(), rejected_line, std::string(why).c_str(),
+                 static_cast<unsigned long long>(summary->item_errors),
+                 skip ? " and skipped (--skip_rejected)"
+                      : "; sending stopped there, batches already in "
+                        "flight were applied (--skip_rejected to go on)");
+    return 1;
+  }
+  return 0;
+}
+
+int Predict(const Args& args) {
+  if (args.size() != 1) return Usage("predict takes one FILE");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("predict needs --model");
+  absl::StatusOr<std::unique_ptr<DataReader>> opened =
+      OpenData(args[0], /*require_labels=*/false);
+  if (!opened.ok()) return FailLocal(opened.status());
+  DataReader& reader = **opened;
+  std::unique_ptr<Client> client = Connect();
+  Example e;
+  absl::Status local;
+  if (absl::GetFlag(FLAGS_issue)) {
+    SessionOptions so;
+    so.batch_size = absl::GetFlag(FLAGS_batch);
+    so.on_response = [](const v1::LearnResponse& r) {
+      for (const v1::ItemResult& item : r.results()) {
+        if (item.has_prediction()) {
+          std::printf("%llu %+d %.17g\n",
+                      static_cast<unsigned long long>(
+                          item.prediction().prediction_id()),
+                      item.prediction().label(), item.prediction().score());
+        } else {
+          std::printf("error %s\n", item.error().message().c_str());
+        }
+      }
+    };
+    std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) local = more.status();
+      if (!local.ok() || !*more) break;
+      if (!session->AddExample(e).ok()) break;
+    }
+    absl::StatusOr<SessionSummary> summary = session->Finish();
+    if (!summary.ok()) return Fail(summary.status());
+    if (!local.ok()) return FailLocal(local);
+    return summary->item_errors > 0 ? 1 : 0;
+  }
+  const size_t batch = std::max<uint32_t>(1, absl::GetFlag(FLAGS_batch));
+  std::vector<Example> chunk;
+  bool end = false;
+  while (!end) {
+    chunk.clear();
+    while (chunk.size() < batch) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) return FailLocal(more.status());
+      if (!*more) {
+        end = true;
+        break;
+      }
+      chunk.push_back(std::move(e));
+    }
+    if (chunk.empty()) break;
+    absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
+    if (!r.ok()) return Fail(r.status());
+    for (const v1::Prediction& p : r->predictions())
+      std::printf("%+d %.17g\n", p.label(), p.score());
+  }
+  return 0;
+}
+
+// reveal: labels as ID:LABEL arguments, or lines "ID LABEL" (more columns,
+// as predict --issue prints, are ignored) from files or standard input ("-").
+int Reveal(const Args& args) {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return Usage("reveal needs --model");
+  if (args.empty()) {
+    return Usage(
+        "reveal takes ID:LABEL pairs, or a FILE (\"-\": standard "
+        "input) of \"ID LABEL\" lines");
+  }
+  std::unique_ptr<Client> client = Connect();
+  std::atomic<int> rc{0};
+  SessionOptions so;
+  so.batch_size = absl::GetFlag(FLAGS_batch);
+  so.on_response = [&rc](const v1::LearnResponse& r) {
+    for (const v1::ItemResult& item : r.results()) {
+      if (item.has_error()) {
+        std::printf("error %s\n", item.error().message().c_str());
+        rc = 1;
+      } else {
+        std::printf(
+            "%llu mistake=%s updated=%s\n",
+            static_cast<unsigned long long>(item.outcome().prediction_id()),
+            item.outcome().mistake() ? "yes" : "no",
+            item.outcome().updated() ? "yes" : "no");
+      }
+    }
+  };
+  // Every argument is checked before anything is sent; a file's lines as
+  // they are read.
+  for (const std::string& a : args) {
+    if (!absl::StrContains(a, ':') && a != "-" &&
+        access(a.c_str(), R_OK) != 0) {
+      return FailLocal(absl::NotFoundError(absl::StrCat(
+          "cannot read ", a, " (", std::strerror(errno),
+          "); reveal takes ID:LABEL pairs or files of \"ID LABEL\" lines")));
+    }
+    std::pair<std::string, std::string> kv =
+        absl::StrSplit(a, absl::MaxSplits(':', 1));
+    uint64_t id;
+    int label;
+    if (absl::StrContains(a, ':') &&
+        (!absl::SimpleAtoi(kv.first, &id) || !ParseLabel(kv.second, &label))) {
+      return Usage(absl::StrCat("\"", a,
+                                "\" is not ID:LABEL (a label is +1/1 or "
+                                "-1/0)"));
+    }
+  }
+  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  absl::Status local;
+  for (const std::string& a : args) {
+    if (absl::StrContains(a, ':')) {
+      std::pair<std::string, std::string> kv =
+          absl::StrSplit(a, absl::MaxSplits(':', 1));
+      uint64_t id = 0;
+      int label = 0;
+      (void)absl::SimpleAtoi(kv.first, &id);
+      (void)ParseLabel(kv.second, &label);
+      if (!session->AddReveal(id, label).ok()) break;
+      continue;
+    }
+    std::ifstream file;
+    if (a != "-") file.open(a);
+    std::istream& in = a == "-" ? std::cin : file;
+    const std::string name = a == "-" ? "standard input" : a;
+    std::string line;
+    size_t n = 0;
+    while (local.ok() && std::getline(in, line)) {
+      ++n;
+      absl::string_view text = line;
+      if (size_t hash = text.find('#'); hash != absl::string_view::npos)
+        text = text.substr(0, hash);
+      std::vector<absl::string_view> cells =
+          absl::StrSplit(text, absl::ByAnyChar(" \t,"), absl::SkipEmpty());
+      if (cells.empty()) continue;
+      uint64_t id;
+      int label;
+      if (cells.size() < 2 || !absl::SimpleAtoi(cells[0], &id) ||
+          !ParseLabel(cells[1], &label)) {
+        local = absl::InvalidArgumentError(
+            absl::StrCat(name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
+                         "\" is not \"ID LABEL\" (a label is +1/1 or -1/0)"));
+        break;
+      }
+      if (!session->AddReveal(id, label).ok()) break;
+    }
+    if (!local.ok()) break;
+  }
+  absl::StatusOr<SessionSummary> summary = session->Finish();
+  if (!summary.ok()) return Fail(summary.status());
+  if (!local.ok()) {
+    FailLocal(local);
+    std::fprintf(stderr,
+                 "perceptron: sending stopped there; the %llu labels before "
+                 "it were sent (their results are above)\n",
+                 static_cast<unsigned long long>(summary->items));
+    return 1;
+  }
+  return rc;
+}
+
+int Generate(const Args& args) {
+  if (!args.empty()) return Usage("generate takes no arguments");
+  GeneratorOptions o;
+  o.dimension = absl::GetFlag(FLAGS_dim) == 0 ? 20 : absl::GetFlag(FLAGS_dim);
+  o.count =
+      absl::GetFlag(FLAGS_count) == 0 ? 10000 : absl::GetFlag(FLAGS_count);
+  o.margin = absl::GetFlag(FLAGS_margin);
+  o.noise = absl::GetFlag(FLAGS_noise);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  absl::StatusOr<Synthetic> s = Generate(o);
+  if (!s.ok()) return FailLocal(s.status());
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  std::ofstream file;
+  if (!out_path.empty()) {
+    file.open(out_path);
+    if (!file)
+      return FailLocal(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", out_path, ": ", Errno())));
+  }
+  std::ostream& out = out_path.empty() ? std::cout : file;
+  for (const Example& e : s->examples) {
+    out << (*e.label > 0 ? "+1" : "-1");
+    for (size_t i = 0; i < e.values.size(); ++i) {
+      out << ' ' << i + 1 << ':' << absl::StrFormat("%.17g", e.values[i]);
+    }
+    out << '\n';
+  }
+  if (!absl::GetFlag(FLAGS_separator_out).empty()) {
+    std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
+    for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
+    if (!sep)
+      return FailLocal(absl::PermissionDeniedError(absl::StrCat(
+          "cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
+  }
+  if (!out_path.empty()) {
+    std::fprintf(stderr,
+                 "wrote %llu examples (d=%u, margin %g, noise %g) to %s\n",
+                 static_cast<unsigned long long>(o.count), o.dimension,
+                 o.margin, o.noise, out_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace perceptron::client::cli

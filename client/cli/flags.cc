@@ -1,0 +1,91 @@
+// The CLI's flags, all in one file: --help lists this file's flags.
+#include "client/cli/flags.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
+ABSL_FLAG(std::string, tls_ca, "",
+          "Use TLS: the CA that signed the server's certificate (PEM)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "Mutual TLS: this client's certificate chain (PEM)");
+ABSL_FLAG(std::string, tls_key, "",
+          "Mutual TLS: this client's private key (PEM)");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(3),
+          "How long to wait for a connection to the server before a call "
+          "(a failed attempt is retried after about 1 s); 0: fail at the "
+          "first failed attempt");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60),
+          "Deadline of each call; a model's export, import or weights move "
+          "in one call, so a very large model on a slow link may need more");
+ABSL_FLAG(std::string, token_file, "",
+          "A file holding the bearer token (else the PERCEPTRON_TOKEN "
+          "environment variable)");
+ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
+// create
+ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
+ABSL_FLAG(std::string, algorithm, "classic",
+          "create: classic, margin, averaged, voted or kernel");
+ABSL_FLAG(double, eta, 1.0, "create: learning rate");
+ABSL_FLAG(bool, bias, true, "create: append a constant coordinate");
+ABSL_FLAG(double, bias_constant, 1.0, "create: the constant");
+ABSL_FLAG(bool, normalize, true, "create: scale examples to unit norm");
+ABSL_FLAG(double, gamma, 0, "create: margin gamma (0: none)");
+ABSL_FLAG(
+    std::string, comparator_file, "",
+    "create: a file of d or d+1 numbers, the comparator u (needs --gamma)");
+ABSL_FLAG(std::string, kernel, "linear",
+          "create: linear, polynomial or rbf (kernel algorithm)");
+ABSL_FLAG(uint32_t, degree, 2, "create: polynomial degree");
+ABSL_FLAG(double, c0, 1.0, "create: polynomial offset");
+ABSL_FLAG(double, sigma, 1.0, "create: rbf width");
+ABSL_FLAG(uint64_t, budget, 10000, "create: kernel budget (stored mistakes)");
+ABSL_FLAG(bool, skip_rejected, false,
+          "train: go on past examples the server rejects, counting them "
+          "(default: stop at the first rejected batch)");
+ABSL_FLAG(uint64_t, max_voted, 1000,
+          "create: voted perceptron's stored vectors");
+// data
+ABSL_FLAG(std::string, format, "auto", "train/predict: auto, libsvm or csv");
+ABSL_FLAG(std::string, positive, "",
+          "train: the raw label that is +1 (others -1); default maps +1/1 to "
+          "+1, -1/0 to -1");
+ABSL_FLAG(int, index_base, 1,
+          "LIBSVM: the first feature index (1 for SVMlight files)");
+ABSL_FLAG(int, label_column, -1,
+          "CSV: the label's column from 0 (-1: the last)");
+// train
+ABSL_FLAG(bool, create, false,
+          "train: create the model (classic, defaults) if missing");
+ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
+ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
+ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
+ABSL_FLAG(uint32_t, in_flight, 64, "train: requests in flight at most");
+ABSL_FLAG(std::string, progress, "auto",
+          "train: show progress: auto (if a terminal), yes, no");
+// predict
+ABSL_FLAG(bool, issue, false,
+          "predict: issue predictions with ids through Learn (for a later "
+          "reveal) instead of "
+          "scores only");
+// watch
+ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200),
+          "watch: at most one update per");
+ABSL_FLAG(uint64_t, count, 0,
+          "watch: stop after this many updates (0: never); generate: examples");
+// import
+ABSL_FLAG(std::string, as, "",
+          "import: the new model's id (default: the exported one's)");
+// generate
+ABSL_FLAG(double, margin, 0.05, "generate: margin of the separator");
+ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
+ABSL_FLAG(uint64_t, seed, 1, "generate: random seed");
+ABSL_FLAG(std::string, out, "",
+          "generate: output LIBSVM file (default: standard output); plot: the "
+          "SVG file");
+ABSL_FLAG(bool, log_scale, false, "plot: a logarithmic y axis");
+ABSL_FLAG(std::string, separator_out, "",
+          "generate: write the separator u (d+1 numbers) here");

@@ -1,0 +1,132 @@
+// The commands that look at a model: status, watch, plot.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client/cli/commands.h"
+#include "client/cli/common.h"
+#include "client/cli/flags.h"
+#include "client/plot.h"
+
+namespace perceptron::client::cli {
+
+namespace {
+
+void PrintStatus(const v1::ModelStatus& st) {
+  const v1::ModelStats& s = st.stats();
+  std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
+              AlgorithmText(st.algorithm()), st.dimension());
+  std::printf("examples       %llu\n",
+              static_cast<unsigned long long>(s.examples()));
+  std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
+              static_cast<unsigned long long>(s.mistakes()),
+              100 * st.mistake_rate(), 100 * st.recent_mistake_rate(),
+              static_cast<unsigned>(
+                  std::min<uint64_t>(s.examples(), st.recent_window())));
+  std::printf("updates        %llu\n",
+              static_cast<unsigned long long>(s.updates()));
+  if (s.td_available()) {
+    std::printf("TD_gamma       %.6g (gamma %g)\n", s.td_gamma(), st.gamma());
+  } else {
+    std::printf("TD_gamma       n/a (no comparator)\n");
+  }
+  std::printf("radius R       %.6g\n", s.radius());
+  if (s.bound_available()) {
+    std::printf("bound          %.6g (updates/bound %.4f)\n", s.bound(),
+                s.bound() > 0 ? s.updates() / s.bound() : 0.0);
+  } else {
+    std::printf("bound          n/a\n");
+  }
+  std::printf("predictions    %llu issued, %llu pending, %llu expired\n",
+              static_cast<unsigned long long>(s.predictions()),
+              static_cast<unsigned long long>(s.pending()),
+              static_cast<unsigned long long>(s.expired()));
+  std::printf("||w||          %.6g\n", st.weight_norm());
+  if (st.algorithm() == v1::KERNEL) {
+    std::printf("support        %llu stored, %llu dropped\n",
+                static_cast<unsigned long long>(st.support_vectors()),
+                static_cast<unsigned long long>(st.dropped()));
+  }
+  if (st.algorithm() == v1::VOTED) {
+    std::printf("voted vectors  %llu stored, %llu dropped\n",
+                static_cast<unsigned long long>(st.voted_vectors()),
+                static_cast<unsigned long long>(st.dropped()));
+  }
+}
+
+}  // namespace
+
+int Status(const Args& args) {
+  if (args.size() != 1) return Usage("status takes one MODEL");
+  absl::StatusOr<v1::ModelStatus> st = Connect()->GetStatus(args[0]);
+  if (!st.ok()) return Fail(st.status());
+  PrintStatus(*st);
+  return 0;
+}
+
+int Watch(const Args& args) {
+  if (args.size() != 1) return Usage("watch takes one MODEL");
+  const bool tty = isatty(STDOUT_FILENO);
+  const uint64_t limit = absl::GetFlag(FLAGS_count);
+  uint64_t seen = 0;
+  absl::Status s = Connect()->Watch(
+      args[0], absl::GetFlag(FLAGS_interval), [&](const v1::ModelStatus& st) {
+        if (tty) std::printf("\033[H\033[2J");  // a live view: redraw in place
+        std::printf(
+            "perceptron watch %s  (%s; Ctrl-C to stop)\n\n", args[0].c_str(),
+            absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone())
+                .c_str());
+        PrintStatus(st);
+        const v1::ModelStats& s = st.stats();
+        if (s.bound_available() && s.bound() > 0) {
+          const int width = 40;
+          const int filled = std::min(
+              width, static_cast<int>(width * s.updates() / s.bound()));
+          std::printf("updates/bound  [%s%s]\n",
+                      std::string(filled, '#').c_str(),
+                      std::string(width - filled, '.').c_str());
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+        return limit == 0 || ++seen < limit;
+      });
+  if (!s.ok()) return Fail(s);
+  return 0;
+}
+
+int Plot(const Args& args) {
+  if (args.size() != 1) return Usage("plot takes one MODEL");
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  if (out_path.empty()) return Usage("plot needs --out=FILE.svg");
+  absl::StatusOr<v1::History> history = Connect()->GetHistory(args[0]);
+  if (!history.ok()) return Fail(history.status());
+  PlotOptions options;
+  options.log_scale = absl::GetFlag(FLAGS_log_scale);
+  const std::string svg = HistorySvg(*history, options);
+  std::ofstream out(out_path, std::ios::binary);
+  out << svg;
+  out.close();
+  if (!out) {
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", out_path, ": ", Errno())));
+  }
+  const v1::HistoryPoint* last =
+      history->points().empty() ? nullptr : &*history->points().rbegin();
+  std::printf("plotted %s to %s: %d points, %llu examples, %llu mistakes%s\n",
+              args[0].c_str(), out_path.c_str(), history->points_size(),
+              static_cast<unsigned long long>(last ? last->examples() : 0),
+              static_cast<unsigned long long>(last ? last->mistakes() : 0),
+              last && last->has_bound()
+                  ? absl::StrFormat(", bound %.6g", last->bound()).c_str()
+                  : "");
+  return 0;
+}
+
+}  // namespace perceptron::client::cli

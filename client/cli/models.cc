@@ -1,0 +1,206 @@
+// create, list, get, delete, reset, weights, health.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client/cli/commands.h"
+#include "client/cli/common.h"
+#include "client/cli/flags.h"
+
+namespace perceptron::client::cli {
+
+namespace {
+
+// `get`: the model's configuration, one field a line, as `status` prints.
+void PrintModel(const v1::Model& m) {
+  const v1::ModelConfig& c = m.config();
+  std::printf("model          %s (%s, d=%u)\n", m.model_id().c_str(),
+              AlgorithmText(c.algorithm()), c.dimension());
+  std::printf("created        %s\n",
+              absl::FormatTime("%Y-%m-%d %H:%M:%S %Z",
+                               absl::FromUnixSeconds(m.created_at().seconds()),
+                               absl::LocalTimeZone())
+                  .c_str());
+  std::printf("eta            %s\n",
+              Shortest(c.has_eta() ? c.eta() : 1.0).c_str());
+  const bool bias = c.has_bias() ? c.bias() : true;
+  if (bias) {
+    std::printf(
+        "bias           on (constant %s)\n",
+        Shortest(c.has_bias_constant() ? c.bias_constant() : 1.0).c_str());
+  } else {
+    std::printf("bias           off\n");
+  }
+  std::printf("normalize      %s\n",
+              (c.has_normalize() ? c.normalize() : true) ? "on" : "off");
+  if (c.has_gamma()) {
+    std::printf("gamma          %s\n", Shortest(c.gamma()).c_str());
+  } else {
+    std::printf("gamma          none\n");
+  }
+  if (c.comparator_size() > 0) {
+    double sq = 0;
+    for (double u : c.comparator()) sq += u * u;
+    std::printf("comparator     %d values, |u| = %.6g (scaled to 1)\n",
+                c.comparator_size(), std::sqrt(sq));
+  } else {
+    std::printf("comparator     none (no TD_gamma or bound)\n");
+  }
+  if (c.algorithm() == v1::KERNEL) {
+    const v1::Kernel& k = c.kernel();
+    if (k.type() == v1::RBF) {
+      std::printf("kernel         rbf, sigma %s\n",
+                  Shortest(k.has_sigma() ? k.sigma() : 1.0).c_str());
+    } else if (k.type() == v1::POLYNOMIAL) {
+      std::printf("kernel         polynomial, degree %u, c0 %s\n",
+                  k.degree() == 0 ? 2 : k.degree(),
+                  Shortest(k.has_c0() ? k.c0() : 1.0).c_str());
+    } else {
+      std::printf("kernel         linear\n");
+    }
+    std::printf("kernel budget  %llu\n",
+                static_cast<unsigned long long>(c.kernel_budget()));
+  }
+  if (c.algorithm() == v1::VOTED) {
+    std::printf("voted vectors  at most %llu\n",
+                static_cast<unsigned long long>(c.max_voted_vectors()));
+  }
+}
+
+absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::vector<double> out;
+  std::string token;
+  while (in >> token) {
+    for (absl::string_view t : absl::StrSplit(token, ',', absl::SkipEmpty())) {
+      double v;
+      if (!absl::SimpleAtod(t, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": \"", t, "\" is not a number"));
+      }
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
+  v1::ModelConfig c;
+  c.set_dimension(dimension);
+  const std::string a = absl::GetFlag(FLAGS_algorithm);
+  v1::Algorithm algorithm;
+  if (!v1::Algorithm_Parse(absl::AsciiStrToUpper(a), &algorithm) ||
+      algorithm == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--algorithm=", a,
+                     " is not one of classic, "
+                     "margin, averaged, voted, kernel"));
+  }
+  c.set_algorithm(algorithm);
+  c.set_eta(absl::GetFlag(FLAGS_eta));
+  c.set_bias(absl::GetFlag(FLAGS_bias));
+  c.set_bias_constant(absl::GetFlag(FLAGS_bias_constant));
+  c.set_normalize(absl::GetFlag(FLAGS_normalize));
+  if (absl::GetFlag(FLAGS_gamma) != 0) c.set_gamma(absl::GetFlag(FLAGS_gamma));
+  if (!absl::GetFlag(FLAGS_comparator_file).empty()) {
+    absl::StatusOr<std::vector<double>> u =
+        ReadNumbers(absl::GetFlag(FLAGS_comparator_file));
+    if (!u.ok()) return u.status();
+    c.mutable_comparator()->Add(u->begin(), u->end());
+  }
+  const std::string k = absl::GetFlag(FLAGS_kernel);
+  v1::KernelType kernel;
+  if (!v1::KernelType_Parse(absl::AsciiStrToUpper(k), &kernel) || kernel == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kernel=", k, " is not one of linear, polynomial, rbf"));
+  }
+  c.mutable_kernel()->set_type(kernel);
+  c.mutable_kernel()->set_degree(absl::GetFlag(FLAGS_degree));
+  c.mutable_kernel()->set_c0(absl::GetFlag(FLAGS_c0));
+  c.mutable_kernel()->set_sigma(absl::GetFlag(FLAGS_sigma));
+  c.set_kernel_budget(absl::GetFlag(FLAGS_budget));
+  c.set_max_voted_vectors(absl::GetFlag(FLAGS_max_voted));
+  return c;
+}
+
+int Create(const Args& args) {
+  if (args.size() != 1) return Usage("create takes one MODEL");
+  if (absl::GetFlag(FLAGS_dim) == 0) return Usage("create needs --dim");
+  absl::StatusOr<v1::ModelConfig> config =
+      ConfigFromFlags(absl::GetFlag(FLAGS_dim));
+  if (!config.ok()) return FailLocal(config.status());
+  absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
+  if (!m.ok()) return Fail(m.status());
+  std::printf("created %s (%s, d=%u%s)\n", m->model_id().c_str(),
+              AlgorithmText(m->config().algorithm()), m->config().dimension(),
+              m->config().comparator_size() > 0 ? ", with comparator" : "");
+  return 0;
+}
+
+int List(const Args& args) {
+  if (!args.empty()) return Usage("list takes no arguments");
+  absl::StatusOr<std::vector<v1::Model>> models = Connect()->ListModels();
+  if (!models.ok()) return Fail(models.status());
+  for (const v1::Model& m : *models) {
+    std::printf("%s\t%s\td=%u\n", m.model_id().c_str(),
+                AlgorithmText(m.config().algorithm()), m.config().dimension());
+  }
+  return 0;
+}
+
+int Health(const Args& args) {
+  if (!args.empty()) return Usage("health takes no arguments");
+  absl::Status s = Connect()->CheckHealth(absl::Seconds(5));
+  if (!s.ok()) return Fail(s);
+  std::printf("SERVING\n");
+  return 0;
+}
+
+int Get(const Args& args) {
+  if (args.size() != 1) return Usage("get takes one MODEL");
+  absl::StatusOr<v1::Model> m = Connect()->GetModel(args[0]);
+  if (!m.ok()) return Fail(m.status());
+  PrintModel(*m);
+  return 0;
+}
+
+int Delete(const Args& args) {
+  if (args.size() != 1) return Usage("delete takes one MODEL");
+  absl::Status s = Connect()->DeleteModel(args[0]);
+  if (!s.ok()) return Fail(s);
+  std::printf("deleted %s\n", args[0].c_str());
+  return 0;
+}
+
+int Reset(const Args& args) {
+  if (args.size() != 1) return Usage("reset takes one MODEL");
+  absl::StatusOr<v1::Model> m = Connect()->ResetModel(args[0]);
+  if (!m.ok()) return Fail(m.status());
+  std::printf("reset %s\n", args[0].c_str());
+  return 0;
+}
+
+int Weights(const Args& args) {
+  if (args.size() != 1) return Usage("weights takes one MODEL");
+  absl::StatusOr<v1::Weights> w = Connect()->GetWeights(args[0]);
+  if (!w.ok()) return Fail(w.status());
+  for (double v : w->values()) std::printf("%.17g\n", v);
+  return 0;
+}
+
+}  // namespace perceptron::client::cli

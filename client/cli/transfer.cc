@@ -1,0 +1,86 @@
+// export and import: a model as a portable blob.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/commands.h"
+#include "client/cli/common.h"
+#include "client/cli/flags.h"
+
+namespace perceptron::client::cli {
+
+// export: the blob goes to FILE.partial, renamed to FILE once whole (so a
+// failed export leaves no file and an existing FILE untouched); "-" writes
+// standard output.
+int Export(const Args& args) {
+  if (args.size() != 2) return Usage("export takes MODEL FILE");
+  const std::string& path = args[1];
+  const std::string partial = path + ".partial";
+  std::FILE* out = path == "-" ? stdout : std::fopen(partial.c_str(), "wb");
+  if (out == nullptr) {
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path, ": ", Errno())));
+  }
+  absl::StatusOr<std::string> blob = Connect()->ExportModel(args[0]);
+  if (!blob.ok()) {
+    if (out != stdout) {
+      std::fclose(out);
+      std::remove(partial.c_str());
+    }
+    return Fail(blob.status());
+  }
+  bool written =
+      std::fwrite(blob->data(), 1, blob->size(), out) == blob->size() &&
+      std::fflush(out) == 0;
+  if (out != stdout) {
+    written = std::fclose(out) == 0 && written &&
+              std::rename(partial.c_str(), path.c_str()) == 0;
+    if (!written) {
+      const std::string why = Errno();
+      std::remove(partial.c_str());
+      return FailLocal(
+          absl::DataLossError(absl::StrCat("cannot write ", path, ": ", why)));
+    }
+    std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
+                path.c_str(), blob->size());
+  } else if (!written) {
+    return FailLocal(absl::DataLossError(
+        absl::StrCat("cannot write standard output: ", Errno())));
+  }
+  return 0;
+}
+
+// import: FILE, or "-" for standard input.
+int Import(const Args& args) {
+  if (args.size() != 1) return Usage("import takes one FILE");
+  std::ifstream file;
+  if (args[0] != "-") {
+    file.open(args[0], std::ios::binary);
+    if (!file) {
+      return FailLocal(absl::NotFoundError(
+          absl::StrCat("cannot read ", args[0], ": ", Errno())));
+    }
+  }
+  std::istream& in = args[0] == "-" ? std::cin : file;
+  const std::string blob((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    return FailLocal(absl::DataLossError(
+        absl::StrCat("cannot read ", args[0], ": ", Errno())));
+  }
+  absl::StatusOr<v1::Model> m =
+      Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
+  if (!m.ok()) return Fail(m.status());
+  std::printf("imported %s (%s, d=%u) from %s\n", m->model_id().c_str(),
+              AlgorithmText(m->config().algorithm()), m->config().dimension(),
+              args[0] == "-" ? "standard input" : args[0].c_str());
+  return 0;
+}
+
+}  // namespace perceptron::client::cli

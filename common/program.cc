@@ -1,0 +1,34 @@
+#include "common/program.h"
+
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "perceptron/v1/perceptron.grpc.pb.h"
+
+namespace perceptron {
+
+std::string VersionLine(const std::string& program) {
+  return absl::StrCat(program, " " PERCEPTRON_VERSION " (wire contract ",
+                      v1::PerceptronService::service_full_name(), ")");
+}
+
+void SetProgramUsage(const std::string& program, const std::string& flags_file,
+                     absl::string_view usage) {
+  absl::SetProgramUsageMessage(usage);
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [flags_file](absl::string_view file) {
+    return absl::EndsWith(file, flags_file);
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  // Flags are listed under the file's last two path components.
+  config.normalize_filename = [](absl::string_view file) {
+    const size_t slash = file.rfind('/', file.rfind('/') - 1);
+    return std::string(
+        slash == absl::string_view::npos ? file : file.substr(slash + 1));
+  };
+  config.version_string = [program] { return VersionLine(program) + "\n"; };
+  absl::SetFlagsUsageConfig(config);
+}
+
+}  // namespace perceptron

@@ -1,0 +1,143 @@
+#include "server/model/convert.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace perceptron::server {
+
+absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
+                                            uint32_t max_dimension) {
+  ModelConfig c;
+  if (in.dimension() > max_dimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: dimension ", in.dimension(),
+                     " is over the server's limit ", max_dimension));
+  }
+  c.dimension = in.dimension();
+  switch (in.algorithm()) {
+    case v1::ALGORITHM_UNSPECIFIED:
+    case v1::CLASSIC:
+      c.algorithm = Algorithm::kClassic;
+      break;
+    case v1::MARGIN:
+      c.algorithm = Algorithm::kMargin;
+      break;
+    case v1::AVERAGED:
+      c.algorithm = Algorithm::kAveraged;
+      break;
+    case v1::VOTED:
+      c.algorithm = Algorithm::kVoted;
+      break;
+    case v1::KERNEL:
+      c.algorithm = Algorithm::kKernel;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: algorithm ", static_cast<int>(in.algorithm()),
+                       " is unknown"));
+  }
+  if (in.has_eta()) c.eta = in.eta();
+  if (in.has_bias()) c.bias = in.bias();
+  if (in.has_bias_constant()) c.bias_constant = in.bias_constant();
+  if (in.has_normalize()) c.normalize = in.normalize();
+  if (in.has_gamma()) c.gamma = in.gamma();
+  c.comparator.assign(in.comparator().begin(), in.comparator().end());
+  switch (in.kernel().type()) {
+    case v1::KERNEL_TYPE_UNSPECIFIED:
+    case v1::LINEAR:
+      c.kernel.type = KernelType::kLinear;
+      break;
+    case v1::POLYNOMIAL:
+      c.kernel.type = KernelType::kPolynomial;
+      break;
+    case v1::RBF:
+      c.kernel.type = KernelType::kRbf;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: kernel.type ",
+                       static_cast<int>(in.kernel().type()), " is unknown"));
+  }
+  if (in.kernel().degree() != 0) {
+    c.kernel.degree = in.kernel().degree() > 1000
+                          ? 1000
+                          : static_cast<int>(in.kernel().degree());
+  }
+  if (in.kernel().has_c0()) c.kernel.c0 = in.kernel().c0();
+  if (in.kernel().has_sigma()) c.kernel.sigma = in.kernel().sigma();
+  if (in.kernel_budget() != 0) c.kernel_budget = in.kernel_budget();
+  if (in.max_voted_vectors() != 0) c.max_voted_vectors = in.max_voted_vectors();
+  if (absl::Status s = ValidateConfig(c); !s.ok()) return s;
+  return c;
+}
+
+v1::ModelConfig ConfigToProto(const ModelConfig& in) {
+  v1::ModelConfig out;
+  out.set_dimension(in.dimension);
+  static constexpr v1::Algorithm kAlgorithms[] = {
+      v1::CLASSIC, v1::MARGIN, v1::AVERAGED, v1::VOTED, v1::KERNEL};
+  out.set_algorithm(kAlgorithms[static_cast<int>(in.algorithm)]);
+  out.set_eta(in.eta);
+  out.set_bias(in.bias);
+  out.set_bias_constant(in.bias_constant);
+  out.set_normalize(in.normalize);
+  if (in.gamma) out.set_gamma(*in.gamma);
+  out.mutable_comparator()->Add(in.comparator.begin(), in.comparator.end());
+  static constexpr v1::KernelType kKernels[] = {v1::LINEAR, v1::POLYNOMIAL,
+                                                v1::RBF};
+  out.mutable_kernel()->set_type(kKernels[static_cast<int>(in.kernel.type)]);
+  out.mutable_kernel()->set_degree(in.kernel.degree);
+  out.mutable_kernel()->set_c0(in.kernel.c0);
+  out.mutable_kernel()->set_sigma(in.kernel.sigma);
+  out.set_kernel_budget(in.kernel_budget);
+  out.set_max_voted_vectors(in.max_voted_vectors);
+  return out;
+}
+
+absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
+  switch (in.kind_case()) {
+    case v1::Features::kDense:
+      return FeatureView::Dense(absl::MakeConstSpan(
+          in.dense().values().data(), in.dense().values().size()));
+    case v1::Features::kSparse:
+      return FeatureView::Sparse(
+          absl::MakeConstSpan(in.sparse().indices().data(),
+                              in.sparse().indices().size()),
+          absl::MakeConstSpan(in.sparse().values().data(),
+                              in.sparse().values().size()));
+    default:
+      return absl::InvalidArgumentError(
+          "features: neither dense nor sparse is set");
+  }
+}
+
+void StatsToProto(const Stats& in, v1::ModelStats* out) {
+  out->set_examples(in.counters.examples);
+  out->set_mistakes(in.counters.mistakes);
+  out->set_updates(in.counters.updates);
+  out->set_predictions(in.counters.predictions);
+  out->set_pending(in.pending);
+  out->set_expired(in.counters.expired);
+  out->set_td_available(in.bound.td_available);
+  out->set_td_gamma(in.bound.td_gamma);
+  out->set_bound_available(in.bound.bound_available);
+  out->set_bound(in.bound.bound);
+  out->set_radius(in.bound.radius);
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+absl::Status ForItem(int index, const absl::Status& s) {
+  return absl::Status(s.code(),
+                      absl::StrCat("item ", index, ": ", s.message()));
+}
+
+void ErrorToProto(const absl::Status& s, v1::ItemError* out) {
+  out->set_code(static_cast<int>(s.code()));
+  out->set_message(std::string(s.message()));
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,40 @@
+// Conversion between the wire types (perceptron.v1) and core's types: the one
+// place it happens in the server.
+#ifndef PERCEPTRON_SERVER_MODEL_CONVERT_H_
+#define PERCEPTRON_SERVER_MODEL_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+#include "grpcpp/support/status.h"
+#include "perceptron/v1/perceptron.pb.h"
+
+namespace perceptron::server {
+
+namespace v1 = ::perceptron::v1;
+
+// The core config for a wire config, with defaults applied. INVALID_ARGUMENT
+// for unknown enum values or a dimension over `max_dimension`; core's
+// ValidateConfig does the rest.
+absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
+                                            uint32_t max_dimension);
+
+// The wire config with every default filled in.
+v1::ModelConfig ConfigToProto(const ModelConfig& in);
+
+// A view into `in`'s arrays (no copy); valid while `in` lives. INVALID_ARGUMENT
+// if neither dense nor sparse is set.
+absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in);
+
+void StatsToProto(const Stats& in, v1::ModelStats* out);
+
+// absl and gRPC share the canonical codes.
+grpc::Status ToGrpc(const absl::Status& s);
+
+// `s` with "item N: " before its message.
+absl::Status ForItem(int index, const absl::Status& s);
+
+void ErrorToProto(const absl::Status& s, v1::ItemError* out);
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_MODEL_CONVERT_H_

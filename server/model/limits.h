@@ -1,0 +1,38 @@
+// The server's limits (docs/design.md section 6). Set from flags in main.cc;
+// see there for defaults.
+#ifndef PERCEPTRON_SERVER_MODEL_LIMITS_H_
+#define PERCEPTRON_SERVER_MODEL_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace perceptron::server {
+
+struct Limits {
+  // Most models the server holds. Default: 100000.
+  size_t max_models = 100000;
+  // Largest input dimension d of a model. Default: 2^24.
+  uint32_t max_dimension = 1u << 24;
+  // Most items in one Learn request, Reveal request, Predict request or Train
+  // request. Default: 10000.
+  size_t max_batch_items = 10000;
+  // Largest request message in bytes. Default: 64 MiB.
+  size_t max_message_bytes = 64u << 20;
+  // Most pending predictions per model. Default: 1000000.
+  size_t max_pending = 1000000;
+  // Most memory a model's pending predictions may hold, in bytes as counted by
+  // Model::PendingBytes (their values and indices plus a fixed cost each).
+  // Default: 256 MiB.
+  size_t max_pending_bytes = 256u << 20;
+  // A pending prediction not revealed within this long expires. Default: 1
+  // hour.
+  absl::Duration pending_ttl = absl::Hours(1);
+  // Most passes a Train request may ask for. Default: 10000.
+  uint32_t max_train_epochs = 10000;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_MODEL_LIMITS_H_

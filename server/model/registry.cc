@@ -1,0 +1,172 @@
+#include "server/model/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/model/model_id.h"
+
+namespace perceptron::server {
+
+void ModelEntry::Observe(bool mistake) {
+  recent.Add(mistake);
+  if (curves_journaling) curves_journal.mistakes.push_back(mistake);
+  if (history.Due(model->counters().examples)) {
+    const HistoryPoint p = CurrentPoint();
+    history.Add(p);
+    if (curves_journaling) curves_journal.points.push_back(p);
+  }
+}
+
+HistoryPoint ModelEntry::CurrentPoint() const {
+  const Stats s = model->stats(/*with_weight_norm=*/false);
+  HistoryPoint p;
+  p.examples = s.counters.examples;
+  p.mistakes = s.counters.mistakes;
+  p.updates = s.counters.updates;
+  if (s.bound.bound_available) p.bound = s.bound.bound;
+  if (s.bound.td_available) p.td_gamma = s.bound.td_gamma;
+  return p;
+}
+
+void ModelEntry::ClearCurves() {
+  recent.Clear();
+  history.Clear();
+  curves_journal = CurvesJournal();
+  curves_journal.cleared = curves_journaling;
+}
+
+void ModelEntry::AddListener(ModelListener* l) {
+  absl::MutexLock lock(&listeners_mu);
+  listeners.insert(l);
+}
+
+void ModelEntry::RemoveListener(ModelListener* l) {
+  absl::MutexLock lock(&listeners_mu);
+  listeners.erase(l);
+}
+
+void ModelEntry::NotifyChanged() {
+  absl::MutexLock lock(&listeners_mu);
+  for (ModelListener* l : listeners) l->OnModelChanged();
+}
+
+void ModelEntry::NotifyDeleted() {
+  absl::MutexLock lock(&listeners_mu);
+  for (ModelListener* l : listeners) l->OnModelDeleted();
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
+    const std::string& id, const ModelConfig& config) {
+  PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(id));
+  PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                              Model::Create(config));
+  absl::MutexLock lock(&mu_);
+  PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
+  auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
+  models_.emplace(id, entry);
+  return entry;
+}
+
+absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
+  absl::MutexLock lock(&mu_);
+  PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
+  models_.emplace(entry->id, std::move(entry));
+  return absl::OkStatus();
+}
+
+void Registry::Remove(const std::shared_ptr<ModelEntry>& entry) {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(entry->id);
+  if (it != models_.end() && it->second == entry) models_.erase(it);
+}
+
+absl::Status Registry::CheckFree(const std::string& id) const {
+  if (models_.contains(id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("model ", id, " already exists"));
+  }
+  if (auto it = set_aside_.find(id); it != set_aside_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", id, " is set aside (", it->second.message(),
+                     "); DeleteModel discards its data"));
+  }
+  if (models_.size() >= limits_.max_models) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server holds its maximum of ", limits_.max_models, " models"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Registry::Missing(const std::string& id) const {
+  if (auto it = set_aside_.find(id); it != set_aside_.end()) {
+    return absl::DataLossError(absl::StrCat(
+        "model ", id,
+        " could not be recovered and is set aside, its data kept untouched: ",
+        it->second.message()));
+  }
+  return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Get(
+    const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(id);
+  if (it == models_.end()) return Missing(id);
+  return it->second;
+}
+
+void Registry::SetAside(const std::string& id, const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  set_aside_[id] = reason;
+}
+
+std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
+    const {
+  absl::MutexLock lock(&mu_);
+  return {set_aside_.begin(), set_aside_.end()};
+}
+
+absl::Status Registry::Delete(const std::string& id) {
+  std::shared_ptr<ModelEntry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    if (set_aside_.erase(id) > 0) return absl::OkStatus();
+    auto it = models_.find(id);
+    if (it == models_.end()) return Missing(id);
+    entry = std::move(it->second);
+    models_.erase(it);
+  }
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->deleted = true;
+  }
+  entry->NotifyDeleted();
+  return absl::OkStatus();
+}
+
+std::vector<std::shared_ptr<ModelEntry>> Registry::List(
+    const std::string& after, size_t limit,
+    const std::function<bool(absl::string_view)>& visible) const {
+  std::vector<std::shared_ptr<ModelEntry>> out;
+  absl::MutexLock lock(&mu_);
+  for (auto it = models_.upper_bound(after);
+       it != models_.end() && out.size() < limit; ++it) {
+    if (visible && !visible(it->first)) continue;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<ModelEntry>> Registry::All() const {
+  std::vector<std::shared_ptr<ModelEntry>> out;
+  absl::MutexLock lock(&mu_);
+  out.reserve(models_.size());
+  for (const auto& [id, e] : models_) out.push_back(e);
+  return out;
+}
+
+size_t Registry::size() const {
+  absl::MutexLock lock(&mu_);
+  return models_.size();
+}
+
+}  // namespace perceptron::server

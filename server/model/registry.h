@@ -1,0 +1,155 @@
+// The server's models: each a ModelEntry whose updates are serialized by its
+// own mutex, so different models run in parallel. Thread-safe.
+//
+//   Registry registry(limits);
+//   absl::StatusOr<std::shared_ptr<ModelEntry>> e =
+//       registry.Create("spam", config);
+//   {
+//     absl::MutexLock lock(&(*e)->mu);
+//     (*e)->model->Learn(...);
+//   }
+//   (*e)->NotifyChanged();
+#ifndef PERCEPTRON_SERVER_MODEL_REGISTRY_H_
+#define PERCEPTRON_SERVER_MODEL_REGISTRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/model.h"
+#include "server/model/history.h"
+#include "server/model/limits.h"
+
+namespace perceptron::server {
+
+// Receives a model's change notifications (see ModelEntry::AddListener).
+class ModelListener {
+ public:
+  virtual ~ModelListener() = default;
+  // The model changed. Called without the entry's `mu` held; must not call
+  // AddListener or RemoveListener.
+  virtual void OnModelChanged() = 0;
+  // The model was deleted. Same rules.
+  virtual void OnModelDeleted() = 0;
+};
+
+struct ModelEntry {
+  ModelEntry(std::string id, std::unique_ptr<Model> m, absl::Time now)
+      : id(std::move(id)),
+        created_at(now),
+        model(std::move(m)),
+        updated_at(now) {}
+
+  const std::string id;
+  const absl::Time created_at;
+
+  absl::Mutex mu;
+  std::unique_ptr<Model> model ABSL_GUARDED_BY(mu);
+  RecentWindow recent ABSL_GUARDED_BY(mu){kRecentWindow};
+  History history ABSL_GUARDED_BY(mu);
+  absl::Time updated_at ABSL_GUARDED_BY(mu);
+  bool deleted ABSL_GUARDED_BY(mu) = false;
+
+  // Persistence (persistence.h): the last log record staged, and records since
+  // the snapshot.
+  uint64_t seq ABSL_GUARDED_BY(mu) = 0;
+  uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
+
+  // What changed in `recent` and `history` since the last TakeCurvesJournal,
+  // for the log record of the batch (persistence.h).
+  // Kept only while the model is stored (curves_journaling).
+  CurvesJournal curves_journal ABSL_GUARDED_BY(mu);
+  bool curves_journaling ABSL_GUARDED_BY(mu) = false;
+
+  // Accounts a labeled example the model just learned from: the recent window
+  // and, when due, a history point.
+  void Observe(bool mistake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  CurvesJournal TakeCurvesJournal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return std::exchange(curves_journal, CurvesJournal());
+  }
+  // The model's point now, for the end of a chart.
+  HistoryPoint CurrentPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Empties the recent window and the history (a reset: call it before the
+  // reset's batch is staged, so that its record says so).
+  void ClearCurves() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Listeners are called in NotifyChanged/NotifyDeleted under `listeners_mu`.
+  // Lock order: listeners_mu, then a listener's own lock, then `mu`.
+  void AddListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
+  // After it returns, `l` is never called again.
+  void RemoveListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
+  void NotifyChanged() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
+  void NotifyDeleted() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
+
+ private:
+  absl::Mutex listeners_mu;
+  absl::flat_hash_set<ModelListener*> listeners ABSL_GUARDED_BY(listeners_mu);
+};
+
+class Registry {
+ public:
+  explicit Registry(const Limits& limits) : limits_(limits) {}
+
+  // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
+  // FAILED_PRECONDITION for the id of a model set aside, or RESOURCE_EXHAUSTED
+  // at the limit.
+  absl::StatusOr<std::shared_ptr<ModelEntry>> Create(const std::string& id,
+                                                     const ModelConfig& config);
+  // Adds a model built elsewhere (recovered or imported). ALREADY_EXISTS,
+  // FAILED_PRECONDITION (set aside) or RESOURCE_EXHAUSTED. The id is not
+  // checked here: an import checks it, and a recovered model keeps the id it
+  // was stored under, even one that an older version accepted and this one
+  // refuses for new models.
+  absl::Status Insert(std::shared_ptr<ModelEntry> entry);
+  // Removes `entry` if it is still the one under its id (undoing a Create whose
+  // storing failed).
+  void Remove(const std::shared_ptr<ModelEntry>& entry);
+  // NOT_FOUND if there is no such model; DATA_LOSS if it is set aside.
+  absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
+  // Removes the model, marks its entry deleted and tells its listeners; or
+  // forgets a model set aside (the caller then deletes its data). NOT_FOUND
+  // if unknown.
+  absl::Status Delete(const std::string& id);
+  // Up to `limit` models with ids greater than `after`, in id order, counting
+  // only those `visible` accepts (all when it is null).
+  std::vector<std::shared_ptr<ModelEntry>> List(
+      const std::string& after, size_t limit,
+      const std::function<bool(absl::string_view)>& visible = nullptr) const;
+  // Every model, for background work.
+  std::vector<std::shared_ptr<ModelEntry>> All() const;
+  size_t size() const;
+
+  // A model recovery could not rebuild (docs/design.md section 5): its id stays
+  // taken, every call naming it answers DATA_LOSS with `reason`, and its data
+  // stays untouched until DeleteModel discards it.
+  void SetAside(const std::string& id, const absl::Status& reason);
+  // The models set aside, in id order, with their reasons.
+  std::vector<std::pair<std::string, absl::Status>> SetAsideModels() const;
+
+ private:
+  const Limits limits_;
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
+      ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::string, absl::Status> set_aside_ ABSL_GUARDED_BY(mu_);
+
+  // OK if `id` may name a new model.
+  absl::Status CheckFree(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // NOT_FOUND, or DATA_LOSS for a model set aside.
+  absl::Status Missing(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_MODEL_REGISTRY_H_

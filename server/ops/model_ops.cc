@@ -1,0 +1,304 @@
+#include "server/ops/model_ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/model/convert.h"
+
+namespace perceptron::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+absl::Status Deleted(const ModelEntry& entry) {
+  return absl::NotFoundError(absl::StrCat("model ", entry.id, " was deleted"));
+}
+
+int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
+
+void OutcomeToProto(const Outcome& o, uint64_t prediction_id,
+                    v1::Outcome* out) {
+  out->set_prediction_id(prediction_id);
+  out->set_label(o.predicted);
+  out->set_score(o.score);
+  out->set_mistake(o.mistake);
+  out->set_updated(o.updated);
+}
+
+// Applies one Learn item. On success fills `result` and returns true if the
+// model changed.
+absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
+                               const Limits& limits, int64_t now,
+                               v1::ItemResult* result)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  Model& model = *entry.model;
+  switch (item.kind_case()) {
+    case v1::LearnItem::kExample: {
+      if (model.pending_count() >= limits.max_pending) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the model holds its maximum of ", limits.max_pending,
+                         " pending predictions"));
+      }
+      absl::StatusOr<FeatureView> x = FeaturesFromProto(item.example());
+      if (!x.ok()) return x.status();
+      const size_t bytes =
+          Model::PendingBytes(x->values.size(), x->indices.size());
+      if (model.pending_bytes() + bytes > limits.max_pending_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the model's pending predictions hold ", model.pending_bytes(),
+            " bytes; this one (", bytes, ") would pass the maximum of ",
+            limits.max_pending_bytes, " (--max_pending_bytes)"));
+      }
+      absl::StatusOr<Issued> issued = model.Issue(*x, now);
+      if (!issued.ok()) return issued.status();
+      v1::PredictionResult* p = result->mutable_prediction();
+      p->set_prediction_id(issued->prediction_id);
+      p->set_label(issued->label);
+      p->set_score(issued->score);
+      return true;
+    }
+    case v1::LearnItem::kReveal: {
+      absl::StatusOr<Outcome> o =
+          model.Reveal(item.reveal().prediction_id(), item.reveal().label());
+      if (!o.ok()) return o.status();
+      entry.Observe(o->mistake);
+      OutcomeToProto(*o, item.reveal().prediction_id(),
+                     result->mutable_outcome());
+      return true;
+    }
+    case v1::LearnItem::kLabeled: {
+      absl::StatusOr<FeatureView> x =
+          FeaturesFromProto(item.labeled().features());
+      if (!x.ok()) return x.status();
+      absl::StatusOr<Outcome> o = model.Learn(*x, item.labeled().label());
+      if (!o.ok()) return o.status();
+      entry.Observe(o->mistake);
+      OutcomeToProto(*o, 0, result->mutable_outcome());
+      return true;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "the item is empty: set example, reveal or labeled");
+  }
+}
+
+}  // namespace
+
+absl::Status ApplyLearnItems(
+    ModelEntry& entry, Persistence& persistence,
+    const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
+    const Limits& limits,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats, CommitHandle* commit_out) {
+  bool changed = false;
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    const int64_t now = NowNanos();
+    results->Reserve(items.size());
+    for (int i = 0; i < items.size(); ++i) {
+      v1::ItemResult* result = results->Add();
+      absl::StatusOr<bool> applied =
+          ApplyItem(entry, items[i], limits, now, result);
+      if (!applied.ok()) {
+        result->Clear();
+        ErrorToProto(ForItem(i, applied.status()), result->mutable_error());
+      } else {
+        changed |= *applied;
+      }
+    }
+    if (changed) entry.updated_at = absl::FromUnixNanos(now);
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) commit = persistence.Stage(entry);
+  }
+  if (changed) entry.NotifyChanged();
+  *commit_out = std::move(commit);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyReveals(
+    ModelEntry& entry, Persistence& persistence,
+    const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats) {
+  bool changed = false;
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    for (int i = 0; i < items.size(); ++i) {
+      v1::ItemResult* result = results->Add();
+      absl::StatusOr<Outcome> o =
+          entry.model->Reveal(items[i].prediction_id(), items[i].label());
+      if (!o.ok()) {
+        ErrorToProto(ForItem(i, o.status()), result->mutable_error());
+        continue;
+      }
+      entry.Observe(o->mistake);
+      OutcomeToProto(*o, items[i].prediction_id(), result->mutable_outcome());
+      changed = true;
+    }
+    if (changed) entry.updated_at = absl::Now();
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) commit = persistence.Stage(entry);
+  }
+  if (changed) entry.NotifyChanged();
+  return AwaitCommit(commit);
+}
+
+absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
+                        v1::PredictResponse* response) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.deleted) return Deleted(entry);
+  for (int i = 0; i < request.examples_size(); ++i) {
+    absl::StatusOr<FeatureView> x = FeaturesFromProto(request.examples(i));
+    absl::StatusOr<Prediction> p =
+        x.ok() ? entry.model->Predict(*x) : x.status();
+    if (!p.ok()) {
+      response->Clear();
+      return ForItem(i, p.status());
+    }
+    v1::Prediction* out = response->add_predictions();
+    out->set_label(p->label);
+    out->set_score(p->score);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
+                     const v1::TrainRequest& request, const Limits& limits,
+                     v1::TrainResponse* response) {
+  TrainOptions options;
+  options.max_epochs = request.max_epochs() == 0 ? 100 : request.max_epochs();
+  if (options.max_epochs > limits.max_train_epochs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_epochs ", options.max_epochs,
+                     " is over the server's limit ", limits.max_train_epochs));
+  }
+  std::vector<LabeledExample> data;
+  data.reserve(request.examples_size());
+  for (int i = 0; i < request.examples_size(); ++i) {
+    absl::StatusOr<FeatureView> x =
+        FeaturesFromProto(request.examples(i).features());
+    if (!x.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("example ", i, ": ", x.status().message()));
+    data.push_back({*x, request.examples(i).label()});
+  }
+  absl::StatusOr<TrainResult> r;
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    options.on_example = [&entry](uint32_t, size_t, const Outcome& o)
+                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+                               entry.Observe(o.mistake);
+                             };
+    r = entry.model->Train(data, options);
+    if (!r.ok()) return r.status();
+    if (!data.empty()) entry.updated_at = absl::Now();
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
+                 response->mutable_stats());
+    commit = persistence.Stage(entry);
+  }
+  response->set_epochs(r->epochs);
+  response->set_converged(r->converged);
+  response->set_updates(r->updates);
+  response->set_mistakes(r->mistakes);
+  entry.NotifyChanged();
+  return AwaitCommit(commit);
+}
+
+absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    entry.model->Reset();
+    entry.ClearCurves();
+    commit = persistence.Stage(entry);
+    entry.updated_at = absl::Now();
+  }
+  entry.NotifyChanged();
+  return AwaitCommit(commit);
+}
+
+absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.deleted) return Deleted(entry);
+  const Model& model = *entry.model;
+  const Stats s = model.stats();
+  status->set_model_id(entry.id);
+  status->set_algorithm(ConfigToProto(model.config()).algorithm());
+  status->set_dimension(model.config().dimension);
+  StatsToProto(s, status->mutable_stats());
+  if (s.gamma) status->set_gamma(*s.gamma);
+  status->set_mistake_rate(s.counters.examples == 0
+                               ? 0.0
+                               : static_cast<double>(s.counters.mistakes) /
+                                     s.counters.examples);
+  status->set_recent_mistake_rate(entry.recent.rate());
+  status->set_recent_window(entry.recent.size());
+  status->set_weight_norm(s.weight_norm);
+  status->set_support_vectors(s.figures.support_vectors);
+  status->set_voted_vectors(s.figures.voted_vectors);
+  status->set_dropped(s.figures.dropped);
+  *status->mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
+  *status->mutable_updated_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.updated_at));
+  return absl::OkStatus();
+}
+
+absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.deleted) return Deleted(entry);
+  history->set_model_id(entry.id);
+  history->set_stride(entry.history.stride());
+  history->set_capacity(entry.history.capacity());
+  const std::vector<HistoryPoint>& points = entry.history.points();
+  const HistoryPoint now = entry.CurrentPoint();
+  const bool ends_now = !points.empty() &&
+                        points.back().examples == now.examples &&
+                        points.back().mistakes == now.mistakes &&
+                        points.back().updates == now.updates;
+  history->mutable_points()->Reserve(points.size() + 1);
+  auto add = [history](const HistoryPoint& p) {
+    v1::HistoryPoint* out = history->add_points();
+    out->set_examples(p.examples);
+    out->set_mistakes(p.mistakes);
+    out->set_updates(p.updates);
+    if (p.has_bound()) out->set_bound(p.bound);
+    if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
+  };
+  for (const HistoryPoint& p : points) add(p);
+  if (!ends_now) add(now);
+  return absl::OkStatus();
+}
+
+absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.deleted) return Deleted(entry);
+  const absl::Span<const double> w = entry.model->weights();
+  weights->mutable_values()->Add(w.begin(), w.end());
+  weights->set_has_bias(entry.model->config().bias);
+  return absl::OkStatus();
+}
+
+void ExpirePending(ModelEntry& entry, Persistence& persistence,
+                   absl::Duration ttl) {
+  size_t expired = 0;
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted || entry.model->pending_count() == 0) return;
+    expired = entry.model->ExpirePending(absl::ToUnixNanos(absl::Now() - ttl));
+    if (expired > 0) commit = persistence.Stage(entry);
+    if (expired > 0) entry.updated_at = absl::Now();
+  }
+  if (expired > 0) entry.NotifyChanged();
+  AwaitCommit(commit)
+      .IgnoreError();  // a store error fails every later commit too
+}
+
+}  // namespace perceptron::server

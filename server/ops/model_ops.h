@@ -1,0 +1,64 @@
+// What the RPCs do to a model entry, independent of the transport: each takes
+// the entry's lock, validates, applies, and notifies listeners after releasing
+// it. Thread-safe.
+#ifndef PERCEPTRON_SERVER_OPS_MODEL_OPS_H_
+#define PERCEPTRON_SERVER_OPS_MODEL_OPS_H_
+
+#include "absl/status/status.h"
+#include "google/protobuf/repeated_field.h"
+#include "perceptron/v1/perceptron.pb.h"
+#include "server/model/limits.h"
+#include "server/model/registry.h"
+#include "server/storage/persistence.h"
+
+namespace perceptron::server {
+
+namespace v1 = ::perceptron::v1;
+
+// Applies a batch of Learn items in order: one result per item; a bad item gets
+// an error naming its index and changes nothing. Fills `stats` after the batch
+// and `commit` with the batch's log record: answer only once it is committed
+// (persistence.h). NOT_FOUND (nothing applied) if the model has been deleted.
+// Unlike the functions below, it does not wait.
+absl::Status ApplyLearnItems(
+    ModelEntry& entry, Persistence& persistence,
+    const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
+    const Limits& limits,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats, CommitHandle* commit);
+
+// Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
+absl::Status ApplyReveals(
+    ModelEntry& entry, Persistence& persistence,
+    const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
+    google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
+    v1::ModelStats* stats);
+
+// Scores every example, or INVALID_ARGUMENT naming the first bad one.
+absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
+                        v1::PredictResponse* response);
+
+// Cyclic training (Model::Train) over the request's examples.
+absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
+                     const v1::TrainRequest& request, const Limits& limits,
+                     v1::TrainResponse* response);
+
+// Zeroes the model's state.
+absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence);
+
+// The full status.
+absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status);
+
+absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
+
+// The learning curve, ending with the model now.
+absl::Status FillHistory(ModelEntry& entry, v1::History* history);
+
+// Expires pending predictions issued before now - ttl; notifies listeners if
+// any expired.
+void ExpirePending(ModelEntry& entry, Persistence& persistence,
+                   absl::Duration ttl);
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_OPS_MODEL_OPS_H_

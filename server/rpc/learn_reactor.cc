@@ -1,0 +1,180 @@
+#include "server/rpc/learn_reactor.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/model/convert.h"
+#include "server/ops/model_ops.h"
+
+namespace perceptron::server {
+
+LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
+                           const Limits* limits, StreamSet* streams,
+                           const Authorizer* auth, std::string authorization)
+    : registry_(registry),
+      persistence_(persistence),
+      limits_(limits),
+      streams_(streams),
+      auth_(auth),
+      authorization_(std::move(authorization)),
+      registered_(streams->Add(this)),
+      self_(this) {
+  absl::MutexLock lock(&mu_);
+  if (!registered_) {
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the server is shutting down");
+    MaybeFinishLocked();
+    return;
+  }
+  MaybeReadLocked();
+}
+
+absl::Status LearnReactor::Process(v1::LearnResponse* response,
+                                   CommitHandle* commit) {
+  if (entry_ == nullptr) {
+    if (request_.model_id().empty()) {
+      return absl::InvalidArgumentError(
+          "the first Learn request must name the model (model_id is empty)");
+    }
+    if (auth_ != nullptr) {
+      absl::Status allowed =
+          auth_->CheckHeader(authorization_, Role::kLearn, request_.model_id());
+      if (!allowed.ok()) return allowed;
+    }
+    absl::StatusOr<std::shared_ptr<ModelEntry>> e =
+        registry_->Get(request_.model_id());
+    if (!e.ok()) return e.status();
+    entry_ = *std::move(e);
+  } else if (!request_.model_id().empty() &&
+             request_.model_id() != entry_->id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this stream is for model ", entry_->id,
+                     "; a request named ", request_.model_id()));
+  }
+  if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a batch of ", request_.items_size(),
+                     " items is over the limit of ", limits_->max_batch_items));
+  }
+  return ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
+                         response->mutable_results(), response->mutable_stats(),
+                         commit);
+}
+
+void LearnReactor::MaybeReadLocked() {
+  if (reading_ || processing_ || final_status_ ||
+      queue_.size() >= kMaxQueuedResponses)
+    return;
+  reading_ = true;
+  StartRead(&request_);
+}
+
+void LearnReactor::OnReadDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  reading_ = false;
+  if (!ok) {  // the client finished writing (or the call is gone)
+    if (!final_status_) final_status_ = grpc::Status::OK;
+    MaybeFinishLocked();
+    return;
+  }
+  if (final_status_) return;  // stopping: no new work
+  processing_ = true;
+  const uint64_t number = next_number_++;
+  mu_.Unlock();
+  CommitHandle commit;
+  auto arena = std::make_unique<google::protobuf::Arena>();
+  v1::LearnResponse* response =
+      google::protobuf::Arena::CreateMessage<v1::LearnResponse>(arena.get());
+  const absl::Status processed = Process(response, &commit);
+  mu_.Lock();
+  processing_ = false;
+  if (!processed.ok()) {
+    final_status_ = ToGrpc(processed);
+    MaybeFinishLocked();
+    return;
+  }
+  queue_.push_back(Answer{number, false, std::move(arena), response});
+  ++uncommitted_;
+  mu_.Unlock();
+  // May call back at once (nothing to write, or already written).
+  WhenCommitted(commit, [self = self_, number](absl::Status s) {
+    self->OnCommitted(number, std::move(s));
+  });
+  mu_.Lock();
+  MaybeReadLocked();
+  MaybeFinishLocked();
+}
+
+void LearnReactor::OnCommitted(uint64_t number, absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  --uncommitted_;
+  for (Answer& a : queue_) {
+    if (a.number == number) a.committed = true;
+  }
+  if (!status.ok() && !final_status_) {
+    // The batch was applied but could not be stored: say so and end the stream.
+    final_status_ = ToGrpc(status);
+    while (!queue_.empty() && queue_.back().number >= number &&
+           !(writing_ && queue_.size() == 1)) {
+      queue_.pop_back();
+    }
+  }
+  WriteNextLocked();
+  MaybeFinishLocked();
+}
+
+void LearnReactor::WriteNextLocked() {
+  if (writing_ || finished_ || queue_.empty() || !queue_.front().committed)
+    return;
+  writing_ = true;
+  StartWrite(queue_.front().response);
+}
+
+void LearnReactor::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  queue_.pop_front();
+  if (!ok) {
+    queue_.clear();  // the client is gone: nothing more can be written
+    if (!final_status_) {
+      final_status_ =
+          grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+  }
+  WriteNextLocked();
+  MaybeReadLocked();
+  MaybeFinishLocked();
+}
+
+void LearnReactor::MaybeFinishLocked() {
+  if (finished_ || !final_status_ || processing_ || writing_ ||
+      uncommitted_ > 0)
+    return;
+  if (!queue_.empty()) return;
+  finished_ = true;
+  Finish(*final_status_);
+}
+
+void LearnReactor::Stop() {
+  absl::MutexLock lock(&mu_);
+  if (!final_status_) {
+    final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "the server is shutting down");
+  }
+  MaybeFinishLocked();
+}
+
+void LearnReactor::OnCancel() {
+  absl::MutexLock lock(&mu_);
+  // Drop the answers not being written; commits still call back (they only mark
+  // answers).
+  while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
+  final_status_ = grpc::Status::CANCELLED;
+  MaybeFinishLocked();
+}
+
+void LearnReactor::OnDone() {
+  if (registered_) streams_->Remove(this);
+  // Deleted now, or by the last commit callback once it has let go of mu_.
+  std::shared_ptr<LearnReactor> last = std::move(self_);
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,101 @@
+// The Learn stream (docs/design.md section 4): reads batches, applies them to
+// the model in order, and answers each, in order, once its log record is
+// committed (persistence.h). It keeps reading while earlier batches are being
+// committed and written, so a client may have many batches in flight and they
+// share fsyncs; when too many answers wait it stops reading until they drain
+// (backpressure).
+#ifndef PERCEPTRON_SERVER_RPC_LEARN_REACTOR_H_
+#define PERCEPTRON_SERVER_RPC_LEARN_REACTOR_H_
+
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "google/protobuf/arena.h"
+#include "grpcpp/grpcpp.h"
+#include "perceptron/v1/perceptron.pb.h"
+#include "server/auth/auth.h"
+#include "server/model/limits.h"
+#include "server/model/registry.h"
+#include "server/rpc/stream_set.h"
+#include "server/storage/persistence.h"
+
+namespace perceptron::server {
+
+namespace v1 = ::perceptron::v1;
+
+class LearnReactor final
+    : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>,
+      public StoppableStream {
+ public:
+  // Answers not yet written, at most; past it reading pauses.
+  static constexpr size_t kMaxQueuedResponses = 32;
+
+  // `auth` may be null (every stream allowed); `authorization` is the call's
+  // header.
+  LearnReactor(Registry* registry, Persistence* persistence,
+               const Limits* limits, StreamSet* streams,
+               const Authorizer* auth = nullptr,
+               std::string authorization = "");
+
+  void Stop() override;
+
+ private:
+  struct Answer {
+    uint64_t number;         // the request's position in the stream
+    bool committed = false;  // its log record is written as the mode requires
+    // The response and everything in it live on one arena, freed at once after
+    // the write.
+    std::unique_ptr<google::protobuf::Arena> arena;
+    v1::LearnResponse* response = nullptr;
+  };
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // Applies request_; the answer and its commit, or a fatal status that ends
+  // the stream.
+  absl::Status Process(v1::LearnResponse* response, CommitHandle* commit);
+  void OnCommitted(uint64_t number, absl::Status status);
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finishes with final_status_ once nothing is being applied, committed or
+  // written.
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Registry* const registry_;
+  Persistence* const persistence_;
+  const Limits* const limits_;
+  StreamSet* const streams_;
+  const Authorizer* const auth_;
+  const std::string authorization_;
+  const bool registered_;
+  // gRPC's reference to this reactor, dropped in OnDone. Commit callbacks hold
+  // references too: they run on the committer's thread and may finish the
+  // stream, and the reactor must outlive their return from its mutex.
+  std::shared_ptr<LearnReactor> self_;
+
+  // Touched only by the read path (one read at a time).
+  v1::LearnRequest request_;
+  std::shared_ptr<ModelEntry> entry_;
+
+  absl::Mutex mu_;
+  std::deque<Answer> queue_
+      ABSL_GUARDED_BY(mu_);  // front() is being written when writing_
+  uint64_t next_number_ ABSL_GUARDED_BY(mu_) = 0;
+  int uncommitted_ ABSL_GUARDED_BY(mu_) = 0;  // commits not yet called back
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool processing_ ABSL_GUARDED_BY(mu_) =
+      false;  // a batch is being applied (outside mu_)
+  std::optional<grpc::Status> final_status_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_RPC_LEARN_REACTOR_H_

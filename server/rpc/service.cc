@@ -1,0 +1,453 @@
+#include "server/rpc/service.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "core/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/model/convert.h"
+#include "server/ops/model_ops.h"
+#include "server/rpc/chunk_reactors.h"
+#include "server/rpc/learn_reactor.h"
+#include "server/rpc/watch_reactor.h"
+#include "server/storage/export.h"
+
+namespace perceptron::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(s));
+  return reactor;
+}
+
+// OK if a request's `n` items are within `limit`.
+absl::Status AtMost(absl::string_view what, int n, size_t limit) {
+  if (static_cast<size_t>(n) <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      n, " ", what, " in one request is over the limit of ", limit));
+}
+
+// ListModels' page tokens are opaque: web-safe base64 of a marker and the last
+// id of the page (one the caller was shown).
+constexpr absl::string_view kPageTokenMarker = "p1:";
+
+std::string PageToken(absl::string_view last_id) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kPageTokenMarker, last_id));
+}
+
+// The id a page starts after; INVALID_ARGUMENT for a token this server did not
+// issue.
+absl::StatusOr<std::string> PageTokenAfter(const std::string& token) {
+  if (token.empty()) return std::string();
+  std::string raw;
+  absl::string_view id;
+  if (absl::WebSafeBase64Unescape(token, &raw)) id = raw;
+  if (!absl::ConsumePrefix(&id, kPageTokenMarker)) {
+    return absl::InvalidArgumentError(
+        "page_token is not one a ListModels response gave");
+  }
+  return std::string(id);
+}
+
+// OK if a model of `config` can always be exported: the weight vectors its
+// algorithm keeps at most, with its pending predictions at their limit, stay
+// within a blob (1 MiB is left for the rest). The kernel store's size depends
+// on the examples (dense or sparse), so it is checked only when exported.
+absl::Status FitsAnExport(const ModelConfig& config, size_t max_pending_bytes) {
+  const double vector = 8.0 * config.weight_dimension();
+  double vectors = 0;
+  switch (config.algorithm) {
+    case Algorithm::kClassic:
+    case Algorithm::kMargin:
+      vectors = 1;
+      break;
+    case Algorithm::kAveraged:
+      vectors = 2;
+      break;
+    case Algorithm::kVoted:
+      vectors = static_cast<double>(config.max_voted_vectors) + 1;
+      break;
+    case Algorithm::kKernel:
+      return absl::OkStatus();
+  }
+  const double most = static_cast<double>(kMaxBlobBytes) - (1 << 20) -
+                      static_cast<double>(max_pending_bytes);
+  if (vectors * vector <= most) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "config: a %s model of dimension %u keeps up to %.0f vectors of %u "
+      "weights, %.2f GB, more than the %.2f GB an export can carry beside "
+      "--max_pending_bytes; %s",
+      AlgorithmName(config.algorithm), config.dimension, vectors,
+      config.weight_dimension(), vectors * vector / 1e9, most / 1e9,
+      config.algorithm == Algorithm::kVoted
+          ? "lower max_voted_vectors or the dimension"
+          : "lower the dimension"));
+}
+
+}  // namespace
+
+void PerceptronServiceImpl::BeginShutdown() { streams_.StopAll(); }
+
+std::string PerceptronServiceImpl::Authorization(
+    grpc::CallbackServerContext* context) {
+  auto it = context->client_metadata().find("authorization");
+  if (it == context->client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+absl::Status PerceptronServiceImpl::Allow(grpc::CallbackServerContext* context,
+                                          Role role,
+                                          absl::string_view model_id) {
+  if (auth_ == nullptr) return absl::OkStatus();
+  return auth_->CheckHeader(Authorization(context), role, model_id);
+}
+
+absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(
+    const std::string& id) {
+  if (streams_.stopped())
+    return absl::UnavailableError("the server is shutting down");
+  return registry_->Get(id);
+}
+
+void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
+  model->set_model_id(entry.id);
+  absl::MutexLock lock(&entry.mu);
+  *model->mutable_config() = ConfigToProto(entry.model->config());
+  *model->mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
+}
+
+template <typename Request, typename Act>
+grpc::ServerUnaryReactor* PerceptronServiceImpl::OnModel(
+    grpc::CallbackServerContext* context, const Request& request, Role role,
+    Act act, absl::Status check) {
+  UnaryCall call(&streams_);
+  absl::Status s = Allow(context, role, request.model_id());
+  if (s.ok()) s = check;
+  if (s.ok()) {
+    absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+        Find(request.model_id());
+    s = entry.ok() ? act(**entry) : entry.status();
+  }
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
+    grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
+    v1::Model* response) {
+  UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
+    return Done(context, s);
+  }
+  if (streams_.stopped())
+    return Done(context, absl::UnavailableError("shutting down"));
+  absl::StatusOr<ModelConfig> config =
+      ConfigFromProto(request->config(), limits_.max_dimension);
+  if (!config.ok()) return Done(context, config.status());
+  if (absl::Status s = FitsAnExport(*config, limits_.max_pending_bytes);
+      !s.ok()) {
+    return Done(context, s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+      registry_->Create(request->model_id(), *config);
+  if (!entry.ok()) return Done(context, entry.status());
+  if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
+    registry_->Remove(*entry);
+    return Done(context, s);
+  }
+  FillModel(**entry, response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
+    grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
+    v1::Model* response) {
+  return OnModel(context, *request, Role::kRead,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   FillModel(entry, response);
+                   return absl::OkStatus();
+                 });
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
+    grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
+    v1::ListModelsResponse* response) {
+  UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kRead, ""); !s.ok()) {
+    return Done(context, s);
+  }
+  const size_t size = request->page_size() == 0
+                          ? 100
+                          : std::min<size_t>(request->page_size(), 1000);
+  absl::StatusOr<std::string> after = PageTokenAfter(request->page_token());
+  if (!after.ok()) return Done(context, after.status());
+  // Pages over the models this caller may see only, so that neither a page nor
+  // its token tells of another. One more than the page tells whether another
+  // page follows.
+  const std::string token = Authorization(context);
+  std::function<bool(absl::string_view)> visible;
+  if (auth_ != nullptr) {
+    visible = [this, &token](absl::string_view id) {
+      return auth_->Covers(token, id);
+    };
+  }
+  std::vector<std::shared_ptr<ModelEntry>> entries =
+      registry_->List(*after, size + 1, visible);
+  const bool more = entries.size() > size;
+  if (more) entries.pop_back();
+  for (const auto& e : entries) FillModel(*e, response->add_models());
+  if (more) response->set_next_page_token(PageToken(entries.back()->id));
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
+    grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
+    v1::DeleteModelResponse* response) {
+  UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
+    return Done(context, s);
+  }
+  if (streams_.stopped())
+    return Done(context, absl::UnavailableError("shutting down"));
+  absl::Status s = registry_->Delete(request->model_id());
+  if (s.ok()) s = persistence_->Deleted(request->model_id());
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
+    grpc::CallbackServerContext* context, const v1::ResetModelRequest* request,
+    v1::Model* response) {
+  return OnModel(context, *request, Role::kAdmin,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   PERCEPTRON_RETURN_IF_ERROR(ResetEntry(entry, *persistence_));
+                   FillModel(entry, response);
+                   return absl::OkStatus();
+                 });
+}
+
+grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>*
+PerceptronServiceImpl::Learn(grpc::CallbackServerContext* context) {
+  return new LearnReactor(registry_, persistence_, &limits_, &streams_, auth_,
+                          Authorization(context));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
+    grpc::CallbackServerContext* context, const v1::PredictRequest* request,
+    v1::PredictResponse* response) {
+  return OnModel(
+      context, *request, Role::kRead,
+      [&](ModelEntry& entry) -> absl::Status {
+        return PredictAll(entry, *request, response);
+      },
+      AtMost("examples", request->examples_size(), limits_.max_batch_items));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
+    grpc::CallbackServerContext* context, const v1::RevealRequest* request,
+    v1::RevealResponse* response) {
+  return OnModel(
+      context, *request, Role::kLearn,
+      [&](ModelEntry& entry) -> absl::Status {
+        return ApplyReveals(entry, *persistence_, request->items(),
+                            response->mutable_results(),
+                            response->mutable_stats());
+      },
+      AtMost("items", request->items_size(), limits_.max_batch_items));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
+    grpc::CallbackServerContext* context, const v1::TrainRequest* request,
+    v1::TrainResponse* response) {
+  return OnModel(
+      context, *request, Role::kLearn,
+      [&](ModelEntry& entry) -> absl::Status {
+        return TrainOn(entry, *persistence_, *request, limits_, response);
+      },
+      AtMost("examples", request->examples_size(), limits_.max_batch_items));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
+    grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
+    v1::ModelStatus* response) {
+  return OnModel(context, *request, Role::kRead,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   return FillStatus(entry, response);
+                 });
+}
+
+grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
+    grpc::CallbackServerContext* context,
+    const v1::WatchStatusRequest* request) {
+  if (absl::Status a = Allow(context, Role::kRead, request->model_id());
+      !a.ok()) {
+    return new FailedWatch(ToGrpc(a));
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return new FailedWatch(ToGrpc(entry.status()));
+  const uint32_t ms = request->min_interval_ms() == 0
+                          ? 200
+                          : std::max(10u, request->min_interval_ms());
+  return new WatchReactor(*std::move(entry), absl::Milliseconds(ms), &streams_);
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetHistory(
+    grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
+    v1::History* response) {
+  return OnModel(context, *request, Role::kRead,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   return FillHistory(entry, response);
+                 });
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
+    grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
+    v1::Weights* response) {
+  return OnModel(
+      context, *request, Role::kRead, [&](ModelEntry& entry) -> absl::Status {
+        PERCEPTRON_RETURN_IF_ERROR(FillWeights(entry, response));
+        if (response->ByteSizeLong() <= limits_.max_message_bytes) {
+          return absl::OkStatus();
+        }
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the weights take ", response->ByteSizeLong(),
+            " bytes, over --max_message_bytes (", limits_.max_message_bytes,
+            "): read them with GetWeightsChunks"));
+      });
+}
+
+grpc::ServerWriteReactor<v1::Weights>* PerceptronServiceImpl::GetWeightsChunks(
+    grpc::CallbackServerContext* context,
+    const v1::GetWeightsRequest* request) {
+  if (absl::Status s = Allow(context, Role::kRead, request->model_id());
+      !s.ok()) {
+    return new FailedWriter<v1::Weights>(s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return new FailedWriter<v1::Weights>(entry.status());
+  // One copy of the vector, taken under the model's lock; the chunks are cut
+  // from it as they are sent.
+  auto all = std::make_shared<v1::Weights>();
+  if (absl::Status s = FillWeights(**entry, all.get()); !s.ok()) {
+    return new FailedWriter<v1::Weights>(s);
+  }
+  static constexpr int kChunk = 1 << 17;
+  auto next = [all, at = 0, first = true](v1::Weights* chunk) mutable {
+    if (!first && at >= all->values_size()) return false;
+    first = false;  // an empty vector is still one message, with has_bias
+    const int n = std::min(kChunk, all->values_size() - at);
+    chunk->mutable_values()->Add(all->values().begin() + at,
+                                 all->values().begin() + at + n);
+    chunk->set_has_bias(all->has_bias());
+    at += n;
+    return true;
+  };
+  return new ChunkWriter<v1::Weights>(&streams_, std::move(next));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
+    grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
+    v1::ExportModelResponse* response) {
+  return OnModel(
+      context, *request, Role::kAdmin, [&](ModelEntry& entry) -> absl::Status {
+        absl::StatusOr<std::string> blob = ExportBlob(entry);
+        if (!blob.ok()) return blob.status();
+        if (blob->size() + 16 > limits_.max_message_bytes) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "the blob takes ", blob->size(),
+              " bytes, over --max_message_bytes (", limits_.max_message_bytes,
+              "): export it with ExportModelChunks"));
+        }
+        response->set_blob(*std::move(blob));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerWriteReactor<v1::ExportModelResponse>*
+PerceptronServiceImpl::ExportModelChunks(
+    grpc::CallbackServerContext* context,
+    const v1::ExportModelRequest* request) {
+  using Failed = FailedWriter<v1::ExportModelResponse>;
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
+    return new Failed(s);
+  }
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry = Find(request->model_id());
+  if (!entry.ok()) return new Failed(entry.status());
+  absl::StatusOr<std::string> blob = ExportBlob(**entry);
+  if (!blob.ok()) return new Failed(blob.status());
+  auto all = std::make_shared<std::string>(*std::move(blob));
+  static constexpr size_t kChunk = 1 << 20;
+  auto next = [all, at = size_t{0}](v1::ExportModelResponse* chunk) mutable {
+    if (at >= all->size()) return false;
+    const size_t n = std::min(kChunk, all->size() - at);
+    chunk->set_blob(all->substr(at, n));
+    at += n;
+    return true;
+  };
+  return new ChunkWriter<v1::ExportModelResponse>(&streams_, std::move(next));
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
+    grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
+    v1::Model* response) {
+  UnaryCall call(&streams_);
+  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
+      !s.ok()) {
+    return Done(context, s);
+  }
+  return Done(context,
+              Import(context, request->blob(), request->model_id(), response));
+}
+
+grpc::ServerReadReactor<v1::ImportModelRequest>*
+PerceptronServiceImpl::ImportModelChunks(grpc::CallbackServerContext* context,
+                                         v1::Model* response) {
+  using Reader = ChunkReader<v1::ImportModelRequest, v1::Model>;
+  return new Reader(
+      &streams_, kMaxBlobBytes,
+      [](const v1::ImportModelRequest& r) -> const std::string& {
+        return r.blob();
+      },
+      [this, context](const v1::ImportModelRequest& first) {
+        return Allow(context, Role::kAdmin, first.model_id());
+      },
+      [this, context](const v1::ImportModelRequest& first,
+                      const std::string& blob, v1::Model* model) {
+        return Import(context, blob, first.model_id(), model);
+      },
+      response);
+}
+
+absl::Status PerceptronServiceImpl::Import(grpc::CallbackServerContext* context,
+                                           const std::string& blob,
+                                           const std::string& model_id,
+                                           v1::Model* response) {
+  if (streams_.stopped()) return absl::UnavailableError("shutting down");
+  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+      ImportBlob(blob, model_id, limits_.max_dimension);
+  if (!entry.ok()) return entry.status();
+  // The id the model gets (the blob's own if the request names none) must be
+  // covered too.
+  if (absl::Status s = Allow(context, Role::kAdmin, (*entry)->id); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = registry_->Insert(*entry); !s.ok()) return s;
+  if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
+    registry_->Remove(*entry);
+    return s;
+  }
+  FillModel(**entry, response);
+  return absl::OkStatus();
+}
+
+}  // namespace perceptron::server

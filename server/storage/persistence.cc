@@ -1,0 +1,239 @@
+#include "server/storage/persistence.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/model/curves.h"
+
+namespace perceptron::server {
+
+absl::StatusOr<Durability> ParseDurability(absl::string_view text) {
+  if (text == "sync") return Durability::kSync;
+  if (text == "async") return Durability::kAsync;
+  if (text == "none") return Durability::kNone;
+  return absl::InvalidArgumentError(
+      absl::StrCat("durability \"", text, "\" is not sync, async or none"));
+}
+
+absl::string_view DurabilityName(Durability d) {
+  switch (d) {
+    case Durability::kSync:
+      return "sync";
+    case Durability::kAsync:
+      return "async";
+    case Durability::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+// ---- Commit ----
+
+void Commit::Then(std::function<void(absl::Status)> done) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!done_) {
+      then_ = std::move(done);
+      return;
+    }
+    status = status_;
+  }
+  done(status);
+}
+
+absl::Status Commit::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&done_));
+  return status_;
+}
+
+void Commit::Complete(absl::Status status) {
+  std::function<void(absl::Status)> then;
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    status_ = status;
+    then = std::move(then_);
+  }
+  if (then) then(status);
+}
+
+void WhenCommitted(const CommitHandle& c,
+                   std::function<void(absl::Status)> done) {
+  if (c == nullptr) {
+    done(absl::OkStatus());
+  } else {
+    c->Then(std::move(done));
+  }
+}
+
+absl::Status AwaitCommit(const CommitHandle& c) {
+  return c == nullptr ? absl::OkStatus() : c->Wait();
+}
+
+// ---- Persistence ----
+
+absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(
+    const PersistenceOptions& options) {
+  std::unique_ptr<Persistence> p(new Persistence(options));
+  if (options.durability == Durability::kNone) return p;
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.data_dir);
+  if (!store.ok()) return store.status();
+  p->store_ = *std::move(store);
+  return p;
+}
+
+Persistence::~Persistence() { Stop(); }
+
+absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
+                                                    uint32_t max_dimension) {
+  RecoveryReport report;
+  if (store_ == nullptr) return report;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Recovery> recovered = store_->Recover(max_dimension);
+  if (!recovered.ok()) return recovered.status();
+  for (const SetAsideModel& m : recovered->set_aside) {
+    registry.SetAside(m.id, m.reason);
+    report.set_aside.push_back(m);
+  }
+  for (RecoveredModel& r : recovered->models) {
+    r.model->SetJournaling(true);
+    auto entry =
+        std::make_shared<ModelEntry>(r.id, std::move(r.model), r.created_at);
+    {
+      absl::MutexLock lock(&entry->mu);
+      entry->recent = std::move(r.recent);
+      entry->history = std::move(r.history);
+      entry->curves_journaling = true;
+      entry->seq = r.seq;
+      entry->records_since_snapshot = r.seq - r.snapshot_seq;
+    }
+    if (absl::Status s = registry.Insert(std::move(entry)); !s.ok()) return s;
+    ++report.models;
+    report.records_applied += r.records_applied;
+    report.records_dropped += r.records_dropped;
+    report.fell_back += r.fell_back;
+  }
+  report.took = absl::Now() - start;
+  return report;
+}
+
+absl::Status Persistence::Created(ModelEntry& entry) {
+  ModelState state;
+  v1::CurvesState curves;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (store_ == nullptr) return absl::OkStatus();
+    entry.model->SetJournaling(true);
+    entry.model->TakeJournal();  // the snapshot below holds everything so far
+    entry.curves_journaling = true;
+    entry.TakeCurvesJournal();
+    state = entry.model->ExportState();
+    CurvesToProto(entry.recent, entry.history, &curves);
+    entry.seq = 0;
+  }
+  return store_->PutModel(entry.id, entry.created_at, state, curves);
+}
+
+absl::Status Persistence::Deleted(const std::string& id) {
+  if (store_ == nullptr) return absl::OkStatus();
+  return store_->DeleteModel(id);
+}
+
+CommitHandle Persistence::Stage(ModelEntry& entry) {
+  if (store_ == nullptr) return nullptr;
+  auto commit = std::make_shared<Commit>();
+  Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq,
+                         entry.model->TakeJournal(), entry.TakeCurvesJournal()},
+           commit};
+  ++entry.records_since_snapshot;
+  absl::Status failed;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    if (store_error_.ok() && !stopping_) {
+      queue_.push_back(std::move(q));
+      return commit;
+    }
+    failed = stopping_ ? absl::UnavailableError("the server is shutting down")
+                       : store_error_;
+  }
+  commit->Complete(failed);
+  return commit;
+}
+
+void Persistence::CommitLoop() {
+  const bool sync = options_.durability == Durability::kSync;
+  std::vector<Queued> batch;
+  std::vector<const Store::Record*> records;
+  while (true) {
+    {
+      absl::MutexLock lock(&queue_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      queue_mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, and everything is written
+      batch.swap(queue_);
+    }
+    records.clear();
+    for (const Queued& q : batch) records.push_back(&q.record);
+    absl::Status s = store_->Append(records, sync);
+    if (!s.ok()) {
+      s = absl::UnavailableError(absl::StrCat("the store failed (", s.message(),
+                                              "); models can no longer be "
+                                              "stored: restart the server"));
+      absl::MutexLock lock(&queue_mu_);
+      store_error_ = s;
+    }
+    for (Queued& q : batch) q.commit->Complete(s);
+    batch.clear();
+  }
+}
+
+void Persistence::MaybeSnapshot(ModelEntry& entry) {
+  ModelState state;
+  v1::CurvesState curves;
+  uint64_t seq;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every)
+      return;
+    state = entry.model->ExportState();
+    CurvesToProto(entry.recent, entry.history, &curves);
+    seq = entry.seq;
+    entry.records_since_snapshot = 0;
+  }
+  store_->PutSnapshot(entry.id, seq, state, curves)
+      .IgnoreError();  // the log still holds everything
+}
+
+void Persistence::BackgroundLoop(Registry* registry) {
+  const absl::Duration tick = options_.durability == Durability::kAsync
+                                  ? options_.async_interval
+                                  : absl::Milliseconds(100);
+  while (!stop_background_.WaitForNotificationWithTimeout(tick)) {
+    if (options_.durability == Durability::kAsync) store_->Sync().IgnoreError();
+    for (const std::shared_ptr<ModelEntry>& e : registry->All())
+      MaybeSnapshot(*e);
+  }
+}
+
+void Persistence::Start(Registry* registry) {
+  if (store_ == nullptr) return;
+  committer_ = std::thread([this] { CommitLoop(); });
+  background_ = std::thread([this, registry] { BackgroundLoop(registry); });
+}
+
+void Persistence::Stop() {
+  std::call_once(stop_once_, [this] {
+    stop_background_.Notify();
+    if (background_.joinable()) background_.join();
+    {
+      absl::MutexLock lock(&queue_mu_);
+      stopping_ = true;
+    }
+    if (committer_.joinable()) committer_.join();
+    if (store_ != nullptr) store_->Sync().IgnoreError();
+  });
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,153 @@
+// Durability of models (docs/design.md section 5) on top of the store:
+//   sync   a batch is answered only after its log record is on disk. Records
+//   are queued in
+//          order and a committer thread writes everything queued as one batch
+//          with one fsync, so concurrent batches (of any streams and models)
+//          share it, and a stream can apply its next batches while earlier ones
+//          are being synced.
+//   async  the same, without the fsync: a record is with the operating system
+//   before its batch
+//          is answered (a crash of the server loses nothing answered), and the
+//          store is synced in the background every `async_interval` (a crash of
+//          the machine may lose that interval).
+//   none   memory only.
+// A model's records are queued under its lock, so they are written in order;
+// recovery stops at the first gap and never needs one. Snapshots are taken in
+// the background and the log behind them is dropped.
+//
+// Thread-safe.
+#ifndef PERCEPTRON_SERVER_STORAGE_PERSISTENCE_H_
+#define PERCEPTRON_SERVER_STORAGE_PERSISTENCE_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "server/model/registry.h"
+#include "server/storage/store.h"
+
+namespace perceptron::server {
+
+enum class Durability { kSync, kAsync, kNone };
+
+// "sync", "async" or "none".
+absl::StatusOr<Durability> ParseDurability(absl::string_view text);
+absl::string_view DurabilityName(Durability d);
+
+struct PersistenceOptions {
+  // Default: sync.
+  Durability durability = Durability::kSync;
+  // Where the store lives. Default: "perceptrond-data" under the working
+  // directory.
+  std::string data_dir = "perceptrond-data";
+  // A model's snapshot is taken after this many log records. Default: 1000.
+  uint64_t snapshot_every = 1000;
+  // async: how often the store is synced. Default: 100 ms.
+  absl::Duration async_interval = absl::Milliseconds(100);
+};
+
+struct RecoveryReport {
+  size_t models = 0;
+  // Models that could not be rebuilt, kept untouched (Registry::SetAside).
+  std::vector<SetAsideModel> set_aside;
+  uint64_t records_applied = 0;
+  uint64_t records_dropped = 0;
+  size_t fell_back = 0;
+  absl::Duration took;
+};
+
+// A queued log record's completion.
+class Commit {
+ public:
+  // Calls `done` with the outcome once the record is written as the mode
+  // requires: at once if it already is, else later on the committer thread. At
+  // most once per Commit.
+  void Then(std::function<void(absl::Status)> done);
+  // Waits for the outcome.
+  absl::Status Wait();
+
+ private:
+  friend class Persistence;
+  void Complete(absl::Status status);
+
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::function<void(absl::Status)> then_ ABSL_GUARDED_BY(mu_);
+};
+
+// Null when nothing needs writing (no change, or durability none): treat as
+// done and OK.
+using CommitHandle = std::shared_ptr<Commit>;
+// Then/Wait on a handle that may be null.
+void WhenCommitted(const CommitHandle& c,
+                   std::function<void(absl::Status)> done);
+absl::Status AwaitCommit(const CommitHandle& c);
+
+class Persistence {
+ public:
+  // Opens the store (except with kNone). Errors as Store::Open.
+  static absl::StatusOr<std::unique_ptr<Persistence>> Open(
+      const PersistenceOptions& options);
+  ~Persistence();
+
+  Durability durability() const { return options_.durability; }
+
+  // Rebuilds every stored model into `registry`.
+  absl::StatusOr<RecoveryReport> Recover(Registry& registry,
+                                         uint32_t max_dimension);
+
+  // A new model (created or imported): stored with a snapshot before it is
+  // answered.
+  absl::Status Created(ModelEntry& entry);
+  absl::Status Deleted(const std::string& id);
+
+  // With entry.mu held, after the model changed: takes its journal as the next
+  // log record and queues it for the committer.
+  CommitHandle Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
+
+  // Starts the committer and the background thread (syncs and snapshots) over
+  // `registry`.
+  void Start(Registry* registry);
+  // Writes what is queued, stops both threads and takes a final sync.
+  // Idempotent.
+  void Stop();
+
+ private:
+  struct Queued {
+    Store::Record record;
+    CommitHandle commit;
+  };
+
+  explicit Persistence(const PersistenceOptions& options) : options_(options) {}
+  void CommitLoop();
+  void BackgroundLoop(Registry* registry);
+  void MaybeSnapshot(ModelEntry& entry);
+
+  const PersistenceOptions options_;
+  std::unique_ptr<Store> store_;
+
+  absl::Mutex queue_mu_;
+  std::vector<Queued> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Once a write fails, every later record fails: the models in memory are
+  // ahead of the disk.
+  absl::Status store_error_ ABSL_GUARDED_BY(queue_mu_);
+
+  std::thread committer_;
+  std::thread background_;
+  absl::Notification stop_background_;
+  std::once_flag stop_once_;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_STORAGE_PERSISTENCE_H_

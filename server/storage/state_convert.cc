@@ -1,0 +1,188 @@
+#include "server/storage/state_convert.h"
+
+#include "server/model/convert.h"
+
+namespace perceptron::server {
+namespace {
+
+template <typename T>
+std::vector<T> Vec(const google::protobuf::RepeatedField<T>& r) {
+  return std::vector<T>(r.begin(), r.end());
+}
+
+template <typename T>
+void Put(const std::vector<T>& v, google::protobuf::RepeatedField<T>* out) {
+  out->Add(v.begin(), v.end());
+}
+
+void CountersToProto(const Counters& c, v1::CountersState* out) {
+  out->set_examples(c.examples);
+  out->set_mistakes(c.mistakes);
+  out->set_updates(c.updates);
+  out->set_predictions(c.predictions);
+  out->set_expired(c.expired);
+}
+
+Counters CountersFromProto(const v1::CountersState& c) {
+  return Counters{c.examples(), c.mistakes(), c.updates(), c.predictions(),
+                  c.expired()};
+}
+
+void PendingToProto(const PendingPrediction& p, v1::PendingState* out) {
+  out->set_prediction_id(p.prediction_id);
+  if (p.features.sparse) {
+    Put(p.features.indices,
+        out->mutable_features()->mutable_sparse()->mutable_indices());
+    Put(p.features.values,
+        out->mutable_features()->mutable_sparse()->mutable_values());
+  } else {
+    Put(p.features.values,
+        out->mutable_features()->mutable_dense()->mutable_values());
+  }
+  out->set_score(p.score);
+  out->set_issued_at_unix_nanos(p.issued_at);
+}
+
+absl::StatusOr<PendingPrediction> PendingFromProto(const v1::PendingState& p) {
+  absl::StatusOr<FeatureView> view = FeaturesFromProto(p.features());
+  if (!view.ok()) return view.status();
+  return PendingPrediction{p.prediction_id(), Features::Copy(*view), p.score(),
+                           p.issued_at_unix_nanos()};
+}
+
+void VotedToProto(const VotedVector& v, v1::VotedVectorState* out) {
+  Put(v.weights, out->mutable_weights());
+  out->set_survived(v.survived);
+}
+
+VotedVector VotedFromProto(const v1::VotedVectorState& v) {
+  return VotedVector{Vec(v.weights()), v.survived()};
+}
+
+void SupportToProto(const SupportVector& v, v1::SupportVectorState* out) {
+  Put(v.indices, out->mutable_indices());
+  Put(v.values, out->mutable_values());
+  out->set_coefficient(v.coefficient);
+}
+
+SupportVector SupportFromProto(const v1::SupportVectorState& v) {
+  return SupportVector{Vec(v.indices()), Vec(v.values()), v.coefficient()};
+}
+
+void DeltaToProto(const VectorDelta& d, v1::VectorDelta* out) {
+  out->set_full(d.full);
+  Put(d.indices, out->mutable_indices());
+  Put(d.values, out->mutable_values());
+}
+
+VectorDelta DeltaFromProto(const v1::VectorDelta& d) {
+  return VectorDelta{d.full(), Vec(d.indices()), Vec(d.values())};
+}
+
+}  // namespace
+
+void StateToProto(const ModelState& in, v1::ModelState* out) {
+  *out->mutable_config() = ConfigToProto(in.config);
+  CountersToProto(in.counters, out->mutable_counters());
+  out->set_td_gamma(in.td_gamma);
+  out->set_radius(in.radius);
+  v1::LearnerState* l = out->mutable_learner();
+  Put(in.learner.weights, l->mutable_weights());
+  l->set_weight_norm_sq(in.learner.weight_norm_sq);
+  Put(in.learner.average_accumulator, l->mutable_average_accumulator());
+  l->set_average_steps(in.learner.average_steps);
+  for (const VotedVector& v : in.learner.voted) VotedToProto(v, l->add_voted());
+  l->set_current_survived(in.learner.current_survived);
+  for (const SupportVector& v : in.learner.support)
+    SupportToProto(v, l->add_support());
+  l->set_dropped(in.learner.dropped);
+  out->set_next_prediction_id(in.next_prediction_id);
+  for (const PendingPrediction& p : in.pending)
+    PendingToProto(p, out->add_pending());
+}
+
+absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
+                                          uint32_t max_dimension) {
+  ModelState s;
+  absl::StatusOr<ModelConfig> config =
+      ConfigFromProto(in.config(), max_dimension);
+  if (!config.ok()) return config.status();
+  s.config = *std::move(config);
+  s.counters = CountersFromProto(in.counters());
+  s.td_gamma = in.td_gamma();
+  s.radius = in.radius();
+  const v1::LearnerState& l = in.learner();
+  s.learner.weights = Vec(l.weights());
+  s.learner.weight_norm_sq = l.weight_norm_sq();
+  s.learner.average_accumulator = Vec(l.average_accumulator());
+  s.learner.average_steps = l.average_steps();
+  for (const auto& v : l.voted()) s.learner.voted.push_back(VotedFromProto(v));
+  s.learner.current_survived = l.current_survived();
+  for (const auto& v : l.support())
+    s.learner.support.push_back(SupportFromProto(v));
+  s.learner.dropped = l.dropped();
+  s.next_prediction_id = in.next_prediction_id();
+  for (const v1::PendingState& p : in.pending()) {
+    absl::StatusOr<PendingPrediction> pp = PendingFromProto(p);
+    if (!pp.ok()) return pp.status();
+    s.pending.push_back(*std::move(pp));
+  }
+  return s;
+}
+
+void JournalToProto(const Journal& in, v1::Journal* out) {
+  v1::LearnerDelta* l = out->mutable_learner();
+  DeltaToProto(in.learner.weights, l->mutable_weights());
+  DeltaToProto(in.learner.average_accumulator,
+               l->mutable_average_accumulator());
+  l->set_weight_norm_sq(in.learner.weight_norm_sq);
+  l->set_average_steps(in.learner.average_steps);
+  l->set_current_survived(in.learner.current_survived);
+  l->set_dropped(in.learner.dropped);
+  for (const VotedVector& v : in.learner.voted_added)
+    VotedToProto(v, l->add_voted_added());
+  l->set_voted_removed(in.learner.voted_removed);
+  for (const SupportVector& v : in.learner.support_added) {
+    SupportToProto(v, l->add_support_added());
+  }
+  l->set_support_removed(in.learner.support_removed);
+  CountersToProto(in.counters, out->mutable_counters());
+  out->set_td_gamma(in.td_gamma);
+  out->set_radius(in.radius);
+  out->set_next_prediction_id(in.next_prediction_id);
+  out->set_pending_cleared(in.pending_cleared);
+  for (const PendingPrediction& p : in.pending_added)
+    PendingToProto(p, out->add_pending_added());
+  Put(in.pending_removed, out->mutable_pending_removed());
+}
+
+absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
+  Journal j;
+  const v1::LearnerDelta& l = in.learner();
+  j.learner.weights = DeltaFromProto(l.weights());
+  j.learner.average_accumulator = DeltaFromProto(l.average_accumulator());
+  j.learner.weight_norm_sq = l.weight_norm_sq();
+  j.learner.average_steps = l.average_steps();
+  j.learner.current_survived = l.current_survived();
+  j.learner.dropped = l.dropped();
+  for (const auto& v : l.voted_added())
+    j.learner.voted_added.push_back(VotedFromProto(v));
+  j.learner.voted_removed = l.voted_removed();
+  for (const auto& v : l.support_added())
+    j.learner.support_added.push_back(SupportFromProto(v));
+  j.learner.support_removed = l.support_removed();
+  j.counters = CountersFromProto(in.counters());
+  j.td_gamma = in.td_gamma();
+  j.radius = in.radius();
+  j.next_prediction_id = in.next_prediction_id();
+  j.pending_cleared = in.pending_cleared();
+  for (const v1::PendingState& p : in.pending_added()) {
+    absl::StatusOr<PendingPrediction> pp = PendingFromProto(p);
+    if (!pp.ok()) return pp.status();
+    j.pending_added.push_back(*std::move(pp));
+  }
+  j.pending_removed = Vec(in.pending_removed());
+  return j;
+}
+
+}  // namespace perceptron::server

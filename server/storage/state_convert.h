@@ -1,0 +1,25 @@
+// Conversion of core's ModelState and Journal to and from their stored form
+// (state.proto).
+#ifndef PERCEPTRON_SERVER_STORAGE_STATE_CONVERT_H_
+#define PERCEPTRON_SERVER_STORAGE_STATE_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+#include "perceptron/v1/state.pb.h"
+
+namespace perceptron::server {
+
+namespace v1 = ::perceptron::v1;
+
+void StateToProto(const ModelState& in, v1::ModelState* out);
+// INVALID_ARGUMENT if the message cannot describe a state (core validates the
+// rest when the model is rebuilt).
+absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
+                                          uint32_t max_dimension);
+
+void JournalToProto(const Journal& in, v1::Journal* out);
+absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in);
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_STORAGE_STATE_CONVERT_H_

@@ -1,0 +1,352 @@
+#include "server/storage/store.h"
+
+#include <zlib.h>
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/time_util.h"
+#include "leveldb/write_batch.h"
+#include "perceptron/v1/state.pb.h"
+#include "server/model/curves.h"
+#include "server/storage/state_convert.h"
+
+namespace perceptron::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr char kFormatKey[] = "meta/format";
+
+std::string ModelKey(const std::string& id) {
+  return absl::StrCat("m/", id, "/c");
+}
+std::string SnapshotPrefix(const std::string& id) {
+  return absl::StrCat("m/", id, "/s/");
+}
+std::string LogPrefix(const std::string& id) {
+  return absl::StrCat("m/", id, "/l/");
+}
+// Fixed-width so that key order is numeric order.
+std::string SeqKey(const std::string& prefix, uint64_t seq) {
+  return absl::StrFormat("%s%020u", prefix, seq);
+}
+
+uint32_t Crc(absl::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
+            static_cast<uInt>(bytes.size())));
+}
+
+// A value: 4 bytes of CRC-32 (little-endian) and the serialized message.
+std::string Seal(const google::protobuf::Message& m) {
+  const std::string payload = m.SerializeAsString();
+  const uint32_t crc = Crc(payload);
+  std::string out(4, '\0');
+  for (int i = 0; i < 4; ++i)
+    out[i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  return out + payload;
+}
+
+bool Unseal(absl::string_view value, google::protobuf::Message* m) {
+  if (value.size() < 4) return false;
+  uint32_t crc = 0;
+  for (int i = 0; i < 4; ++i)
+    crc |= static_cast<uint32_t>(static_cast<uint8_t>(value[i])) << (8 * i);
+  const absl::string_view payload = value.substr(4);
+  return Crc(payload) == crc &&
+         m->ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+}
+
+absl::Status FromLevelDb(const leveldb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  const std::string message = absl::StrCat(what, ": ", s.ToString());
+  if (s.IsCorruption()) return absl::DataLossError(message);
+  if (s.IsNotFound()) return absl::NotFoundError(message);
+  return absl::UnavailableError(message);
+}
+
+leveldb::ReadOptions Verified() {
+  leveldb::ReadOptions o;
+  o.verify_checksums = true;
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  leveldb::Options options;
+  options.create_if_missing = true;
+  // A damaged record in LevelDB's own log is skipped rather than refused:
+  // recovery then finds a gap in the model's records and drops everything after
+  // it (never applying a damaged or out-of-order change). Every read verifies
+  // LevelDB's block checksums, every value our CRC.
+  options.paranoid_checks = false;
+  options.write_buffer_size = 64 << 20;
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(options, path, &raw);
+  if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
+    // LevelDB holds an exclusive lock on its directory while it is open.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the data directory ", path,
+        " is in use by another perceptrond (its lock is held: ", s.ToString(),
+        ")"));
+  }
+  if (!s.ok())
+    return FromLevelDb(s,
+                       absl::StrCat("cannot open the data directory ", path));
+  std::unique_ptr<Store> store(new Store(std::unique_ptr<leveldb::DB>(raw)));
+  std::string format;
+  s = store->db_->Get(Verified(), kFormatKey, &format);
+  if (s.IsNotFound()) {
+    // New, or a LevelDB directory that is not ours: only an empty one may
+    // become ours.
+    std::unique_ptr<leveldb::Iterator> it(store->db_->NewIterator(Verified()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the data directory ", path,
+                       " holds data of another program (no format marker)"));
+    }
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    absl::Status init =
+        FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
+                    absl::StrCat("cannot initialize the store in ", path));
+    if (!init.ok()) return init;
+    return store;
+  }
+  if (!s.ok()) return FromLevelDb(s, "cannot read the store's format");
+  if (format != kStoreFormat) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the data directory ", path, " has format \"", format,
+                     "\"; this server reads \"", kStoreFormat, "\""));
+  }
+  return store;
+}
+
+std::vector<std::pair<uint64_t, std::string>> Store::Keys(
+    const std::string& prefix) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Verified()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    uint64_t seq = 0;
+    const absl::string_view key(it->key().data(), it->key().size());
+    if (absl::SimpleAtoi(key.substr(prefix.size()), &seq)) {
+      out.emplace_back(seq, std::string(key));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
+                                                   uint32_t max_dimension) {
+  RecoveredModel r;
+  r.id = id;
+  std::string value;
+  v1::StoredModel stored;
+  leveldb::Status s = db_->Get(Verified(), ModelKey(id), &value);
+  if (!s.ok()) return FromLevelDb(s, absl::StrCat("model ", id));
+  if (!Unseal(value, &stored)) {
+    return absl::DataLossError(
+        absl::StrCat("model ", id, ": its identity record fails its check"));
+  }
+  r.created_at = absl::FromUnixNanos(
+      TimeUtil::TimestampToNanoseconds(stored.created_at()));
+
+  // The newest snapshot that passes every check.
+  std::vector<std::pair<uint64_t, std::string>> snapshots =
+      Keys(SnapshotPrefix(id));
+  std::string why;
+  for (auto it = snapshots.rbegin();
+       it != snapshots.rend() && r.model == nullptr; ++it) {
+    v1::Snapshot snap;
+    s = db_->Get(Verified(), it->second, &value);
+    absl::StatusOr<ModelState> state;
+    if (!s.ok() || !Unseal(value, &snap)) {
+      why = absl::StrCat("snapshot ", it->first, " fails its check");
+    } else if (!(state = StateFromProto(snap.state(), max_dimension)).ok()) {
+      why =
+          absl::StrCat("snapshot ", it->first, ": ", state.status().message());
+    } else if (absl::StatusOr<std::unique_ptr<Model>> m =
+                   Model::FromState(*std::move(state));
+               !m.ok()) {
+      why = absl::StrCat("snapshot ", it->first, ": ", m.status().message());
+    } else if (absl::Status c = CurvesFromProto(snap.state().curves(),
+                                                &r.recent, &r.history);
+               !c.ok()) {
+      why = absl::StrCat("snapshot ", it->first, ": ", c.message());
+    } else {
+      r.model = *std::move(m);
+      r.snapshot_seq = r.seq = snap.seq();
+      r.fell_back = it != snapshots.rbegin();
+    }
+  }
+  if (r.model == nullptr) {
+    return absl::DataLossError(
+        absl::StrCat("model ", id, ": no valid snapshot",
+                     why.empty() ? "" : absl::StrCat(" (", why, ")")));
+  }
+
+  // The log after it, in order, up to the first gap or failed check.
+  leveldb::WriteBatch drop;
+  for (const auto& [seq, key] : Keys(LogPrefix(id))) {
+    if (seq <= r.seq) continue;
+    v1::LogRecord record;
+    absl::StatusOr<Journal> journal;
+    const bool next = seq == r.seq + 1 && r.records_dropped == 0;
+    if (next && db_->Get(Verified(), key, &value).ok() &&
+        Unseal(value, &record) && record.seq() == seq &&
+        record.created_at_unix_nanos() == absl::ToUnixNanos(r.created_at) &&
+        (journal = JournalFromProto(record.journal())).ok() &&
+        CheckCurvesDelta(record.journal().curves()).ok() &&
+        r.model->ApplyJournal(*journal).ok()) {
+      ApplyCurvesDelta(record.journal().curves(), &r.recent, &r.history);
+      r.seq = seq;
+      ++r.records_applied;
+    } else {
+      drop.Delete(key);
+      ++r.records_dropped;
+    }
+  }
+  if (r.records_dropped > 0) {
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    if (absl::Status d =
+            FromLevelDb(db_->Write(sync, &drop), "dropping a damaged log tail");
+        !d.ok()) {
+      return d;
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<Recovery> Store::Recover(uint32_t max_dimension) {
+  std::vector<std::string> ids;
+  {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Verified()));
+    for (it->Seek("m/"); it->Valid() && it->key().starts_with("m/");
+         it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      if (absl::EndsWith(key, "/c"))
+        ids.emplace_back(key.substr(2, key.size() - 4));
+    }
+    if (!it->status().ok())
+      return FromLevelDb(it->status(), "reading the store");
+  }
+  Recovery out;
+  for (const std::string& id : ids) {
+    absl::StatusOr<RecoveredModel> r = RecoverModel(id, max_dimension);
+    if (r.ok()) {
+      out.models.push_back(*std::move(r));
+    } else {
+      out.set_aside.push_back({id, r.status()});
+    }
+  }
+  return out;
+}
+
+absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
+                             const ModelState& state,
+                             const v1::CurvesState& curves) {
+  leveldb::WriteBatch batch;
+  for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
+  v1::StoredModel stored;
+  stored.set_model_id(id);
+  *stored.mutable_created_at() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(created_at));
+  batch.Put(ModelKey(id), Seal(stored));
+  v1::Snapshot snap;
+  snap.set_seq(0);
+  StateToProto(state, snap.mutable_state());
+  *snap.mutable_state()->mutable_curves() = curves;
+  batch.Put(SeqKey(SnapshotPrefix(id), 0), Seal(snap));
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  return FromLevelDb(db_->Write(sync, &batch),
+                     absl::StrCat("storing model ", id));
+}
+
+absl::Status Store::DeleteModel(const std::string& id) {
+  leveldb::WriteBatch batch;
+  batch.Delete(ModelKey(id));
+  for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  return FromLevelDb(db_->Write(sync, &batch),
+                     absl::StrCat("deleting model ", id));
+}
+
+absl::Status Store::Append(const std::vector<const Record*>& records,
+                           bool sync) {
+  leveldb::WriteBatch batch;
+  v1::LogRecord record;
+  for (const Record* r : records) {
+    record.Clear();
+    record.set_seq(r->seq);
+    record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
+    JournalToProto(r->journal, record.mutable_journal());
+    CurvesDeltaToProto(r->curves, record.mutable_journal()->mutable_curves());
+    batch.Put(SeqKey(LogPrefix(r->id), r->seq), Seal(record));
+  }
+  leveldb::WriteOptions options;
+  options.sync = sync;
+  return FromLevelDb(db_->Write(options, &batch), "logging");
+}
+
+absl::Status Store::Append(const std::string& id, absl::Time created_at,
+                           uint64_t seq, const Journal& journal, bool sync) {
+  const Record r{id, created_at, seq, journal, {}};
+  return Append(std::vector<const Record*>{&r}, sync);
+}
+
+absl::Status Store::Sync() {
+  leveldb::WriteBatch empty;
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  return FromLevelDb(db_->Write(sync, &empty), "syncing the store");
+}
+
+absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
+                                const ModelState& state,
+                                const v1::CurvesState& curves) {
+  v1::Snapshot snap;
+  snap.set_seq(seq);
+  StateToProto(state, snap.mutable_state());
+  *snap.mutable_state()->mutable_curves() = curves;
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const std::string prefix = SnapshotPrefix(id);
+  absl::Status s = FromLevelDb(db_->Put(sync, SeqKey(prefix, seq), Seal(snap)),
+                               "writing a snapshot");
+  if (!s.ok()) return s;
+  // Keep this snapshot and the one before it, and the log after that one.
+  std::vector<std::pair<uint64_t, std::string>> snapshots = Keys(prefix);
+  if (snapshots.size() < 2) return absl::OkStatus();
+  const uint64_t keep_from = snapshots[snapshots.size() - 2].first;
+  leveldb::WriteBatch prune;
+  for (const auto& [old, key] : snapshots) {
+    if (old < keep_from) prune.Delete(key);
+  }
+  for (const auto& [old, key] : Keys(LogPrefix(id))) {
+    if (old > keep_from) break;
+    prune.Delete(key);
+  }
+  return FromLevelDb(db_->Write(leveldb::WriteOptions(), &prune),
+                     "pruning the log");
+}
+
+uint64_t Store::ApproximateSize() {
+  leveldb::Range all("", "\xff");
+  uint64_t size = 0;
+  db_->GetApproximateSizes(&all, 1, &size);
+  return size;
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,119 @@
+// The data directory: an embedded LevelDB holding, per model, its identity,
+// snapshots and a log of what each batch changed (docs/design.md section 5).
+// Values carry a CRC-32 of their own besides LevelDB's checksums; anything that
+// fails a check is never applied.
+//
+//   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open("data");
+//   absl::StatusOr<perceptron::server::Recovery> recovered =
+//       (*store)->Recover(max_dimension);
+//   (*store)->Append("spam", 42, journal, /*sync=*/true);
+//
+// Thread-safe.
+#ifndef PERCEPTRON_SERVER_STORAGE_STORE_H_
+#define PERCEPTRON_SERVER_STORAGE_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/model.h"
+#include "leveldb/db.h"
+#include "perceptron/v1/state.pb.h"
+#include "server/model/history.h"
+
+namespace perceptron::server {
+
+// The format this server writes and reads; a directory of another format is
+// refused.
+inline constexpr char kStoreFormat[] = "perceptrond-store 1";
+
+struct RecoveredModel {
+  std::string id;
+  absl::Time created_at;
+  std::unique_ptr<Model> model;
+  // The recent-mistake window and the learning curve, as of `seq`.
+  RecentWindow recent{kRecentWindow};
+  History history;
+  uint64_t seq = 0;           // the last log record applied (or the snapshot's)
+  uint64_t snapshot_seq = 0;  // the snapshot recovery started from
+  uint64_t records_applied = 0;  // log records replayed after it
+  uint64_t records_dropped = 0;  // log records after a gap or a failed check
+  bool fell_back =
+      false;  // the newest snapshot failed its checks; an older one was used
+};
+
+// A model recovery could not rebuild: its records are left untouched.
+struct SetAsideModel {
+  std::string id;
+  absl::Status reason;
+};
+
+struct Recovery {
+  std::vector<RecoveredModel> models;
+  std::vector<SetAsideModel> set_aside;
+};
+
+class Store {
+ public:
+  // Opens (creating if absent) the store at `path`. FAILED_PRECONDITION for a
+  // directory of another format or version, DATA_LOSS or another error if it
+  // cannot be read; nothing is overwritten.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // Every model, rebuilt from its newest valid snapshot and the log after it.
+  // Drops (and deletes) log records after a gap or a failed check. A model
+  // that cannot be rebuilt (no valid snapshot, a damaged identity record) is
+  // set aside with the reason, its records untouched; one model never fails
+  // the others. An error only if the store itself cannot be read.
+  absl::StatusOr<Recovery> Recover(uint32_t max_dimension);
+
+  // Writes a model's identity and a snapshot of `state` at seq 0, replacing
+  // anything stored under `id`. Synced.
+  absl::Status PutModel(const std::string& id, absl::Time created_at,
+                        const ModelState& state,
+                        const v1::CurvesState& curves = v1::CurvesState());
+  // Removes everything stored under `id`. Synced.
+  absl::Status DeleteModel(const std::string& id);
+  // A log record: what batch `seq` of model `id` changed. `created_at` names
+  // the model's incarnation: records of an earlier model of the same id are
+  // never applied.
+  struct Record {
+    std::string id;
+    absl::Time created_at;
+    uint64_t seq = 0;
+    Journal journal;
+    CurvesJournal curves;
+  };
+  // Writes `records` in one atomic batch, in order; synced (one fsync for all)
+  // if `sync`.
+  absl::Status Append(const std::vector<const Record*>& records, bool sync);
+  // One record.
+  absl::Status Append(const std::string& id, absl::Time created_at,
+                      uint64_t seq, const Journal& journal, bool sync);
+  // Makes every earlier write durable.
+  absl::Status Sync();
+  // Writes a snapshot of `state` after log record `seq` (synced), then removes
+  // the snapshots and log records that the previous snapshot made unnecessary:
+  // two snapshots are kept, and the log after the older, so that a damaged
+  // newest snapshot can fall back.
+  absl::Status PutSnapshot(const std::string& id, uint64_t seq,
+                           const ModelState& state,
+                           const v1::CurvesState& curves = v1::CurvesState());
+
+  // Bytes of the store on disk (approximate).
+  uint64_t ApproximateSize();
+
+ private:
+  explicit Store(std::unique_ptr<leveldb::DB> db) : db_(std::move(db)) {}
+  absl::StatusOr<RecoveredModel> RecoverModel(const std::string& id,
+                                              uint32_t max_dimension);
+  std::vector<std::pair<uint64_t, std::string>> Keys(const std::string& prefix);
+
+  std::unique_ptr<leveldb::DB> db_;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_STORAGE_STORE_H_

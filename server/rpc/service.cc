@@ -125,47 +125,52 @@ void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
 }
 
+template <typename Act>
+grpc::ServerUnaryReactor* PerceptronServiceImpl::Handle(
+    grpc::CallbackServerContext* context, Role role, absl::string_view model_id,
+    Act act) {
+  UnaryCall call(&streams_);
+  absl::Status s = Allow(context, role, model_id);
+  if (s.ok() && streams_.stopped()) {
+    s = absl::UnavailableError("the server is shutting down");
+  }
+  if (s.ok()) s = act();
+  return Done(context, s);
+}
+
 template <typename Request, typename Act>
 grpc::ServerUnaryReactor* PerceptronServiceImpl::OnModel(
     grpc::CallbackServerContext* context, const Request& request, Role role,
     Act act, absl::Status check) {
-  UnaryCall call(&streams_);
-  absl::Status s = Allow(context, role, request.model_id());
-  if (s.ok()) s = check;
-  if (s.ok()) {
+  return Handle(context, role, request.model_id(), [&]() -> absl::Status {
+    PERCEPTRON_RETURN_IF_ERROR(check);
     absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
         Find(request.model_id());
-    s = entry.ok() ? act(**entry) : entry.status();
-  }
-  return Done(context, s);
+    if (!entry.ok()) return entry.status();
+    return act(**entry);
+  });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
-  UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
-      !s.ok()) {
-    return Done(context, s);
-  }
-  if (streams_.stopped())
-    return Done(context, absl::UnavailableError("shutting down"));
-  absl::StatusOr<ModelConfig> config =
-      ConfigFromProto(request->config(), limits_.max_dimension);
-  if (!config.ok()) return Done(context, config.status());
-  if (absl::Status s = FitsAnExport(*config, limits_.max_pending_bytes);
-      !s.ok()) {
-    return Done(context, s);
-  }
-  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
-      registry_->Create(request->model_id(), *config);
-  if (!entry.ok()) return Done(context, entry.status());
-  if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
-    registry_->Remove(*entry);
-    return Done(context, s);
-  }
-  FillModel(**entry, response);
-  return Done(context, absl::OkStatus());
+  return Handle(
+      context, Role::kAdmin, request->model_id(), [&]() -> absl::Status {
+        absl::StatusOr<ModelConfig> config =
+            ConfigFromProto(request->config(), limits_.max_dimension);
+        if (!config.ok()) return config.status();
+        PERCEPTRON_RETURN_IF_ERROR(
+            FitsAnExport(*config, limits_.max_pending_bytes));
+        absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+            registry_->Create(request->model_id(), *config);
+        if (!entry.ok()) return entry.status();
+        if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
+          registry_->Remove(*entry);
+          return s;
+        }
+        FillModel(**entry, response);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
@@ -181,47 +186,40 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
-  UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kRead, ""); !s.ok()) {
-    return Done(context, s);
-  }
-  const size_t size = request->page_size() == 0
-                          ? 100
-                          : std::min<size_t>(request->page_size(), 1000);
-  absl::StatusOr<std::string> after = PageTokenAfter(request->page_token());
-  if (!after.ok()) return Done(context, after.status());
-  // Pages over the models this caller may see only, so that neither a page nor
-  // its token tells of another. One more than the page tells whether another
-  // page follows.
-  const std::string token = Authorization(context);
-  std::function<bool(absl::string_view)> visible;
-  if (auth_ != nullptr) {
-    visible = [this, &token](absl::string_view id) {
-      return auth_->Covers(token, id);
-    };
-  }
-  std::vector<std::shared_ptr<ModelEntry>> entries =
-      registry_->List(*after, size + 1, visible);
-  const bool more = entries.size() > size;
-  if (more) entries.pop_back();
-  for (const auto& e : entries) FillModel(*e, response->add_models());
-  if (more) response->set_next_page_token(PageToken(entries.back()->id));
-  return Done(context, absl::OkStatus());
+  return Handle(context, Role::kRead, "", [&]() -> absl::Status {
+    const size_t size = request->page_size() == 0
+                            ? 100
+                            : std::min<size_t>(request->page_size(), 1000);
+    absl::StatusOr<std::string> after = PageTokenAfter(request->page_token());
+    if (!after.ok()) return after.status();
+    // Pages over the models this caller may see only, so that neither a page
+    // nor its token tells of another. One more than the page tells whether
+    // another page follows.
+    const std::string token = Authorization(context);
+    std::function<bool(absl::string_view)> visible;
+    if (auth_ != nullptr) {
+      visible = [this, &token](absl::string_view id) {
+        return auth_->Covers(token, id);
+      };
+    }
+    std::vector<std::shared_ptr<ModelEntry>> entries =
+        registry_->List(*after, size + 1, visible);
+    const bool more = entries.size() > size;
+    if (more) entries.pop_back();
+    for (const auto& e : entries) FillModel(*e, response->add_models());
+    if (more) response->set_next_page_token(PageToken(entries.back()->id));
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
-  UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
-      !s.ok()) {
-    return Done(context, s);
-  }
-  if (streams_.stopped())
-    return Done(context, absl::UnavailableError("shutting down"));
-  absl::Status s = registry_->Delete(request->model_id());
-  if (s.ok()) s = persistence_->Deleted(request->model_id());
-  return Done(context, s);
+  return Handle(
+      context, Role::kAdmin, request->model_id(), [&]() -> absl::Status {
+        PERCEPTRON_RETURN_IF_ERROR(registry_->Delete(request->model_id()));
+        return persistence_->Deleted(request->model_id());
+      });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
@@ -400,13 +398,9 @@ PerceptronServiceImpl::ExportModelChunks(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
-  UnaryCall call(&streams_);
-  if (absl::Status s = Allow(context, Role::kAdmin, request->model_id());
-      !s.ok()) {
-    return Done(context, s);
-  }
-  return Done(context,
-              Import(context, request->blob(), request->model_id(), response));
+  return Handle(context, Role::kAdmin, request->model_id(), [&] {
+    return Import(context, request->blob(), request->model_id(), response);
+  });
 }
 
 grpc::ServerReadReactor<v1::ImportModelRequest>*

@@ -96,6 +96,13 @@ class PerceptronServiceImpl final
   // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
   absl::StatusOr<std::shared_ptr<ModelEntry>> Find(const std::string& id);
   void FillModel(ModelEntry& entry, v1::Model* model);
+  // The shape of each unary handler: the call counted while it runs (shutdown
+  // waits for it), the caller's `role` checked for `model_id` ("": any),
+  // UNAVAILABLE once shutting down, then `act()`, whose status is the answer.
+  template <typename Act>
+  grpc::ServerUnaryReactor* Handle(grpc::CallbackServerContext* context,
+                                   Role role, absl::string_view model_id,
+                                   Act act);
   // The shape of each unary handler on one model: the call counted while it
   // runs (shutdown waits for it), the caller's `role` checked for the model,
   // then `check` (a limit on the request itself), then the model found, then

@@ -1,5 +1,7 @@
 #include "common/program.h"
 
+#include <pthread.h>
+
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
@@ -11,6 +13,30 @@ namespace perceptron {
 std::string VersionLine(const std::string& program) {
   return absl::StrCat(program, " " PERCEPTRON_VERSION " (wire contract ",
                       v1::PerceptronService::service_full_name(), ")");
+}
+
+namespace {
+
+sigset_t StopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+}  // namespace
+
+void BlockStopSignals() {
+  const sigset_t signals = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+int WaitForStopSignal() {
+  const sigset_t signals = StopSignals();
+  int signal = 0;
+  sigwait(&signals, &signal);
+  return signal;
 }
 
 void SetProgramUsage(const std::string& program, const std::string& flags_file,

@@ -7,6 +7,8 @@
 #ifndef PERCEPTRON_COMMON_PROGRAM_H_
 #define PERCEPTRON_COMMON_PROGRAM_H_
 
+#include <signal.h>
+
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -21,6 +23,13 @@ void SetProgramUsage(const std::string& program, const std::string& flags_file,
 
 // "PROGRAM RELEASE (wire contract perceptron.v1.PerceptronService)".
 std::string VersionLine(const std::string& program);
+
+// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts
+// afterwards (call it before starting any), so that only WaitForStopSignal
+// takes them, never an asynchronous handler.
+void BlockStopSignals();
+// Waits for SIGTERM or SIGINT (after BlockStopSignals) and returns which.
+int WaitForStopSignal();
 
 }  // namespace perceptron
 

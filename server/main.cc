@@ -81,11 +81,7 @@ int main(int argc, char** argv) {
 
   // Signals are taken by a waiting thread (below), never by an asynchronous
   // handler.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  perceptron::BlockStopSignals();
 
   perceptron::server::ServerOptions options;
   options.host = absl::GetFlag(FLAGS_host);
@@ -204,8 +200,7 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  const int signal = perceptron::WaitForStopSignal();
   std::fprintf(stderr, "perceptrond: %s, shutting down\n",
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
   const absl::Time start = absl::Now();

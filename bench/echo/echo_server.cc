@@ -3,14 +3,13 @@
 // response shaped like perceptrond's.
 //   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT";
 //   SIGTERM stops it.
-#include <signal.h>
-
 #include <cstdio>
 #include <deque>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
+#include "common/program.h"
 #include "echo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -115,11 +114,7 @@ class EchoService final : public Echo::CallbackService {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  perceptron::BlockStopSignals();
   perceptron::bench::EchoService service;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -132,8 +127,7 @@ int main(int argc, char** argv) {
   if (server == nullptr) return 1;
   std::printf("echo listening on 127.0.0.1:%d\n", port);
   std::fflush(stdout);
-  int sig;
-  sigwait(&signals, &sig);
+  perceptron::WaitForStopSignal();
   server->Shutdown(std::chrono::system_clock::now());
   return 0;
 }

@@ -17,24 +17,15 @@ import perceptrond_process as pp
 
 PERCEPTROND = sys.argv[1]
 
-MAKE_CERTIFICATES = r"""set -e
-k="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-openssl req -x509 $k -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca
-openssl req $k -keyout server.key -out server.csr -subj /CN=localhost
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext
-openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-  -extfile san.ext -out server.pem
-openssl req $k -keyout client.key -out client.csr -subj /CN=client
-openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out client.pem
-openssl req -x509 $k -keyout other.key -out other.pem -days 2 -subj /CN=other
-"""
+MAKE_CERTIFICATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                 "make_certificates.sh")
 
 
 class HttpsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.certs = tempfile.TemporaryDirectory(prefix="certs-")
-        subprocess.run(["bash", "-c", MAKE_CERTIFICATES], cwd=cls.certs.name, check=True,
+        subprocess.run(["bash", MAKE_CERTIFICATES, cls.certs.name], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cls.tokens = os.path.join(cls.certs.name, "tokens")
         with open(cls.tokens, "w") as f:

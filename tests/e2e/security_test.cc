@@ -25,21 +25,8 @@ std::string Read(const std::string& path) {
 // A CA, a server certificate for 127.0.0.1 and localhost, and a client
 // certificate.
 void MakeCertificates(const std::string& dir) {
-  const std::string script = dir + "/make.sh";
-  std::ofstream(script) << R"SH(set -e
-cd "$(dirname "$0")"
-k="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-openssl req -x509 $k -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca
-openssl req $k -keyout server.key -out server.csr -subj /CN=localhost
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext
-openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-  -extfile san.ext -out server.pem
-openssl req $k -keyout client.key -out client.csr -subj /CN=client
-openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out client.pem
-# A second CA, whose self-signed certificate the server must refuse from a client.
-openssl req -x509 $k -keyout other.key -out other.pem -days 2 -subj /CN=other
-)SH";
-  const testing::CommandResult r = RunCommand("bash " + script);
+  const testing::CommandResult r = RunCommand(
+      "bash " PERCEPTRON_SOURCE_DIR "/tests/support/make_certificates.sh " + dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 

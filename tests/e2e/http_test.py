@@ -41,15 +41,9 @@ def rpc_value(metrics, name, method, **extra):
     return None
 
 
-class HttpTest(unittest.TestCase):
-    def setUp(self):
-        self.server = pp.Perceptrond(PERCEPTROND, "--durability=none")
-        self.channel = grpc.insecure_channel(self.server.target)
-        self.stub = pb_grpc.PerceptronServiceStub(self.channel)
-
-    def tearDown(self):
-        self.channel.close()
-        self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
+class HttpTest(pp.ServerTest):
+    binary = PERCEPTROND
+    stubs = pb_grpc
 
     def create(self, model_id, **config):
         return self.stub.CreateModel(pb.CreateModelRequest(

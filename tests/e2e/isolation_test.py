@@ -134,17 +134,11 @@ class ListingTest(unittest.TestCase):
         self.assertNotIn("secret", metrics)
 
 
-class ModelIdTest(unittest.TestCase):
+class ModelIdTest(pp.ServerTest):
     EDGES = ["a", "-", "_", "Z9", ".a", "a.", "a..b", "._-", "x" * 128, "." * 127 + "-"]
 
-    def setUp(self):
-        self.server = pp.Perceptrond(PERCEPTROND, "--durability=none")
-        self.channel = grpc.insecure_channel(self.server.target)
-        self.stub = pb_grpc.PerceptronServiceStub(self.channel)
-
-    def tearDown(self):
-        self.channel.close()
-        self.assertEqual(self.server.stop(), 0)
+    binary = PERCEPTROND
+    stubs = pb_grpc
 
     def test_dots_only_are_refused_and_the_edges_work_everywhere(self):
         for model_id in [".", "..", "...", "." * 128]:

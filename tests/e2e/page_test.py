@@ -21,7 +21,6 @@ import perceptrond_process as pp
 
 PERCEPTROND, STUBS, OUTPUT = sys.argv[1:4]
 pb, pb_grpc = pp.import_stubs(STUBS)
-import grpc  # noqa: E402
 
 
 def chromedriver():
@@ -55,11 +54,12 @@ def browser(profile, address):
     return webdriver.Remote(command_executor=address, options=options)
 
 
-class PageTest(unittest.TestCase):
+class PageTest(pp.ServerTest):
+    binary = PERCEPTROND
+    stubs = pb_grpc
+
     def setUp(self):
-        self.server = pp.Perceptrond(PERCEPTROND, "--durability=none")
-        self.channel = grpc.insecure_channel(self.server.target)
-        self.stub = pb_grpc.PerceptronServiceStub(self.channel)
+        super().setUp()
         self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
         self.chromedriver, address = chromedriver()
         self.driver = browser(self.profile.name, address)
@@ -70,8 +70,7 @@ class PageTest(unittest.TestCase):
         self.chromedriver.wait(timeout=60)
         self.chromedriver.stdout.close()
         self.profile.cleanup()
-        self.channel.close()
-        self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
+        super().tearDown()
 
     # What check_chart compares, read in one synchronous script: the page's refresh cannot run
     # in the middle of it, so every figure comes from the same drawing.

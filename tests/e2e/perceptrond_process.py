@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import unittest
 import urllib.error
 import urllib.request
 
@@ -17,6 +18,24 @@ def import_stubs(stubs_dir):
     import grpc  # noqa: F401  (Debian's python3-grpcio)
     from perceptron.v1 import perceptron_pb2, perceptron_pb2_grpc
     return perceptron_pb2, perceptron_pb2_grpc
+
+
+class ServerTest(unittest.TestCase):
+    """Each test on its own perceptrond with no data on disk, and a gRPC stub to it
+    (self.server, self.channel, self.stub). A test module sets `binary` (the perceptrond path)
+    and `stubs` (the generated perceptron_pb2_grpc module) on its subclass."""
+    binary = None
+    stubs = None
+
+    def setUp(self):
+        import grpc
+        self.server = Perceptrond(self.binary, "--durability=none")
+        self.channel = grpc.insecure_channel(self.server.target)
+        self.stub = self.stubs.PerceptronServiceStub(self.channel)
+
+    def tearDown(self):
+        self.channel.close()
+        self.assertEqual(self.server.stop(), 0, "perceptrond did not exit cleanly")
 
 
 class Perceptrond:

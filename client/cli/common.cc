@@ -41,14 +41,6 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-// A usage error: one line, and where the whole usage is.
-int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "perceptron: %s (perceptron --help shows the commands and "
-               "flags)\n",
-               why.c_str());
-  return 2;
-}
 
 // The whole of a small file, or exits with a message.
 std::string ReadSmallFile(const std::string& path) {

@@ -15,9 +15,10 @@
 
 namespace perceptron {
 
-// `flags_file`: the end of the path of the source file that defines the
-// program's flags (Abseil's --help otherwise looks for a file named after
-// the program, and finds none).
+// `flags_file`: the last two components of the path of the source file that
+// defines the program's flags, e.g. "server/main.cc" (Abseil's --help
+// otherwise looks for a file named after the program, and finds none; it
+// matches the name as normalized here, to its last two components).
 void SetProgramUsage(const std::string& program, const std::string& flags_file,
                      absl::string_view usage);
 

@@ -66,7 +66,7 @@ int Run(const std::string& name, const Args& args) {
 }  // namespace perceptron::client::cli
 
 int main(int argc, char** argv) {
-  perceptron::SetProgramUsage("perceptron", "client/cli/flags.cc",
+  perceptron::SetProgramUsage("perceptron", "cli/flags.cc",
                               perceptron::client::cli::kUsage);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() < 2) return perceptron::client::cli::Usage("no command");

@@ -41,6 +41,9 @@ absl::StatusOr<std::unique_ptr<Launched>> Launched::Start(
   }
   close(out[1]);
   std::unique_ptr<Launched> p(new Launched(pid, fdopen(out[0], "r")));
+  // Unbuffered, so that a line read leaves the next on the pipe, where poll
+  // sees it.
+  setvbuf(p->out_, nullptr, _IONBF, 0);
   const absl::Time deadline = absl::Now() + timeout;
   char line[1024];
   while (static_cast<int>(p->lines_.size()) < ready_lines) {

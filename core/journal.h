@@ -3,9 +3,9 @@
 //
 //   model->SetJournaling(true);
 //   ... Learn / Issue / Reveal ...
-//   perceptron::Journal j = model->TakeJournal();   // the changes since the
-//   last TakeJournal other->ApplyJournal(j);                         // `other`
-//   now equals `model`, bit for bit
+//   // The changes since the last TakeJournal:
+//   perceptron::Journal j = model->TakeJournal();
+//   other->ApplyJournal(j);  // `other` now equals `model`, bit for bit
 //
 // A vector's change is the new values of the coordinates that changed (a sparse
 // example touches its non-zeros and the bias), or the whole vector when a dense

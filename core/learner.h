@@ -1,11 +1,11 @@
 // The learning rules of docs/design.md section 2, 3 behind one interface.
 //
 //   absl::StatusOr<std::unique_ptr<perceptron::Learner>> learner =
-//       perceptron::MakeLearner(config);               // config already
-//       validated
-//   double score = (*learner)->Score(prepared);         // what the model would
-//   issue bool updated = (*learner)->Learn(prepared, +1);     // the rule, on
-//   the CURRENT state
+//       perceptron::MakeLearner(config);  // config already validated
+//   // What the model would issue:
+//   double score = (*learner)->Score(prepared);
+//   // The rule, on the CURRENT state:
+//   bool updated = (*learner)->Learn(prepared, +1);
 //
 // A Learner knows nothing of counters, bounds or pending predictions (see
 // Model). It is not thread-safe: callers serialize access.

@@ -6,8 +6,9 @@
 // (else 1). It borrows x.
 //
 //   perceptron::Preparer preparer(config);
-//   absl::StatusOr<perceptron::Prepared> p = preparer.Prepare(view);  // view
-//   already validated double score = perceptron::Dot(weights, *p);
+//   // `view` already validated:
+//   absl::StatusOr<perceptron::Prepared> p = preparer.Prepare(view);
+//   double score = perceptron::Dot(weights, *p);
 //   perceptron::AddScaled(eta * label, *p, absl::MakeSpan(weights));
 //
 // Every operation is deterministic: the same inputs give bit-identical outputs.

@@ -6,7 +6,7 @@
 //   absl::Status Load(...) {
 //     PERCEPTRON_RETURN_IF_ERROR(Check(...));
 //     PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-//     Model::Create(config));
+//                                 Model::Create(config));
 //     ...
 //   }
 #ifndef PERCEPTRON_CORE_STATUS_MACROS_H_

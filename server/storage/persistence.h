@@ -1,15 +1,13 @@
 // Durability of models (docs/design.md section 5) on top of the store:
-//   sync   a batch is answered only after its log record is on disk. Records
-//   are queued in
-//          order and a committer thread writes everything queued as one batch
-//          with one fsync, so concurrent batches (of any streams and models)
-//          share it, and a stream can apply its next batches while earlier ones
-//          are being synced.
-//   async  the same, without the fsync: a record is with the operating system
-//   before its batch
-//          is answered (a crash of the server loses nothing answered), and the
-//          store is synced in the background every `async_interval` (a crash of
-//          the machine may lose that interval).
+//   sync   a batch is answered only after its log record is on disk.
+//          Records are queued in order and a committer thread writes
+//          everything queued as one batch with one fsync, so concurrent
+//          batches (of any streams and models) share it, and a stream can
+//          apply its next batches while earlier ones are being synced.
+//   async  the same, without the fsync: a record is with the operating
+//          system before its batch is answered (a crash of the server loses
+//          nothing answered), and the store is synced in the background every
+//          `async_interval` (a crash of the machine may lose that interval).
 //   none   memory only.
 // A model's records are queued under its lock, so they are written in order;
 // recovery stops at the first gap and never needs one. Snapshots are taken in

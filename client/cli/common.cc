@@ -41,7 +41,6 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-
 // The whole of a small file, or exits with a message.
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

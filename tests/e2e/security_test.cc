@@ -26,7 +26,8 @@ std::string Read(const std::string& path) {
 // certificate.
 void MakeCertificates(const std::string& dir) {
   const testing::CommandResult r = RunCommand(
-      "bash " PERCEPTRON_SOURCE_DIR "/tests/support/make_certificates.sh " + dir);
+      "bash " PERCEPTRON_SOURCE_DIR "/tests/support/make_certificates.sh " +
+      dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 

@@ -1,0 +1,99 @@
+// The certificate of docs/design.md section 2.7: the theorem's best bound over
+// every comparator, computed from the labeled prepared examples themselves,
+// with a certified gap.
+//
+// For examples x^_t with labels y_t and radius R (the running maximum of
+// ||x^||), the best bound over all (u, gamma) with ||u|| <= 1 is
+//   B* = min over v of R^2 ||v||^2 + 2 sum_t max(0, 1 - y_t v . x^_t)
+//      = 2 R^2 P*(C = 1 / R^2),
+// P* the optimum of the L2-regularised hinge-loss SVM without intercept. The
+// solver runs dual coordinate descent (Hsieh et al., 2008, as liblinear's
+// L1-loss SVC does) on
+//   max over 0 <= alpha_t <= C of  sum_t alpha_t - 1/2 ||sum_t alpha_t y_t x^_t||^2,
+// whose value at any feasible alpha is at most P*; its iterate v gives the
+// concrete comparator u = v / ||v|| and margin gamma = 1 / ||v||, whose bound
+// (R/gamma)^2 + 2 TD_gamma(u) / gamma is at least B*. So
+//   lower <= B* <= upper,
+// and `upper` is the theorem's bound for a comparator the caller can use.
+//
+//   perceptron::CertificateSolver solver(/*weight_dimension=*/d + 1);
+//   solver.Add(prepared, label);          // keeps a copy of x^
+//   perceptron::Certificate c = solver.Solve(radius, {});
+//   // updates <= c.upper for the classic rule, c.lower <= B* <= c.upper
+//
+// Solve warm-starts from the previous solution, so calling it again after more
+// examples costs a few passes. Not thread-safe.
+#ifndef PERCEPTRON_CORE_CERTIFICATE_H_
+#define PERCEPTRON_CORE_CERTIFICATE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/prepare.h"
+
+namespace perceptron {
+
+struct CertificateOptions {
+  // Stop once (upper - lower) <= tolerance * upper. Default: 1e-4.
+  double tolerance = 1e-4;
+  // Passes over the kept examples at most, per Solve. Default: 1000.
+  int max_passes = 1000;
+};
+
+struct Certificate {
+  // The bound (R/gamma)^2 + 2 TD_gamma(u) / gamma of the comparator below,
+  // over the examples given: an upper value of B*.
+  double upper = 0;
+  // A lower value of B*, from the dual: no comparator does better.
+  double lower = 0;
+  // The comparator attaining `upper`: a unit vector of the weight dimension,
+  // its margin, and TD_gamma(u) over the examples.
+  std::vector<double> u;
+  double gamma = 0;
+  double td = 0;
+  // The examples it covers, the passes this Solve took, and whether it
+  // reached the tolerance.
+  uint64_t examples = 0;
+  int passes = 0;
+  bool converged = false;
+};
+
+class CertificateSolver {
+ public:
+  explicit CertificateSolver(uint32_t weight_dimension);
+
+  // Keeps a copy of x^ (its non-zeros, and the bias coordinate) and its label
+  // (-1 or +1). O(nnz).
+  void Add(const Prepared& x, int label);
+
+  size_t size() const { return labels_.size(); }
+  // Bytes the kept examples take.
+  size_t bytes() const;
+
+  // Solves for radius `radius` (>= every kept ||x^||; the model's R), from
+  // the last solution. With no example kept: upper = lower = 0, gamma = 0.
+  Certificate Solve(double radius, const CertificateOptions& options);
+
+ private:
+  double DotRow(size_t t, const std::vector<double>& w) const;
+  void AddRow(size_t t, double a, std::vector<double>* w) const;
+  // w = sum_t alpha_t y_t x^_t, summed afresh in example order.
+  std::vector<double> Primal() const;
+
+  uint32_t dimension_;
+  // The examples as rows: coordinates [start_[t], start_[t+1]) of
+  // index_/value_.
+  std::vector<uint32_t> index_;
+  std::vector<double> value_;
+  std::vector<size_t> start_{0};
+  std::vector<int8_t> labels_;
+  std::vector<double> square_;  // ||x^_t||^2
+  std::vector<double> alpha_;
+  std::vector<double> w_;  // sum alpha_t y_t x^_t, kept up to date
+  uint64_t seed_ = 0x9e3779b97f4a7c15ull;
+};
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_CERTIFICATE_H_

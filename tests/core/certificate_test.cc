@@ -1,0 +1,157 @@
+// The certificate (docs/design.md section 2.7): lower <= B* <= upper, upper is
+// the bound of the comparator it names, and the classic rule's updates never
+// exceed it.
+#include "core/certificate.h"
+
+#include <cmath>
+#include <iostream>
+
+#include "core/model.h"
+#include "gtest/gtest.h"
+#include "tests/core/streams.h"
+
+namespace perceptron {
+namespace {
+
+Prepared Prep(const Preparer& preparer, const std::vector<double>& x) {
+  return *preparer.Prepare(FeatureView::Dense(x));
+}
+
+ModelConfig Plain(uint32_t d) {
+  ModelConfig c;
+  c.dimension = d;
+  c.bias = false;
+  c.normalize = false;
+  return c;
+}
+
+TEST(CertificateTest, OneExampleHasTheClosedForm) {
+  // x^ = (1), y = +1, R = 1: B* = min_v v^2 + 2 max(0, 1 - v) = 1 at v = 1.
+  const ModelConfig config = Plain(1);
+  const Preparer preparer(config);
+  const std::vector<double> x = {1.0};
+  CertificateSolver solver(1);
+  solver.Add(Prep(preparer, x), +1);
+  const Certificate c = solver.Solve(1.0, {});
+  EXPECT_TRUE(c.converged);
+  EXPECT_NEAR(c.upper, 1.0, 1e-4);
+  EXPECT_LE(c.lower, 1.0 + 1e-12);
+  EXPECT_LE(c.lower, c.upper);
+  EXPECT_NEAR(c.gamma, 1.0, 1e-3);
+  EXPECT_EQ(c.u, std::vector<double>{1.0});
+}
+
+TEST(CertificateTest, AContradictionCostsTwoPerExample) {
+  // The same x^ labeled both ways: every comparator pays, B* = 2n = 4.
+  const ModelConfig config = Plain(2);
+  const Preparer preparer(config);
+  const std::vector<double> x = {0.6, 0.8};
+  CertificateSolver solver(2);
+  solver.Add(Prep(preparer, x), +1);
+  solver.Add(Prep(preparer, x), -1);
+  const Certificate c = solver.Solve(1.0, {});
+  EXPECT_LE(c.lower, 4.0 + 1e-12);
+  EXPECT_GE(c.upper, 4.0);
+  EXPECT_NEAR(c.upper, 4.0, 1e-4);
+  EXPECT_NEAR(c.lower, 4.0, 1e-4);
+}
+
+TEST(CertificateTest, NoExampleNoBound) {
+  CertificateSolver solver(3);
+  const Certificate c = solver.Solve(1.0, {});
+  EXPECT_EQ(c.upper, 0);
+  EXPECT_EQ(c.lower, 0);
+  EXPECT_EQ(c.examples, 0u);
+}
+
+// Over random streams, separable and not, normalized and not, with and
+// without bias: at checkpoints along the stream, lower <= upper, the classic
+// rule's updates so far <= upper, and upper equals the bound a model given
+// the certificate's (u, gamma) as its comparator reports over the same prefix.
+TEST(CertificateTest, PropertyOverRandomStreams) {
+  int streams = 0, converged = 0, checks = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    testing::StreamSpec spec;
+    spec.seed = seed;
+    spec.dimension = 2 + static_cast<uint32_t>(seed * 7 % 39);
+    spec.length = 40 + seed * 13 % 160;
+    spec.bias = seed % 2 == 0;
+    spec.normalize = seed % 3 != 0;
+    spec.margin = seed % 4 == 0 ? 0.0 : 0.02 * (seed % 5);
+    spec.noise = seed % 5 == 0 ? 0.0 : 0.01 * (seed % 7);
+    spec.norm_spread = spec.normalize ? 1.0 : 1.0 + (seed % 11);
+    const testing::Stream s = testing::MakeStream(spec);
+    const ModelConfig config = testing::StreamConfig(spec);
+    auto model = *Model::Create(config);
+    const Preparer preparer(config);
+    CertificateSolver solver(config.weight_dimension());
+    const size_t checkpoints[] = {s.x.size() / 4, s.x.size() / 2, s.x.size()};
+    size_t next = 0;
+    ++streams;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      solver.Add(Prep(preparer, s.x[t]), s.y[t]);
+      if (t + 1 != checkpoints[next]) continue;
+      ++next;
+      const Stats stats = model->stats();
+      const Certificate c = solver.Solve(stats.bound.radius, {});
+      ++checks;
+      ASSERT_EQ(c.examples, t + 1);
+      EXPECT_LE(c.lower, c.upper * (1 + 1e-12)) << "seed " << seed;
+      EXPECT_LE(static_cast<double>(stats.counters.updates),
+                c.upper * (1 + 1e-9))
+          << "seed " << seed << " at " << t + 1;
+      if (next == 3) converged += c.converged;
+      // The same figure from the bound code, with (u, gamma) as comparator.
+      ModelConfig with = config;
+      with.comparator = c.u;
+      with.gamma = c.gamma;
+      auto check = *Model::Create(with);
+      for (size_t k = 0; k <= t; ++k) {
+        ASSERT_TRUE(check->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+      }
+      const BoundReport b = check->stats().bound;
+      ASSERT_TRUE(b.bound_available);
+      EXPECT_NEAR(b.bound, c.upper, 1e-9 * c.upper) << "seed " << seed;
+      if (next == 3) break;
+    }
+  }
+  EXPECT_EQ(streams, 1000);
+  EXPECT_EQ(checks, 3000);
+  // Every stream reached the tolerance within the default passes.
+  EXPECT_EQ(converged, streams);
+}
+
+// Warm starts: solving again after more examples gives the same certificate
+// as a cold solve of the whole set, within the tolerance.
+TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {
+  testing::StreamSpec spec;
+  spec.dimension = 20;
+  spec.length = 2000;
+  spec.noise = 0.05;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  const Preparer preparer(config);
+  CertificateSolver warm(config.weight_dimension());
+  CertificateSolver cold(config.weight_dimension());
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    warm.Add(Prep(preparer, s.x[t]), s.y[t]);
+    cold.Add(Prep(preparer, s.x[t]), s.y[t]);
+    if (t == 999) warm.Solve(1.0, {});
+  }
+  const Certificate w = warm.Solve(1.0, {});
+  const Certificate c = cold.Solve(1.0, {});
+  EXPECT_TRUE(w.converged);
+  EXPECT_TRUE(c.converged);
+  // Both bracket B*, so each one's upper is above the other's lower.
+  EXPECT_LE(w.lower, c.upper * (1 + 1e-12));
+  EXPECT_LE(c.lower, w.upper * (1 + 1e-12));
+  EXPECT_NEAR(w.upper, c.upper, 2e-4 * c.upper);
+  std::cout << "[ certificate ] 2000 examples, d=20, 5% noise: U=" << c.upper
+            << " L=" << c.lower << " gamma=" << c.gamma << "; cold "
+            << c.passes << " passes, warm from 1000 " << w.passes
+            << " passes\n";
+}
+
+}  // namespace
+}  // namespace perceptron

@@ -120,7 +120,7 @@ Certificate CertificateSolver::Solve(double radius,
         next = cap;  // no quadratic term: the dual gains most at C
       } else {
         const double g = y * DotRow(t, w_) - 1;
-        const double pg = a == 0 ? std::min(g, 0.0)
+        const double pg = a == 0     ? std::min(g, 0.0)
                           : a == cap ? std::max(g, 0.0)
                                      : g;
         if (pg == 0) continue;

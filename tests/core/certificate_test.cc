@@ -148,9 +148,8 @@ TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {
   EXPECT_LE(c.lower, w.upper * (1 + 1e-12));
   EXPECT_NEAR(w.upper, c.upper, 2e-4 * c.upper);
   std::cout << "[ certificate ] 2000 examples, d=20, 5% noise: U=" << c.upper
-            << " L=" << c.lower << " gamma=" << c.gamma << "; cold "
-            << c.passes << " passes, warm from 1000 " << w.passes
-            << " passes\n";
+            << " L=" << c.lower << " gamma=" << c.gamma << "; cold " << c.passes
+            << " passes, warm from 1000 " << w.passes << " passes\n";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 #include "gtest/gtest.h"
+#include "tests/core/breast_cancer.h"
 
 namespace perceptron {
 namespace {
@@ -50,34 +51,12 @@ Sklearn RunSklearn() {
   return r;
 }
 
-// sklearn's own CSV layout: a header "n_samples,n_features,names...", then rows
-// of features and an integer target (0 malignant, 1 benign; sklearn's positive
-// class is 1).
-void ReadBreastCancer(const std::string& path,
-                      std::vector<std::vector<double>>* x,
-                      std::vector<int>* y) {
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "cannot open " << path;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::vector<double> row;
-    std::istringstream cells(line);
-    std::string cell;
-    while (std::getline(cells, cell, ','))
-      row.push_back(std::strtod(cell.c_str(), nullptr));
-    y->push_back(row.back() == 1 ? 1 : -1);
-    row.pop_back();
-    x->push_back(std::move(row));
-  }
-}
-
 TEST(SklearnPeerTest, OneClassicPassEqualsSklearnPerceptronOnBreastCancer) {
   const Sklearn sk = RunSklearn();
   ASSERT_EQ(sk.coef.size(), 30u);
   std::vector<std::vector<double>> x;
   std::vector<int> y;
-  ReadBreastCancer(sk.csv, &x, &y);
+  testing::ReadBreastCancer(sk.csv, &x, &y);
   ASSERT_EQ(x.size(), sk.samples);
   ASSERT_EQ(x.size(), 569u);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace perceptron {
@@ -68,12 +69,85 @@ void CertificateSolver::AddRow(size_t t, double a,
   }
 }
 
-std::vector<double> CertificateSolver::Primal() const {
+std::vector<double> CertificateSolver::Primal(
+    const std::vector<double>& alpha) const {
   std::vector<double> w(dimension_, 0.0);
   for (size_t t = 0; t < labels_.size(); ++t) {
-    if (alpha_[t] != 0) AddRow(t, alpha_[t] * labels_[t], &w);
+    if (alpha[t] != 0) AddRow(t, alpha[t] * labels_[t], &w);
   }
   return w;
+}
+
+void CertificateSolver::Pass(double cap, std::vector<double>* alpha,
+                             std::vector<double>* w) {
+  const size_t n = labels_.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (size_t k = n - 1; k > 0; --k) {
+    std::swap(order[k], order[Next(&seed_) % (k + 1)]);
+  }
+  for (size_t t : order) {
+    const double y = labels_[t];
+    const double a = (*alpha)[t];
+    double next;
+    if (square_[t] == 0) {
+      next = cap;  // no quadratic term: the dual gains most at the cap
+    } else {
+      const double g = y * DotRow(t, *w) - 1;
+      const double pg = a == 0     ? std::min(g, 0.0)
+                        : a == cap ? std::max(g, 0.0)
+                                   : g;
+      if (pg == 0) continue;
+      next = std::clamp(a - g / square_[t], 0.0, cap);
+    }
+    if (next == a) continue;
+    AddRow(t, (next - a) * y, w);
+    (*alpha)[t] = next;
+  }
+}
+
+HardMargin CertificateSolver::SolveHardMargin(
+    const CertificateOptions& options) {
+  HardMargin h;
+  const size_t n = labels_.size();
+  hard_alpha_.resize(n, 0.0);
+  if (hard_w_.empty()) hard_w_.assign(dimension_, 0.0);
+  if (n == 0) return h;
+  // x^ = 0 has margin 0 under every comparator.
+  for (double square : square_) {
+    if (square == 0) return h;
+  }
+  const double cap = std::numeric_limits<double>::infinity();
+  const int passes = std::max(1, options.max_passes);
+  for (h.passes = 1; h.passes <= passes; ++h.passes) {
+    Pass(cap, &hard_alpha_, &hard_w_);
+    hard_w_ = Primal(hard_alpha_);
+    double vv = 0;
+    for (double v : hard_w_) vv += v * v;
+    const double norm = std::sqrt(vv);
+    if (!(norm > 0) || !std::isfinite(norm)) continue;
+    std::vector<double> u(dimension_);
+    for (uint32_t i = 0; i < dimension_; ++i) u[i] = hard_w_[i] / norm;
+    double margin = std::numeric_limits<double>::infinity();
+    for (size_t t = 0; t < n; ++t) {
+      margin = std::min(margin, labels_[t] * DotRow(t, u));
+    }
+    if (!(margin > 0)) continue;
+    // The dual value D <= ||v*||^2 / 2 = 1 / (2 gamma*^2) bounds gamma*.
+    const double dual =
+        std::accumulate(hard_alpha_.begin(), hard_alpha_.end(), 0.0) - vv / 2;
+    h.separable = true;
+    h.lower = margin;
+    h.upper = dual > 0 ? 1 / std::sqrt(2 * dual)
+                       : std::numeric_limits<double>::infinity();
+    h.u = std::move(u);
+    if (h.upper - h.lower <= options.tolerance * h.upper) {
+      h.converged = true;
+      break;
+    }
+  }
+  h.passes = std::min(h.passes, passes);
+  return h;
 }
 
 Certificate CertificateSolver::Solve(double radius,
@@ -105,34 +179,12 @@ Certificate CertificateSolver::Solve(double radius,
       alpha_[t] = cap;
     }
   }
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
   const int passes = std::max(1, options.max_passes);
   for (c.passes = 1; c.passes <= passes; ++c.passes) {
-    for (size_t k = n - 1; k > 0; --k) {
-      std::swap(order[k], order[Next(&seed_) % (k + 1)]);
-    }
-    for (size_t t : order) {
-      const double y = labels_[t];
-      const double a = alpha_[t];
-      double next;
-      if (square_[t] == 0) {
-        next = cap;  // no quadratic term: the dual gains most at C
-      } else {
-        const double g = y * DotRow(t, w_) - 1;
-        const double pg = a == 0     ? std::min(g, 0.0)
-                          : a == cap ? std::max(g, 0.0)
-                                     : g;
-        if (pg == 0) continue;
-        next = std::clamp(a - g / square_[t], 0.0, cap);
-      }
-      if (next == a) continue;
-      AddRow(t, (next - a) * y, &w_);
-      alpha_[t] = next;
-    }
+    Pass(cap, &alpha_, &w_);
     // The certificate of this iterate, from v summed afresh (so no drift of
     // the running w_ reaches a reported figure).
-    w_ = Primal();
+    w_ = Primal(alpha_);
     double vv = 0;
     for (double v : w_) vv += v * v;
     const double alphas = std::accumulate(alpha_.begin(), alpha_.end(), 0.0);

@@ -21,8 +21,7 @@
 //   perceptron::Certificate c = solver.Solve(radius, {});
 //   // updates <= c.upper for the classic rule, c.lower <= B* <= c.upper
 //
-// Solve warm-starts from the previous solution, so calling it again after more
-// examples costs a few passes. Not thread-safe.
+// Solve warm-starts from the previous solution. Not thread-safe.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_H_
 #define PERCEPTRON_CORE_CERTIFICATE_H_
 
@@ -59,6 +58,20 @@ struct Certificate {
   bool converged = false;
 };
 
+// The hard margin: gamma* = max over ||u|| <= 1 of min_t y_t u . x^_t, when
+// the examples are separable through the origin (the bias being a coordinate).
+struct HardMargin {
+  // Whether a separating comparator was found; the rest holds only then.
+  bool separable = false;
+  // lower <= gamma* <= upper: `lower` is the margin of `u` itself, `upper`
+  // comes from the dual.
+  double lower = 0;
+  double upper = 0;
+  std::vector<double> u;
+  int passes = 0;
+  bool converged = false;
+};
+
 class CertificateSolver {
  public:
   explicit CertificateSolver(uint32_t weight_dimension);
@@ -75,11 +88,20 @@ class CertificateSolver {
   // the last solution. With no example kept: upper = lower = 0, gamma = 0.
   Certificate Solve(double radius, const CertificateOptions& options);
 
+  // The hard-margin SVM (min ||v||^2 / 2 with y_t v . x^_t >= 1) by the same
+  // dual coordinate descent with no upper bound on alpha, from the last
+  // solution. Not separable: `separable` false after max_passes (not a proof
+  // that no separator exists).
+  HardMargin SolveHardMargin(const CertificateOptions& options);
+
  private:
   double DotRow(size_t t, const std::vector<double>& w) const;
   void AddRow(size_t t, double a, std::vector<double>* w) const;
   // w = sum_t alpha_t y_t x^_t, summed afresh in example order.
-  std::vector<double> Primal() const;
+  std::vector<double> Primal(const std::vector<double>& alpha) const;
+  // One pass of dual coordinate descent over `alpha` (each in [0, cap]) in a
+  // fresh random order, keeping w = sum alpha_t y_t x^_t.
+  void Pass(double cap, std::vector<double>* alpha, std::vector<double>* w);
 
   uint32_t dimension_;
   // The examples as rows: coordinates [start_[t], start_[t+1]) of
@@ -90,7 +112,9 @@ class CertificateSolver {
   std::vector<int8_t> labels_;
   std::vector<double> square_;  // ||x^_t||^2
   std::vector<double> alpha_;
-  std::vector<double> w_;  // sum alpha_t y_t x^_t, kept up to date
+  std::vector<double> w_;           // sum alpha_t y_t x^_t, kept up to date
+  std::vector<double> hard_alpha_;  // the hard-margin dual's
+  std::vector<double> hard_w_;
   uint64_t seed_ = 0x9e3779b97f4a7c15ull;
 };
 

@@ -215,4 +215,97 @@ Certificate CertificateSolver::Solve(double radius,
   return c;
 }
 
+LeastDistance CertificateSolver::SolveLeastDistance(
+    double gamma, const CertificateOptions& options) {
+  LeastDistance d;
+  const size_t n = labels_.size();
+  d.u.assign(dimension_, 0.0);
+  if (dimension_ > 0) d.u[0] = 1;
+  if (n == 0 || !(gamma > 0)) {
+    d.converged = n == 0;
+    return d;
+  }
+  td_alpha_.resize(n, 0.0);
+  const double rho = 1 / gamma;  // the ball ||v|| <= 1/gamma, v = u/gamma
+  d.upper = std::numeric_limits<double>::infinity();
+  d.lower = 0;  // TD is a sum of non-negative terms
+  // TD_gamma(u) of a concrete u with ||u|| <= 1.
+  auto distance = [&](const std::vector<double>& u) {
+    double td = 0;
+    for (size_t t = 0; t < n; ++t) {
+      td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
+    }
+    return td;
+  };
+  double low = 0, high = 0;  // the bracket on log C, once found
+  bool bracketed = false;
+  double log_c = 0;  // C = 1 first
+  std::vector<double> w(dimension_, 0.0);
+  const int rounds = 200;
+  for (d.solves = 1; d.solves <= rounds; ++d.solves) {
+    const double cap = std::exp(log_c);
+    for (size_t t = 0; t < n; ++t) td_alpha_[t] = std::min(td_alpha_[t], cap);
+    w = Primal(td_alpha_);
+    // The regularised problem with this C, to a modest gap: only the
+    // candidates it yields count.
+    for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
+      Pass(cap, &td_alpha_, &w);
+      if (pass % 10 != 9) continue;
+      w = Primal(td_alpha_);
+      double vv = 0;
+      for (double v : w) vv += v * v;
+      double hinge = 0;
+      for (size_t t = 0; t < n; ++t) {
+        hinge += std::max(0.0, 1 - labels_[t] * DotRow(t, w));
+      }
+      const double primal = vv / 2 + cap * hinge;
+      const double dual =
+          std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0) - vv / 2;
+      if (primal - dual <= options.tolerance / 10 * primal) break;
+    }
+    w = Primal(td_alpha_);
+    double vv = 0;
+    for (double v : w) vv += v * v;
+    const double norm = std::sqrt(vv);
+    // Upper: v scaled into the ball, as u = gamma v.
+    std::vector<double> u(dimension_, 0.0);
+    if (norm > 0) {
+      const double scale = gamma * std::min(1.0, rho / norm);
+      for (uint32_t i = 0; i < dimension_; ++i) u[i] = w[i] * scale;
+      const double td = distance(u);
+      if (td < d.upper) {
+        d.upper = td;
+        d.u = std::move(u);
+      }
+    } else if (d.upper == std::numeric_limits<double>::infinity()) {
+      d.upper = distance(d.u);
+    }
+    // Lower: alpha / C is a dual point of the constrained problem.
+    const double alphas =
+        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
+    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
+    if (d.upper - d.lower <= options.tolerance * d.upper || d.upper == 0) {
+      d.converged = true;
+      break;
+    }
+    // Bisect on log C toward ||v_C|| = rho.
+    if (norm > rho) {
+      high = log_c;
+      if (!bracketed) low = log_c - 64;
+      bracketed = true;
+    } else {
+      low = log_c;
+      if (!bracketed) {
+        log_c += 2;              // grow C until the ball binds
+        if (log_c > 200) break;  // the ball never binds: nothing to gain
+        continue;
+      }
+    }
+    log_c = (low + high) / 2;
+    if (high - low < 1e-12) break;
+  }
+  d.solves = std::min(d.solves, rounds);
+  return d;
+}
+
 }  // namespace perceptron

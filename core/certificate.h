@@ -72,6 +72,17 @@ struct HardMargin {
   bool converged = false;
 };
 
+// TD*_gamma = min over ||u|| <= 1 of sum_t max(0, gamma - y_t u . x^_t), for a
+// given gamma: the least total distance of docs/design.md section 2.7.
+struct LeastDistance {
+  // lower <= TD*_gamma <= upper; `upper` is TD_gamma(u) of `u` itself.
+  double lower = 0;
+  double upper = 0;
+  std::vector<double> u;
+  int solves = 0;  // regularised problems solved on the way
+  bool converged = false;
+};
+
 class CertificateSolver {
  public:
   explicit CertificateSolver(uint32_t weight_dimension);
@@ -94,6 +105,14 @@ class CertificateSolver {
   // that no separator exists).
   HardMargin SolveHardMargin(const CertificateOptions& options);
 
+  // TD*_gamma for `gamma` > 0. The constraint ||u|| <= 1 is the regularised
+  // problem's for some C: it bisects on C, each solve warm-started. Every
+  // solution, scaled into the ball, is a comparator (an upper value); every
+  // dual point alpha / C in [0, 1]^n gives gamma sum alpha - ||sum alpha y x||
+  // (a lower value).
+  LeastDistance SolveLeastDistance(double gamma,
+                                   const CertificateOptions& options);
+
  private:
   double DotRow(size_t t, const std::vector<double>& w) const;
   void AddRow(size_t t, double a, std::vector<double>* w) const;
@@ -114,6 +133,7 @@ class CertificateSolver {
   std::vector<double> alpha_;
   std::vector<double> w_;           // sum alpha_t y_t x^_t, kept up to date
   std::vector<double> hard_alpha_;  // the hard-margin dual's
+  std::vector<double> td_alpha_;    // SolveLeastDistance's
   std::vector<double> hard_w_;
   uint64_t seed_ = 0x9e3779b97f4a7c15ull;
 };

@@ -183,6 +183,57 @@ TEST(CertificateTest, AContradictionIsNotSeparable) {
   EXPECT_FALSE(solver.SolveHardMargin(options).separable);
 }
 
+// TD*_gamma: over random streams and margins, lower <= upper, upper is
+// TD_gamma of the u it names (||u|| <= 1), lower is at most TD_gamma of the
+// stream's own separator, and the certificate's B* is at most the bound of
+// (u, gamma).
+TEST(CertificateTest, LeastDistanceOverRandomStreams) {
+  int converged = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    testing::StreamSpec spec;
+    spec.seed = seed;
+    spec.dimension = 2 + static_cast<uint32_t>(seed % 25);
+    spec.length = 40 + seed % 120;
+    spec.bias = seed % 2 == 0;
+    spec.normalize = seed % 3 != 0;
+    spec.margin = 0.01 * (seed % 4);
+    spec.noise = 0.02 * (seed % 5);
+    spec.norm_spread = spec.normalize ? 1.0 : 2.0;
+    const testing::Stream s = testing::MakeStream(spec);
+    const ModelConfig config = testing::StreamConfig(spec);
+    const Preparer preparer(config);
+    CertificateSolver solver(config.weight_dimension());
+    double radius = 0;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      const Prepared p = Prep(preparer, s.x[t]);
+      radius = std::max(radius, p.norm);
+      solver.Add(p, s.y[t]);
+    }
+    const double gamma = 0.02 + 0.03 * (seed % 4);
+    const LeastDistance d = solver.SolveLeastDistance(gamma, {});
+    converged += d.converged;
+    EXPECT_LE(d.lower, d.upper * (1 + 1e-12) + 1e-12) << "seed " << seed;
+    double norm2 = 0;
+    for (double v : d.u) norm2 += v * v;
+    EXPECT_LE(norm2, 1 + 1e-12) << "seed " << seed;
+    double td = 0, td_separator = 0;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      const Prepared p = Prep(preparer, s.x[t]);
+      td += std::max(0.0, gamma - s.y[t] * Dot(d.u, p));
+      td_separator += std::max(0.0, gamma - s.y[t] * Dot(s.separator, p));
+    }
+    EXPECT_NEAR(d.upper, td, 1e-9 * std::max(1.0, td)) << "seed " << seed;
+    EXPECT_LE(d.lower, td_separator * (1 + 1e-9) + 1e-12) << "seed " << seed;
+    const Certificate c = solver.Solve(radius, {});
+    EXPECT_LE(c.lower,
+              ((radius / gamma) * (radius / gamma) + 2 * d.upper / gamma) *
+                  (1 + 1e-9))
+        << "seed " << seed;
+  }
+  std::cout << "[ certificate ] TD*_gamma: " << converged
+            << " of 40 streams within 1e-4\n";
+}
+
 // Warm starts: solving again after more examples gives the same certificate
 // as a cold solve of the whole set, within the tolerance.
 TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {

@@ -225,86 +225,97 @@ LeastDistance CertificateSolver::SolveLeastDistance(
     d.converged = n == 0;
     return d;
   }
+  // The dual: max over alpha in [0, 1]^n of gamma sum alpha - ||w||,
+  // w = sum alpha_t y_t x^_t, by coordinate ascent (each coordinate's
+  // concave maximisation by bisection on its derivative). Its value is a
+  // lower value; u = w / ||w|| is a comparator whose TD is an upper value,
+  // and the two meet at the optimum.
   td_alpha_.resize(n, 0.0);
-  const double rho = 1 / gamma;  // the ball ||v|| <= 1/gamma, v = u/gamma
+  std::vector<double> w = Primal(td_alpha_);
+  // The dual is not smooth at w = 0, where every single coordinate's step
+  // loses: start from the soft-margin SVM's dual point with C = 1 (alpha in
+  // [0, 1] too), away from it.
+  bool zero = true;
+  for (double v : w) zero = zero && v == 0;
+  for (int pass = 0; zero && pass < 20; ++pass) Pass(1.0, &td_alpha_, &w);
+  double ww = 0;
+  for (double v : w) ww += v * v;
   d.upper = std::numeric_limits<double>::infinity();
-  d.lower = 0;  // TD is a sum of non-negative terms
-  // TD_gamma(u) of a concrete u with ||u|| <= 1.
-  auto distance = [&](const std::vector<double>& u) {
-    double td = 0;
-    for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  const int passes = std::max(1, options.max_passes);
+  for (d.solves = 1; d.solves <= passes; ++d.solves) {
+    for (size_t k = n - 1; k > 0; --k) {
+      std::swap(order[k], order[Next(&seed_) % (k + 1)]);
     }
-    return td;
-  };
-  double low = 0, high = 0;  // the bracket on log C, once found
-  bool bracketed = false;
-  double log_c = 0;  // C = 1 first
-  std::vector<double> w(dimension_, 0.0);
-  const int rounds = 200;
-  for (d.solves = 1; d.solves <= rounds; ++d.solves) {
-    const double cap = std::exp(log_c);
-    for (size_t t = 0; t < n; ++t) td_alpha_[t] = std::min(td_alpha_[t], cap);
-    w = Primal(td_alpha_);
-    // The regularised problem with this C, to a modest gap: only the
-    // candidates it yields count.
-    for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
-      Pass(cap, &td_alpha_, &w);
-      if (pass % 10 != 9) continue;
-      w = Primal(td_alpha_);
-      double vv = 0;
-      for (double v : w) vv += v * v;
-      double hinge = 0;
-      for (size_t t = 0; t < n; ++t) {
-        hinge += std::max(0.0, 1 - labels_[t] * DotRow(t, w));
+    for (size_t t : order) {
+      const double c = square_[t];
+      const double a0 = td_alpha_[t];
+      if (c == 0) {
+        td_alpha_[t] = 1;  // gamma a, nothing to pay
+        continue;
       }
-      const double primal = vv / 2 + cap * hinge;
-      const double dual =
-          std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0) - vv / 2;
-      if (primal - dual <= options.tolerance / 10 * primal) break;
+      const double y = labels_[t];
+      // w without t: ||.||^2 = A, y x . (.) = B.
+      const double xw = y * DotRow(t, w);
+      const double b = xw - a0 * c;
+      const double aa = std::max(0.0, ww - 2 * a0 * xw + a0 * a0 * c);
+      auto slope = [&](double a) {
+        const double norm =
+            std::sqrt(std::max(0.0, aa + 2 * b * a + c * a * a));
+        return norm > 0 ? gamma - (b + c * a) / norm : gamma;
+      };
+      double next;
+      if (slope(0) <= 0) {
+        next = 0;
+      } else if (slope(1) >= 0) {
+        next = 1;
+      } else {
+        double lo = 0, hi = 1;
+        for (int i = 0; i < 60; ++i) {
+          const double mid = (lo + hi) / 2;
+          (slope(mid) > 0 ? lo : hi) = mid;
+        }
+        next = (lo + hi) / 2;
+      }
+      if (next == a0) continue;
+      AddRow(t, (next - a0) * y, &w);
+      td_alpha_[t] = next;
+      ww = std::max(0.0, aa + 2 * b * next + c * next * next);
     }
     w = Primal(td_alpha_);
-    double vv = 0;
-    for (double v : w) vv += v * v;
-    const double norm = std::sqrt(vv);
-    // Upper: v scaled into the ball, as u = gamma v.
-    std::vector<double> u(dimension_, 0.0);
+    ww = 0;
+    for (double v : w) ww += v * v;
+    const double norm = std::sqrt(ww);
+    const double alphas =
+        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
+    d.lower = std::max(d.lower, gamma * alphas - norm);
     if (norm > 0) {
-      const double scale = gamma * std::min(1.0, rho / norm);
-      for (uint32_t i = 0; i < dimension_; ++i) u[i] = w[i] * scale;
-      const double td = distance(u);
+      std::vector<double> u(dimension_);
+      for (uint32_t i = 0; i < dimension_; ++i) u[i] = w[i] / norm;
+      double td = 0;
+      for (size_t t = 0; t < n; ++t) {
+        td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
+      }
       if (td < d.upper) {
         d.upper = td;
         d.u = std::move(u);
       }
     } else if (d.upper == std::numeric_limits<double>::infinity()) {
-      d.upper = distance(d.u);
+      double td = 0;
+      for (size_t t = 0; t < n; ++t) {
+        td += std::max(0.0, gamma - labels_[t] * DotRow(t, d.u));
+      }
+      d.upper = td;
     }
-    // Lower: alpha / C is a dual point of the constrained problem.
-    const double alphas =
-        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
-    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
-    if (d.upper - d.lower <= options.tolerance * d.upper || d.upper == 0) {
+    // TD is a sum of non-negative terms: an upper value within 1e-12 of 0 is
+    // as good as 0.
+    if (d.upper - d.lower <= options.tolerance * d.upper + 1e-12) {
       d.converged = true;
       break;
     }
-    // Bisect on log C toward ||v_C|| = rho.
-    if (norm > rho) {
-      high = log_c;
-      if (!bracketed) low = log_c - 64;
-      bracketed = true;
-    } else {
-      low = log_c;
-      if (!bracketed) {
-        log_c += 2;              // grow C until the ball binds
-        if (log_c > 200) break;  // the ball never binds: nothing to gain
-        continue;
-      }
-    }
-    log_c = (low + high) / 2;
-    if (high - low < 1e-12) break;
   }
-  d.solves = std::min(d.solves, rounds);
+  d.solves = std::min(d.solves, passes);
   return d;
 }
 

@@ -79,7 +79,7 @@ struct LeastDistance {
   double lower = 0;
   double upper = 0;
   std::vector<double> u;
-  int solves = 0;  // regularised problems solved on the way
+  int solves = 0;  // passes of coordinate ascent
   bool converged = false;
 };
 
@@ -105,11 +105,10 @@ class CertificateSolver {
   // that no separator exists).
   HardMargin SolveHardMargin(const CertificateOptions& options);
 
-  // TD*_gamma for `gamma` > 0. The constraint ||u|| <= 1 is the regularised
-  // problem's for some C: it bisects on C, each solve warm-started. Every
-  // solution, scaled into the ball, is a comparator (an upper value); every
-  // dual point alpha / C in [0, 1]^n gives gamma sum alpha - ||sum alpha y x||
-  // (a lower value).
+  // TD*_gamma for `gamma` > 0, from its dual: max over alpha in [0, 1]^n of
+  // gamma sum alpha - ||sum alpha y x^|| (a lower value at every alpha), by
+  // coordinate ascent from the last solution for any gamma; u = w / ||w|| of
+  // the dual point is the comparator whose TD is the upper value.
   LeastDistance SolveLeastDistance(double gamma,
                                    const CertificateOptions& options);
 

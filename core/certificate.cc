@@ -225,97 +225,82 @@ LeastDistance CertificateSolver::SolveLeastDistance(
     d.converged = n == 0;
     return d;
   }
-  // The dual: max over alpha in [0, 1]^n of gamma sum alpha - ||w||,
-  // w = sum alpha_t y_t x^_t, by coordinate ascent (each coordinate's
-  // concave maximisation by bisection on its derivative). Its value is a
-  // lower value; u = w / ||w|| is a comparator whose TD is an upper value,
-  // and the two meet at the optimum.
+  // min over ||v|| <= rho (rho = 1/gamma, u = gamma v) of the hinge sum is
+  // the regularised SVM's solution v_C for the C where ||v_C|| = rho (or the
+  // hinge minimum, if the ball never binds). Bisect on log C; each SVM solved
+  // tightly, warm-started. Every v_C scaled into the ball is a comparator (an
+  // upper value); every alpha_C / C lies in [0, 1]^n, where the dual
+  // gamma sum beta - ||sum beta y x^|| gives a lower value.
+  const double rho = 1 / gamma;
   td_alpha_.resize(n, 0.0);
-  std::vector<double> w = Primal(td_alpha_);
-  // The dual is not smooth at w = 0, where every single coordinate's step
-  // loses: start from the soft-margin SVM's dual point with C = 1 (alpha in
-  // [0, 1] too), away from it.
-  bool zero = true;
-  for (double v : w) zero = zero && v == 0;
-  for (int pass = 0; zero && pass < 20; ++pass) Pass(1.0, &td_alpha_, &w);
-  double ww = 0;
-  for (double v : w) ww += v * v;
+  std::vector<double> w;
   d.upper = std::numeric_limits<double>::infinity();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  const int passes = std::max(1, options.max_passes);
-  for (d.solves = 1; d.solves <= passes; ++d.solves) {
-    for (size_t k = n - 1; k > 0; --k) {
-      std::swap(order[k], order[Next(&seed_) % (k + 1)]);
+  auto distance = [&](const std::vector<double>& u) {
+    double td = 0;
+    for (size_t t = 0; t < n; ++t) {
+      td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
     }
-    for (size_t t : order) {
-      const double c = square_[t];
-      const double a0 = td_alpha_[t];
-      if (c == 0) {
-        td_alpha_[t] = 1;  // gamma a, nothing to pay
-        continue;
+    return td;
+  };
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  double log_c = 0;
+  const int passes = std::max(1, options.max_passes);
+  for (d.solves = 1; d.solves <= 200; ++d.solves) {
+    const double cap = std::exp(log_c);
+    for (double& a : td_alpha_) a = std::min(a, cap);
+    w = Primal(td_alpha_);
+    for (int pass = 1; pass <= passes; ++pass) {
+      Pass(cap, &td_alpha_, &w);
+      if (pass % 5 != 0) continue;
+      w = Primal(td_alpha_);
+      double vv = 0;
+      for (double v : w) vv += v * v;
+      double hinge = 0;
+      for (size_t t = 0; t < n; ++t) {
+        hinge += std::max(0.0, 1 - labels_[t] * DotRow(t, w));
       }
-      const double y = labels_[t];
-      // w without t: ||.||^2 = A, y x . (.) = B.
-      const double xw = y * DotRow(t, w);
-      const double b = xw - a0 * c;
-      const double aa = std::max(0.0, ww - 2 * a0 * xw + a0 * a0 * c);
-      auto slope = [&](double a) {
-        const double norm =
-            std::sqrt(std::max(0.0, aa + 2 * b * a + c * a * a));
-        return norm > 0 ? gamma - (b + c * a) / norm : gamma;
-      };
-      double next;
-      if (slope(0) <= 0) {
-        next = 0;
-      } else if (slope(1) >= 0) {
-        next = 1;
-      } else {
-        double lo = 0, hi = 1;
-        for (int i = 0; i < 60; ++i) {
-          const double mid = (lo + hi) / 2;
-          (slope(mid) > 0 ? lo : hi) = mid;
-        }
-        next = (lo + hi) / 2;
-      }
-      if (next == a0) continue;
-      AddRow(t, (next - a0) * y, &w);
-      td_alpha_[t] = next;
-      ww = std::max(0.0, aa + 2 * b * next + c * next * next);
+      const double primal = vv / 2 + cap * hinge;
+      const double dual =
+          std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0) - vv / 2;
+      if (primal - dual <= 1e-9 * primal) break;
     }
     w = Primal(td_alpha_);
-    ww = 0;
-    for (double v : w) ww += v * v;
-    const double norm = std::sqrt(ww);
-    const double alphas =
-        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
-    d.lower = std::max(d.lower, gamma * alphas - norm);
+    double vv = 0;
+    for (double v : w) vv += v * v;
+    const double norm = std::sqrt(vv);
     if (norm > 0) {
       std::vector<double> u(dimension_);
-      for (uint32_t i = 0; i < dimension_; ++i) u[i] = w[i] / norm;
-      double td = 0;
-      for (size_t t = 0; t < n; ++t) {
-        td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
-      }
+      const double scale = gamma * std::min(1.0, rho / norm);
+      for (uint32_t i = 0; i < dimension_; ++i) u[i] = w[i] * scale;
+      const double td = distance(u);
       if (td < d.upper) {
         d.upper = td;
         d.u = std::move(u);
       }
     } else if (d.upper == std::numeric_limits<double>::infinity()) {
-      double td = 0;
-      for (size_t t = 0; t < n; ++t) {
-        td += std::max(0.0, gamma - labels_[t] * DotRow(t, d.u));
-      }
-      d.upper = td;
+      d.upper = distance(d.u);
     }
-    // TD is a sum of non-negative terms: an upper value within 1e-12 of 0 is
-    // as good as 0.
+    const double alphas =
+        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
+    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
     if (d.upper - d.lower <= options.tolerance * d.upper + 1e-12) {
       d.converged = true;
       break;
     }
+    (norm > rho ? high : low) = log_c;
+    if (std::isinf(high)) {
+      log_c += 2;  // the ball does not bind yet: a larger C
+      if (log_c > 100) break;
+    } else if (std::isinf(low)) {
+      log_c -= 2;
+      if (log_c < -100) break;
+    } else {
+      log_c = (low + high) / 2;
+      if (high - low < 1e-13) break;
+    }
   }
-  d.solves = std::min(d.solves, passes);
+  d.solves = std::min(d.solves, 200);
   return d;
 }
 

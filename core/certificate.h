@@ -79,7 +79,7 @@ struct LeastDistance {
   double lower = 0;
   double upper = 0;
   std::vector<double> u;
-  int solves = 0;  // passes of coordinate ascent
+  int solves = 0;  // regularised problems solved on the way
   bool converged = false;
 };
 
@@ -105,10 +105,11 @@ class CertificateSolver {
   // that no separator exists).
   HardMargin SolveHardMargin(const CertificateOptions& options);
 
-  // TD*_gamma for `gamma` > 0, from its dual: max over alpha in [0, 1]^n of
-  // gamma sum alpha - ||sum alpha y x^|| (a lower value at every alpha), by
-  // coordinate ascent from the last solution for any gamma; u = w / ||w|| of
-  // the dual point is the comparator whose TD is the upper value.
+  // TD*_gamma for `gamma` > 0: bisection on the C of the regularised SVM
+  // whose solution has ||v_C|| = 1/gamma (the constraint ||u|| <= 1 with
+  // u = gamma v). Every v_C scaled into the ball is a comparator (an upper
+  // value); every alpha_C / C in [0, 1]^n gives the dual value
+  // gamma sum beta - ||sum beta y x^|| (a lower value).
   LeastDistance SolveLeastDistance(double gamma,
                                    const CertificateOptions& options);
 

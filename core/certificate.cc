@@ -20,10 +20,7 @@ uint64_t Next(uint64_t* state) {
 
 }  // namespace
 
-CertificateSolver::CertificateSolver(uint32_t weight_dimension)
-    : dimension_(weight_dimension), w_(weight_dimension, 0.0) {}
-
-void CertificateSolver::Add(const Prepared& x, int label) {
+void KeptRows::Add(const Prepared& x, int label) {
   double square = 0;
   auto keep = [&](uint32_t i, double v) {
     if (v == 0) return;
@@ -44,53 +41,79 @@ void CertificateSolver::Add(const Prepared& x, int label) {
   start_.push_back(index_.size());
   labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
   square_.push_back(square);
-  alpha_.push_back(0);
 }
 
-size_t CertificateSolver::bytes() const {
+void KeptRows::Append(const KeptRows& more) {
+  const size_t offset = index_.size();
+  index_.insert(index_.end(), more.index_.begin(), more.index_.end());
+  value_.insert(value_.end(), more.value_.begin(), more.value_.end());
+  for (size_t t = 1; t < more.start_.size(); ++t) {
+    start_.push_back(offset + more.start_[t]);
+  }
+  labels_.insert(labels_.end(), more.labels_.begin(), more.labels_.end());
+  square_.insert(square_.end(), more.square_.begin(), more.square_.end());
+}
+
+size_t KeptRows::bytes() const {
   return index_.capacity() * sizeof(uint32_t) +
          value_.capacity() * sizeof(double) +
          start_.capacity() * sizeof(size_t) + labels_.capacity() +
-         (square_.capacity() + alpha_.capacity()) * sizeof(double);
+         square_.capacity() * sizeof(double);
 }
 
-double CertificateSolver::DotRow(size_t t, const std::vector<double>& w) const {
-  double s = 0;
-  for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
-    s += w[index_[k]] * value_[k];
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs) {
+  std::vector<double> sums(vs.size(), 0.0);
+  for (size_t t = 0; t < rows.size(); ++t) {
+    for (size_t k = 0; k < vs.size(); ++k) {
+      const double h = 1 - rows.label(t) * rows.Dot(t, vs[k]);
+      if (h > 0) sums[k] += h;
+    }
   }
-  return s;
+  return sums;
 }
 
-void CertificateSolver::AddRow(size_t t, double a,
-                               std::vector<double>* w) const {
-  for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
-    (*w)[index_[k]] += a * value_[k];
-  }
+CertificateSolver::CertificateSolver(uint32_t weight_dimension)
+    : dimension_(weight_dimension), w_(weight_dimension, 0.0) {}
+
+void CertificateSolver::Add(const Prepared& x, int label) {
+  rows_.Add(x, label);
+  alpha_.push_back(0);
+}
+
+void CertificateSolver::Add(const KeptRows& rows) {
+  rows_.Append(rows);
+  alpha_.resize(rows_.size(), 0.0);
+}
+
+size_t CertificateSolver::bytes() const {
+  return rows_.bytes() + (alpha_.capacity() + hard_alpha_.capacity() +
+                          td_alpha_.capacity()) *
+                             sizeof(double);
 }
 
 std::vector<double> CertificateSolver::Primal(
     const std::vector<double>& alpha) const {
   std::vector<double> w(dimension_, 0.0);
-  for (size_t t = 0; t < labels_.size(); ++t) {
-    if (alpha[t] != 0) AddRow(t, alpha[t] * labels_[t], &w);
+  for (size_t t = 0; t < rows_.size(); ++t) {
+    if (alpha[t] != 0) AddRow(t, alpha[t] * rows_.label(t), &w);
   }
   return w;
 }
 
 void CertificateSolver::Pass(double cap, std::vector<double>* alpha,
                              std::vector<double>* w) {
-  const size_t n = labels_.size();
+  const size_t n = rows_.size();
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   for (size_t k = n - 1; k > 0; --k) {
     std::swap(order[k], order[Next(&seed_) % (k + 1)]);
   }
   for (size_t t : order) {
-    const double y = labels_[t];
+    const double y = rows_.label(t);
     const double a = (*alpha)[t];
     double next;
-    if (square_[t] == 0) {
+    if (rows_.square(t) == 0) {
       next = cap;  // no quadratic term: the dual gains most at the cap
     } else {
       const double g = y * DotRow(t, *w) - 1;
@@ -98,7 +121,7 @@ void CertificateSolver::Pass(double cap, std::vector<double>* alpha,
                         : a == cap ? std::max(g, 0.0)
                                    : g;
       if (pg == 0) continue;
-      next = std::clamp(a - g / square_[t], 0.0, cap);
+      next = std::clamp(a - g / rows_.square(t), 0.0, cap);
     }
     if (next == a) continue;
     AddRow(t, (next - a) * y, w);
@@ -109,13 +132,13 @@ void CertificateSolver::Pass(double cap, std::vector<double>* alpha,
 HardMargin CertificateSolver::SolveHardMargin(
     const CertificateOptions& options) {
   HardMargin h;
-  const size_t n = labels_.size();
+  const size_t n = rows_.size();
   hard_alpha_.resize(n, 0.0);
   if (hard_w_.empty()) hard_w_.assign(dimension_, 0.0);
   if (n == 0) return h;
   // x^ = 0 has margin 0 under every comparator.
-  for (double square : square_) {
-    if (square == 0) return h;
+  for (size_t t = 0; t < n; ++t) {
+    if (rows_.square(t) == 0) return h;
   }
   const double cap = std::numeric_limits<double>::infinity();
   const int passes = std::max(1, options.max_passes);
@@ -130,7 +153,7 @@ HardMargin CertificateSolver::SolveHardMargin(
     for (uint32_t i = 0; i < dimension_; ++i) u[i] = hard_w_[i] / norm;
     double margin = std::numeric_limits<double>::infinity();
     for (size_t t = 0; t < n; ++t) {
-      margin = std::min(margin, labels_[t] * DotRow(t, u));
+      margin = std::min(margin, rows_.label(t) * DotRow(t, u));
     }
     if (!(margin > 0)) continue;
     // The dual value D <= ||v*||^2 / 2 = 1 / (2 gamma*^2) bounds gamma*.
@@ -153,7 +176,7 @@ HardMargin CertificateSolver::SolveHardMargin(
 Certificate CertificateSolver::Solve(double radius,
                                      const CertificateOptions& options) {
   Certificate c;
-  const size_t n = labels_.size();
+  const size_t n = rows_.size();
   c.examples = n;
   c.u.assign(dimension_, 0.0);
   if (dimension_ > 0) c.u[0] = 1;
@@ -175,7 +198,7 @@ Certificate CertificateSolver::Solve(double radius,
   // R may have grown since the last solve: bring alpha into [0, C].
   for (size_t t = 0; t < n; ++t) {
     if (alpha_[t] > cap) {
-      AddRow(t, (cap - alpha_[t]) * labels_[t], &w_);
+      AddRow(t, (cap - alpha_[t]) * rows_.label(t), &w_);
       alpha_[t] = cap;
     }
   }
@@ -202,7 +225,7 @@ Certificate CertificateSolver::Solve(double radius,
     }
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, c.gamma - labels_[t] * DotRow(t, c.u));
+      td += std::max(0.0, c.gamma - rows_.label(t) * DotRow(t, c.u));
     }
     c.td = td;
     c.upper = r2 / (c.gamma * c.gamma) + 2 * td / c.gamma;
@@ -218,7 +241,7 @@ Certificate CertificateSolver::Solve(double radius,
 LeastDistance CertificateSolver::SolveLeastDistance(
     double gamma, const CertificateOptions& options) {
   LeastDistance d;
-  const size_t n = labels_.size();
+  const size_t n = rows_.size();
   d.u.assign(dimension_, 0.0);
   if (dimension_ > 0) d.u[0] = 1;
   if (n == 0 || !(gamma > 0)) {
@@ -238,7 +261,7 @@ LeastDistance CertificateSolver::SolveLeastDistance(
   auto distance = [&](const std::vector<double>& u) {
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, gamma - labels_[t] * DotRow(t, u));
+      td += std::max(0.0, gamma - rows_.label(t) * DotRow(t, u));
     }
     return td;
   };
@@ -258,7 +281,7 @@ LeastDistance CertificateSolver::SolveLeastDistance(
       for (double v : w) vv += v * v;
       double hinge = 0;
       for (size_t t = 0; t < n; ++t) {
-        hinge += std::max(0.0, 1 - labels_[t] * DotRow(t, w));
+        hinge += std::max(0.0, 1 - rows_.label(t) * DotRow(t, w));
       }
       const double primal = vv / 2 + cap * hinge;
       const double dual =

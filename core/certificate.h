@@ -83,6 +83,51 @@ struct LeastDistance {
   bool converged = false;
 };
 
+// Labeled prepared examples as rows: x^_t's non-zeros (the bias coordinate
+// included), its label and ||x^_t||^2. Owns its values.
+class KeptRows {
+ public:
+  // Keeps a copy of x^ and its label (-1 or +1). O(nnz).
+  void Add(const Prepared& x, int label);
+  // Appends every row of `more`.
+  void Append(const KeptRows& more);
+  void Clear() { *this = KeptRows(); }
+
+  size_t size() const { return labels_.size(); }
+  // Bytes the rows take.
+  size_t bytes() const;
+
+  int label(size_t t) const { return labels_[t]; }
+  double square(size_t t) const { return square_[t]; }
+  // w . x^_t, over the non-zeros in order.
+  double Dot(size_t t, const std::vector<double>& w) const {
+    double s = 0;
+    for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
+      s += w[index_[k]] * value_[k];
+    }
+    return s;
+  }
+  // w <- w + a x^_t.
+  void AddTo(size_t t, double a, std::vector<double>* w) const {
+    for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
+      (*w)[index_[k]] += a * value_[k];
+    }
+  }
+
+ private:
+  // Row t is coordinates [start_[t], start_[t+1]) of index_/value_.
+  std::vector<uint32_t> index_;
+  std::vector<double> value_;
+  std::vector<size_t> start_{0};
+  std::vector<int8_t> labels_;
+  std::vector<double> square_;
+};
+
+// sum_t max(0, 1 - y_t v . x^_t) over `rows`, for each v of `vs`: the hinge
+// sums that make TD_gamma(u) = gamma * sum for u = v / ||v||, gamma = 1/||v||.
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs);
+
 class CertificateSolver {
  public:
   explicit CertificateSolver(uint32_t weight_dimension);
@@ -90,9 +135,12 @@ class CertificateSolver {
   // Keeps a copy of x^ (its non-zeros, and the bias coordinate) and its label
   // (-1 or +1). O(nnz).
   void Add(const Prepared& x, int label);
+  // Keeps every row of `rows`.
+  void Add(const KeptRows& rows);
 
-  size_t size() const { return labels_.size(); }
-  // Bytes the kept examples take.
+  size_t size() const { return rows_.size(); }
+  const KeptRows& rows() const { return rows_; }
+  // Bytes the kept examples and their dual variables take.
   size_t bytes() const;
 
   // Solves for radius `radius` (>= every kept ||x^||; the model's R), from
@@ -114,8 +162,12 @@ class CertificateSolver {
                                    const CertificateOptions& options);
 
  private:
-  double DotRow(size_t t, const std::vector<double>& w) const;
-  void AddRow(size_t t, double a, std::vector<double>* w) const;
+  double DotRow(size_t t, const std::vector<double>& w) const {
+    return rows_.Dot(t, w);
+  }
+  void AddRow(size_t t, double a, std::vector<double>* w) const {
+    rows_.AddTo(t, a, w);
+  }
   // w = sum_t alpha_t y_t x^_t, summed afresh in example order.
   std::vector<double> Primal(const std::vector<double>& alpha) const;
   // One pass of dual coordinate descent over `alpha` (each in [0, cap]) in a
@@ -123,13 +175,7 @@ class CertificateSolver {
   void Pass(double cap, std::vector<double>* alpha, std::vector<double>* w);
 
   uint32_t dimension_;
-  // The examples as rows: coordinates [start_[t], start_[t+1]) of
-  // index_/value_.
-  std::vector<uint32_t> index_;
-  std::vector<double> value_;
-  std::vector<size_t> start_{0};
-  std::vector<int8_t> labels_;
-  std::vector<double> square_;  // ||x^_t||^2
+  KeptRows rows_;
   std::vector<double> alpha_;
   std::vector<double> w_;           // sum alpha_t y_t x^_t, kept up to date
   std::vector<double> hard_alpha_;  // the hard-margin dual's

@@ -101,6 +101,7 @@ Outcome Model::Account(const Prepared& x, int label, double score, bool updated,
   counters_.mistakes += o.mistake;
   counters_.updates += o.updated;
   bound_.Observe(x, hinge);
+  if (certificate_) certificate_->Observe(x, label);
   return o;
 }
 
@@ -237,6 +238,7 @@ size_t Model::ExpirePending(int64_t cutoff) {
 void Model::Reset() {
   learner_->Reset();
   bound_.Reset();
+  if (certificate_) certificate_->Reset();
   counters_ = Counters();
   ClearPending();
   if (journaling_) {
@@ -345,6 +347,16 @@ absl::btree_map<uint64_t, Model::Pending>::iterator Model::ErasePending(
 void Model::ClearPending() {
   pending_.clear();
   pending_bytes_ = 0;
+}
+
+void Model::EnableCertificate(uint64_t limit, uint64_t slack) {
+  certificate_ = std::make_unique<CertificateTracker>(limit, slack);
+  if (counters_.examples > 0) {
+    certificate_->TurnOff(absl::StrCat(
+        "the ", counters_.examples,
+        " labeled examples learned before the certificate started were not "
+        "kept"));
+  }
 }
 
 Stats Model::stats(bool with_weight_norm) const {

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/bound.h"
+#include "core/certificate_tracker.h"
 #include "core/config.h"
 #include "core/example.h"
 #include "core/learner.h"
@@ -191,6 +192,16 @@ class Model {
   // nothing changed, if it does not fit.
   absl::Status ApplyJournal(const Journal& journal);
 
+  // Starts the certificate of docs/design.md section 2.7: from now on every
+  // labeled example goes to the tracker, which keeps up to `limit` of them
+  // (and `slack` more while freezing). A model that has learned from examples
+  // already starts with its certificate off until the next Reset, since those
+  // examples were not kept. Off until called.
+  void EnableCertificate(uint64_t limit, uint64_t slack);
+  // The tracker, or null while the certificate is not enabled.
+  CertificateTracker* certificate() { return certificate_.get(); }
+  const CertificateTracker* certificate() const { return certificate_.get(); }
+
   // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false
   // (it costs O(d)).
   Stats stats(bool with_weight_norm = true) const;
@@ -231,6 +242,7 @@ class Model {
   Preparer preparer_;
   std::unique_ptr<Learner> learner_;
   BoundTracker bound_;
+  std::unique_ptr<CertificateTracker> certificate_;
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
   // Every change to pending_ goes through these, which keep pending_bytes_.

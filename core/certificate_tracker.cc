@@ -1,0 +1,173 @@
+#include "core/certificate_tracker.h"
+
+#include <cmath>
+#include <utility>
+
+namespace perceptron {
+namespace {
+
+double Square(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return s;
+}
+
+}  // namespace
+
+CertificateTracker::CertificateTracker(uint64_t limit, uint64_t slack)
+    : limit_(limit < 1 ? 1 : limit), slack_(slack) {}
+
+void CertificateTracker::TurnOff(std::string reason) {
+  phase_ = CertificatePhase::kOff;
+  reason_ = std::move(reason);
+  queue_.Clear();
+  tail_.Clear();
+  candidates_.clear();
+  squares_.clear();
+  sums_.clear();
+}
+
+void CertificateTracker::Observe(const Prepared& x, int label) {
+  ++observed_;
+  for (size_t k = 0; k < candidates_.size(); ++k) {
+    const double h = 1 - label * Dot(candidates_[k], x);
+    if (h > 0) sums_[k] += h;
+  }
+  switch (phase_) {
+    case CertificatePhase::kKeeping:
+      queue_.Add(x, label);
+      if (++kept_ == limit_) phase_ = CertificatePhase::kFreezing;
+      break;
+    case CertificatePhase::kFreezing:
+      tail_.Add(x, label);
+      if (tail_.size() >= slack_) Freeze(observed_);
+      break;
+    case CertificatePhase::kFrozen:
+    case CertificatePhase::kOff:
+      break;
+  }
+}
+
+KeptRows CertificateTracker::Take() {
+  KeptRows rows = std::move(queue_);
+  queue_.Clear();
+  taken_ += rows.size();
+  return rows;
+}
+
+void CertificateTracker::Install(std::vector<std::vector<double>> vs,
+                                 std::vector<double> sums, double lower,
+                                 bool converged, uint64_t covered,
+                                 uint64_t generation) {
+  if (generation != generation_ || covered != taken_ ||
+      vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
+      phase_ == CertificatePhase::kFrozen) {
+    return;
+  }
+  // The rows kept since the refresher took its own: the queue, then the tail.
+  const std::vector<double> queued = HingeSums(queue_, vs);
+  const std::vector<double> tailed = HingeSums(tail_, vs);
+  for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
+  squares_.clear();
+  for (const std::vector<double>& v : vs) squares_.push_back(Square(v));
+  candidates_ = std::move(vs);
+  sums_ = std::move(sums);
+  lower_ = lower;
+  converged_ = converged;
+  solved_ = covered;
+  if (phase_ == CertificatePhase::kFreezing && covered == limit_) {
+    Freeze(limit_);
+  }
+}
+
+void CertificateTracker::StopKeeping(const std::string& why) {
+  if (phase_ != CertificatePhase::kKeeping &&
+      phase_ != CertificatePhase::kFreezing) {
+    return;
+  }
+  if (candidates_.empty()) {
+    phase_ = CertificatePhase::kOff;
+    reason_ = why;
+    queue_.Clear();
+    tail_.Clear();
+    return;
+  }
+  Freeze(observed_);
+}
+
+void CertificateTracker::Freeze(uint64_t at) {
+  if (candidates_.empty()) {
+    phase_ = CertificatePhase::kOff;
+    reason_ =
+        "the examples outgrew the certificate's limit before a first "
+        "solution";
+  } else {
+    phase_ = CertificatePhase::kFrozen;
+    frozen_at_ = at;
+  }
+  queue_.Clear();
+  tail_.Clear();
+}
+
+void CertificateTracker::Reset() {
+  // A tracker off because examples before it were not kept starts over too:
+  // the reset forgets those.
+  const uint64_t generation = generation_ + 1;
+  *this = CertificateTracker(limit_, slack_);
+  generation_ = generation;
+}
+
+CertificateReport CertificateTracker::Report(double radius) const {
+  CertificateReport r;
+  r.phase = phase_;
+  r.reason = reason_;
+  r.examples = observed_;
+  r.solved = solved_;
+  r.frozen_at = frozen_at_;
+  r.converged = converged_;
+  r.kept = kept_;
+  r.bytes = bytes();
+  if (candidates_.empty() || phase_ == CertificatePhase::kOff) return r;
+  const double r2 = radius * radius;
+  size_t best = 0;
+  double upper = 0;
+  for (size_t k = 0; k < candidates_.size(); ++k) {
+    const double b = r2 * squares_[k] + 2 * sums_[k];
+    if (k == 0 || b < upper) {
+      upper = b;
+      best = k;
+    }
+  }
+  const double norm = std::sqrt(squares_[best]);
+  if (!(norm > 0)) return r;
+  r.available = true;
+  r.upper = upper;
+  r.lower = lower_ < upper ? lower_ : upper;
+  r.gamma = 1 / norm;
+  r.td = r.gamma * sums_[best];
+  r.u.resize(candidates_[best].size());
+  for (size_t i = 0; i < r.u.size(); ++i) r.u[i] = candidates_[best][i] / norm;
+  return r;
+}
+
+size_t CertificateTracker::bytes() const {
+  size_t b = queue_.bytes() + tail_.bytes();
+  for (const std::vector<double>& v : candidates_) {
+    b += v.capacity() * sizeof(double);
+  }
+  return b;
+}
+
+std::vector<std::vector<double>> CandidatesFrom(const Certificate& c) {
+  std::vector<std::vector<double>> vs;
+  if (!(c.gamma > 0) || c.u.empty()) return vs;
+  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951,
+                       2.0}) {
+    std::vector<double> v(c.u.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
+    vs.push_back(std::move(v));
+  }
+  return vs;
+}
+
+}  // namespace perceptron

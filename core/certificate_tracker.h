@@ -1,0 +1,153 @@
+// The certificate of a model's whole stream (docs/design.md section 2.7), kept
+// beside the model: it hands the labeled prepared examples to a solver that
+// runs elsewhere, and accumulates the hinge sums of the candidate comparators
+// that solver found, so that the reported bound covers every example.
+//
+//   // On the learning path, under the model's lock, once per labeled example:
+//   tracker.Observe(prepared, label);
+//   // A refresher, under the same lock:
+//   perceptron::KeptRows rows = tracker.Take();
+//   // ... off the lock: solver.Add(rows); c = solver.Solve(R, options);
+//   //     sums = HingeSums(solver.rows(), vs) for candidates vs from c ...
+//   // and under the lock again:
+//   tracker.Install(vs, sums, c.lower, c.converged, solver.size(),
+//                   generation);
+//   perceptron::CertificateReport r = tracker.Report(radius);
+//
+// Each candidate v gives the comparator u = v / ||v|| with margin
+// gamma = 1 / ||v||, whose bound (R/gamma)^2 + 2 TD_gamma(u) / gamma is
+// R^2 ||v||^2 + 2 sum_t max(0, 1 - y_t v . x^_t). Candidates are installed with
+// their sums over every example seen so far (the tracker adds those that
+// arrived after the refresher took its rows) and accumulate each new example,
+// so the least of their bounds, `upper`, is the theorem's bound for the whole
+// stream at every moment. `lower` is the dual value of the last solve, a lower
+// value of B* over a prefix of the stream, hence of B* over all of it (adding
+// examples or growing R never lowers B*).
+//
+// Up to `limit` examples are kept for the solver. The next `slack` ones are
+// kept only until the solution over exactly `limit` examples is installed;
+// then the candidates are frozen: they keep accumulating, no example is kept
+// any more, and the certificate reads "frozen at example `limit`". If the
+// slack fills first, the candidates installed last are frozen where it
+// filled. Not thread-safe: the model's lock guards it.
+#ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
+#define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/certificate.h"
+#include "core/prepare.h"
+
+namespace perceptron {
+
+enum class CertificatePhase {
+  // No certificate: `reason` says why.
+  kOff,
+  // Examples are kept; the figures come from the last solution installed
+  // (none yet while `available` is false).
+  kKeeping,
+  // The limit is reached; the solution over exactly `limit` examples is due.
+  kFreezing,
+  // No example is kept any more; the candidates accumulate.
+  kFrozen,
+};
+
+struct CertificateReport {
+  CertificatePhase phase = CertificatePhase::kOff;
+  std::string reason;  // why it is off
+  // Whether `upper` and the comparator exist (after the first installation).
+  bool available = false;
+  // The bound of the best candidate over every example seen:
+  // upper = (R/gamma)^2 + 2 td / gamma for the comparator u below.
+  double upper = 0;
+  // A lower value of the best bound B* over every example seen.
+  double lower = 0;
+  double gamma = 0;
+  double td = 0;
+  std::vector<double> u;
+  // Labeled examples the certificate covers (all those the model learned
+  // from since tracking began), those the last solution was computed over,
+  // and, frozen, the example it was frozen at.
+  uint64_t examples = 0;
+  uint64_t solved = 0;
+  uint64_t frozen_at = 0;
+  // Whether the last solve reached its tolerance.
+  bool converged = false;
+  // Examples kept for the solver, and the bytes the tracker itself holds.
+  uint64_t kept = 0;
+  size_t bytes = 0;
+};
+
+class CertificateTracker {
+ public:
+  // A tracker that keeps up to `limit` (>= 1) examples plus `slack`.
+  CertificateTracker(uint64_t limit, uint64_t slack);
+  // Turns the tracker off for `reason` until the next Reset (the model learned
+  // from examples the tracker did not see).
+  void TurnOff(std::string reason);
+
+  // Accounts one labeled example (prepared as the model does). O(nnz) per
+  // candidate, plus a copy of x^ while keeping.
+  void Observe(const Prepared& x, int label);
+
+  // The rows kept since the last Take, in order; taken() counts all taken.
+  KeptRows Take();
+  uint64_t taken() const { return taken_; }
+  // Whether rows wait to be taken or a freeze waits for its solution.
+  bool due() const {
+    return queue_.size() > 0 || phase_ == CertificatePhase::kFreezing;
+  }
+
+  // Installs candidates `vs` whose hinge sums over the first `covered` kept
+  // rows are `sums`, with the solve's `lower` and `converged`. `covered` must
+  // equal taken() and `generation` generation() (no reset since the rows
+  // were taken); the tracker adds the rows kept since. Ignored otherwise, and
+  // when frozen or off.
+  void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
+               double lower, bool converged, uint64_t covered,
+               uint64_t generation);
+
+  // Stops keeping examples (a memory budget is reached): freezes at the
+  // candidates installed last, or turns off if there are none.
+  void StopKeeping(const std::string& why);
+
+  // Forgets everything (the model was reset); keeps the limits.
+  void Reset();
+  // Counts resets, so that a refresher can tell its solver is stale.
+  uint64_t generation() const { return generation_; }
+
+  CertificateReport Report(double radius) const;
+  size_t bytes() const;
+
+ private:
+  void Freeze(uint64_t at);
+
+  uint64_t limit_;
+  uint64_t slack_;
+  CertificatePhase phase_ = CertificatePhase::kKeeping;
+  std::string reason_;
+  uint64_t generation_ = 0;
+  uint64_t observed_ = 0;
+  uint64_t kept_ = 0;   // rows kept for the solver (<= limit_)
+  uint64_t taken_ = 0;  // of those, rows taken
+  KeptRows queue_;      // kept rows not yet taken
+  KeptRows tail_;       // rows after the limit, while freezing
+  std::vector<std::vector<double>> candidates_;
+  std::vector<double> squares_;  // ||v||^2 of each candidate
+  std::vector<double> sums_;     // their hinge sums
+  double lower_ = 0;
+  bool converged_ = false;
+  uint64_t solved_ = 0;
+  uint64_t frozen_at_ = 0;
+};
+
+// The candidates a refresher installs for a solution `c`: v = u / gamma and a
+// few multiples of it (the best scale may move as examples arrive).
+std::vector<std::vector<double>> CandidatesFrom(const Certificate& c);
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_

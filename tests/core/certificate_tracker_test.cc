@@ -1,0 +1,242 @@
+// The certificate of a whole stream (docs/design.md section 2.7): a model's
+// tracker, refreshed at random moments by a solver as the server's refresher
+// does, reports at every example an upper value that bounds the classic rule's
+// updates and equals the bound of the comparator it names; the freeze keeps it
+// valid over a stream many times longer than what is kept, and equal to the
+// exact certificate at the freeze point.
+#include "core/certificate_tracker.h"
+
+#include <cmath>
+#include <memory>
+
+#include "core/model.h"
+#include "gtest/gtest.h"
+#include "tests/core/streams.h"
+
+namespace perceptron {
+namespace {
+
+// The refresher's round, done in place: take the rows kept, solve over all of
+// them, install the candidates with their sums.
+struct Refresher {
+  explicit Refresher(uint32_t weight_dimension) : solver(weight_dimension) {}
+  Certificate Round(Model* model) {
+    CertificateTracker* t = model->certificate();
+    if (t->generation() != generation) {
+      solver = CertificateSolver(model->config().weight_dimension());
+      generation = t->generation();
+    }
+    solver.Add(t->Take());
+    const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
+    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+               solver.size(), generation);
+    return c;
+  }
+  CertificateSolver solver;
+  uint64_t generation = 0;
+};
+
+// The bound a model given (u, gamma) as its comparator reports over the
+// first n examples of `s`.
+double BoundOf(const ModelConfig& config, const testing::Stream& s, size_t n,
+               const std::vector<double>& u, double gamma) {
+  ModelConfig with = config;
+  with.comparator = u;
+  with.gamma = gamma;
+  auto check = *Model::Create(with);
+  for (size_t k = 0; k < n; ++k) {
+    EXPECT_TRUE(check->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+  }
+  const BoundReport b = check->stats().bound;
+  EXPECT_TRUE(b.bound_available);
+  return b.bound;
+}
+
+TEST(CertificateTrackerTest, BoundsEveryPrefixOfRandomStreams) {
+  int checks = 0, frozen = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    testing::StreamSpec spec;
+    spec.seed = seed;
+    spec.dimension = 2 + static_cast<uint32_t>(seed * 7 % 39);
+    spec.length = 60 + seed * 13 % 300;
+    spec.bias = seed % 2 == 0;
+    spec.normalize = seed % 3 != 0;
+    spec.margin = seed % 4 == 0 ? 0.0 : 0.02 * (seed % 5);
+    spec.noise = seed % 5 == 0 ? 0.0 : 0.01 * (seed % 7);
+    spec.norm_spread = spec.normalize ? 1.0 : 1.0 + (seed % 11);
+    const testing::Stream s = testing::MakeStream(spec);
+    const ModelConfig config = testing::StreamConfig(spec);
+    auto model = *Model::Create(config);
+    // Keep a third of the stream at most on some seeds, all of it on others.
+    const uint64_t limit = seed % 2 ? s.x.size() / 3 : s.x.size() + 1;
+    model->EnableCertificate(limit, /*slack=*/limit);
+    Refresher refresher(config.weight_dimension());
+    uint64_t state = seed;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      if ((state >> 33) % 7 == 0) refresher.Round(model.get());
+      const double radius = model->stats(false).bound.radius;
+      const CertificateReport r = model->certificate()->Report(radius);
+      ASSERT_NE(r.phase, CertificatePhase::kOff) << r.reason;
+      EXPECT_EQ(r.examples, t + 1);
+      if (!r.available) continue;
+      EXPECT_LE(r.lower, r.upper) << "seed " << seed;
+      EXPECT_LE(static_cast<double>(model->counters().updates),
+                r.upper * (1 + 1e-9))
+          << "seed " << seed << " at " << t + 1;
+      if (t % 17 == 0 || t + 1 == s.x.size()) {
+        ++checks;
+        EXPECT_NEAR(BoundOf(config, s, t + 1, r.u, r.gamma), r.upper,
+                    1e-9 * r.upper)
+            << "seed " << seed << " at " << t + 1;
+      }
+    }
+    frozen += model->certificate()->Report(1).phase ==
+              CertificatePhase::kFrozen;
+  }
+  EXPECT_GT(checks, 1000);
+  EXPECT_EQ(frozen, 150);
+}
+
+// A stream ten times longer than what the model may keep: the freeze happens
+// at the limit with the exact certificate over those examples, and the bound
+// stays valid (and equal to its comparator's) to the end.
+TEST(CertificateTrackerTest, FreezesAtTheLimitWithTheExactCertificate) {
+  testing::StreamSpec spec;
+  spec.seed = 7;
+  spec.dimension = 20;
+  spec.length = 5000;
+  spec.bias = true;
+  spec.normalize = true;
+  spec.noise = 0.05;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  const uint64_t limit = 500;
+  model->EnableCertificate(limit, /*slack=*/100);
+  Refresher refresher(config.weight_dimension());
+  Certificate exact;
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    CertificateTracker* tracker = model->certificate();
+    // A refresher that lags: it comes every 40 examples.
+    if (t % 40 == 39 && tracker->due()) {
+      const Certificate c = refresher.Round(model.get());
+      if (c.examples == limit) exact = c;
+    }
+    const CertificateReport r = tracker->Report(1);
+    if (t + 1 == 520) {
+      // Frozen by the first round after the limit, over exactly the limit.
+      ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+      EXPECT_EQ(r.frozen_at, limit);
+      EXPECT_EQ(r.solved, limit);
+      ASSERT_EQ(exact.examples, limit);
+      EXPECT_NEAR(BoundOf(config, s, limit, exact.u, exact.gamma), exact.upper,
+                  1e-9 * exact.upper);
+    }
+    if (r.available) {
+      EXPECT_LE(static_cast<double>(model->counters().updates),
+                r.upper * (1 + 1e-9));
+    }
+  }
+  const CertificateReport r = model->certificate()->Report(1);
+  EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(r.examples, s.x.size());
+  EXPECT_EQ(r.kept, limit);
+  // The kept rows are freed: what is left is the five candidates (and two
+  // empty row sets).
+  EXPECT_LT(r.bytes, 5 * config.weight_dimension() * sizeof(double) + 64);
+  EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
+              1e-9 * r.upper);
+  std::cout << "10x the limit: updates " << model->counters().updates
+            << ", U " << r.upper << ", L " << r.lower << ", exact at "
+            << limit << ": " << exact.upper << "\n";
+}
+
+// The slack fills before a refresher comes: the candidates installed last are
+// frozen where it filled, still valid; with none installed the certificate is
+// off and says why.
+TEST(CertificateTrackerTest, AFullSlackFreezesWhatWasInstalled) {
+  testing::StreamSpec spec;
+  spec.seed = 3;
+  spec.dimension = 5;
+  spec.length = 400;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(100, 10);
+  Refresher refresher(config.weight_dimension());
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t == 49) refresher.Round(model.get());
+  }
+  const CertificateReport r =
+      model->certificate()->Report(model->stats(false).bound.radius);
+  EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(r.frozen_at, 110u);
+  EXPECT_EQ(r.solved, 50u);
+  EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
+  EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
+              1e-9 * r.upper);
+
+  auto never = *Model::Create(config);
+  never->EnableCertificate(100, 10);
+  for (size_t t = 0; t < 200; ++t) {
+    ASSERT_TRUE(never->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  const CertificateReport off = never->certificate()->Report(1);
+  EXPECT_EQ(off.phase, CertificatePhase::kOff);
+  EXPECT_FALSE(off.available);
+  EXPECT_NE(off.reason.find("before a first solution"), std::string::npos);
+}
+
+// A reset starts over; a model that learned before its certificate started
+// reports it off until a reset; a refresher's stale round is ignored.
+TEST(CertificateTrackerTest, ResetsAndLateStarts) {
+  testing::StreamSpec spec;
+  spec.seed = 5;
+  spec.dimension = 4;
+  spec.length = 100;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  for (size_t t = 0; t < 10; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  model->EnableCertificate(1000, 10);
+  const CertificateReport late = model->certificate()->Report(1);
+  EXPECT_EQ(late.phase, CertificatePhase::kOff);
+  EXPECT_NE(late.reason.find("10 labeled examples"), std::string::npos)
+      << late.reason;
+  model->Reset();
+  Refresher refresher(config.weight_dimension());
+  for (size_t t = 0; t < 50; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  // Rows taken, then a reset before the install: the install is ignored.
+  CertificateTracker* tracker = model->certificate();
+  const uint64_t generation = tracker->generation();
+  CertificateSolver solver(config.weight_dimension());
+  solver.Add(tracker->Take());
+  const Certificate c = solver.Solve(1, {});
+  model->Reset();
+  const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+  tracker->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+                   solver.size(), generation);
+  EXPECT_FALSE(tracker->Report(1).available);
+  EXPECT_EQ(tracker->Report(1).examples, 0u);
+  for (size_t t = 0; t < 30; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  refresher.Round(model.get());
+  const CertificateReport r = tracker->Report(1);
+  EXPECT_TRUE(r.available);
+  EXPECT_EQ(r.examples, 30u);
+  EXPECT_EQ(r.solved, 30u);
+}
+
+}  // namespace
+}  // namespace perceptron

@@ -283,6 +283,17 @@ absl::StatusOr<v1::History> Client::GetHistory(const std::string& id) {
   return Result(s, std::move(response));
 }
 
+absl::StatusOr<v1::CertificateResponse> Client::GetCertificate(
+    const std::string& id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::GetCertificateRequest request;
+  request.set_model_id(id);
+  v1::CertificateResponse response;
+  const grpc::Status s = stub_->GetCertificate(&context, request, &response);
+  return Result(s, std::move(response));
+}
+
 absl::StatusOr<v1::PredictResponse> Client::Predict(
     const std::string& id, const std::vector<Example>& examples) {
   grpc::ClientContext context;

@@ -144,6 +144,8 @@ class Client {
   absl::StatusOr<v1::Weights> GetWeights(const std::string& id);
   // The learning curve (points of examples, mistakes, updates, bound).
   absl::StatusOr<v1::History> GetHistory(const std::string& id);
+  // The certificate with the comparator attaining its bound.
+  absl::StatusOr<v1::CertificateResponse> GetCertificate(const std::string& id);
   absl::StatusOr<v1::PredictResponse> Predict(
       const std::string& id, const std::vector<Example>& examples);
   absl::StatusOr<v1::RevealResponse> Reveal(

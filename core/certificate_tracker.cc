@@ -14,10 +14,12 @@ double Square(const std::vector<double>& v) {
 
 }  // namespace
 
-CertificateTracker::CertificateTracker(uint64_t limit, uint64_t slack)
-    : limit_(limit < 1 ? 1 : limit), slack_(slack) {}
+CertificateTracker::CertificateTracker(uint64_t limit, uint64_t slack,
+                                       uint64_t limit_bytes)
+    : limit_(limit < 1 ? 1 : limit), slack_(slack), limit_bytes_(limit_bytes) {}
 
-void CertificateTracker::TurnOff(std::string reason) {
+void CertificateTracker::TurnOff(std::string reason, bool permanent) {
+  permanent_off_ = permanent;
   phase_ = CertificatePhase::kOff;
   reason_ = std::move(reason);
   queue_.Clear();
@@ -36,7 +38,11 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   switch (phase_) {
     case CertificatePhase::kKeeping:
       queue_.Add(x, label);
-      if (++kept_ == limit_) phase_ = CertificatePhase::kFreezing;
+      kept_bytes_ += RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
+                                         : x.dimension + x.has_bias);
+      if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
+        phase_ = CertificatePhase::kFreezing;
+      }
       break;
     case CertificatePhase::kFreezing:
       tail_.Add(x, label);
@@ -75,8 +81,8 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   lower_ = lower;
   converged_ = converged;
   solved_ = covered;
-  if (phase_ == CertificatePhase::kFreezing && covered == limit_) {
-    Freeze(limit_);
+  if (phase_ == CertificatePhase::kFreezing && covered == kept_) {
+    Freeze(kept_);
   }
 }
 
@@ -113,11 +119,15 @@ void CertificateTracker::Reset() {
   // A tracker off because examples before it were not kept starts over too:
   // the reset forgets those.
   const uint64_t generation = generation_ + 1;
-  *this = CertificateTracker(limit_, slack_);
+  if (permanent_off_) {
+    observed_ = 0;
+  } else {
+    *this = CertificateTracker(limit_, slack_, limit_bytes_);
+  }
   generation_ = generation;
 }
 
-CertificateReport CertificateTracker::Report(double radius) const {
+CertificateReport CertificateTracker::Report(double radius, bool with_u) const {
   CertificateReport r;
   r.phase = phase_;
   r.reason = reason_;
@@ -145,6 +155,7 @@ CertificateReport CertificateTracker::Report(double radius) const {
   r.lower = lower_ < upper ? lower_ : upper;
   r.gamma = 1 / norm;
   r.td = r.gamma * sums_[best];
+  if (!with_u) return r;
   r.u.resize(candidates_[best].size());
   for (size_t i = 0; i < r.u.size(); ++i) r.u[i] = candidates_[best][i] / norm;
   return r;
@@ -161,8 +172,7 @@ size_t CertificateTracker::bytes() const {
 std::vector<std::vector<double>> CandidatesFrom(const Certificate& c) {
   std::vector<std::vector<double>> vs;
   if (!(c.gamma > 0) || c.u.empty()) return vs;
-  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951,
-                       2.0}) {
+  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
     std::vector<double> v(c.u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
     vs.push_back(std::move(v));

@@ -24,10 +24,11 @@
 // value of B* over a prefix of the stream, hence of B* over all of it (adding
 // examples or growing R never lowers B*).
 //
-// Up to `limit` examples are kept for the solver. The next `slack` ones are
-// kept only until the solution over exactly `limit` examples is installed;
-// then the candidates are frozen: they keep accumulating, no example is kept
-// any more, and the certificate reads "frozen at example `limit`". If the
+// Up to `limit` examples (or bytes) are kept for the solver. The next `slack`
+// ones are kept only until the solution over exactly those examples is
+// installed; then the candidates are frozen: they keep accumulating, no example
+// is kept any more, and the certificate reads "frozen at example N", N the
+// examples kept. If the
 // slack fills first, the candidates installed last are frozen where it
 // filled. Not thread-safe: the model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
@@ -83,11 +84,16 @@ struct CertificateReport {
 
 class CertificateTracker {
  public:
-  // A tracker that keeps up to `limit` (>= 1) examples plus `slack`.
-  CertificateTracker(uint64_t limit, uint64_t slack);
+  // A tracker that keeps up to `limit` (>= 1) examples, or fewer if they
+  // reach `limit_bytes` (as counted by RowBytes), plus `slack` examples.
+  CertificateTracker(uint64_t limit, uint64_t slack,
+                     uint64_t limit_bytes = UINT64_MAX);
+  // What keeping one row of `nnz` non-zeros counts: its values, indices,
+  // offset, label and square.
+  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 17; }
   // Turns the tracker off for `reason` until the next Reset (the model learned
-  // from examples the tracker did not see).
-  void TurnOff(std::string reason);
+  // from examples the tracker did not see), or for good if `permanent`.
+  void TurnOff(std::string reason, bool permanent = false);
 
   // Accounts one labeled example (prepared as the model does). O(nnz) per
   // candidate, plus a copy of x^ while keeping.
@@ -119,7 +125,12 @@ class CertificateTracker {
   // Counts resets, so that a refresher can tell its solver is stale.
   uint64_t generation() const { return generation_; }
 
-  CertificateReport Report(double radius) const;
+  // The figures for radius R = `radius` (the model's, now); the comparator
+  // u too if `with_u`.
+  CertificateReport Report(double radius, bool with_u = true) const;
+  CertificatePhase phase() const { return phase_; }
+  // Labeled examples observed since tracking began (or the last Reset).
+  uint64_t observed() const { return observed_; }
   size_t bytes() const;
 
  private:
@@ -127,6 +138,9 @@ class CertificateTracker {
 
   uint64_t limit_;
   uint64_t slack_;
+  uint64_t limit_bytes_;
+  bool permanent_off_ = false;
+  uint64_t kept_bytes_ = 0;
   CertificatePhase phase_ = CertificatePhase::kKeeping;
   std::string reason_;
   uint64_t generation_ = 0;

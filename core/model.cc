@@ -316,6 +316,11 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   for (uint64_t id : j.pending_removed) {
     if (auto it = pending_.find(id); it != pending_.end()) ErasePending(it);
   }
+  if (certificate_ && certificate_->observed() != counters_.examples) {
+    certificate_->TurnOff(
+        "labeled examples were applied from a journal, which does not keep "
+        "them");
+  }
   return absl::OkStatus();
 }
 
@@ -349,9 +354,15 @@ void Model::ClearPending() {
   pending_bytes_ = 0;
 }
 
-void Model::EnableCertificate(uint64_t limit, uint64_t slack) {
-  certificate_ = std::make_unique<CertificateTracker>(limit, slack);
-  if (counters_.examples > 0) {
+void Model::EnableCertificate(uint64_t limit, uint64_t slack,
+                              uint64_t limit_bytes) {
+  certificate_ =
+      std::make_unique<CertificateTracker>(limit, slack, limit_bytes);
+  if (config_.algorithm == Algorithm::kKernel) {
+    certificate_->TurnOff(
+        "the kernel algorithm's certificate is not computed yet",
+        /*permanent=*/true);
+  } else if (counters_.examples > 0) {
     certificate_->TurnOff(absl::StrCat(
         "the ", counters_.examples,
         " labeled examples learned before the certificate started were not "
@@ -366,6 +377,9 @@ Stats Model::stats(bool with_weight_norm) const {
   s.figures = learner_->figures();
   s.bound = bound_.Report(config_, s.figures);
   s.gamma = config_.gamma;
+  if (certificate_) {
+    s.certificate = certificate_->Report(bound_.radius(), /*with_u=*/false);
+  }
   if (!with_weight_norm) return s;
   absl::Span<const double> w = learner_->weights();
   s.weight_norm = std::sqrt(DenseDot(w.data(), w.data(), w.size()));

@@ -114,6 +114,9 @@ struct Stats {
   // ||w|| (at most the largest double); 0 for the kernel learner.
   double weight_norm = 0;
   LearnerFigures figures;
+  // The certificate (docs/design.md section 2.7), without its comparator;
+  // absent while not enabled.
+  std::optional<CertificateReport> certificate;
 };
 
 struct LabeledExample {
@@ -197,7 +200,10 @@ class Model {
   // (and `slack` more while freezing). A model that has learned from examples
   // already starts with its certificate off until the next Reset, since those
   // examples were not kept. Off until called.
-  void EnableCertificate(uint64_t limit, uint64_t slack);
+  // The kernel algorithm's certificate is not built: its tracker is off for
+  // good, saying so.
+  void EnableCertificate(uint64_t limit, uint64_t slack,
+                         uint64_t limit_bytes = UINT64_MAX);
   // The tracker, or null while the certificate is not enabled.
   CertificateTracker* certificate() { return certificate_.get(); }
   const CertificateTracker* certificate() const { return certificate_.get(); }

@@ -70,6 +70,18 @@ ABSL_FLAG(int, http_threads, 4,
 ABSL_FLAG(bool, rpc_metrics, true,
           "Record per-RPC metrics (grpc_server_* on /metrics) with a server "
           "interceptor that sees every message");
+ABSL_FLAG(uint64_t, certificate_examples, 100000,
+          "Labeled examples each model keeps for its certificate (the bound "
+          "with no comparator given); past them it is frozen. 0 computes no "
+          "certificate");
+ABSL_FLAG(uint64_t, certificate_model_mb, 64,
+          "MiB the examples one model keeps for its certificate may take");
+ABSL_FLAG(uint64_t, certificate_memory_mb, 1024,
+          "MiB the examples every model keeps for certificates may take "
+          "together");
+ABSL_FLAG(double, certificate_cpu, 0.25,
+          "Share of one core the certificate's background solver may use, "
+          "in (0, 1]");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry");
 
@@ -102,6 +114,25 @@ int main(int argc, char** argv) {
   }
   options.limits.pending_ttl = absl::GetFlag(FLAGS_pending_ttl);
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
+  options.limits.certificate_examples =
+      absl::GetFlag(FLAGS_certificate_examples);
+  options.limits.certificate_model_bytes =
+      absl::GetFlag(FLAGS_certificate_model_mb) << 20;
+  options.limits.certificate_memory = absl::GetFlag(FLAGS_certificate_memory_mb)
+                                      << 20;
+  options.limits.certificate_cpu = absl::GetFlag(FLAGS_certificate_cpu);
+  if (!(options.limits.certificate_cpu > 0 &&
+        options.limits.certificate_cpu <= 1)) {
+    std::fprintf(stderr, "perceptrond: --certificate_cpu must be in (0, 1]\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_certificate_model_mb) > (uint64_t{1} << 20) ||
+      absl::GetFlag(FLAGS_certificate_memory_mb) > (uint64_t{1} << 30)) {
+    std::fprintf(stderr,
+                 "perceptrond: --certificate_model_mb and "
+                 "--certificate_memory_mb must be at most 2^20 and 2^30\n");
+    return 2;
+  }
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
   absl::StatusOr<perceptron::server::Durability> durability =
       perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));

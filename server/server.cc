@@ -15,7 +15,8 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       persistence_(std::move(persistence)),
       auth_(std::move(auth)),
       service_(&registry_, persistence_.get(), options.limits, auth_.get()),
-      metrics_(&registry_, options.rpc_metrics) {}
+      metrics_(&registry_, options.rpc_metrics),
+      refresher_(&registry_, options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -92,6 +93,7 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     s->http_ = *std::move(http);
   }
   s->expiry_ = std::thread([p = s.get()] { p->ExpiryLoop(); });
+  s->refresher_.Start();
   return s;
 }
 
@@ -124,6 +126,7 @@ void PerceptronServer::Shutdown() {
     server_->Wait();
     stop_.Notify();
     if (expiry_.joinable()) expiry_.join();
+    refresher_.Stop();
     http_.reset();
     persistence_->Stop();
   });

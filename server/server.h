@@ -28,6 +28,7 @@
 #include "server/http/metrics.h"
 #include "server/model/limits.h"
 #include "server/model/registry.h"
+#include "server/ops/certificate_refresher.h"
 #include "server/rpc/service.h"
 #include "server/storage/persistence.h"
 
@@ -104,6 +105,7 @@ class PerceptronServer {
   int port_ = 0;
   absl::Notification stop_;
   std::thread expiry_;
+  CertificateRefresher refresher_;
   std::once_flag shutdown_once_;
 };
 

@@ -30,6 +30,7 @@ int Generate(const Args& args);
 
 // inspect.cc
 int Status(const Args& args);
+int CertificateCommand(const Args& args);
 int Watch(const Args& args);
 int Plot(const Args& args);
 

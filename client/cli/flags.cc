@@ -85,7 +85,8 @@ ABSL_FLAG(double, noise, 0.0, "generate: fraction of labels flipped");
 ABSL_FLAG(uint64_t, seed, 1, "generate: random seed");
 ABSL_FLAG(std::string, out, "",
           "generate: output LIBSVM file (default: standard output); plot: the "
-          "SVG file");
+          "SVG file; certificate: a file for the comparator u, one number a "
+          "line (for --comparator_file)");
 ABSL_FLAG(bool, log_scale, false, "plot: a logarithmic y axis");
 ABSL_FLAG(std::string, separator_out, "",
           "generate: write the separator u (d+1 numbers) here");

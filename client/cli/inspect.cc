@@ -19,6 +19,47 @@ namespace perceptron::client::cli {
 
 namespace {
 
+// The certificate's line(s) of status: U and L, the comparator's gamma and
+// TD, and its state.
+// `s` without counters (GetCertificate) prints no updates/U.
+void PrintCertificate(const v1::ModelStats& s) {
+  const v1::Certificate& c = s.certificate();
+  std::string state;
+  switch (c.state()) {
+    case v1::Certificate::OFF:
+      std::printf("certificate    off (%s)\n", c.reason().c_str());
+      return;
+    case v1::Certificate::KEEPING:
+      state = c.solved() == c.examples()
+                  ? absl::StrCat("exact over all ", c.examples(), " examples")
+                  : absl::StrCat("over ", c.examples(), " examples, solved ",
+                                 c.solved(), ", refreshing");
+      break;
+    case v1::Certificate::FREEZING:
+      state = absl::StrCat("freezing at example ", c.kept());
+      break;
+    case v1::Certificate::FROZEN:
+      state = absl::StrCat("frozen at example ", c.frozen_at(),
+                           ", carried over ", c.examples(), " examples");
+      break;
+    default:
+      std::printf("certificate    n/a (the server computes none)\n");
+      return;
+  }
+  if (!c.available()) {
+    std::printf("certificate    pending (%s)\n", state.c_str());
+    return;
+  }
+  std::printf("certificate    U %.6g, L %.6g", c.upper(), c.lower());
+  if (s.examples() > 0 && c.upper() > 0) {
+    std::printf(" (updates/U %.4f)", s.updates() / c.upper());
+  }
+  std::printf("\n");
+  std::printf("               gamma %.6g, TD_gamma %.6g; %s%s\n", c.gamma(),
+              c.td_gamma(), state.c_str(),
+              c.converged() ? "" : ", solver not yet converged");
+}
+
 void PrintStatus(const v1::ModelStatus& st) {
   const v1::ModelStats& s = st.stats();
   std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
@@ -44,6 +85,7 @@ void PrintStatus(const v1::ModelStatus& st) {
   } else {
     std::printf("bound          n/a\n");
   }
+  PrintCertificate(s);
   std::printf("predictions    %llu issued, %llu pending, %llu expired\n",
               static_cast<unsigned long long>(s.predictions()),
               static_cast<unsigned long long>(s.pending()),
@@ -68,6 +110,35 @@ int Status(const Args& args) {
   absl::StatusOr<v1::ModelStatus> st = Connect()->GetStatus(args[0]);
   if (!st.ok()) return Fail(st.status());
   PrintStatus(*st);
+  return 0;
+}
+
+int CertificateCommand(const Args& args) {
+  if (args.size() != 1) return Usage("certificate takes one MODEL");
+  absl::StatusOr<v1::CertificateResponse> c =
+      Connect()->GetCertificate(args[0]);
+  if (!c.ok()) return Fail(c.status());
+  v1::ModelStats s;
+  *s.mutable_certificate() = c->certificate();
+  PrintCertificate(s);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (c->comparator_size() == 0) return 0;
+  if (out.empty()) {
+    std::printf("comparator u  ");
+    for (double v : c->comparator()) std::printf(" %.17g", v);
+    std::printf("\n");
+    return 0;
+  }
+  // One number a line, as --comparator_file reads them.
+  std::ofstream file(out);
+  for (double v : c->comparator()) file << absl::StrFormat("%.17g\n", v);
+  file.close();
+  if (!file) {
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", out, ": ", Errno())));
+  }
+  std::printf("comparator u   written to %s (%d numbers; gamma %.17g)\n",
+              out.c_str(), c->comparator_size(), c->certificate().gamma());
   return 0;
 }
 

@@ -27,6 +27,8 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron reveal --model=MODEL ID:LABEL ... | FILE   (e.g. 17:-1 18:+1, or a FILE of
              "ID LABEL" lines, as predict --issue prints them with the true labels)
   perceptron status MODEL
+  perceptron certificate MODEL   (the bound with no comparator given, and the comparator u
+             that attains it: as numbers for --comparator_file)
   perceptron watch MODEL [--interval=200ms] [--count=N]
   perceptron plot MODEL --out=FILE.svg [--log_scale]
              (cumulative mistakes and the bound against examples, as an SVG)
@@ -47,12 +49,15 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"create", Create},   {"list", List},     {"get", Get},
-    {"delete", Delete},   {"reset", Reset},   {"weights", Weights},
-    {"health", Health},   {"train", Train},   {"fit", Fit},
-    {"predict", Predict}, {"reveal", Reveal}, {"generate", Generate},
-    {"status", Status},   {"watch", Watch},   {"plot", Plot},
-    {"export", Export},   {"import", Import},
+    {"create", Create}, {"list", List},
+    {"get", Get},       {"delete", Delete},
+    {"reset", Reset},   {"weights", Weights},
+    {"health", Health}, {"train", Train},
+    {"fit", Fit},       {"predict", Predict},
+    {"reveal", Reveal}, {"generate", Generate},
+    {"status", Status}, {"watch", Watch},
+    {"plot", Plot},     {"export", Export},
+    {"import", Import}, {"certificate", CertificateCommand},
 };
 
 int Run(const std::string& name, const Args& args) {

@@ -122,6 +122,37 @@ void StatsToProto(const Stats& in, v1::ModelStats* out) {
   out->set_bound_available(in.bound.bound_available);
   out->set_bound(in.bound.bound);
   out->set_radius(in.bound.radius);
+  if (in.certificate) {
+    CertificateToProto(*in.certificate, out->mutable_certificate());
+  }
+}
+
+void CertificateToProto(const CertificateReport& in, v1::Certificate* out) {
+  switch (in.phase) {
+    case CertificatePhase::kOff:
+      out->set_state(v1::Certificate::OFF);
+      break;
+    case CertificatePhase::kKeeping:
+      out->set_state(v1::Certificate::KEEPING);
+      break;
+    case CertificatePhase::kFreezing:
+      out->set_state(v1::Certificate::FREEZING);
+      break;
+    case CertificatePhase::kFrozen:
+      out->set_state(v1::Certificate::FROZEN);
+      break;
+  }
+  out->set_reason(in.reason);
+  out->set_available(in.available);
+  out->set_upper(in.upper);
+  out->set_lower(in.lower);
+  out->set_gamma(in.gamma);
+  out->set_td_gamma(in.td);
+  out->set_examples(in.examples);
+  out->set_solved(in.solved);
+  out->set_frozen_at(in.frozen_at);
+  out->set_converged(in.converged);
+  out->set_kept(in.kept);
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {

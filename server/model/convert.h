@@ -26,6 +26,7 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in);
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in);
 
 void StatsToProto(const Stats& in, v1::ModelStats* out);
+void CertificateToProto(const CertificateReport& in, v1::Certificate* out);
 
 // absl and gRPC share the canonical codes.
 grpc::Status ToGrpc(const absl::Status& s);

@@ -31,6 +31,17 @@ struct Limits {
   absl::Duration pending_ttl = absl::Hours(1);
   // Most passes a Train request may ask for. Default: 10000.
   uint32_t max_train_epochs = 10000;
+  // The certificate (docs/design.md section 2.7): labeled examples each model
+  // keeps for it, at most; 0 computes no certificate. Default: 100000.
+  uint64_t certificate_examples = 100000;
+  // The bytes they may take in one model, as CertificateTracker::RowBytes
+  // counts. Default: 64 MiB.
+  uint64_t certificate_model_bytes = 64u << 20;
+  // The bytes every model's kept examples may take together; a model that
+  // would pass it freezes its certificate. Default: 1 GiB.
+  uint64_t certificate_memory = 1u << 30;
+  // The share of one core the background refresher may use. Default: 0.25.
+  double certificate_cpu = 0.25;
 };
 
 }  // namespace perceptron::server

@@ -1,5 +1,7 @@
 #include "server/model/registry.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "server/model/model_id.h"
@@ -54,19 +56,29 @@ void ModelEntry::NotifyDeleted() {
   for (ModelListener* l : listeners) l->OnModelDeleted();
 }
 
+void Registry::StartCertificate(ModelEntry& entry) const {
+  if (limits_.certificate_examples == 0) return;
+  absl::MutexLock lock(&entry.mu);
+  const uint64_t limit = limits_.certificate_examples;
+  entry.model->EnableCertificate(limit, std::max<uint64_t>(1000, limit / 8),
+                                 limits_.certificate_model_bytes);
+}
+
 absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
     const std::string& id, const ModelConfig& config) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(id));
   PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               Model::Create(config));
+  auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
+  StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
-  auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
   models_.emplace(id, entry);
   return entry;
 }
 
 absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
+  StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
   models_.emplace(entry->id, std::move(entry));

@@ -12,6 +12,7 @@
 #ifndef PERCEPTRON_SERVER_MODEL_REGISTRY_H_
 #define PERCEPTRON_SERVER_MODEL_REGISTRY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/certificate.h"
 #include "core/model.h"
 #include "server/model/history.h"
 #include "server/model/limits.h"
@@ -58,6 +60,16 @@ struct ModelEntry {
   History history ABSL_GUARDED_BY(mu);
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
+
+  // The certificate's solver (the refresher's own, off the learning path):
+  // the rows taken from the model's tracker, in the tracker's generation.
+  // Lock order: solver_mu, then mu.
+  absl::Mutex solver_mu ABSL_ACQUIRED_BEFORE(mu);
+  std::unique_ptr<CertificateSolver> solver ABSL_GUARDED_BY(solver_mu);
+  uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
+  bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;
+  // The bytes the solver holds, for the server-wide budget.
+  std::atomic<uint64_t> solver_bytes{0};
 
   // Persistence (persistence.h): the last log record staged, and records since
   // the snapshot.
@@ -127,6 +139,7 @@ class Registry {
   // Every model, for background work.
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
+  const Limits& limits() const { return limits_; }
 
   // A model recovery could not rebuild (docs/design.md section 5): its id stays
   // taken, every call naming it answers DATA_LOSS with `reason`, and its data
@@ -142,6 +155,8 @@ class Registry {
       ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, absl::Status> set_aside_ ABSL_GUARDED_BY(mu_);
 
+  // Starts the model's certificate, as the limits say.
+  void StartCertificate(ModelEntry& entry) const;
   // OK if `id` may name a new model.
   absl::Status CheckFree(const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

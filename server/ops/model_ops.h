@@ -53,6 +53,8 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
 
 // The learning curve, ending with the model now.
 absl::Status FillHistory(ModelEntry& entry, v1::History* history);
+// The certificate with its comparator (GetCertificate).
+absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out);
 
 // Expires pending predictions issued before now - ttl; notifies listeners if
 // any expired.

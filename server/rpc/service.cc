@@ -307,6 +307,16 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetHistory(
                  });
 }
 
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetCertificate(
+    grpc::CallbackServerContext* context,
+    const v1::GetCertificateRequest* request,
+    v1::CertificateResponse* response) {
+  return OnModel(context, *request, Role::kRead,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   return FillCertificate(entry, response);
+                 });
+}
+
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
     grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
     v1::Weights* response) {

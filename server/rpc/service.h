@@ -73,6 +73,10 @@ class PerceptronServiceImpl final
   grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
                                        const v1::GetHistoryRequest* request,
                                        v1::History* response) override;
+  grpc::ServerUnaryReactor* GetCertificate(
+      grpc::CallbackServerContext* context,
+      const v1::GetCertificateRequest* request,
+      v1::CertificateResponse* response) override;
   grpc::ServerUnaryReactor* GetWeights(grpc::CallbackServerContext* context,
                                        const v1::GetWeightsRequest* request,
                                        v1::Weights* response) override;

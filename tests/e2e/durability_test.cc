@@ -77,13 +77,13 @@ TEST(DurabilityTest, ACleanRestartKeepsModelsAndPendingPredictions) {
       ASSERT_TRUE(s->AddExample(e).ok());
     ASSERT_TRUE(s->Finish().ok());
     weights = Weights(*c, "kept");
-    stats = c->GetStatus("kept")->stats().SerializeAsString();
+    stats = testing::StatsBits(c->GetStatus("kept")->stats());
     EXPECT_EQ(server->Stop(SIGTERM), 0);
   }
   auto server = *ServerProcess::Start({}, dir);
   auto c = server->Connect();
   EXPECT_EQ(Weights(*c, "kept"), weights);
-  EXPECT_EQ(c->GetStatus("kept")->stats().SerializeAsString(), stats);
+  EXPECT_EQ(testing::StatsBits(c->GetStatus("kept")->stats()), stats);
   ASSERT_EQ(pending.size(), 10u);
   std::vector<std::pair<uint64_t, int>> labels;
   for (uint64_t id : pending) labels.emplace_back(id, 1);
@@ -157,7 +157,7 @@ TEST(DurabilityTest,
   ASSERT_TRUE(pa.ok() && pb.ok());
   EXPECT_EQ(pa->SerializeAsString(), pb->SerializeAsString());
   v1::ModelStatus sa = *ca->GetStatus("src"), sb = *cb->GetStatus("copy");
-  EXPECT_EQ(sa.stats().SerializeAsString(), sb.stats().SerializeAsString());
+  EXPECT_EQ(testing::StatsBits(sa.stats()), testing::StatsBits(sb.stats()));
   EXPECT_EQ(sa.voted_vectors(), sb.voted_vectors());
   // Both continue identically.
   const std::vector<Example> more = Examples(500, 8, 5);
@@ -232,8 +232,8 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   absl::StatusOr<v1::Weights> copied = cb->GetWeights("copy");
   ASSERT_TRUE(copied.ok()) << copied.status();
   EXPECT_EQ(copied->SerializeAsString(), w->SerializeAsString());
-  EXPECT_EQ(cb->GetStatus("copy")->stats().SerializeAsString(),
-            ca->GetStatus("big")->stats().SerializeAsString());
+  EXPECT_EQ(testing::StatsBits(cb->GetStatus("copy")->stats()),
+            testing::StatsBits(ca->GetStatus("big")->stats()));
 
   // A configuration whose export could not be carried is refused when created.
   config.set_algorithm(v1::VOTED);

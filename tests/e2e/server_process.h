@@ -137,6 +137,16 @@ class ServerProcess {
   bool owns_data_dir_ = false;
 };
 
+// A model's statistics without its certificate, serialized for comparison:
+// the server computes the certificate in the background (it moves while
+// nothing else does) and does not carry it over a restart, an export or an
+// import (docs/design.md section 5).
+inline std::string StatsBits(const v1::ModelStats& stats) {
+  v1::ModelStats s = stats;
+  s.clear_certificate();
+  return s.SerializeAsString();
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // standard output and standard error

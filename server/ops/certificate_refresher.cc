@@ -1,0 +1,139 @@
+#include "server/ops/certificate_refresher.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/certificate.h"
+#include "core/certificate_tracker.h"
+
+namespace perceptron::server {
+namespace {
+
+// Passes over the kept examples per refresh of one model, at most: a solve
+// that needs more goes on at the next round, warm-started.
+constexpr int kPassesPerRefresh = 20;
+// How long the refresher waits when no model has work.
+constexpr absl::Duration kIdle = absl::Milliseconds(100);
+
+}  // namespace
+
+CertificateRefresher::CertificateRefresher(Registry* registry,
+                                           const Limits& limits)
+    : registry_(registry), limits_(limits) {}
+
+void CertificateRefresher::Start() {
+  if (limits_.certificate_examples == 0 || thread_.joinable()) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void CertificateRefresher::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CertificateRefresher::Loop() {
+  const double share = std::clamp(limits_.certificate_cpu, 0.01, 1.0);
+  while (!stop_.HasBeenNotified()) {
+    bool worked = false;
+    for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
+      if (stop_.HasBeenNotified()) return;
+      const absl::Duration busy = Refresh(entry);
+      if (busy <= absl::ZeroDuration()) continue;
+      worked = true;
+      // Rest so that the work is at most `share` of the time.
+      const absl::Duration rest = busy * ((1 - share) / share);
+      if (rest > absl::ZeroDuration() &&
+          stop_.WaitForNotificationWithTimeout(rest)) {
+        return;
+      }
+    }
+    if (!worked && stop_.WaitForNotificationWithTimeout(kIdle)) return;
+  }
+}
+
+int CertificateRefresher::RefreshAll() {
+  int n = 0;
+  for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
+    n += Refresh(entry) > absl::ZeroDuration();
+  }
+  return n;
+}
+
+absl::Duration CertificateRefresher::Refresh(
+    const std::shared_ptr<ModelEntry>& entry) {
+  const absl::Time start = absl::Now();
+  // The server-wide budget, summed before any lock of this model is taken.
+  uint64_t total = 0;
+  for (const std::shared_ptr<ModelEntry>& e : registry_->All()) {
+    total += e->solver_bytes.load(std::memory_order_relaxed);
+  }
+  absl::ReleasableMutexLock solver_lock(&entry->solver_mu);
+  KeptRows rows;
+  uint64_t generation = 0;
+  double radius = 0;
+  uint32_t dimension = 0;
+  {
+    absl::MutexLock lock(&entry->mu);
+    CertificateTracker* tracker =
+        entry->deleted ? nullptr : entry->model->certificate();
+    if (tracker == nullptr) return absl::ZeroDuration();
+    generation = tracker->generation();
+    const bool stale =
+        entry->solver != nullptr && entry->solver_generation != generation;
+    const bool live = tracker->phase() == CertificatePhase::kKeeping ||
+                      tracker->phase() == CertificatePhase::kFreezing;
+    if (!live || stale) {
+      // Frozen, off or reset: the solver's rows serve nothing any more.
+      entry->solver.reset();
+      entry->solver_bytes = 0;
+      entry->solver_converged = true;
+      if (!live) return absl::ZeroDuration();
+    }
+    if (!tracker->due() && entry->solver_converged) {
+      return absl::ZeroDuration();
+    }
+    // The rows would pass the server-wide budget: this model keeps no more.
+    const uint64_t queued = tracker->bytes();
+    if (total + queued > limits_.certificate_memory) {
+      tracker->StopKeeping(
+          "the server's memory for certificates (--certificate_memory_mb) is "
+          "taken");
+      entry->solver.reset();
+      entry->solver_bytes = 0;
+      return absl::Now() - start;
+    }
+    rows = tracker->Take();
+    radius = entry->model->stats(false).bound.radius;
+    dimension = entry->model->config().weight_dimension();
+  }
+  if (entry->solver == nullptr) {
+    entry->solver = std::make_unique<CertificateSolver>(dimension);
+    entry->solver_generation = generation;
+  }
+  CertificateSolver& solver = *entry->solver;
+  solver.Add(rows);
+  rows.Clear();
+  CertificateOptions options;
+  options.max_passes = kPassesPerRefresh;
+  const Certificate c = solver.Solve(radius, options);
+  std::vector<std::vector<double>> vs = CandidatesFrom(c);
+  std::vector<double> sums = HingeSums(solver.rows(), vs);
+  entry->solver_converged = c.converged;
+  entry->solver_bytes = solver.bytes();
+  {
+    absl::MutexLock lock(&entry->mu);
+    CertificateTracker* tracker =
+        entry->deleted ? nullptr : entry->model->certificate();
+    if (tracker != nullptr) {
+      tracker->Install(std::move(vs), std::move(sums), c.lower, c.converged,
+                       solver.size(), generation);
+    }
+  }
+  solver_lock.Release();
+  entry->NotifyChanged();
+  return std::max(absl::Now() - start, absl::Nanoseconds(1));
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,51 @@
+// The background refresher of every model's certificate (docs/design.md
+// section 2.7): in turn, for each model whose tracker has new rows (or whose
+// last solution had not converged), it takes the rows under the model's lock,
+// adds them to the model's solver and solves warm-started off that lock, then
+// installs the candidates under the lock again. It sleeps between models so
+// that it uses at most its share of one core, and freezes a model's
+// certificate when the server-wide memory budget would be passed.
+//
+//   CertificateRefresher refresher(&registry, limits);
+//   refresher.Start();
+//   ...
+//   refresher.Stop();  // also in the destructor
+#ifndef PERCEPTRON_SERVER_OPS_CERTIFICATE_REFRESHER_H_
+#define PERCEPTRON_SERVER_OPS_CERTIFICATE_REFRESHER_H_
+
+#include <cstdint>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "server/model/limits.h"
+#include "server/model/registry.h"
+
+namespace perceptron::server {
+
+class CertificateRefresher {
+ public:
+  CertificateRefresher(Registry* registry, const Limits& limits);
+  ~CertificateRefresher() { Stop(); }
+
+  void Start();
+  void Stop();
+
+  // One round over every model, on the caller's thread (for tests): returns
+  // the models refreshed.
+  int RefreshAll();
+
+ private:
+  // Refreshes one model; the time it took, or zero if there was nothing to do.
+  absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry);
+  void Loop();
+
+  Registry* const registry_;
+  const Limits limits_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_OPS_CERTIFICATE_REFRESHER_H_

@@ -1,0 +1,235 @@
+// The certificate over the wire (docs/design.md section 2.7): every model
+// created with no comparator reports the theorem's bound, computed in the
+// background; it brackets the best bound computed here independently, its
+// comparator (GetCertificate) gives the same bound when set as a model's
+// comparator, it freezes on a stream ten times longer than the model may keep
+// and stays valid, and it says when it is off and why.
+#include <cmath>
+#include <random>
+
+#include "core/certificate.h"
+#include "core/model.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/server_process.h"
+
+namespace perceptron {
+namespace {
+
+using client::Example;
+using testing::ServerProcess;
+
+std::unique_ptr<ServerProcess> StartServer(
+    const std::vector<std::string>& flags) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(flags);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+// A noisy linearly separable stream: y = sign(x . s) with 5% flipped.
+std::vector<Example> Stream(uint32_t d, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<Example> out(n);
+  for (Example& e : out) {
+    double s = 0;
+    for (uint32_t i = 0; i < d; ++i) {
+      e.values.push_back(normal(rng));
+      s += (i % 3 == 0 ? 1.0 : -0.5) * e.values.back();
+    }
+    e.label = (s > 0) == (rng() % 20 != 0) ? 1 : -1;
+  }
+  return out;
+}
+
+v1::ModelStats Learn(client::Client& c, const std::string& id,
+                     const std::vector<Example>& data) {
+  std::unique_ptr<client::LearnSession> s = c.OpenLearnSession(id, {});
+  for (const Example& e : data) EXPECT_TRUE(s->AddLabeled(e).ok());
+  absl::StatusOr<client::SessionSummary> summary = s->Finish();
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->item_errors, 0u) << summary->first_error;
+  return summary->stats;
+}
+
+// Watches `id` until `done` holds for its certificate (the refresher runs in
+// the background); the status that satisfied it.
+v1::ModelStatus WaitFor(
+    client::Client& c, const std::string& id,
+    const std::function<bool(const v1::Certificate&)>& done) {
+  v1::ModelStatus last;
+  const absl::Status s = c.Watch(
+      id, absl::Milliseconds(20),
+      [&](const v1::ModelStatus& st) {
+        last = st;
+        return !done(st.stats().certificate());
+      },
+      absl::Minutes(5));
+  EXPECT_TRUE(s.ok()) << s << "; last: " << last.DebugString();
+  return last;
+}
+
+// The bound a core model with comparator (u, gamma) reports over `data`.
+double BoundOf(const v1::ModelConfig& proto_config,
+               const std::vector<Example>& data, const std::vector<double>& u,
+               double gamma) {
+  ModelConfig config;
+  config.dimension = proto_config.dimension();
+  config.comparator = u;
+  config.gamma = gamma;
+  auto model = *Model::Create(config);
+  for (const Example& e : data) {
+    EXPECT_TRUE(model->Learn(FeatureView::Dense(e.values), *e.label).ok());
+  }
+  return model->stats().bound.bound;
+}
+
+TEST(CertificateE2eTest, EveryModelReportsTheBoundWithNoComparatorGiven) {
+  auto server = StartServer({"--durability=none"});
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  v1::ModelConfig config;
+  config.set_dimension(20);
+  ASSERT_TRUE(c->CreateModel("m", config).ok());
+  const std::vector<Example> data = Stream(20, 5000, 1);
+  const v1::ModelStats learned = Learn(*c, "m", data);
+  EXPECT_FALSE(learned.bound_available());  // no comparator given
+
+  const v1::ModelStatus st = WaitFor(*c, "m", [&](const v1::Certificate& x) {
+    return x.available() && x.converged() && x.solved() == data.size();
+  });
+  const v1::Certificate& cert = st.stats().certificate();
+  EXPECT_EQ(cert.state(), v1::Certificate::KEEPING);
+  EXPECT_EQ(cert.examples(), data.size());
+  EXPECT_LE(cert.lower(), cert.upper());
+  EXPECT_LE(cert.upper() - cert.lower(), 1e-3 * cert.upper());
+  EXPECT_LE(static_cast<double>(st.stats().updates()), cert.upper());
+
+  // An independent solve here brackets the same B*.
+  ModelConfig core_config;
+  core_config.dimension = 20;
+  const Preparer preparer(core_config);
+  CertificateSolver solver(21);
+  for (const Example& e : data) {
+    solver.Add(*preparer.Prepare(FeatureView::Dense(e.values)), *e.label);
+  }
+  const Certificate mine = solver.Solve(1.0, {});
+  EXPECT_LE(mine.lower, cert.upper() * (1 + 1e-12));
+  EXPECT_LE(cert.lower(), mine.upper * (1 + 1e-12));
+
+  // Its comparator, set as a new model's, gives that model the same bound.
+  absl::StatusOr<v1::CertificateResponse> full = c->GetCertificate("m");
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(full->comparator_size(), 21);
+  const std::vector<double> u(full->comparator().begin(),
+                              full->comparator().end());
+  EXPECT_NEAR(BoundOf(config, data, u, full->certificate().gamma()),
+              full->certificate().upper(), 1e-9 * full->certificate().upper());
+  std::cout << "5000 examples d=20: updates " << st.stats().updates() << ", U "
+            << cert.upper() << ", L " << cert.lower() << ", gamma "
+            << cert.gamma() << "; solved here: U " << mine.upper << ", L "
+            << mine.lower << "\n";
+}
+
+TEST(CertificateE2eTest, AStreamTenTimesWhatIsKeptFreezesAndStaysValid) {
+  auto server =
+      StartServer({"--durability=none", "--certificate_examples=1000"});
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  v1::ModelConfig config;
+  config.set_dimension(10);
+  ASSERT_TRUE(c->CreateModel("long", config).ok());
+  const std::vector<Example> data = Stream(10, 10000, 2);
+  // The first 1,000, then wait for the freeze, then the rest: the freeze is
+  // at exactly the limit, with the exact certificate over those examples.
+  const std::vector<Example> first(data.begin(), data.begin() + 1000);
+  Learn(*c, "long", first);
+  const v1::ModelStatus frozen = WaitFor(*c, "long", [](const auto& x) {
+    return x.state() == v1::Certificate::FROZEN;
+  });
+  EXPECT_EQ(frozen.stats().certificate().frozen_at(), 1000u);
+  EXPECT_EQ(frozen.stats().certificate().solved(), 1000u);
+  Learn(*c, "long", std::vector<Example>(data.begin() + 1000, data.end()));
+  absl::StatusOr<v1::CertificateResponse> full = c->GetCertificate("long");
+  ASSERT_TRUE(full.ok()) << full.status();
+  const v1::Certificate& cert = full->certificate();
+  EXPECT_EQ(cert.state(), v1::Certificate::FROZEN);
+  EXPECT_EQ(cert.examples(), data.size());
+  EXPECT_EQ(cert.frozen_at(), 1000u);
+  absl::StatusOr<v1::ModelStatus> st = c->GetStatus("long");
+  ASSERT_TRUE(st.ok());
+  EXPECT_LE(static_cast<double>(st->stats().updates()), cert.upper());
+  EXPECT_LE(cert.lower(), cert.upper());
+  const std::vector<double> u(full->comparator().begin(),
+                              full->comparator().end());
+  EXPECT_NEAR(BoundOf(config, data, u, cert.gamma()), cert.upper(),
+              1e-9 * cert.upper());
+}
+
+TEST(CertificateE2eTest, OffSaysWhy) {
+  auto server = StartServer({"--durability=none"});
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  v1::ModelConfig kernel;
+  kernel.set_dimension(3);
+  kernel.set_algorithm(v1::KERNEL);
+  ASSERT_TRUE(c->CreateModel("k", kernel).ok());
+  absl::StatusOr<v1::CertificateResponse> k = c->GetCertificate("k");
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(k->certificate().state(), v1::Certificate::OFF);
+  EXPECT_NE(k->certificate().reason().find("kernel"), std::string::npos);
+  EXPECT_EQ(c->GetCertificate("nope").status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto none = StartServer({"--durability=none", "--certificate_examples=0"});
+  ASSERT_NE(none, nullptr);
+  auto n = none->Connect();
+  ASSERT_TRUE(n->CreateModel("m", kernel).ok());
+  absl::StatusOr<v1::CertificateResponse> off = n->GetCertificate("m");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->certificate().state(), v1::Certificate::OFF);
+  EXPECT_NE(off->certificate().reason().find("--certificate_examples=0"),
+            std::string::npos);
+}
+
+// After a restart the examples before it were not kept: the certificate says
+// so rather than report a bound that covers only part of the stream; a reset
+// starts it again.
+TEST(CertificateE2eTest, ARestartSaysTheExamplesWereNotKept) {
+  std::string dir;
+  const std::vector<Example> data = Stream(5, 300, 3);
+  {
+    auto server = StartServer({"--durability=sync"});
+    ASSERT_NE(server, nullptr);
+    dir = server->data_dir();
+    auto c = server->Connect();
+    v1::ModelConfig config;
+    config.set_dimension(5);
+    ASSERT_TRUE(c->CreateModel("r", config).ok());
+    Learn(*c, "r", data);
+    ASSERT_EQ(server->Stop(), 0);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> again =
+        ServerProcess::Start({"--durability=sync"}, dir);
+    ASSERT_TRUE(again.ok()) << again.status();
+    auto c2 = (*again)->Connect();
+    absl::StatusOr<v1::ModelStatus> st = c2->GetStatus("r");
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_EQ(st->stats().examples(), data.size());
+    EXPECT_EQ(st->stats().certificate().state(), v1::Certificate::OFF);
+    EXPECT_FALSE(st->stats().certificate().available());
+    EXPECT_NE(st->stats().certificate().reason().find("not"), std::string::npos)
+        << st->stats().certificate().reason();
+    ASSERT_TRUE(c2->ResetModel("r").ok());
+    Learn(*c2, "r", data);
+    const v1::ModelStatus back = WaitFor(*c2, "r", [&](const auto& x) {
+      return x.available() && x.solved() == data.size();
+    });
+    EXPECT_EQ(back.stats().certificate().state(), v1::Certificate::KEEPING);
+    ASSERT_EQ((*again)->Stop(), 0);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace
+}  // namespace perceptron

@@ -317,9 +317,11 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     if (auto it = pending_.find(id); it != pending_.end()) ErasePending(it);
   }
   if (certificate_ && certificate_->observed() != counters_.examples) {
-    certificate_->TurnOff(
-        "labeled examples were applied from a journal, which does not keep "
-        "them");
+    // A journal (the log's replay) carries no examples to keep.
+    certificate_->TurnOff(absl::StrCat(
+        "the ", counters_.examples,
+        " labeled examples learned before the certificate started were not "
+        "kept"));
   }
   return absl::OkStatus();
 }

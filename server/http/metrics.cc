@@ -240,6 +240,19 @@ std::string Metrics::Render(
       "Mistake rate over the model's last labeled examples (the window of "
       "GetStatus)",
       T::Gauge);
+  prom::MetricFamily cert_upper = Family(
+      "perceptron_model_certificate_upper",
+      "The certificate's U: the bound of the best comparator the server "
+      "found, over every labeled example (updates <= U for the classic rule)",
+      T::Gauge);
+  prom::MetricFamily cert_lower =
+      Family("perceptron_model_certificate_lower",
+             "The certificate's L: no comparator's bound is lower", T::Gauge);
+  prom::MetricFamily cert_frozen = Family(
+      "perceptron_model_certificate_frozen",
+      "1 once the model's certificate is frozen (its examples outgrew what "
+      "it may keep), 0 while it is exact or being refreshed",
+      T::Gauge);
   double count = 0;
   for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
     if (visible && !visible(entry->id)) continue;
@@ -257,6 +270,12 @@ std::string Metrics::Render(
     if (s.bound.td_available) AddValue(td, entry->id, s.bound.td_gamma);
     AddValue(radius, entry->id, s.bound.radius);
     AddValue(recent, entry->id, entry->recent.rate());
+    if (s.certificate && s.certificate->available) {
+      AddValue(cert_upper, entry->id, s.certificate->upper);
+      AddValue(cert_lower, entry->id, s.certificate->lower);
+      AddValue(cert_frozen, entry->id,
+               s.certificate->phase == CertificatePhase::kFrozen ? 1 : 0);
+    }
   }
   prom::ClientMetric total;
   total.gauge.value = count;
@@ -272,7 +291,8 @@ std::string Metrics::Render(
   }
   for (prom::MetricFamily* f :
        {&models, &examples, &mistakes, &updates, &predictions, &expired,
-        &pending, &bound, &td, &radius, &recent, &set_aside}) {
+        &pending, &bound, &td, &radius, &recent, &cert_upper, &cert_lower,
+        &cert_frozen, &set_aside}) {
     families.push_back(std::move(*f));
   }
   return ExpositionText(families);

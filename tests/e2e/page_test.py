@@ -87,6 +87,9 @@ class PageTest(pp.ServerTest):
                  examples: s.dataset.examples,
                  circles: s.querySelectorAll("circle.point").length,
                  boundLegendShown: !s.querySelector(".l-bound").hidden,
+                 certificate: { shown: !s.querySelector(".l-certificate").hidden,
+                                upper: s.querySelector("line.certificate").dataset.upper,
+                                width: s.querySelector("line.certificate").getBoundingClientRect().width },
                  lines: { mistakes: line("mistakes"), bound: line("bound") } };
     """
 
@@ -146,6 +149,19 @@ class PageTest(pp.ServerTest):
         self.assertEqual(snap["lines"]["bound"]["points"], [])
         self.assertFalse(snap["boundLegendShown"])
         self.assertEqual(len(snap["lines"]["mistakes"]["points"]), int(snap["points"]))
+        # Yet it has the certificate (docs/design.md section 2.7): once the server's solver has
+        # converged over every example, the page shows its U as a level across the chart.
+        def converged(_):
+            c = self.stub.GetStatus(pb.GetStatusRequest(model_id="no-comparator")).stats.certificate
+            return c if c.available and c.converged and c.solved == c.examples == 300 else False
+        cert = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(converged)
+        def shows_it(_):
+            c = self.snapshot("no-comparator")["certificate"]
+            return c["shown"] and c["upper"] != "" and float(c["upper"]) == cert.upper
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(shows_it)
+        self.assertGreater(self.snapshot("no-comparator")["certificate"]["width"], 100)
+        st = self.stub.GetStatus(pb.GetStatusRequest(model_id="no-comparator")).stats
+        self.assertLessEqual(st.updates, cert.upper)
 
         # The page updates in place: an element found before two refreshes is the same element
         # after them (a replaced one would raise StaleElementReferenceException here).

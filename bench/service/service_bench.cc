@@ -48,6 +48,9 @@ ABSL_FLAG(std::string, python, "/usr/bin/python3",
 ABSL_FLAG(int, repeats, 3,
           "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
+ABSL_FLAG(bool, certificate_only, false,
+          "Only the certificate's cost: W1-W3 through perceptrond (durability "
+          "none) with the certificate on and off");
 ABSL_FLAG(int, in_flight, 64,
           "Batches in flight on a pipelined stream (every path alike)");
 
@@ -95,14 +98,17 @@ std::unique_ptr<Process> Launch(const std::vector<std::string>& argv,
 
 // A perceptrond on free ports (gRPC and HTTP) with a fresh data directory.
 std::unique_ptr<Process> Perceptrond(const std::string& durability,
-                                     bool rpc_metrics = true) {
+                                     bool rpc_metrics = true,
+                                     bool certificate = true) {
   std::string dir =
       std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) std::exit(1);
   return Launch(
       {absl::GetFlag(FLAGS_bin) + "/server/perceptrond", "--port=0",
        "--http_port=0", "--durability=" + durability, "--data_dir=" + dir,
-       rpc_metrics ? "--rpc_metrics=true" : "--rpc_metrics=false"},
+       rpc_metrics ? "--rpc_metrics=true" : "--rpc_metrics=false",
+       certificate ? "--certificate_examples=100000"
+                   : "--certificate_examples=0"},
       dir);
 }
 
@@ -385,6 +391,9 @@ int main(int argc, char** argv) {
   auto none = Perceptrond("none");
   auto sync = Perceptrond("sync");
   auto bare = Perceptrond("none", /*rpc_metrics=*/false);
+  auto nocert =
+      Perceptrond("none", /*rpc_metrics=*/true, /*certificate=*/false);
+  const bool certificate_only = absl::GetFlag(FLAGS_certificate_only);
 
   std::map<std::string, std::vector<double>> figures;
   std::vector<Data> data;
@@ -393,13 +402,23 @@ int main(int argc, char** argv) {
     data.push_back(
         Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 7));
     pools.push_back(Requests(w, data.back(), w.name));
-    for (Process* p : {none.get(), sync.get(), bare.get()})
+    for (Process* p : {none.get(), sync.get(), bare.get(), nocert.get()})
       CreateModel(p->target(), w.name, w.dimension);
   }
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < workloads.size(); ++k) {
       const Workload& w = workloads[k];
       const int64_t batches = w.examples / w.batch;
+      // A model's certificate keeps its first examples and then freezes, so
+      // each repeat streams into a new model on both servers.
+      const std::string fresh = absl::StrCat(w.name, "-", r);
+      CreateModel(none->target(), fresh, w.dimension);
+      CreateModel(nocert->target(), fresh, w.dimension);
+      figures[w.name + " cert on"].push_back(
+          ServiceRate(none->target(), fresh, pools[k], batches, w.batch));
+      figures[w.name + " cert off"].push_back(
+          ServiceRate(nocert->target(), fresh, pools[k], batches, w.batch));
+      if (certificate_only) continue;
       figures[w.name + " echo"].push_back(
           EchoRate(echo->target(), pools[k], batches, w.batch));
       figures[w.name + " none"].push_back(
@@ -411,6 +430,21 @@ int main(int argc, char** argv) {
       figures[w.name + " core"].push_back(CoreRate(w, data[k], w.examples));
     }
   }
+
+  std::printf(
+      "## The certificate's cost (durability none, a new model per repeat: "
+      "its first 100,000 examples kept, then frozen)\n\n");
+  std::printf(
+      "| workload | certificate on | off | on/off |\n|---|---|---|---|\n");
+  for (const Workload& w : workloads) {
+    const double on = Median(figures[w.name + " cert on"]),
+                 off = Median(figures[w.name + " cert off"]);
+    std::printf("| %s examples/s | %s | %s | %.2f |\n", w.name.c_str(),
+                Si(on).c_str(), Si(off).c_str(), on / off);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  if (certificate_only) return 0;
 
   // W4 ping-pong, interleaved.
   const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);

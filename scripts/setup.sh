@@ -32,6 +32,8 @@ packages=(
   python3-grpcio python3-protobuf
   # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
+  # The certificate's independent solver (docs/design.md section 2.7): cvxopt's QP and cone programs.
+  python3-cvxopt
   # The HTTP port: Prometheus metrics, the embedded web server (epoll, HTTPS through GnuTLS).
   prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   # Its tests: a Prometheus text parser, and the live page in a real headless Chromium.

@@ -19,6 +19,7 @@
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/streams.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -42,7 +43,8 @@ struct Peer {
 
 TEST(CertificateCvxoptTest, BracketsTheOptimaOfAnIndependentSolver) {
   std::vector<Case> cases;
-  const std::string path = ::testing::TempDir() + "/certificate_cvxopt.txt";
+  const testing::ScopedDir scoped("certificate-cvxopt");
+  const std::string path = scoped.path() + "/streams.txt";
   {
     std::ofstream out(path);
     out.precision(17);

@@ -126,7 +126,9 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
 }
 
 TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
-  const std::string dir = ::testing::TempDir();
+  // A directory of its own: another run of the suite may share TempDir().
+  const testing::ScopedDir scoped("cli-generate");
+  const std::string dir = scoped.path();
   const std::string data = dir + "/gen.svm", u = dir + "/u.txt";
   testing::CommandResult r = RunCommand(Cli(
       *server_,
@@ -461,7 +463,8 @@ TEST(CliConnectTest, ACallWaitsForAServerThatStartsWithinTheConnectTimeout) {
 }
 
 TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
-  const std::string dir = ::testing::TempDir();
+  const testing::ScopedDir scoped("cli-reveal");
+  const std::string dir = scoped.path();
   ASSERT_EQ(RunCommand(Cli(*server_, "create p --dim=2")).exit_code, 0);
   {
     FILE* f = fopen((dir + "/two.svm").c_str(), "w");

@@ -223,7 +223,8 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   // The command line exports and imports it.
   const testing::ScopedDir scoped("big");
   const std::string file = scoped.path() + "/big.model";
-  const std::string cli = std::string(PERCEPTRON_CLI_PATH) + " --server=";
+  const std::string cli =
+      std::string(PERCEPTRON_CLI_PATH) + " --timeout=15m --server=";
   testing::CommandResult r =
       RunCommand(cli + a->target() + " export big " + file);
   ASSERT_EQ(r.exit_code, 0) << r.output;

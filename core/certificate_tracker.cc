@@ -1,5 +1,6 @@
 #include "core/certificate_tracker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -14,9 +15,39 @@ double Square(const std::vector<double>& v) {
 
 }  // namespace
 
-CertificateTracker::CertificateTracker(uint64_t limit, uint64_t slack,
-                                       uint64_t limit_bytes)
-    : limit_(limit < 1 ? 1 : limit), slack_(slack), limit_bytes_(limit_bytes) {}
+bool CertificateBudget::Take(uint64_t n) {
+  uint64_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > limit_ || used > limit_ - n) return false;
+  } while (
+      !used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
+CertificateTracker::CertificateTracker(
+    uint64_t limit, uint64_t slack, uint64_t limit_bytes,
+    std::shared_ptr<CertificateBudget> budget)
+    : limit_(limit < 1 ? 1 : limit),
+      slack_(slack),
+      limit_bytes_(limit_bytes),
+      budget_(std::move(budget)) {}
+
+bool CertificateTracker::Reserve(uint64_t bytes) {
+  if (budget_ == nullptr) return true;
+  if (used_ + bytes > held_) {
+    const uint64_t n = std::max(kBudgetChunk, used_ + bytes - held_);
+    if (!budget_->Take(n)) return false;
+    held_ += n;
+  }
+  used_ += bytes;
+  return true;
+}
+
+void CertificateTracker::Release() {
+  if (budget_ != nullptr && held_ > 0) budget_->Give(held_);
+  held_ = 0;
+  used_ = 0;
+}
 
 void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   permanent_off_ = permanent;
@@ -24,6 +55,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   reason_ = std::move(reason);
   queue_.Clear();
   tail_.Clear();
+  Release();
   candidates_.clear();
   squares_.clear();
   sums_.clear();
@@ -35,11 +67,21 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     const double h = 1 - label * Dot(candidates_[k], x);
     if (h > 0) sums_[k] += h;
   }
+  if (phase_ != CertificatePhase::kKeeping &&
+      phase_ != CertificatePhase::kFreezing) {
+    return;
+  }
+  const uint64_t row = RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
+                                           : x.dimension + x.has_bias);
+  if (!Reserve(row)) {
+    // The candidates already count this example: frozen here, it is covered.
+    StopKeeping(budget_->reason());
+    return;
+  }
   switch (phase_) {
     case CertificatePhase::kKeeping:
       queue_.Add(x, label);
-      kept_bytes_ += RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
-                                         : x.dimension + x.has_bias);
+      kept_bytes_ += row;
       if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
         phase_ = CertificatePhase::kFreezing;
       }
@@ -96,6 +138,7 @@ void CertificateTracker::StopKeeping(const std::string& why) {
     reason_ = why;
     queue_.Clear();
     tail_.Clear();
+    Release();
     return;
   }
   Freeze(observed_);
@@ -113,6 +156,7 @@ void CertificateTracker::Freeze(uint64_t at) {
   }
   queue_.Clear();
   tail_.Clear();
+  Release();
 }
 
 void CertificateTracker::Reset() {
@@ -122,7 +166,8 @@ void CertificateTracker::Reset() {
   if (permanent_off_) {
     observed_ = 0;
   } else {
-    *this = CertificateTracker(limit_, slack_, limit_bytes_);
+    Release();
+    *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_);
   }
   generation_ = generation;
 }

@@ -34,8 +34,10 @@
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,15 +84,45 @@ struct CertificateReport {
   size_t bytes = 0;
 };
 
+// Bytes of kept rows that the trackers sharing it may hold together (a
+// server's memory for certificates). A tracker takes them in chunks as it
+// keeps rows and gives them all back when it stops keeping (frozen, off,
+// reset or destroyed); a tracker that finds the budget taken stops keeping
+// then, with `reason`. Thread-safe.
+class CertificateBudget {
+ public:
+  CertificateBudget(uint64_t limit, std::string reason)
+      : limit_(limit), reason_(std::move(reason)) {}
+  // Takes `n` bytes if they fit in what is left.
+  bool Take(uint64_t n);
+  void Give(uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  uint64_t limit() const { return limit_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  const uint64_t limit_;
+  const std::string reason_;
+  std::atomic<uint64_t> used_{0};
+};
+
 class CertificateTracker {
  public:
   // A tracker that keeps up to `limit` (>= 1) examples, or fewer if they
-  // reach `limit_bytes` (as counted by RowBytes), plus `slack` examples.
+  // reach `limit_bytes` (as counted by RowBytes), plus `slack` examples; the
+  // bytes of every row kept are taken from `budget` too, if given.
   CertificateTracker(uint64_t limit, uint64_t slack,
-                     uint64_t limit_bytes = UINT64_MAX);
-  // What keeping one row of `nnz` non-zeros counts: its values, indices,
-  // offset, label and square.
-  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 17; }
+                     uint64_t limit_bytes = UINT64_MAX,
+                     std::shared_ptr<CertificateBudget> budget = nullptr);
+  ~CertificateTracker() { Release(); }
+  CertificateTracker(const CertificateTracker&) = delete;
+  CertificateTracker& operator=(const CertificateTracker&) = delete;
+  // What keeping one row of `nnz` non-zeros counts: its values and indices
+  // (12 bytes each), its offset, label and square, and the solver's dual
+  // variable (25 bytes). Growing the arrays may take up to as much again.
+  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 25; }
+  // Bytes taken from the budget at a time.
+  static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Turns the tracker off for `reason` until the next Reset (the model learned
   // from examples the tracker did not see), or for good if `permanent`.
   void TurnOff(std::string reason, bool permanent = false);
@@ -119,6 +151,8 @@ class CertificateTracker {
   // Stops keeping examples (a memory budget is reached): freezes at the
   // candidates installed last, or turns off if there are none.
   void StopKeeping(const std::string& why);
+  // Bytes this tracker holds of its budget.
+  uint64_t held() const { return held_; }
 
   // Forgets everything (the model was reset); keeps the limits.
   void Reset();
@@ -134,11 +168,20 @@ class CertificateTracker {
   size_t bytes() const;
 
  private:
+  CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);
+  // Keeps a row of `bytes` within the budget (taking a chunk if needed);
+  // false, and nothing kept, if the budget is taken.
+  bool Reserve(uint64_t bytes);
+  // Gives back every byte held of the budget.
+  void Release();
 
   uint64_t limit_;
   uint64_t slack_;
   uint64_t limit_bytes_;
+  std::shared_ptr<CertificateBudget> budget_;
+  uint64_t held_ = 0;  // taken from budget_
+  uint64_t used_ = 0;  // of those, by rows kept
   bool permanent_off_ = false;
   uint64_t kept_bytes_ = 0;
   CertificatePhase phase_ = CertificatePhase::kKeeping;

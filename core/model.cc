@@ -357,9 +357,10 @@ void Model::ClearPending() {
 }
 
 void Model::EnableCertificate(uint64_t limit, uint64_t slack,
-                              uint64_t limit_bytes) {
-  certificate_ =
-      std::make_unique<CertificateTracker>(limit, slack, limit_bytes);
+                              uint64_t limit_bytes,
+                              std::shared_ptr<CertificateBudget> budget) {
+  certificate_ = std::make_unique<CertificateTracker>(limit, slack, limit_bytes,
+                                                      std::move(budget));
   if (config_.algorithm == Algorithm::kKernel) {
     certificate_->TurnOff(
         "the kernel algorithm's certificate is not computed yet",

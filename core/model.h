@@ -199,11 +199,13 @@ class Model {
   // labeled example goes to the tracker, which keeps up to `limit` of them
   // (and `slack` more while freezing). A model that has learned from examples
   // already starts with its certificate off until the next Reset, since those
-  // examples were not kept. Off until called.
+  // examples were not kept. Off until called. The bytes of kept rows count
+  // against `limit_bytes` and `budget` (shared with other models), if given.
   // The kernel algorithm's certificate is not built: its tracker is off for
   // good, saying so.
   void EnableCertificate(uint64_t limit, uint64_t slack,
-                         uint64_t limit_bytes = UINT64_MAX);
+                         uint64_t limit_bytes = UINT64_MAX,
+                         std::shared_ptr<CertificateBudget> budget = nullptr);
   // The tracker, or null while the certificate is not enabled.
   CertificateTracker* certificate() { return certificate_.get(); }
   const CertificateTracker* certificate() const { return certificate_.get(); }

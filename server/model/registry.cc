@@ -61,7 +61,8 @@ void Registry::StartCertificate(ModelEntry& entry) const {
   absl::MutexLock lock(&entry.mu);
   const uint64_t limit = limits_.certificate_examples;
   entry.model->EnableCertificate(limit, std::max<uint64_t>(1000, limit / 8),
-                                 limits_.certificate_model_bytes);
+                                 limits_.certificate_model_bytes,
+                                 certificate_budget_);
 }
 
 absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(

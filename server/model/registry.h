@@ -68,8 +68,6 @@ struct ModelEntry {
   std::unique_ptr<CertificateSolver> solver ABSL_GUARDED_BY(solver_mu);
   uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
   bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;
-  // The bytes the solver holds, for the server-wide budget.
-  std::atomic<uint64_t> solver_bytes{0};
 
   // Persistence (persistence.h): the last log record staged, and records since
   // the snapshot.
@@ -109,7 +107,12 @@ struct ModelEntry {
 
 class Registry {
  public:
-  explicit Registry(const Limits& limits) : limits_(limits) {}
+  explicit Registry(const Limits& limits)
+      : limits_(limits),
+        certificate_budget_(std::make_shared<CertificateBudget>(
+            limits.certificate_memory,
+            "the server's memory for certificates (--certificate_memory_mb) "
+            "is taken")) {}
 
   // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
   // FAILED_PRECONDITION for the id of a model set aside, or RESOURCE_EXHAUSTED
@@ -140,6 +143,10 @@ class Registry {
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
   const Limits& limits() const { return limits_; }
+  // The server-wide memory for certificates, shared by every model's tracker.
+  const CertificateBudget& certificate_budget() const {
+    return *certificate_budget_;
+  }
 
   // A model recovery could not rebuild (docs/design.md section 5): its id stays
   // taken, every call naming it answers DATA_LOSS with `reason`, and its data
@@ -150,6 +157,7 @@ class Registry {
 
  private:
   const Limits limits_;
+  const std::shared_ptr<CertificateBudget> certificate_budget_;
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
       ABSL_GUARDED_BY(mu_);

@@ -64,11 +64,6 @@ int CertificateRefresher::RefreshAll() {
 absl::Duration CertificateRefresher::Refresh(
     const std::shared_ptr<ModelEntry>& entry) {
   const absl::Time start = absl::Now();
-  // The server-wide budget, summed before any lock of this model is taken.
-  uint64_t total = 0;
-  for (const std::shared_ptr<ModelEntry>& e : registry_->All()) {
-    total += e->solver_bytes.load(std::memory_order_relaxed);
-  }
   absl::ReleasableMutexLock solver_lock(&entry->solver_mu);
   KeptRows rows;
   uint64_t generation = 0;
@@ -87,22 +82,11 @@ absl::Duration CertificateRefresher::Refresh(
     if (!live || stale) {
       // Frozen, off or reset: the solver's rows serve nothing any more.
       entry->solver.reset();
-      entry->solver_bytes = 0;
       entry->solver_converged = true;
       if (!live) return absl::ZeroDuration();
     }
     if (!tracker->due() && entry->solver_converged) {
       return absl::ZeroDuration();
-    }
-    // The rows would pass the server-wide budget: this model keeps no more.
-    const uint64_t queued = tracker->bytes();
-    if (total + queued > limits_.certificate_memory) {
-      tracker->StopKeeping(
-          "the server's memory for certificates (--certificate_memory_mb) is "
-          "taken");
-      entry->solver.reset();
-      entry->solver_bytes = 0;
-      return absl::Now() - start;
     }
     rows = tracker->Take();
     radius = entry->model->stats(false).bound.radius;
@@ -121,7 +105,6 @@ absl::Duration CertificateRefresher::Refresh(
   std::vector<std::vector<double>> vs = CandidatesFrom(c);
   std::vector<double> sums = HingeSums(solver.rows(), vs);
   entry->solver_converged = c.converged;
-  entry->solver_bytes = solver.bytes();
   {
     absl::MutexLock lock(&entry->mu);
     CertificateTracker* tracker =

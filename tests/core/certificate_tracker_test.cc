@@ -93,8 +93,8 @@ TEST(CertificateTrackerTest, BoundsEveryPrefixOfRandomStreams) {
             << "seed " << seed << " at " << t + 1;
       }
     }
-    frozen += model->certificate()->Report(1).phase ==
-              CertificatePhase::kFrozen;
+    frozen +=
+        model->certificate()->Report(1).phase == CertificatePhase::kFrozen;
   }
   EXPECT_GT(checks, 1000);
   EXPECT_EQ(frozen, 150);
@@ -150,9 +150,9 @@ TEST(CertificateTrackerTest, FreezesAtTheLimitWithTheExactCertificate) {
   EXPECT_LT(r.bytes, 5 * config.weight_dimension() * sizeof(double) + 64);
   EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
               1e-9 * r.upper);
-  std::cout << "10x the limit: updates " << model->counters().updates
-            << ", U " << r.upper << ", L " << r.lower << ", exact at "
-            << limit << ": " << exact.upper << "\n";
+  std::cout << "10x the limit: updates " << model->counters().updates << ", U "
+            << r.upper << ", L " << r.lower << ", exact at " << limit << ": "
+            << exact.upper << "\n";
 }
 
 // The slack fills before a refresher comes: the candidates installed last are
@@ -236,6 +236,67 @@ TEST(CertificateTrackerTest, ResetsAndLateStarts) {
   EXPECT_TRUE(r.available);
   EXPECT_EQ(r.examples, 30u);
   EXPECT_EQ(r.solved, 30u);
+}
+
+// Trackers sharing a budget hold no more than it together: the one that finds
+// it taken freezes where it stood (its bound still covering every example, the
+// refused one included) and gives its bytes back, which another may then take;
+// a reset or a model destroyed gives back what it held too.
+TEST(CertificateTrackerTest, ASharedBudgetHoldsAndIsGivenBack) {
+  testing::StreamSpec spec;
+  spec.seed = 9;
+  spec.dimension = 6;
+  spec.length = 3000;
+  spec.noise = 0.05;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  const uint64_t row = CertificateTracker::RowBytes(config.weight_dimension());
+  // Room for one chunk and a half: a model's second chunk does not fit, nor
+  // a second model's first.
+  auto budget = std::make_shared<CertificateBudget>(
+      CertificateTracker::kBudgetChunk * 3 / 2, "the budget is taken");
+  auto first = *Model::Create(config);
+  auto second = *Model::Create(config);
+  first->EnableCertificate(100000, 1000, UINT64_MAX, budget);
+  second->EnableCertificate(100000, 1000, UINT64_MAX, budget);
+  Refresher refresher(config.weight_dimension());
+  const size_t fit = CertificateTracker::kBudgetChunk / row;  // first chunk
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(first->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t == 100) refresher.Round(first.get());
+    ASSERT_LE(budget->used(), budget->limit());
+  }
+  const CertificateReport r =
+      first->certificate()->Report(first->stats(false).bound.radius);
+  EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(r.frozen_at, fit + 1) << "the second chunk is refused";
+  EXPECT_EQ(r.examples, s.x.size());
+  EXPECT_LE(static_cast<double>(first->counters().updates), r.upper);
+  EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
+              1e-9 * r.upper);
+  EXPECT_EQ(first->certificate()->held(), 0u);
+  EXPECT_EQ(budget->used(), 0u) << "frozen, it holds nothing";
+
+  // Given back, the chunk serves the second model; a third, with no solution
+  // yet, finds the budget taken and turns off, saying why.
+  auto third = *Model::Create(config);
+  third->EnableCertificate(100000, 1000, UINT64_MAX, budget);
+  for (size_t t = 0; t < fit; ++t) {
+    ASSERT_TRUE(second->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  ASSERT_TRUE(third->Learn(FeatureView::Dense(s.x[0]), s.y[0]).ok());
+  EXPECT_EQ(second->certificate()->phase(), CertificatePhase::kKeeping);
+  EXPECT_EQ(second->certificate()->held(), CertificateTracker::kBudgetChunk);
+  const CertificateReport off = third->certificate()->Report(1);
+  EXPECT_EQ(off.phase, CertificatePhase::kOff);
+  EXPECT_EQ(off.reason, "the budget is taken");
+  EXPECT_EQ(budget->used(), CertificateTracker::kBudgetChunk);
+  second->Reset();
+  EXPECT_EQ(budget->used(), 0u);
+  ASSERT_TRUE(second->Learn(FeatureView::Dense(s.x[0]), s.y[0]).ok());
+  EXPECT_EQ(budget->used(), CertificateTracker::kBudgetChunk);
+  second.reset();
+  EXPECT_EQ(budget->used(), 0u);
 }
 
 }  // namespace

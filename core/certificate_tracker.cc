@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace perceptron {
 namespace {
 
@@ -59,6 +61,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   candidates_.clear();
   squares_.clear();
   sums_.clear();
+  candidates_changed_ = true;
 }
 
 void CertificateTracker::Observe(const Prepared& x, int label) {
@@ -119,6 +122,7 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   squares_.clear();
   for (const std::vector<double>& v : vs) squares_.push_back(Square(v));
   candidates_ = std::move(vs);
+  candidates_changed_ = true;
   sums_ = std::move(sums);
   lower_ = lower;
   converged_ = converged;
@@ -168,8 +172,103 @@ void CertificateTracker::Reset() {
   } else {
     Release();
     *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_);
+    candidates_changed_ = true;
   }
   generation_ = generation;
+}
+
+CertificateState CertificateTracker::Save(bool with_candidates) const {
+  CertificateState s;
+  s.phase = phase_;
+  s.reason = reason_;
+  s.permanent_off = permanent_off_;
+  s.observed = observed_;
+  s.kept = kept_;
+  s.solved = solved_;
+  s.frozen_at = frozen_at_;
+  s.lower = lower_;
+  s.converged = converged_;
+  s.with_candidates = with_candidates;
+  if (with_candidates) s.candidates = candidates_;
+  s.sums = sums_;
+  return s;
+}
+
+absl::Status CertificateTracker::CheckState(const CertificateState& s,
+                                            uint32_t weight_dimension) const {
+  const std::vector<std::vector<double>>& vs =
+      s.with_candidates ? s.candidates : candidates_;
+  if (vs.size() != s.sums.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("certificate: ", s.sums.size(), " sums for ", vs.size(),
+                     " candidates"));
+  }
+  for (size_t k = 0; k < vs.size(); ++k) {
+    if (vs[k].size() != weight_dimension) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("certificate: candidate ", k, " has ", vs[k].size(),
+                       " coordinates, not ", weight_dimension));
+    }
+    for (double x : vs[k]) {
+      if (!std::isfinite(x)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("certificate: candidate ", k, " is not finite"));
+      }
+    }
+    if (!std::isfinite(s.sums[k]) || s.sums[k] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("certificate: sum ", k, " is not finite and >= 0"));
+    }
+  }
+  if (!std::isfinite(s.lower) || s.kept > s.observed || s.solved > s.kept ||
+      s.frozen_at > s.observed) {
+    return absl::InvalidArgumentError(
+        "certificate: lower, kept, solved or frozen_at is out of range");
+  }
+  return absl::OkStatus();
+}
+
+void CertificateTracker::Restore(const CertificateState& s) {
+  Release();
+  queue_.Clear();
+  tail_.Clear();
+  permanent_off_ = s.permanent_off;
+  phase_ = s.phase;
+  reason_ = s.reason;
+  observed_ = s.observed;
+  kept_ = s.kept;
+  taken_ = s.kept;
+  kept_bytes_ = 0;
+  solved_ = s.solved;
+  frozen_at_ = s.frozen_at;
+  lower_ = s.lower;
+  converged_ = s.converged;
+  if (s.with_candidates) {
+    candidates_ = s.candidates;
+    squares_.clear();
+    for (const std::vector<double>& v : candidates_) {
+      squares_.push_back(Square(v));
+    }
+  }
+  sums_ = s.sums;
+  candidates_changed_ = true;
+  ++generation_;  // a refresher's solver is stale
+  if (phase_ == CertificatePhase::kKeeping ||
+      phase_ == CertificatePhase::kFreezing) {
+    if (candidates_.empty()) {
+      phase_ = CertificatePhase::kOff;
+      reason_ = absl::StrCat(
+          "the ", observed_,
+          " labeled examples kept before a restart or an import were not "
+          "stored");
+    } else {
+      phase_ = CertificatePhase::kFrozen;
+      frozen_at_ = observed_;
+      reason_ =
+          "the examples kept for it were not stored over a restart or an "
+          "import";
+    }
+  }
 }
 
 CertificateReport CertificateTracker::Report(double radius, bool with_u) const {

@@ -39,8 +39,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/certificate.h"
 #include "core/prepare.h"
 
@@ -84,6 +86,27 @@ struct CertificateReport {
   size_t bytes = 0;
 };
 
+// What a tracker carries over a restart or an export: its comparators, their
+// hinge sums and its figures, not the examples it keeps (see Restore).
+struct CertificateState {
+  CertificatePhase phase = CertificatePhase::kKeeping;
+  std::string reason;
+  bool permanent_off = false;
+  uint64_t observed = 0;
+  uint64_t kept = 0;
+  uint64_t solved = 0;
+  uint64_t frozen_at = 0;
+  double lower = 0;
+  bool converged = false;
+  // Whether `candidates` are given: a journal carries them only when they
+  // changed (the sums, always).
+  bool with_candidates = true;
+  std::vector<std::vector<double>> candidates;
+  std::vector<double> sums;
+  friend bool operator==(const CertificateState&,
+                         const CertificateState&) = default;
+};
+
 // Bytes of kept rows that the trackers sharing it may hold together (a
 // server's memory for certificates). A tracker takes them in chunks as it
 // keeps rows and gives them all back when it stops keeping (frozen, off,
@@ -121,6 +144,9 @@ class CertificateTracker {
   // (12 bytes each), its offset, label and square, and the solver's dual
   // variable (25 bytes). Growing the arrays may take up to as much again.
   static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 25; }
+  // What the certificate's dense vectors of a model of weight dimension `d`
+  // take: the candidates and the solver's (8 doubles per coordinate).
+  static uint64_t VectorBytes(uint64_t d) { return d * 64; }
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Turns the tracker off for `reason` until the next Reset (the model learned
@@ -156,6 +182,24 @@ class CertificateTracker {
 
   // Forgets everything (the model was reset); keeps the limits.
   void Reset();
+
+  // The state to carry over, the candidates only if `with_candidates`.
+  CertificateState Save(bool with_candidates = true) const;
+  // Whether the candidates changed since the last call (installed, cleared
+  // or restored): a journal then carries them.
+  bool TakeCandidatesChanged() {
+    return std::exchange(candidates_changed_, false);
+  }
+  // Continues from `state` (checked by CheckState), keeping the candidates
+  // if it carries none. The examples kept before are not in it: a tracker
+  // that was keeping is frozen here, at the last example covered, so that U
+  // stays a valid bound for the whole stream though no longer exact; one
+  // with no solution yet is off until a Reset. Either says why.
+  void Restore(const CertificateState& state);
+  // INVALID_ARGUMENT naming the field if `state` (with the candidates kept
+  // if it carries none) does not fit weight dimension `weight_dimension`.
+  absl::Status CheckState(const CertificateState& state,
+                          uint32_t weight_dimension) const;
   // Counts resets, so that a refresher can tell its solver is stale.
   uint64_t generation() const { return generation_; }
 
@@ -199,6 +243,7 @@ class CertificateTracker {
   bool converged_ = false;
   uint64_t solved_ = 0;
   uint64_t frozen_at_ = 0;
+  bool candidates_changed_ = false;
 };
 
 // The candidates a refresher installs for a solution `c`: v = u / gamma and a

@@ -81,6 +81,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
   }
   model->counters_ = state.counters;
   model->next_prediction_id_ = state.next_prediction_id;
+  if (state.certificate) {
+    // Kept here, without limits, until EnableCertificate continues it.
+    auto tracker = std::make_unique<CertificateTracker>(1, 0);
+    if (absl::Status s = tracker->CheckState(*state.certificate,
+                                             model->config_.weight_dimension());
+        !s.ok()) {
+      return Prefixed("state: ", s);
+    }
+    tracker->Restore(*state.certificate);
+    model->certificate_ = std::move(tracker);
+  }
   return model;
 }
 
@@ -262,6 +273,7 @@ ModelState Model::ExportState() const {
   for (const auto& [id, p] : pending_) {
     s.pending.push_back({id, p.features, p.score, p.issued_at});
   }
+  if (certificate_) s.certificate = certificate_->Save();
   return s;
 }
 
@@ -279,6 +291,9 @@ Journal Model::TakeJournal() {
   j.td_gamma = bound_.td_gamma();
   j.radius = bound_.radius();
   j.next_prediction_id = next_prediction_id_;
+  if (certificate_) {
+    j.certificate = certificate_->Save(certificate_->TakeCandidatesChanged());
+  }
   return j;
 }
 
@@ -304,6 +319,18 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     return absl::InvalidArgumentError(
         "journal: td_gamma or radius is not finite and >= 0");
   }
+  std::unique_ptr<CertificateTracker> fresh;
+  if (j.certificate) {
+    if (certificate_ == nullptr) {
+      fresh = std::make_unique<CertificateTracker>(1, 0);
+    }
+    CertificateTracker& t = certificate_ ? *certificate_ : *fresh;
+    if (absl::Status s =
+            t.CheckState(*j.certificate, config_.weight_dimension());
+        !s.ok()) {
+      return Prefixed("journal: ", s);
+    }
+  }
   PERCEPTRON_RETURN_IF_ERROR(learner_->ApplyDelta(j.learner));
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
   counters_ = j.counters;
@@ -316,6 +343,8 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   for (uint64_t id : j.pending_removed) {
     if (auto it = pending_.find(id); it != pending_.end()) ErasePending(it);
   }
+  if (fresh) certificate_ = std::move(fresh);
+  if (j.certificate) certificate_->Restore(*j.certificate);
   if (certificate_ && certificate_->observed() != counters_.examples) {
     // A journal (the log's replay) carries no examples to keep.
     certificate_->TurnOff(absl::StrCat(
@@ -359,12 +388,25 @@ void Model::ClearPending() {
 void Model::EnableCertificate(uint64_t limit, uint64_t slack,
                               uint64_t limit_bytes,
                               std::shared_ptr<CertificateBudget> budget) {
+  std::optional<CertificateState> carried;
+  if (certificate_) carried = certificate_->Save();
   certificate_ = std::make_unique<CertificateTracker>(limit, slack, limit_bytes,
                                                       std::move(budget));
+  const uint64_t vector_bytes =
+      CertificateTracker::VectorBytes(config_.weight_dimension());
   if (config_.algorithm == Algorithm::kKernel) {
     certificate_->TurnOff(
         "the kernel algorithm's certificate is not computed yet",
         /*permanent=*/true);
+  } else if (vector_bytes > limit_bytes) {
+    certificate_->TurnOff(
+        absl::StrCat("its vectors of ", config_.weight_dimension(),
+                     " coordinates would take ", vector_bytes >> 20,
+                     " MiB, more than a model's limit of ", limit_bytes >> 20,
+                     " MiB"),
+        /*permanent=*/true);
+  } else if (carried && carried->observed == counters_.examples) {
+    certificate_->Restore(*carried);
   } else if (counters_.examples > 0) {
     certificate_->TurnOff(absl::StrCat(
         "the ", counters_.examples,

@@ -69,6 +69,8 @@ struct ModelState {
   LearnerState learner;
   uint64_t next_prediction_id = 1;
   std::vector<PendingPrediction> pending;  // by increasing prediction_id
+  // The certificate's tracker, while enabled (its kept examples excepted).
+  std::optional<CertificateState> certificate;
   friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
@@ -84,6 +86,8 @@ struct Journal {
   bool pending_cleared = false;
   std::vector<PendingPrediction> pending_added;
   std::vector<uint64_t> pending_removed;
+  // The certificate's tracker now, its candidates only if they changed.
+  std::optional<CertificateState> certificate;
   friend bool operator==(const Journal&, const Journal&) = default;
 };
 
@@ -197,15 +201,19 @@ class Model {
 
   // Starts the certificate of docs/design.md section 2.7: from now on every
   // labeled example goes to the tracker, which keeps up to `limit` of them
-  // (and `slack` more while freezing). A model that has learned from examples
-  // already starts with its certificate off until the next Reset, since those
-  // examples were not kept. Off until called. The bytes of kept rows count
-  // against `limit_bytes` and `budget` (shared with other models), if given.
-  // The kernel algorithm's certificate is not built: its tracker is off for
-  // good, saying so.
+  // (and `slack` more while freezing). A model rebuilt from a state or journal
+  // that carried a certificate continues it (CertificateTracker::Restore); any
+  // other that has learned from examples already starts with its certificate
+  // off until the next Reset, since those examples were not kept. Off until
+  // called. The bytes of kept rows count against `limit_bytes` and `budget`
+  // (shared with other models), if given. The kernel algorithm's certificate
+  // is not built, nor one whose vectors (CertificateTracker::VectorBytes)
+  // would pass `limit_bytes`: the tracker is off for good, saying so.
   void EnableCertificate(uint64_t limit, uint64_t slack,
                          uint64_t limit_bytes = UINT64_MAX,
                          std::shared_ptr<CertificateBudget> budget = nullptr);
+  // Drops the certificate, including one a state or journal carried.
+  void DisableCertificate() { certificate_.reset(); }
   // The tracker, or null while the certificate is not enabled.
   CertificateTracker* certificate() { return certificate_.get(); }
   const CertificateTracker* certificate() const { return certificate_.get(); }

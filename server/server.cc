@@ -16,7 +16,7 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       auth_(std::move(auth)),
       service_(&registry_, persistence_.get(), options.limits, auth_.get()),
       metrics_(&registry_, options.rpc_metrics),
-      refresher_(&registry_, options.limits) {}
+      refresher_(&registry_, persistence_.get(), options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {

@@ -41,6 +41,7 @@ void PrintCertificate(const v1::ModelStats& s) {
     case v1::Certificate::FROZEN:
       state = absl::StrCat("frozen at example ", c.frozen_at(),
                            ", carried over ", c.examples(), " examples");
+      if (!c.reason().empty()) absl::StrAppend(&state, " (", c.reason(), ")");
       break;
     default:
       std::printf("certificate    n/a (the server computes none)\n");

@@ -127,21 +127,38 @@ void StatsToProto(const Stats& in, v1::ModelStats* out) {
   }
 }
 
-void CertificateToProto(const CertificateReport& in, v1::Certificate* out) {
-  switch (in.phase) {
+v1::Certificate::State PhaseToProto(CertificatePhase phase) {
+  switch (phase) {
     case CertificatePhase::kOff:
-      out->set_state(v1::Certificate::OFF);
-      break;
+      return v1::Certificate::OFF;
     case CertificatePhase::kKeeping:
-      out->set_state(v1::Certificate::KEEPING);
-      break;
+      return v1::Certificate::KEEPING;
     case CertificatePhase::kFreezing:
-      out->set_state(v1::Certificate::FREEZING);
-      break;
+      return v1::Certificate::FREEZING;
     case CertificatePhase::kFrozen:
-      out->set_state(v1::Certificate::FROZEN);
-      break;
+      return v1::Certificate::FROZEN;
   }
+  return v1::Certificate::STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<CertificatePhase> PhaseFromProto(v1::Certificate::State state) {
+  switch (state) {
+    case v1::Certificate::OFF:
+      return CertificatePhase::kOff;
+    case v1::Certificate::KEEPING:
+      return CertificatePhase::kKeeping;
+    case v1::Certificate::FREEZING:
+      return CertificatePhase::kFreezing;
+    case v1::Certificate::FROZEN:
+      return CertificatePhase::kFrozen;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("certificate: unknown state ", state));
+  }
+}
+
+void CertificateToProto(const CertificateReport& in, v1::Certificate* out) {
+  out->set_state(PhaseToProto(in.phase));
   out->set_reason(in.reason);
   out->set_available(in.available);
   out->set_upper(in.upper);

@@ -27,6 +27,9 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in);
 
 void StatsToProto(const Stats& in, v1::ModelStats* out);
 void CertificateToProto(const CertificateReport& in, v1::Certificate* out);
+v1::Certificate::State PhaseToProto(CertificatePhase phase);
+// INVALID_ARGUMENT for STATE_UNSPECIFIED or a state this server does not know.
+absl::StatusOr<CertificatePhase> PhaseFromProto(v1::Certificate::State state);
 
 // absl and gRPC share the canonical codes.
 grpc::Status ToGrpc(const absl::Status& s);

@@ -57,8 +57,11 @@ void ModelEntry::NotifyDeleted() {
 }
 
 void Registry::StartCertificate(ModelEntry& entry) const {
-  if (limits_.certificate_examples == 0) return;
   absl::MutexLock lock(&entry.mu);
+  if (limits_.certificate_examples == 0) {
+    entry.model->DisableCertificate();  // one carried by a stored state
+    return;
+  }
   const uint64_t limit = limits_.certificate_examples;
   entry.model->EnableCertificate(limit, std::max<uint64_t>(1000, limit / 8),
                                  limits_.certificate_model_bytes,

@@ -20,8 +20,9 @@ constexpr absl::Duration kIdle = absl::Milliseconds(100);
 }  // namespace
 
 CertificateRefresher::CertificateRefresher(Registry* registry,
+                                           Persistence* persistence,
                                            const Limits& limits)
-    : registry_(registry), limits_(limits) {}
+    : registry_(registry), persistence_(persistence), limits_(limits) {}
 
 void CertificateRefresher::Start() {
   if (limits_.certificate_examples == 0 || thread_.joinable()) return;
@@ -112,6 +113,8 @@ absl::Duration CertificateRefresher::Refresh(
     if (tracker != nullptr) {
       tracker->Install(std::move(vs), std::move(sums), c.lower, c.converged,
                        solver.size(), generation);
+      // Not awaited: a failed write fails the next batch's commit too.
+      if (persistence_ != nullptr) persistence_->Stage(*entry);
     }
   }
   solver_lock.Release();

@@ -2,11 +2,11 @@
 // section 2.7): in turn, for each model whose tracker has new rows (or whose
 // last solution had not converged), it takes the rows under the model's lock,
 // adds them to the model's solver and solves warm-started off that lock, then
-// installs the candidates under the lock again. It sleeps between models so
-// that it uses at most its share of one core, and freezes a model's
-// certificate when the server-wide memory budget would be passed.
+// installs the candidates under the lock again, journaling them (so that a
+// restart finds the last solution). It sleeps between models so that it uses
+// at most its share of one core.
 //
-//   CertificateRefresher refresher(&registry, limits);
+//   CertificateRefresher refresher(&registry, &persistence, limits);
 //   refresher.Start();
 //   ...
 //   refresher.Stop();  // also in the destructor
@@ -20,12 +20,15 @@
 #include "absl/time/time.h"
 #include "server/model/limits.h"
 #include "server/model/registry.h"
+#include "server/storage/persistence.h"
 
 namespace perceptron::server {
 
 class CertificateRefresher {
  public:
-  CertificateRefresher(Registry* registry, const Limits& limits);
+  // `persistence` (may be null: nothing is journaled) must outlive Stop.
+  CertificateRefresher(Registry* registry, Persistence* persistence,
+                       const Limits& limits);
   ~CertificateRefresher() { Stop(); }
 
   void Start();
@@ -41,6 +44,7 @@ class CertificateRefresher {
   void Loop();
 
   Registry* const registry_;
+  Persistence* const persistence_;
   const Limits limits_;
   absl::Notification stop_;
   std::thread thread_;

@@ -79,6 +79,50 @@ VectorDelta DeltaFromProto(const v1::VectorDelta& d) {
   return VectorDelta{d.full(), Vec(d.indices()), Vec(d.values())};
 }
 
+void CertificateStateToProto(const CertificateState& c,
+                             v1::CertificateState* out) {
+  out->set_phase(PhaseToProto(c.phase));
+  out->set_reason(c.reason);
+  out->set_permanent_off(c.permanent_off);
+  out->set_observed(c.observed);
+  out->set_kept(c.kept);
+  out->set_solved(c.solved);
+  out->set_frozen_at(c.frozen_at);
+  out->set_lower(c.lower);
+  out->set_converged(c.converged);
+  out->set_with_candidates(c.with_candidates);
+  for (const std::vector<double>& v : c.candidates) {
+    Put(v, out->add_candidates()->mutable_values());
+  }
+  Put(c.sums, out->mutable_sums());
+}
+
+absl::StatusOr<CertificateState> CertificateStateFromProto(
+    const v1::CertificateState& c) {
+  CertificateState s;
+  absl::StatusOr<CertificatePhase> phase = PhaseFromProto(c.phase());
+  if (!phase.ok()) return phase.status();
+  s.phase = *phase;
+  s.reason = c.reason();
+  s.permanent_off = c.permanent_off();
+  s.observed = c.observed();
+  s.kept = c.kept();
+  s.solved = c.solved();
+  s.frozen_at = c.frozen_at();
+  s.lower = c.lower();
+  s.converged = c.converged();
+  s.with_candidates = c.with_candidates();
+  for (const v1::CandidateState& v : c.candidates()) {
+    s.candidates.push_back(Vec(v.values()));
+  }
+  if (!s.with_candidates && !s.candidates.empty()) {
+    return absl::InvalidArgumentError(
+        "certificate: candidates given without with_candidates");
+  }
+  s.sums = Vec(c.sums());
+  return s;
+}
+
 }  // namespace
 
 void StateToProto(const ModelState& in, v1::ModelState* out) {
@@ -99,6 +143,9 @@ void StateToProto(const ModelState& in, v1::ModelState* out) {
   out->set_next_prediction_id(in.next_prediction_id);
   for (const PendingPrediction& p : in.pending)
     PendingToProto(p, out->add_pending());
+  if (in.certificate) {
+    CertificateStateToProto(*in.certificate, out->mutable_certificate());
+  }
 }
 
 absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
@@ -127,6 +174,12 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
     if (!pp.ok()) return pp.status();
     s.pending.push_back(*std::move(pp));
   }
+  if (in.has_certificate()) {
+    absl::StatusOr<CertificateState> c =
+        CertificateStateFromProto(in.certificate());
+    if (!c.ok()) return c.status();
+    s.certificate = *std::move(c);
+  }
   return s;
 }
 
@@ -154,6 +207,9 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
   for (const PendingPrediction& p : in.pending_added)
     PendingToProto(p, out->add_pending_added());
   Put(in.pending_removed, out->mutable_pending_removed());
+  if (in.certificate) {
+    CertificateStateToProto(*in.certificate, out->mutable_certificate());
+  }
 }
 
 absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
@@ -182,6 +238,12 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
     j.pending_added.push_back(*std::move(pp));
   }
   j.pending_removed = Vec(in.pending_removed());
+  if (in.has_certificate()) {
+    absl::StatusOr<CertificateState> c =
+        CertificateStateFromProto(in.certificate());
+    if (!c.ok()) return c.status();
+    j.certificate = *std::move(c);
+  }
   return j;
 }
 

@@ -10,7 +10,9 @@
 #include <memory>
 
 #include "core/model.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/state_bits.h"
 #include "tests/core/streams.h"
 
 namespace perceptron {
@@ -297,6 +299,154 @@ TEST(CertificateTrackerTest, ASharedBudgetHoldsAndIsGivenBack) {
   EXPECT_EQ(budget->used(), CertificateTracker::kBudgetChunk);
   second.reset();
   EXPECT_EQ(budget->used(), 0u);
+}
+
+// What a restart or an import carries: a state (snapshot, export) or the
+// journals after it (the log) rebuild the tracker's comparators and sums, so
+// the rebuilt model reports the same U, L, gamma and TD_gamma bit for bit,
+// frozen at the last example covered, and its U keeps bounding the updates
+// (and equalling its comparator's bound) over what it learns next.
+TEST(CertificateTrackerTest, AStateOrItsJournalsCarryTheCertificateFrozen) {
+  testing::StreamSpec spec;
+  spec.seed = 11;
+  spec.dimension = 8;
+  spec.length = 1200;
+  spec.bias = true;
+  spec.noise = 0.05;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(100000, 1000);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  // The replica fed journals starts from the state before any example.
+  auto replica = *Model::FromState(model->ExportState());
+  Refresher refresher(config.weight_dimension());
+  const size_t half = s.x.size() / 2;
+  int with_candidates = 0, without = 0;
+  for (size_t t = 0; t < half; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t % 100 == 99) refresher.Round(model.get());
+    if (t % 30 == 29 || t + 1 == half) {
+      const Journal j = model->TakeJournal();
+      ASSERT_TRUE(j.certificate.has_value());
+      (j.certificate->with_candidates ? with_candidates : without)++;
+      ASSERT_TRUE(replica->ApplyJournal(j).ok());
+    }
+  }
+  EXPECT_GT(with_candidates, 1);
+  EXPECT_GT(without, with_candidates) << "unchanged candidates are not sent";
+  const double radius = model->stats(false).bound.radius;
+  const CertificateReport was = model->certificate()->Report(radius);
+  ASSERT_TRUE(was.available);
+  ASSERT_EQ(was.phase, CertificatePhase::kKeeping);
+
+  const ModelState state = model->ExportState();
+  auto restored = *Model::FromState(state);
+  for (Model* m : {restored.get(), replica.get()}) {
+    SCOPED_TRACE(m == replica.get() ? "journals" : "state");
+    m->EnableCertificate(100000, 1000);
+    const CertificateReport r =
+        m->certificate()->Report(m->stats(false).bound.radius);
+    EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+    EXPECT_EQ(r.frozen_at, half);
+    EXPECT_EQ(r.examples, half);
+    EXPECT_NE(r.reason.find("were not stored over a restart"),
+              std::string::npos)
+        << r.reason;
+    EXPECT_TRUE(r.available);
+    EXPECT_EQ(r.upper, was.upper);
+    EXPECT_EQ(r.lower, was.lower);
+    EXPECT_EQ(r.gamma, was.gamma);
+    EXPECT_EQ(r.td, was.td);
+    EXPECT_EQ(r.solved, was.solved);
+    for (size_t t = half; t < s.x.size(); ++t) {
+      ASSERT_TRUE(m->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    }
+    const CertificateReport after =
+        m->certificate()->Report(m->stats(false).bound.radius);
+    EXPECT_EQ(after.phase, CertificatePhase::kFrozen);
+    EXPECT_EQ(after.examples, s.x.size());
+    EXPECT_LE(static_cast<double>(m->counters().updates), after.upper);
+    EXPECT_NEAR(BoundOf(config, s, s.x.size(), after.u, after.gamma),
+                after.upper, 1e-9 * after.upper);
+    // A reset keeps examples again.
+    m->Reset();
+    EXPECT_EQ(m->certificate()->phase(), CertificatePhase::kKeeping);
+  }
+  // The state itself round-trips: what a rebuilt model exports is what it
+  // was rebuilt from, but for the phase it continues in.
+  auto again = *Model::FromState(state);
+  ModelState back = again->ExportState();
+  ASSERT_TRUE(back.certificate.has_value());
+  EXPECT_EQ(back.certificate->phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(back.certificate->candidates, state.certificate->candidates);
+  EXPECT_EQ(back.certificate->sums, state.certificate->sums);
+}
+
+// A state or journal whose certificate does not fit the model is refused,
+// naming the field, and changes nothing; a model with no solution yet comes
+// back off, saying why; certificates disabled drop what a state carried.
+TEST(CertificateTrackerTest, ABadCertificateStateIsRefusedAndChangesNothing) {
+  testing::StreamSpec spec;
+  spec.seed = 12;
+  spec.dimension = 4;
+  spec.length = 50;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 100);
+  model->SetJournaling(true);
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  // No solution yet: off, and says the kept examples were not stored.
+  ModelState unsolved = model->ExportState();
+  auto off = *Model::FromState(unsolved);
+  off->EnableCertificate(1000, 100);
+  const CertificateReport r = off->certificate()->Report(1);
+  EXPECT_EQ(r.phase, CertificatePhase::kOff);
+  EXPECT_NE(r.reason.find("50 labeled examples kept before a restart"),
+            std::string::npos)
+      << r.reason;
+  off->Reset();
+  EXPECT_EQ(off->certificate()->phase(), CertificatePhase::kKeeping);
+  off->DisableCertificate();
+  EXPECT_FALSE(off->ExportState().certificate.has_value());
+
+  Refresher refresher(config.weight_dimension());
+  refresher.Round(model.get());
+  const ModelState good = model->ExportState();
+  ASSERT_GE(good.certificate->candidates.size(), 2u);
+  auto bad = [&](auto change) {
+    ModelState st = good;
+    change(*st.certificate);
+    return Model::FromState(st).status();
+  };
+  EXPECT_THAT(
+      bad([](CertificateState& c) { c.candidates[1].pop_back(); }).message(),
+      ::testing::HasSubstr("candidate 1 has"));
+  EXPECT_THAT(bad([](CertificateState& c) { c.sums.pop_back(); }).message(),
+              ::testing::HasSubstr(" sums for "));
+  EXPECT_THAT(
+      bad([](CertificateState& c) { c.candidates[0][0] = NAN; }).message(),
+      ::testing::HasSubstr("candidate 0 is not finite"));
+  EXPECT_THAT(bad([](CertificateState& c) { c.sums[0] = -1; }).message(),
+              ::testing::HasSubstr("sum 0"));
+  EXPECT_THAT(
+      bad([](CertificateState& c) { c.kept = c.observed + 1; }).message(),
+      ::testing::HasSubstr("out of range"));
+
+  // A journal likewise: refused whole, the replica unchanged.
+  auto replica = *Model::FromState(good);
+  const std::string before = testing::StateBits(replica->ExportState());
+  ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[0]), s.y[0]).ok());
+  Journal j = model->TakeJournal();
+  ASSERT_TRUE(j.certificate.has_value());
+  j.certificate->sums.push_back(0);
+  const absl::Status applied = replica->ApplyJournal(j);
+  EXPECT_EQ(applied.code(), absl::StatusCode::kInvalidArgument) << applied;
+  EXPECT_EQ(testing::StateBits(replica->ExportState()), before);
 }
 
 }  // namespace

@@ -52,6 +52,14 @@ inline std::string StateBits(const ModelState& s) {
     b.Add(p.prediction_id).Add(p.features.values).Add(p.features.indices);
     b.Add(p.features.sparse).Add(p.score).Add(p.issued_at);
   }
+  b.Add(s.certificate.has_value());
+  if (const auto& c = s.certificate) {
+    b.Add(static_cast<int>(c->phase)).Add(c->reason.size());
+    b.Add(c->permanent_off).Add(c->observed).Add(c->kept).Add(c->solved);
+    b.Add(c->frozen_at).Add(c->lower).Add(c->converged);
+    b.Add(c->with_candidates).Add(c->candidates.size()).Add(c->sums);
+    for (const std::vector<double>& v : c->candidates) b.Add(v);
+  }
   return b.str();
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -91,6 +92,63 @@ TEST(StoreTest, RecoveryRebuildsEveryAlgorithmBitForBit) {
     EXPECT_EQ(r.records_applied, 10u);
     EXPECT_EQ(r.records_dropped, 0u);
   }
+}
+
+// A model's certificate goes through the store as the rest of its state: its
+// comparators (in the records whose batch changed them) and sums, recovered
+// bit for bit from a snapshot and the log after it, frozen where they end.
+TEST(StoreTest, RecoveryCarriesTheCertificatesComparatorsAndSums) {
+  const testing::ScopedDir scoped("store-cert");
+  ModelConfig config;
+  config.dimension = 6;
+  auto model = NewModel(config);
+  model->EnableCertificate(100000, 1000);
+  CertificateSolver solver(config.weight_dimension());
+  auto solve = [&] {
+    CertificateTracker* t = model->certificate();
+    solver.Add(t->Take());
+    const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
+    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+               solver.size(), t->generation());
+  };
+  std::optional<CertificateState> was;
+  {
+    auto store = *Store::Open(scoped.path());
+    ASSERT_TRUE(
+        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    for (int round = 0; round < 4; ++round) {
+      Drive(*model, *store, "c", 10, round * 10 + 1, 5);
+      solve();
+      if (round == 1) {
+        ASSERT_TRUE(store->PutSnapshot("c", 20, model->ExportState()).ok());
+      }
+    }
+    Drive(*model, *store, "c", 1, 41, 6);  // its record carries the solution
+    was = model->ExportState().certificate;
+  }
+  ASSERT_TRUE(was.has_value());
+  ASSERT_FALSE(was->candidates.empty());
+  auto store = *Store::Open(scoped.path());
+  absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 1u);
+  EXPECT_EQ((*models)[0].records_applied, 21u);
+  const std::optional<CertificateState> back =
+      (*models)[0].model->ExportState().certificate;
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(back->frozen_at, was->observed);
+  CertificateState expected = *was;
+  expected.phase = back->phase;
+  expected.frozen_at = back->frozen_at;
+  expected.reason = back->reason;
+  testing::Bits a, b;
+  for (const std::vector<double>& v : back->candidates) a.Add(v);
+  for (const std::vector<double>& v : expected.candidates) b.Add(v);
+  EXPECT_EQ(a.Add(back->sums).Add(back->lower).str(),
+            b.Add(expected.sums).Add(expected.lower).str());
+  EXPECT_EQ(*back, expected);
 }
 
 // The newest file named *.log in `dir`: LevelDB's write-ahead log.

@@ -68,6 +68,10 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
     differs |= p.updates() != p.mistakes();
     has_bound |= p.has_bound();
   }
+  const v1::Certificate& cert = o.certificate;
+  const bool has_cert = cert.available() && std::isfinite(cert.upper()) &&
+                        std::isfinite(cert.lower());
+  if (has_cert) max_y = std::max(max_y, cert.upper());
   const double x_step = NiceStep(max_x, 5), y_step = NiceStep(max_y, 5);
   const double x_max = std::ceil(max_x / x_step) * x_step;
   const double y_max = std::ceil(max_y / y_step) * y_step;
@@ -102,6 +106,9 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
   legend("#1f6fd1", "mistakes", false);
   if (differs) legend("#7a8699", "updates", true);
   if (has_bound) legend("#c8372d", "bound on updates", false);
+  if (has_cert) {
+    legend("#2d8a4e", "certificate now: best bound U, band from L", false);
+  }
   // Grid and axes.
   std::vector<double> y_ticks;
   if (o.log_scale) {
@@ -137,6 +144,22 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
                 "fill=\"#5c6778\">labeled examples seen</text>\n",
                 left, top + ih, w - right, top + ih, left + iw / 2, h - 10));
+  // The certificate: the best bound over the whole stream so far, a level
+  // across the chart at U and the band down to L.
+  if (has_cert) {
+    const double lower = std::max(0.0, cert.lower());
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat(
+            "<rect class=\"gap\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\" fill=\"#2d8a4e\" fill-opacity=\"0.12\"/>\n"
+            "<line class=\"certificate\" data-upper=\"%.17g\" x1=\"%.1f\" "
+            "y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2d8a4e\" "
+            "stroke-width=\"2\"/>\n",
+            left, sy(cert.upper()), iw,
+            std::max(0.0, sy(lower) - sy(cert.upper())), cert.upper(), left,
+            sy(cert.upper()), w - right, sy(cert.upper())));
+  }
   // Curves.
   auto polyline = [&](const char* cls, const char* color, const char* extra,
                       const std::function<std::optional<double>(

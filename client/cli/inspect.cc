@@ -157,13 +157,19 @@ int Watch(const Args& args) {
                 .c_str());
         PrintStatus(st);
         const v1::ModelStats& s = st.stats();
-        if (s.bound_available() && s.bound() > 0) {
+        auto bar = [](const char* label, double part, double whole) {
           const int width = 40;
-          const int filled = std::min(
-              width, static_cast<int>(width * s.updates() / s.bound()));
-          std::printf("updates/bound  [%s%s]\n",
-                      std::string(filled, '#').c_str(),
+          const int filled =
+              std::clamp(static_cast<int>(width * part / whole), 0, width);
+          std::printf("%-15s[%s%s]\n", label, std::string(filled, '#').c_str(),
                       std::string(width - filled, '.').c_str());
+        };
+        if (s.bound_available() && s.bound() > 0) {
+          bar("updates/bound", s.updates(), s.bound());
+        }
+        const v1::Certificate& cert = s.certificate();
+        if (cert.available() && cert.upper() > 0) {
+          bar("updates/U", s.updates(), cert.upper());
         }
         std::printf("\n");
         std::fflush(stdout);
@@ -177,10 +183,14 @@ int Plot(const Args& args) {
   if (args.size() != 1) return Usage("plot takes one MODEL");
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) return Usage("plot needs --out=FILE.svg");
-  absl::StatusOr<v1::History> history = Connect()->GetHistory(args[0]);
+  std::unique_ptr<Client> c = Connect();
+  absl::StatusOr<v1::History> history = c->GetHistory(args[0]);
   if (!history.ok()) return Fail(history.status());
+  absl::StatusOr<v1::ModelStatus> status = c->GetStatus(args[0]);
+  if (!status.ok()) return Fail(status.status());
   PlotOptions options;
   options.log_scale = absl::GetFlag(FLAGS_log_scale);
+  options.certificate = status->stats().certificate();
   const std::string svg = HistorySvg(*history, options);
   std::ofstream out(out_path, std::ios::binary);
   out << svg;
@@ -191,13 +201,18 @@ int Plot(const Args& args) {
   }
   const v1::HistoryPoint* last =
       history->points().empty() ? nullptr : &*history->points().rbegin();
-  std::printf("plotted %s to %s: %d points, %llu examples, %llu mistakes%s\n",
-              args[0].c_str(), out_path.c_str(), history->points_size(),
-              static_cast<unsigned long long>(last ? last->examples() : 0),
-              static_cast<unsigned long long>(last ? last->mistakes() : 0),
-              last && last->has_bound()
-                  ? absl::StrFormat(", bound %.6g", last->bound()).c_str()
-                  : "");
+  const v1::Certificate& cert = options.certificate;
+  std::printf(
+      "plotted %s to %s: %d points, %llu examples, %llu mistakes%s%s\n",
+      args[0].c_str(), out_path.c_str(), history->points_size(),
+      static_cast<unsigned long long>(last ? last->examples() : 0),
+      static_cast<unsigned long long>(last ? last->mistakes() : 0),
+      last && last->has_bound()
+          ? absl::StrFormat(", bound %.6g", last->bound()).c_str()
+          : "",
+      cert.available()
+          ? absl::StrFormat(", certificate U %.6g", cert.upper()).c_str()
+          : "");
   return 0;
 }
 

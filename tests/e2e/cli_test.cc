@@ -158,6 +158,39 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   r = RunCommand(Cli(*server_, "watch gen --count=1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("perceptron watch gen"));
+
+  // Once the certificate is solved over every example and converged (so it
+  // stays as it is), watch and plot show it too.
+  v1::ModelStatus solved;
+  ASSERT_TRUE(client_
+                  ->Watch(
+                      "gen", absl::Milliseconds(20),
+                      [&](const v1::ModelStatus& x) {
+                        solved = x;
+                        const v1::Certificate& c = x.stats().certificate();
+                        return !(c.available() && c.converged() &&
+                                 c.solved() == x.stats().examples());
+                      },
+                      absl::Minutes(5))
+                  .ok());
+  const v1::Certificate& cert = solved.stats().certificate();
+  ASSERT_TRUE(cert.available()) << cert.DebugString();
+  r = RunCommand(Cli(*server_, "watch gen --count=1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("updates/U      ["));
+  EXPECT_THAT(r.output, HasSubstr(absl::StrFormat("U %.6g", cert.upper())));
+  const std::string svg_path = dir + "/gen.svg";
+  r = RunCommand(Cli(*server_, "plot gen --out=" + svg_path));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr(absl::StrFormat("certificate U %.6g", cert.upper())));
+  std::ifstream in(svg_path);
+  const std::string svg((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+  EXPECT_THAT(svg,
+              HasSubstr(absl::StrFormat(
+                  "class=\"certificate\" data-upper=\"%.17g\"", cert.upper())));
+  EXPECT_THAT(svg, HasSubstr("certificate now: best bound U, band from L"));
 }
 
 // Files the model cannot take: a wider one is refused before anything is sent,

@@ -271,7 +271,8 @@ void CertificateTracker::Restore(const CertificateState& s) {
   }
 }
 
-CertificateReport CertificateTracker::Report(double radius, bool with_u) const {
+CertificateReport CertificateTracker::Report(double radius, bool with_u,
+                                             double margin_gamma) const {
   CertificateReport r;
   r.phase = phase_;
   r.reason = reason_;
@@ -299,6 +300,16 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u) const {
   r.lower = lower_ < upper ? lower_ : upper;
   r.gamma = 1 / norm;
   r.td = r.gamma * sums_[best];
+  for (size_t k = 0; k < candidates_.size(); ++k) {
+    // y v . x^ >= 1 on every example, so u = v/||v|| has margin 1/||v||.
+    if (sums_[k] == 0 && squares_[k] > 0) {
+      r.margin = std::max(r.margin, 1 / std::sqrt(squares_[k]));
+    }
+  }
+  if (margin_gamma > 0 && r.margin >= margin_gamma) {
+    r.margin_bound_available = true;
+    r.margin_bound = 8 / (margin_gamma * margin_gamma);
+  }
   if (!with_u) return r;
   r.u.resize(candidates_[best].size());
   for (size_t i = 0; i < r.u.size(); ++i) r.u[i] = candidates_[best][i] / norm;
@@ -313,12 +324,20 @@ size_t CertificateTracker::bytes() const {
   return b;
 }
 
-std::vector<std::vector<double>> CandidatesFrom(const Certificate& c) {
+std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
+                                                const HardMargin* hard) {
   std::vector<std::vector<double>> vs;
   if (!(c.gamma > 0) || c.u.empty()) return vs;
   for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
     std::vector<double> v(c.u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
+    vs.push_back(std::move(v));
+  }
+  if (hard != nullptr && hard->separable && hard->lower > 0 &&
+      hard->u.size() == c.u.size()) {
+    const double scale = (1 + 1e-9) / hard->lower;
+    std::vector<double> v(hard->u.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = hard->u[i] * scale;
     vs.push_back(std::move(v));
   }
   return vs;

@@ -84,6 +84,13 @@ struct CertificateReport {
   // Examples kept for the solver, and the bytes the tracker itself holds.
   uint64_t kept = 0;
   size_t bytes = 0;
+  // The largest margin with which a candidate separates every example seen
+  // (a lower value of gamma*), 0 if none does; and for the margin rule with
+  // the model's gamma, its bound 8/gamma^2 once that margin is at least gamma
+  // (seed 001 section 1.3: every example is separated with margin gamma).
+  double margin = 0;
+  bool margin_bound_available = false;
+  double margin_bound = 0;
 };
 
 // What a tracker carries over a restart or an export: its comparators, their
@@ -204,8 +211,10 @@ class CertificateTracker {
   uint64_t generation() const { return generation_; }
 
   // The figures for radius R = `radius` (the model's, now); the comparator
-  // u too if `with_u`.
-  CertificateReport Report(double radius, bool with_u = true) const;
+  // u too if `with_u`; the margin rule's bound if `margin_gamma` > 0 (the
+  // model's gamma, for the margin rule).
+  CertificateReport Report(double radius, bool with_u = true,
+                           double margin_gamma = 0) const;
   CertificatePhase phase() const { return phase_; }
   // Labeled examples observed since tracking began (or the last Reset).
   uint64_t observed() const { return observed_; }
@@ -247,8 +256,12 @@ class CertificateTracker {
 };
 
 // The candidates a refresher installs for a solution `c`: v = u / gamma and a
-// few multiples of it (the best scale may move as examples arrive).
-std::vector<std::vector<double>> CandidatesFrom(const Certificate& c);
+// few multiples of it (the best scale may move as examples arrive); and, given
+// a separating hard-margin solution, its u / gamma scaled up by 1e-9 so that
+// every kept example's hinge term is exactly 0 despite rounding (a witness of
+// the margin for the margin rule).
+std::vector<std::vector<double>> CandidatesFrom(
+    const Certificate& c, const HardMargin* hard = nullptr);
 
 }  // namespace perceptron
 

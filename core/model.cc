@@ -415,6 +415,13 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
   }
 }
 
+std::optional<CertificateReport> Model::CertificateNow(bool with_u) const {
+  if (!certificate_) return std::nullopt;
+  const double margin_gamma =
+      config_.algorithm == Algorithm::kMargin ? config_.gamma.value_or(0) : 0;
+  return certificate_->Report(bound_.radius(), with_u, margin_gamma);
+}
+
 Stats Model::stats(bool with_weight_norm) const {
   Stats s;
   s.counters = counters_;
@@ -423,7 +430,7 @@ Stats Model::stats(bool with_weight_norm) const {
   s.bound = bound_.Report(config_, s.figures);
   s.gamma = config_.gamma;
   if (certificate_) {
-    s.certificate = certificate_->Report(bound_.radius(), /*with_u=*/false);
+    s.certificate = CertificateNow(/*with_u=*/false);
   }
   if (!with_weight_norm) return s;
   absl::Span<const double> w = learner_->weights();

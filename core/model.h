@@ -217,6 +217,9 @@ class Model {
   // The tracker, or null while the certificate is not enabled.
   CertificateTracker* certificate() { return certificate_.get(); }
   const CertificateTracker* certificate() const { return certificate_.get(); }
+  // The certificate's figures now (with the comparator u if `with_u`, and the
+  // margin rule's bound for a margin model); none while not enabled.
+  std::optional<CertificateReport> CertificateNow(bool with_u) const;
 
   // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false
   // (it costs O(d)).

@@ -59,6 +59,16 @@ void PrintCertificate(const v1::ModelStats& s) {
   std::printf("               gamma %.6g, TD_gamma %.6g; %s%s\n", c.gamma(),
               c.td_gamma(), state.c_str(),
               c.converged() ? "" : ", solver not yet converged");
+  if (c.margin_bound_available()) {
+    std::printf(
+        "               margin rule: updates <= 8/gamma^2 = %.6g (every "
+        "example separated with margin %.6g)",
+        c.margin_bound(), c.margin());
+    if (s.examples() > 0 && c.margin_bound() > 0) {
+      std::printf(" (updates/bound %.4f)", s.updates() / c.margin_bound());
+    }
+    std::printf("\n");
+  }
 }
 
 void PrintStatus(const v1::ModelStatus& st) {

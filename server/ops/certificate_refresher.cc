@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,7 @@ absl::Duration CertificateRefresher::Refresh(
   uint64_t generation = 0;
   double radius = 0;
   uint32_t dimension = 0;
+  bool margin_rule = false;
   {
     absl::MutexLock lock(&entry->mu);
     CertificateTracker* tracker =
@@ -92,6 +94,7 @@ absl::Duration CertificateRefresher::Refresh(
     rows = tracker->Take();
     radius = entry->model->stats(false).bound.radius;
     dimension = entry->model->config().weight_dimension();
+    margin_rule = entry->model->config().algorithm == Algorithm::kMargin;
   }
   if (entry->solver == nullptr) {
     entry->solver = std::make_unique<CertificateSolver>(dimension);
@@ -103,7 +106,12 @@ absl::Duration CertificateRefresher::Refresh(
   CertificateOptions options;
   options.max_passes = kPassesPerRefresh;
   const Certificate c = solver.Solve(radius, options);
-  std::vector<std::vector<double>> vs = CandidatesFrom(c);
+  // The margin rule's bound needs a comparator that separates every example
+  // with the model's margin: the hard-margin solution, when it separates.
+  std::optional<HardMargin> hard;
+  if (margin_rule) hard = solver.SolveHardMargin(options);
+  std::vector<std::vector<double>> vs =
+      CandidatesFrom(c, hard ? &*hard : nullptr);
   std::vector<double> sums = HingeSums(solver.rows(), vs);
   entry->solver_converged = c.converged;
   {

@@ -253,17 +253,16 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
 absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out) {
   absl::MutexLock lock(&entry.mu);
   if (entry.deleted) return Deleted(entry);
-  const CertificateTracker* tracker = entry.model->certificate();
-  if (tracker == nullptr) {
+  const std::optional<CertificateReport> r =
+      entry.model->CertificateNow(/*with_u=*/true);
+  if (!r) {
     out->mutable_certificate()->set_state(v1::Certificate::OFF);
     out->mutable_certificate()->set_reason(
         "the server computes no certificate (--certificate_examples=0)");
     return absl::OkStatus();
   }
-  const CertificateReport r =
-      tracker->Report(entry.model->stats(false).bound.radius);
-  CertificateToProto(r, out->mutable_certificate());
-  out->mutable_comparator()->Assign(r.u.begin(), r.u.end());
+  CertificateToProto(*r, out->mutable_certificate());
+  out->mutable_comparator()->Assign(r->u.begin(), r->u.end());
   return absl::OkStatus();
 }
 

@@ -21,7 +21,8 @@ namespace {
 // The refresher's round, done in place: take the rows kept, solve over all of
 // them, install the candidates with their sums.
 struct Refresher {
-  explicit Refresher(uint32_t weight_dimension) : solver(weight_dimension) {}
+  explicit Refresher(uint32_t weight_dimension, bool margin_rule = false)
+      : solver(weight_dimension), margin_rule(margin_rule) {}
   Certificate Round(Model* model) {
     CertificateTracker* t = model->certificate();
     if (t->generation() != generation) {
@@ -30,12 +31,16 @@ struct Refresher {
     }
     solver.Add(t->Take());
     const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
-    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+    if (margin_rule) hard = solver.SolveHardMargin({});
+    const std::vector<std::vector<double>> vs =
+        CandidatesFrom(c, margin_rule ? &hard : nullptr);
     t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
                solver.size(), generation);
     return c;
   }
   CertificateSolver solver;
+  bool margin_rule;
+  HardMargin hard;
   uint64_t generation = 0;
 };
 
@@ -447,6 +452,62 @@ TEST(CertificateTrackerTest, ABadCertificateStateIsRefusedAndChangesNothing) {
   const absl::Status applied = replica->ApplyJournal(j);
   EXPECT_EQ(applied.code(), absl::StatusCode::kInvalidArgument) << applied;
   EXPECT_EQ(testing::StateBits(replica->ExportState()), before);
+}
+
+// The margin rule (seed 001 section 1.3) gets its bound 8/gamma^2 once the
+// hard-margin solution separates every example with the model's gamma: the
+// margin reported is a lower value of gamma*, and updates stay within the
+// bound; with gamma above gamma*, or noise that breaks separability, none.
+TEST(CertificateTrackerTest,
+     TheMarginRuleGetsItsBoundFromASeparatingComparator) {
+  for (const double noise : {0.0, 0.05}) {
+    for (const double gamma : {0.04, 0.5}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "noise " << noise << " gamma " << gamma);
+      testing::StreamSpec spec;
+      spec.seed = 21;
+      spec.dimension = 10;
+      spec.length = 3000;
+      spec.bias = true;
+      spec.margin = 0.1;
+      spec.noise = noise;
+      const testing::Stream s = testing::MakeStream(spec);
+      ModelConfig config = testing::StreamConfig(spec);
+      config.algorithm = Algorithm::kMargin;
+      config.gamma = gamma;
+      config.comparator.clear();
+      auto model = *Model::Create(config);
+      model->EnableCertificate(100000, 1000);
+      Refresher refresher(config.weight_dimension(), /*margin_rule=*/true);
+      for (size_t t = 0; t < s.x.size(); ++t) {
+        ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+        if (t % 500 == 499) refresher.Round(model.get());
+      }
+      const CertificateReport r = *model->CertificateNow(/*with_u=*/false);
+      ASSERT_TRUE(r.available);
+      const bool separable = noise == 0;
+      EXPECT_EQ(refresher.hard.separable, separable);
+      if (!separable) {
+        EXPECT_EQ(r.margin, 0);
+        EXPECT_FALSE(r.margin_bound_available);
+        continue;
+      }
+      // A lower value of gamma*: at most the dual's upper value, and at
+      // least the stream's margin less what the solver may leave.
+      EXPECT_GT(r.margin, 0);
+      EXPECT_LE(r.margin, refresher.hard.upper);
+      EXPECT_GE(r.margin, refresher.hard.lower * (1 - 1e-8));
+      EXPECT_EQ(r.margin_bound_available, r.margin >= gamma);
+      if (gamma == 0.04) {
+        ASSERT_TRUE(r.margin_bound_available) << "margin " << r.margin;
+        EXPECT_EQ(r.margin_bound, 8 / (gamma * gamma));
+        EXPECT_LE(static_cast<double>(model->counters().updates),
+                  r.margin_bound);
+      } else {
+        EXPECT_FALSE(r.margin_bound_available) << "gamma above gamma*";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -228,7 +228,25 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
   return absl::OkStatus();
 }
 
-void CertificateTracker::Restore(const CertificateState& s) {
+absl::Status CertificateTracker::Restore(const CertificateState& s,
+                                         uint32_t weight_dimension) {
+  absl::Status checked = CheckState(s, weight_dimension);
+  if (checked.ok()) {
+    RestoreChecked(s);
+    return checked;
+  }
+  CertificateState off;
+  off.phase = CertificatePhase::kOff;
+  off.permanent_off = false;  // until the next Reset
+  off.reason =
+      absl::StrCat("its stored state could not be used (", checked.message(),
+                   "); off until the model is reset");
+  off.observed = s.observed;
+  RestoreChecked(off);
+  return checked;
+}
+
+void CertificateTracker::RestoreChecked(const CertificateState& s) {
   Release();
   queue_.Clear();
   tail_.Clear();
@@ -331,14 +349,20 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
   for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
     std::vector<double> v(c.u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
-    vs.push_back(std::move(v));
+    if (std::all_of(v.begin(), v.end(),
+                    [](double x) { return std::isfinite(x); })) {
+      vs.push_back(std::move(v));  // not one that overflows
+    }
   }
   if (hard != nullptr && hard->separable && hard->lower > 0 &&
       hard->u.size() == c.u.size()) {
     const double scale = (1 + 1e-9) / hard->lower;
     std::vector<double> v(hard->u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = hard->u[i] * scale;
-    vs.push_back(std::move(v));
+    if (std::all_of(v.begin(), v.end(),
+                    [](double x) { return std::isfinite(x); })) {
+      vs.push_back(std::move(v));
+    }
   }
   return vs;
 }

@@ -197,16 +197,25 @@ class CertificateTracker {
   bool TakeCandidatesChanged() {
     return std::exchange(candidates_changed_, false);
   }
-  // Continues from `state` (checked by CheckState), keeping the candidates
-  // if it carries none. The examples kept before are not in it: a tracker
-  // that was keeping is frozen here, at the last example covered, so that U
-  // stays a valid bound for the whole stream though no longer exact; one
-  // with no solution yet is off until a Reset. Either says why.
-  void Restore(const CertificateState& state);
+  // Continues from `state`, keeping the candidates if it carries none. The
+  // examples kept before are not in it: a tracker that was keeping is frozen
+  // here, at the last example covered, so that U stays a valid bound for the
+  // whole stream though no longer exact; one with no solution yet is off
+  // until a Reset. Either says why. A state that does not fit weight
+  // dimension `weight_dimension` (CheckState's error, returned) turns the
+  // certificate off until a Reset, saying so: the model itself is never
+  // refused for its certificate.
+  absl::Status Restore(const CertificateState& state,
+                       uint32_t weight_dimension);
   // INVALID_ARGUMENT naming the field if `state` (with the candidates kept
   // if it carries none) does not fit weight dimension `weight_dimension`.
   absl::Status CheckState(const CertificateState& state,
                           uint32_t weight_dimension) const;
+
+ private:
+  void RestoreChecked(const CertificateState& state);
+
+ public:
   // Counts resets, so that a refresher can tell its solver is stale.
   uint64_t generation() const { return generation_; }
 

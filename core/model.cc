@@ -83,13 +83,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
   model->next_prediction_id_ = state.next_prediction_id;
   if (state.certificate) {
     // Kept here, without limits, until EnableCertificate continues it.
+    // A certificate that does not fit turns off, saying why (Restore).
     auto tracker = std::make_unique<CertificateTracker>(1, 0);
-    if (absl::Status s = tracker->CheckState(*state.certificate,
-                                             model->config_.weight_dimension());
-        !s.ok()) {
-      return Prefixed("state: ", s);
-    }
-    tracker->Restore(*state.certificate);
+    tracker->Restore(*state.certificate, model->config_.weight_dimension())
+        .IgnoreError();
     model->certificate_ = std::move(tracker);
   }
   return model;
@@ -319,18 +316,6 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     return absl::InvalidArgumentError(
         "journal: td_gamma or radius is not finite and >= 0");
   }
-  std::unique_ptr<CertificateTracker> fresh;
-  if (j.certificate) {
-    if (certificate_ == nullptr) {
-      fresh = std::make_unique<CertificateTracker>(1, 0);
-    }
-    CertificateTracker& t = certificate_ ? *certificate_ : *fresh;
-    if (absl::Status s =
-            t.CheckState(*j.certificate, config_.weight_dimension());
-        !s.ok()) {
-      return Prefixed("journal: ", s);
-    }
-  }
   PERCEPTRON_RETURN_IF_ERROR(learner_->ApplyDelta(j.learner));
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
   counters_ = j.counters;
@@ -343,8 +328,15 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   for (uint64_t id : j.pending_removed) {
     if (auto it = pending_.find(id); it != pending_.end()) ErasePending(it);
   }
-  if (fresh) certificate_ = std::move(fresh);
-  if (j.certificate) certificate_->Restore(*j.certificate);
+  if (j.certificate) {
+    // A certificate that does not fit turns off, saying why, rather than
+    // losing the batch (Restore).
+    if (certificate_ == nullptr) {
+      certificate_ = std::make_unique<CertificateTracker>(1, 0);
+    }
+    certificate_->Restore(*j.certificate, config_.weight_dimension())
+        .IgnoreError();
+  }
   if (certificate_ && certificate_->observed() != counters_.examples) {
     // A journal (the log's replay) carries no examples to keep.
     certificate_->TurnOff(absl::StrCat(
@@ -406,7 +398,7 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
                      " MiB"),
         /*permanent=*/true);
   } else if (carried && carried->observed == counters_.examples) {
-    certificate_->Restore(*carried);
+    certificate_->Restore(*carried, config_.weight_dimension()).IgnoreError();
   } else if (counters_.examples > 0) {
     certificate_->TurnOff(absl::StrCat(
         "the ", counters_.examples,

@@ -87,9 +87,9 @@ void CertificateSolver::Add(const KeptRows& rows) {
 }
 
 size_t CertificateSolver::bytes() const {
-  return rows_.bytes() + (alpha_.capacity() + hard_alpha_.capacity() +
-                          td_alpha_.capacity()) *
-                             sizeof(double);
+  return rows_.bytes() +
+         (alpha_.capacity() + hard_alpha_.capacity() + td_alpha_.capacity()) *
+             sizeof(double);
 }
 
 std::vector<double> CertificateSolver::Primal(

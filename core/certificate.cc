@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/kernel_learner.h"
+
 namespace perceptron {
 namespace {
 
@@ -43,6 +45,20 @@ void KeptRows::Add(const Prepared& x, int label) {
   square_.push_back(square);
 }
 
+void KeptRows::Add(absl::Span<const uint32_t> indices,
+                   absl::Span<const double> values, int label) {
+  double square = 0;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (values[k] == 0) continue;
+    index_.push_back(indices[k]);
+    value_.push_back(values[k]);
+    square += values[k] * values[k];
+  }
+  start_.push_back(index_.size());
+  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
+  square_.push_back(square);
+}
+
 void KeptRows::Append(const KeptRows& more) {
   const size_t offset = index_.size();
   index_.insert(index_.end(), more.index_.begin(), more.index_.end());
@@ -71,6 +87,223 @@ std::vector<double> HingeSums(const KeptRows& rows,
     }
   }
   return sums;
+}
+
+void KernelRows::Fill(const KeptRows& basis, double square,
+                      std::vector<double>* out) {
+  out->resize(basis.size());
+  for (size_t s = 0; s < basis.size(); ++s) {
+    (*out)[s] =
+        KernelValue(kernel_, basis.Dot(s, scratch_), basis.square(s), square);
+  }
+}
+
+void KernelRows::Against(const KeptRows& basis, const KeptRows& rows, size_t t,
+                         std::vector<double>* out) {
+  const absl::Span<const uint32_t> index = rows.indices(t);
+  const absl::Span<const double> value = rows.values(t);
+  for (size_t k = 0; k < index.size(); ++k) scratch_[index[k]] = value[k];
+  Fill(basis, rows.square(t), out);
+  for (uint32_t i : index) scratch_[i] = 0;
+}
+
+void KernelRows::Against(const KeptRows& basis, const Prepared& x,
+                         std::vector<double>* out) {
+  // The same values and square as KeptRows::Add keeps.
+  double square = 0;
+  auto put = [&](uint32_t i, double v) {
+    scratch_[i] = v;
+    square += v * v;
+  };
+  if (x.x.sparse) {
+    for (size_t k = 0; k < x.x.indices.size(); ++k) {
+      put(x.x.indices[k], x.scale * x.x.values[k]);
+    }
+  } else {
+    for (uint32_t i = 0; i < x.dimension; ++i) put(i, x.scale * x.x.values[i]);
+  }
+  if (x.has_bias) put(x.dimension, x.scale * x.bias_value);
+  Fill(basis, square, out);
+  if (x.x.sparse) {
+    for (uint32_t i : x.x.indices) scratch_[i] = 0;
+  } else {
+    std::fill(scratch_.begin(), scratch_.begin() + x.dimension, 0.0);
+  }
+  if (x.has_bias) scratch_[x.dimension] = 0;
+}
+
+KernelCandidates KernelCandidatesFrom(const KernelCertificate& c,
+                                      const KeptRows& rows) {
+  KernelCandidates k;
+  if (!(c.gamma > 0) || c.coefficients.size() != rows.size()) return k;
+  std::vector<double> base;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    if (c.coefficients[t] == 0) continue;
+    k.basis.Add(rows.indices(t), rows.values(t), rows.label(t));
+    base.push_back(c.coefficients[t]);
+  }
+  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
+    std::vector<double> v(base.size());
+    for (size_t s = 0; s < v.size(); ++s) v[s] = base[s] * scale;
+    if (std::all_of(v.begin(), v.end(),
+                    [](double x) { return std::isfinite(x); })) {
+      k.vs.push_back(std::move(v));
+    }
+  }
+  return k;
+}
+
+std::vector<double> KernelHingeSums(
+    const KeptRows& rows, const KeptRows& basis, KernelRows* kernel,
+    const std::vector<std::vector<double>>& vs) {
+  std::vector<double> sums(vs.size(), 0.0);
+  if (vs.empty()) return sums;
+  std::vector<double> k;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    kernel->Against(basis, rows, t, &k);
+    for (size_t j = 0; j < vs.size(); ++j) {
+      double f = 0;
+      for (size_t s = 0; s < k.size(); ++s) f += vs[j][s] * k[s];
+      const double h = 1 - rows.label(t) * f;
+      if (h > 0) sums[j] += h;
+    }
+  }
+  return sums;
+}
+
+std::vector<double> KernelSquares(const KeptRows& basis, KernelRows* kernel,
+                                  const std::vector<std::vector<double>>& vs) {
+  std::vector<double> squares(vs.size(), 0.0);
+  std::vector<double> k;
+  for (size_t r = 0; r < basis.size(); ++r) {
+    kernel->Against(basis, basis, r, &k);
+    for (size_t j = 0; j < vs.size(); ++j) {
+      double f = 0;
+      for (size_t s = 0; s < k.size(); ++s) f += vs[j][s] * k[s];
+      squares[j] += vs[j][r] * f;
+    }
+  }
+  return squares;
+}
+
+void KernelCertificateSolver::Add(const KeptRows& rows) {
+  const size_t from = rows_.size();
+  rows_.Append(rows);
+  alpha_.resize(rows_.size(), 0.0);
+  q_.resize(rows_.size(), 0.0);
+  diagonal_.resize(rows_.size());
+  for (size_t t = from; t < rows_.size(); ++t) {
+    diagonal_[t] = KernelValue(kernel_.kernel(), rows_.square(t),
+                               rows_.square(t), rows_.square(t));
+  }
+  Recompute(from);
+}
+
+size_t KernelCertificateSolver::bytes() const {
+  return rows_.bytes() + (alpha_.capacity() + q_.capacity() +
+                          diagonal_.capacity() + row_.capacity()) *
+                             sizeof(double);
+}
+
+void KernelCertificateSolver::Recompute(size_t from) {
+  KeptRows support;
+  std::vector<double> c;
+  for (size_t s = 0; s < rows_.size(); ++s) {
+    if (alpha_[s] == 0) continue;
+    support.Add(rows_.indices(s), rows_.values(s), rows_.label(s));
+    c.push_back(alpha_[s] * rows_.label(s));
+  }
+  for (size_t t = from; t < rows_.size(); ++t) {
+    double f = 0;
+    if (!c.empty()) {
+      kernel_.Against(support, rows_, t, &row_);
+      for (size_t s = 0; s < c.size(); ++s) f += c[s] * row_[s];
+    }
+    q_[t] = f;
+  }
+}
+
+void KernelCertificateSolver::Move(size_t t, double next) {
+  kernel_.Against(rows_, rows_, t, &row_);
+  const double a = (next - alpha_[t]) * rows_.label(t);
+  for (size_t s = 0; s < rows_.size(); ++s) q_[s] += a * row_[s];
+  alpha_[t] = next;
+}
+
+KernelCertificate KernelCertificateSolver::Solve(
+    double radius, const CertificateOptions& options) {
+  KernelCertificate c;
+  const size_t n = rows_.size();
+  c.examples = n;
+  c.coefficients.assign(n, 0.0);
+  if (n == 0) {
+    c.converged = true;
+    return c;
+  }
+  if (!(radius > 0)) {
+    // Every k(x^, x^) is 0, so every phi(x^) is 0: every bound is 2n.
+    c.upper = c.lower = 2.0 * static_cast<double>(n);
+    c.gamma = 1;
+    c.td = static_cast<double>(n);
+    c.converged = true;
+    return c;
+  }
+  const double r2 = radius * radius;
+  const double cap = 1 / r2;
+  for (size_t t = 0; t < n; ++t) {
+    if (alpha_[t] > cap) Move(t, cap);
+  }
+  std::vector<size_t> order(n);
+  auto figures = [&] {
+    double vv = 0, alphas = 0, hinge = 0;
+    for (size_t t = 0; t < n; ++t) {
+      const double margin = rows_.label(t) * q_[t];
+      vv += alpha_[t] * margin;
+      alphas += alpha_[t];
+      hinge += std::max(0.0, 1 - margin);
+    }
+    c.lower = 2 * r2 * (alphas - vv / 2);
+    if (vv > 0) {
+      c.gamma = 1 / std::sqrt(vv);
+      c.td = c.gamma * hinge;
+      c.upper = r2 * vv + 2 * hinge;
+    } else {
+      c.gamma = c.td = 0;
+      c.upper = std::numeric_limits<double>::infinity();
+    }
+    c.converged = c.upper - c.lower <= options.tolerance * c.upper;
+  };
+  const int passes = std::max(1, options.max_passes);
+  for (c.passes = 1; c.passes <= passes; ++c.passes) {
+    std::iota(order.begin(), order.end(), size_t{0});
+    for (size_t k = n - 1; k > 0; --k) {
+      std::swap(order[k], order[Next(&seed_) % (k + 1)]);
+    }
+    for (size_t t : order) {
+      const double a = alpha_[t];
+      double next;
+      if (diagonal_[t] == 0) {
+        next = cap;
+      } else {
+        const double g = rows_.label(t) * q_[t] - 1;
+        const double pg = a == 0     ? std::min(g, 0.0)
+                          : a == cap ? std::max(g, 0.0)
+                                     : g;
+        if (pg == 0) continue;
+        next = std::clamp(a - g / diagonal_[t], 0.0, cap);
+      }
+      if (next != a) Move(t, next);
+    }
+    figures();
+    if (c.converged) break;
+  }
+  c.passes = std::min(c.passes, passes);
+  // The figures of the iterate itself, from q summed afresh (so no drift of
+  // the running q reaches a reported figure).
+  Recompute(0);
+  figures();
+  for (size_t t = 0; t < n; ++t) c.coefficients[t] = alpha_[t] * rows_.label(t);
+  return c;
 }
 
 CertificateSolver::CertificateSolver(uint32_t weight_dimension)

@@ -28,11 +28,33 @@ bool CertificateBudget::Take(uint64_t n) {
 
 CertificateTracker::CertificateTracker(
     uint64_t limit, uint64_t slack, uint64_t limit_bytes,
-    std::shared_ptr<CertificateBudget> budget)
+    std::shared_ptr<CertificateBudget> budget,
+    std::optional<KernelConfig> kernel, uint32_t weight_dimension)
     : limit_(limit < 1 ? 1 : limit),
       slack_(slack),
+      kernel_(kernel),
+      weight_dimension_(weight_dimension),
       limit_bytes_(limit_bytes),
-      budget_(std::move(budget)) {}
+      budget_(std::move(budget)) {
+  if (kernel_) {
+    kernel_rows_ = std::make_unique<KernelRows>(weight_dimension_, *kernel_);
+  }
+}
+
+std::vector<double> CertificateTracker::Squares(
+    const std::vector<std::vector<double>>& vs, const KeptRows& basis) const {
+  if (kernel_) return KernelSquares(basis, kernel_rows_.get(), vs);
+  std::vector<double> squares;
+  for (const std::vector<double>& v : vs) squares.push_back(Square(v));
+  return squares;
+}
+
+std::vector<double> CertificateTracker::Sums(
+    const KeptRows& rows, const std::vector<std::vector<double>>& vs,
+    const KeptRows& basis) const {
+  if (kernel_) return KernelHingeSums(rows, basis, kernel_rows_.get(), vs);
+  return HingeSums(rows, vs);
+}
 
 bool CertificateTracker::Reserve(uint64_t bytes) {
   if (budget_ == nullptr) return true;
@@ -59,6 +81,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   tail_.Clear();
   Release();
   candidates_.clear();
+  basis_.Clear();
   squares_.clear();
   sums_.clear();
   candidates_changed_ = true;
@@ -66,9 +89,21 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
 
 void CertificateTracker::Observe(const Prepared& x, int label) {
   ++observed_;
-  for (size_t k = 0; k < candidates_.size(); ++k) {
-    const double h = 1 - label * Dot(candidates_[k], x);
-    if (h > 0) sums_[k] += h;
+  if (kernel_ && !candidates_.empty()) {
+    kernel_rows_->Against(basis_, x, &kernel_values_);
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      double f = 0;
+      for (size_t s = 0; s < kernel_values_.size(); ++s) {
+        f += candidates_[k][s] * kernel_values_[s];
+      }
+      const double h = 1 - label * f;
+      if (h > 0) sums_[k] += h;
+    }
+  } else {
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      const double h = 1 - label * Dot(candidates_[k], x);
+      if (h > 0) sums_[k] += h;
+    }
   }
   if (phase_ != CertificatePhase::kKeeping &&
       phase_ != CertificatePhase::kFreezing) {
@@ -109,19 +144,19 @@ KeptRows CertificateTracker::Take() {
 void CertificateTracker::Install(std::vector<std::vector<double>> vs,
                                  std::vector<double> sums, double lower,
                                  bool converged, uint64_t covered,
-                                 uint64_t generation) {
+                                 uint64_t generation, KeptRows basis) {
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
       phase_ == CertificatePhase::kFrozen) {
     return;
   }
   // The rows kept since the refresher took its own: the queue, then the tail.
-  const std::vector<double> queued = HingeSums(queue_, vs);
-  const std::vector<double> tailed = HingeSums(tail_, vs);
+  const std::vector<double> queued = Sums(queue_, vs, basis);
+  const std::vector<double> tailed = Sums(tail_, vs, basis);
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
-  squares_.clear();
-  for (const std::vector<double>& v : vs) squares_.push_back(Square(v));
+  squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
+  basis_ = std::move(basis);
   candidates_changed_ = true;
   sums_ = std::move(sums);
   lower_ = lower;
@@ -171,7 +206,8 @@ void CertificateTracker::Reset() {
     observed_ = 0;
   } else {
     Release();
-    *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_);
+    *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_, kernel_,
+                               weight_dimension_);
     candidates_changed_ = true;
   }
   generation_ = generation;
@@ -189,7 +225,10 @@ CertificateState CertificateTracker::Save(bool with_candidates) const {
   s.lower = lower_;
   s.converged = converged_;
   s.with_candidates = with_candidates;
-  if (with_candidates) s.candidates = candidates_;
+  if (with_candidates) {
+    s.candidates = candidates_;
+    s.basis = basis_;
+  }
   s.sums = sums_;
   return s;
 }
@@ -198,16 +237,35 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
                                             uint32_t weight_dimension) const {
   const std::vector<std::vector<double>>& vs =
       s.with_candidates ? s.candidates : candidates_;
+  const KeptRows& basis = s.with_candidates ? s.basis : basis_;
+  // A kernel model's candidates have one coefficient per basis row; a linear
+  // model's, one per coordinate, and no basis.
+  const size_t size = kernel_ ? basis.size() : weight_dimension;
+  if (!kernel_ && basis.size() > 0) {
+    return absl::InvalidArgumentError(
+        "certificate: a basis of rows is given for a linear model");
+  }
+  for (size_t t = 0; t < basis.size(); ++t) {
+    const absl::Span<const uint32_t> index = basis.indices(t);
+    const absl::Span<const double> value = basis.values(t);
+    for (size_t k = 0; k < index.size(); ++k) {
+      if (index[k] >= weight_dimension || !std::isfinite(value[k])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("certificate: basis row ", t, " entry ", k,
+                         " is out of range or not finite"));
+      }
+    }
+  }
   if (vs.size() != s.sums.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("certificate: ", s.sums.size(), " sums for ", vs.size(),
                      " candidates"));
   }
   for (size_t k = 0; k < vs.size(); ++k) {
-    if (vs[k].size() != weight_dimension) {
+    if (vs[k].size() != size) {
       return absl::InvalidArgumentError(
           absl::StrCat("certificate: candidate ", k, " has ", vs[k].size(),
-                       " coordinates, not ", weight_dimension));
+                       " coordinates, not ", size));
     }
     for (double x : vs[k]) {
       if (!std::isfinite(x)) {
@@ -263,10 +321,8 @@ void CertificateTracker::RestoreChecked(const CertificateState& s) {
   converged_ = s.converged;
   if (s.with_candidates) {
     candidates_ = s.candidates;
-    squares_.clear();
-    for (const std::vector<double>& v : candidates_) {
-      squares_.push_back(Square(v));
-    }
+    basis_ = s.basis;
+    squares_ = Squares(candidates_, basis_);
   }
   sums_ = s.sums;
   candidates_changed_ = true;
@@ -329,13 +385,15 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
     r.margin_bound = 8 / (margin_gamma * margin_gamma);
   }
   if (!with_u) return r;
-  r.u.resize(candidates_[best].size());
-  for (size_t i = 0; i < r.u.size(); ++i) r.u[i] = candidates_[best][i] / norm;
+  std::vector<double>& u = kernel_ ? r.coefficients : r.u;
+  u.resize(candidates_[best].size());
+  for (size_t i = 0; i < u.size(); ++i) u[i] = candidates_[best][i] / norm;
+  if (kernel_) r.basis = basis_;
   return r;
 }
 
 size_t CertificateTracker::bytes() const {
-  size_t b = queue_.bytes() + tail_.bytes();
+  size_t b = queue_.bytes() + tail_.bytes() + basis_.bytes();
   for (const std::vector<double>& v : candidates_) {
     b += v.capacity() * sizeof(double);
   }

@@ -38,12 +38,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/certificate.h"
+#include "core/config.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -72,7 +74,12 @@ struct CertificateReport {
   double lower = 0;
   double gamma = 0;
   double td = 0;
+  // The unit comparator: for a linear model u itself (weight dimension
+  // entries); for a kernel model u = sum_s coefficients_s phi(basis_s) in the
+  // kernel's feature space (u empty).
   std::vector<double> u;
+  std::vector<double> coefficients;
+  KeptRows basis;
   // Labeled examples the certificate covers (all those the model learned
   // from since tracking began), those the last solution was computed over,
   // and, frozen, the example it was frozen at.
@@ -108,6 +115,8 @@ struct CertificateState {
   // Whether `candidates` are given: a journal carries them only when they
   // changed (the sums, always).
   bool with_candidates = true;
+  // A kernel model's candidates are coefficients over the rows of `basis`.
+  KeptRows basis;
   std::vector<std::vector<double>> candidates;
   std::vector<double> sums;
   friend bool operator==(const CertificateState&,
@@ -136,14 +145,23 @@ class CertificateBudget {
   std::atomic<uint64_t> used_{0};
 };
 
+// The examples a kernel model keeps for its certificate, at most: its solver's
+// pass costs O(n^2 nnz) at worst, and each candidate adds O(n nnz) per example
+// once frozen.
+inline constexpr uint64_t kKernelCertificateLimit = 2000;
+
 class CertificateTracker {
  public:
   // A tracker that keeps up to `limit` (>= 1) examples, or fewer if they
   // reach `limit_bytes` (as counted by RowBytes), plus `slack` examples; the
-  // bytes of every row kept are taken from `budget` too, if given.
+  // bytes of every row kept are taken from `budget` too, if given. With
+  // `kernel`, for a kernel model of weight dimension `weight_dimension`: its
+  // candidates are coefficient vectors over a basis of rows (Install).
   CertificateTracker(uint64_t limit, uint64_t slack,
                      uint64_t limit_bytes = UINT64_MAX,
-                     std::shared_ptr<CertificateBudget> budget = nullptr);
+                     std::shared_ptr<CertificateBudget> budget = nullptr,
+                     std::optional<KernelConfig> kernel = std::nullopt,
+                     uint32_t weight_dimension = 0);
   ~CertificateTracker() { Release(); }
   CertificateTracker(const CertificateTracker&) = delete;
   CertificateTracker& operator=(const CertificateTracker&) = delete;
@@ -176,10 +194,13 @@ class CertificateTracker {
   // rows are `sums`, with the solve's `lower` and `converged`. `covered` must
   // equal taken() and `generation` generation() (no reset since the rows
   // were taken); the tracker adds the rows kept since. Ignored otherwise, and
-  // when frozen or off.
+  // when frozen or off. A kernel model's candidates are coefficients over
+  // the rows of `basis` (KernelCandidatesFrom).
   void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
                double lower, bool converged, uint64_t covered,
-               uint64_t generation);
+               uint64_t generation, KeptRows basis = {});
+  // Whether the candidates live in a kernel's feature space.
+  bool kernel() const { return kernel_.has_value(); }
 
   // Stops keeping examples (a memory budget is reached): freezes at the
   // candidates installed last, or turns off if there are none.
@@ -232,6 +253,13 @@ class CertificateTracker {
  private:
   CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);
+  // ||v||^2 of each candidate.
+  std::vector<double> Squares(const std::vector<std::vector<double>>& vs,
+                              const KeptRows& basis) const;
+  // Hinge sums of the candidates over `rows`.
+  std::vector<double> Sums(const KeptRows& rows,
+                           const std::vector<std::vector<double>>& vs,
+                           const KeptRows& basis) const;
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
   // false, and nothing kept, if the budget is taken.
   bool Reserve(uint64_t bytes);
@@ -240,6 +268,12 @@ class CertificateTracker {
 
   uint64_t limit_;
   uint64_t slack_;
+  std::optional<KernelConfig> kernel_;
+  uint32_t weight_dimension_;
+  // Kernel values, for a kernel model (scratch; its scratch vector is
+  // restored after each use).
+  std::unique_ptr<KernelRows> kernel_rows_;
+  std::vector<double> kernel_values_;  // scratch
   uint64_t limit_bytes_;
   std::shared_ptr<CertificateBudget> budget_;
   uint64_t held_ = 0;  // taken from budget_
@@ -255,6 +289,7 @@ class CertificateTracker {
   KeptRows queue_;      // kept rows not yet taken
   KeptRows tail_;       // rows after the limit, while freezing
   std::vector<std::vector<double>> candidates_;
+  KeptRows basis_;               // a kernel model's candidates' rows
   std::vector<double> squares_;  // ||v||^2 of each candidate
   std::vector<double> sums_;     // their hinge sums
   double lower_ = 0;

@@ -87,6 +87,30 @@ SupportVector ToSupportVector(const Prepared& p, double coefficient) {
 
 }  // namespace
 
+double KernelValue(const KernelConfig& kernel, double dot, double a_norm_sq,
+                   double b_norm_sq) {
+  switch (kernel.type) {
+    case KernelType::kLinear:
+      return dot;
+    case KernelType::kPolynomial: {
+      const double base = dot + kernel.c0;
+      double r = 1;
+      for (int i = 0; i < kernel.degree; ++i) r *= base;
+      return r;
+    }
+    case KernelType::kRbf: {
+      const double dist_sq = std::max(0.0, a_norm_sq + b_norm_sq - 2 * dot);
+      return std::exp(-dist_sq / (2 * kernel.sigma * kernel.sigma));
+    }
+  }
+  return 0;
+}
+
+double FeatureRadius(const KernelConfig& kernel, double radius) {
+  const double r2 = radius * radius;
+  return std::sqrt(KernelValue(kernel, r2, r2, r2));
+}
+
 KernelLearner::KernelLearner(const ModelConfig& config)
     : kernel_(config.kernel),
       eta_(config.eta),
@@ -97,25 +121,6 @@ KernelLearner::Stored KernelLearner::MakeStored(SupportVector sv) {
   const double norm_sq =
       DenseDot(sv.values.data(), sv.values.data(), sv.values.size());
   return {std::move(sv), norm_sq};
-}
-
-double KernelLearner::Kernel(double dot, double a_norm_sq,
-                             double b_norm_sq) const {
-  switch (kernel_.type) {
-    case KernelType::kLinear:
-      return dot;
-    case KernelType::kPolynomial: {
-      const double base = dot + kernel_.c0;
-      double r = 1;
-      for (int i = 0; i < kernel_.degree; ++i) r *= base;
-      return r;
-    }
-    case KernelType::kRbf: {
-      const double dist_sq = std::max(0.0, a_norm_sq + b_norm_sq - 2 * dot);
-      return std::exp(-dist_sq / (2 * kernel_.sigma * kernel_.sigma));
-    }
-  }
-  return 0;
 }
 
 double KernelLearner::Score(const Prepared& x) const {

@@ -8,6 +8,15 @@
 
 namespace perceptron {
 
+// k(a, b) for `kernel`, from a . b and the squared norms ||a||^2, ||b||^2.
+double KernelValue(const KernelConfig& kernel, double dot, double a_norm_sq,
+                   double b_norm_sq);
+// The radius of the kernel's feature space over examples of norm at most
+// `radius`: sqrt(max k(x, x)), attained by an example of norm `radius` (k(x, x)
+// grows with ||x|| for the linear and polynomial kernels, c0 >= 0; it is 1 for
+// the rbf kernel).
+double FeatureRadius(const KernelConfig& kernel, double radius);
+
 // f(x) = sum_j eta y_j k(x^_j, x^) over the stored mistakes x^_j. On y*f(x) <=
 // 0 (f on the current store) the example is stored; past `kernel_budget` the
 // oldest is dropped and counted. Scoring costs O(stored * nnz).
@@ -34,7 +43,9 @@ class KernelLearner : public Learner {
     double norm_sq;  // ||x^_j||^2, from the stored values
   };
 
-  double Kernel(double dot, double a_norm_sq, double b_norm_sq) const;
+  double Kernel(double dot, double a_norm_sq, double b_norm_sq) const {
+    return KernelValue(kernel_, dot, a_norm_sq, b_norm_sq);
+  }
   absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double f);
   static Stored MakeStored(SupportVector sv);
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernel_learner.h"
 #include "core/status_macros.h"
 
 namespace perceptron {
@@ -84,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
   if (state.certificate) {
     // Kept here, without limits, until EnableCertificate continues it.
     // A certificate that does not fit turns off, saying why (Restore).
-    auto tracker = std::make_unique<CertificateTracker>(1, 0);
+    auto tracker = model->NewTracker(1, 0, UINT64_MAX, nullptr);
     tracker->Restore(*state.certificate, model->config_.weight_dimension())
         .IgnoreError();
     model->certificate_ = std::move(tracker);
@@ -332,7 +333,7 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     // A certificate that does not fit turns off, saying why, rather than
     // losing the batch (Restore).
     if (certificate_ == nullptr) {
-      certificate_ = std::make_unique<CertificateTracker>(1, 0);
+      certificate_ = NewTracker(1, 0, UINT64_MAX, nullptr);
     }
     certificate_->Restore(*j.certificate, config_.weight_dimension())
         .IgnoreError();
@@ -382,15 +383,13 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
                               std::shared_ptr<CertificateBudget> budget) {
   std::optional<CertificateState> carried;
   if (certificate_) carried = certificate_->Save();
-  certificate_ = std::make_unique<CertificateTracker>(limit, slack, limit_bytes,
-                                                      std::move(budget));
+  const bool kernel = config_.algorithm == Algorithm::kKernel;
+  certificate_ =
+      NewTracker(kernel ? std::min(limit, kKernelCertificateLimit) : limit,
+                 slack, limit_bytes, std::move(budget));
   const uint64_t vector_bytes =
-      CertificateTracker::VectorBytes(config_.weight_dimension());
-  if (config_.algorithm == Algorithm::kKernel) {
-    certificate_->TurnOff(
-        "the kernel algorithm's certificate is not computed yet",
-        /*permanent=*/true);
-  } else if (vector_bytes > limit_bytes) {
+      kernel ? 0 : CertificateTracker::VectorBytes(config_.weight_dimension());
+  if (vector_bytes > limit_bytes) {
     certificate_->TurnOff(
         absl::StrCat("its vectors of ", config_.weight_dimension(),
                      " coordinates would take ", vector_bytes >> 20,
@@ -407,11 +406,27 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
   }
 }
 
+std::unique_ptr<CertificateTracker> Model::NewTracker(
+    uint64_t limit, uint64_t slack, uint64_t limit_bytes,
+    std::shared_ptr<CertificateBudget> budget) const {
+  const bool kernel = config_.algorithm == Algorithm::kKernel;
+  return std::make_unique<CertificateTracker>(
+      limit, slack, limit_bytes, std::move(budget),
+      kernel ? std::optional<KernelConfig>(config_.kernel) : std::nullopt,
+      config_.weight_dimension());
+}
+
 std::optional<CertificateReport> Model::CertificateNow(bool with_u) const {
   if (!certificate_) return std::nullopt;
   const double margin_gamma =
       config_.algorithm == Algorithm::kMargin ? config_.gamma.value_or(0) : 0;
-  return certificate_->Report(bound_.radius(), with_u, margin_gamma);
+  return certificate_->Report(CertificateRadius(), with_u, margin_gamma);
+}
+
+double Model::CertificateRadius() const {
+  return config_.algorithm == Algorithm::kKernel
+             ? FeatureRadius(config_.kernel, bound_.radius())
+             : bound_.radius();
 }
 
 Stats Model::stats(bool with_weight_norm) const {

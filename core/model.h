@@ -206,9 +206,10 @@ class Model {
   // other that has learned from examples already starts with its certificate
   // off until the next Reset, since those examples were not kept. Off until
   // called. The bytes of kept rows count against `limit_bytes` and `budget`
-  // (shared with other models), if given. The kernel algorithm's certificate
-  // is not built, nor one whose vectors (CertificateTracker::VectorBytes)
-  // would pass `limit_bytes`: the tracker is off for good, saying so.
+  // (shared with other models), if given. A kernel model keeps at most
+  // kKernelCertificateLimit examples. A linear model whose vectors
+  // (CertificateTracker::VectorBytes) would pass `limit_bytes` gets no
+  // certificate: the tracker is off for good, saying so.
   void EnableCertificate(uint64_t limit, uint64_t slack,
                          uint64_t limit_bytes = UINT64_MAX,
                          std::shared_ptr<CertificateBudget> budget = nullptr);
@@ -220,6 +221,9 @@ class Model {
   // The certificate's figures now (with the comparator u if `with_u`, and the
   // margin rule's bound for a margin model); none while not enabled.
   std::optional<CertificateReport> CertificateNow(bool with_u) const;
+  // The radius R of the certificate: the model's, or for a kernel model its
+  // feature space's (FeatureRadius).
+  double CertificateRadius() const;
 
   // Counters, bound and figures; ||w|| too unless `with_weight_norm` is false
   // (it costs O(d)).
@@ -262,6 +266,11 @@ class Model {
   std::unique_ptr<Learner> learner_;
   BoundTracker bound_;
   std::unique_ptr<CertificateTracker> certificate_;
+  // A tracker for this model's algorithm (a kernel model's works in the
+  // kernel's feature space).
+  std::unique_ptr<CertificateTracker> NewTracker(
+      uint64_t limit, uint64_t slack, uint64_t limit_bytes,
+      std::shared_ptr<CertificateBudget> budget) const;
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
   // Every change to pending_ goes through these, which keep pending_bytes_.

@@ -97,6 +97,12 @@ void PrintStatus(const v1::ModelStatus& st) {
     std::printf("bound          n/a\n");
   }
   PrintCertificate(s);
+  if (st.algorithm() == v1::KERNEL && st.dropped() > 0 &&
+      s.certificate().available()) {
+    std::printf(
+        "               (the budget dropped support vectors: the theorem no "
+        "longer bounds this model's updates)\n");
+  }
   std::printf("predictions    %llu issued, %llu pending, %llu expired\n",
               static_cast<unsigned long long>(s.predictions()),
               static_cast<unsigned long long>(s.pending()),
@@ -133,6 +139,38 @@ int CertificateCommand(const Args& args) {
   *s.mutable_certificate() = c->certificate();
   PrintCertificate(s);
   const std::string out = absl::GetFlag(FLAGS_out);
+  if (c->expansion_size() > 0) {
+    // A kernel model's u = sum_s coefficient_s phi(x^_s): one term a line,
+    // "coefficient index:value ...".
+    std::string terms;
+    for (const v1::KernelTerm& t : c->expansion()) {
+      absl::StrAppend(&terms, absl::StrFormat("%.17g", t.coefficient()));
+      for (int k = 0; k < t.indices_size(); ++k) {
+        absl::StrAppend(
+            &terms, absl::StrFormat(" %u:%.17g", t.indices(k), t.values(k)));
+      }
+      absl::StrAppend(&terms, "\n");
+    }
+    if (out.empty()) {
+      std::printf(
+          "comparator u   in the kernel's feature space, sum of %d terms "
+          "coefficient * phi(x^) (--out writes them)\n",
+          c->expansion_size());
+      return 0;
+    }
+    std::ofstream file(out);
+    file << terms;
+    file.close();
+    if (!file) {
+      return FailLocal(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", out, ": ", Errno())));
+    }
+    std::printf(
+        "comparator u   written to %s (%d terms \"coefficient index:value "
+        "...\", u = sum coefficient * phi(x^); gamma %.17g)\n",
+        out.c_str(), c->expansion_size(), c->certificate().gamma());
+    return 0;
+  }
   if (c->comparator_size() == 0) return 0;
   if (out.empty()) {
     std::printf("comparator u  ");

@@ -66,6 +66,9 @@ struct ModelEntry {
   // Lock order: solver_mu, then mu.
   absl::Mutex solver_mu ABSL_ACQUIRED_BEFORE(mu);
   std::unique_ptr<CertificateSolver> solver ABSL_GUARDED_BY(solver_mu);
+  // A kernel model's instead.
+  std::unique_ptr<KernelCertificateSolver> kernel_solver
+      ABSL_GUARDED_BY(solver_mu);
   uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
   bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;
 

@@ -72,6 +72,7 @@ absl::Duration CertificateRefresher::Refresh(
   double radius = 0;
   uint32_t dimension = 0;
   bool margin_rule = false;
+  std::optional<KernelConfig> kernel;
   {
     absl::MutexLock lock(&entry->mu);
     CertificateTracker* tracker =
@@ -85,6 +86,7 @@ absl::Duration CertificateRefresher::Refresh(
     if (!live || stale) {
       // Frozen, off or reset: the solver's rows serve nothing any more.
       entry->solver.reset();
+      entry->kernel_solver.reset();
       entry->solver_converged = true;
       if (!live) return absl::ZeroDuration();
     }
@@ -92,9 +94,33 @@ absl::Duration CertificateRefresher::Refresh(
       return absl::ZeroDuration();
     }
     rows = tracker->Take();
-    radius = entry->model->stats(false).bound.radius;
-    dimension = entry->model->config().weight_dimension();
-    margin_rule = entry->model->config().algorithm == Algorithm::kMargin;
+    radius = entry->model->CertificateRadius();
+    const ModelConfig& config = entry->model->config();
+    dimension = config.weight_dimension();
+    margin_rule = config.algorithm == Algorithm::kMargin;
+    if (config.algorithm == Algorithm::kKernel) kernel = config.kernel;
+  }
+  CertificateOptions options;
+  options.max_passes = kPassesPerRefresh;
+  if (kernel) {
+    if (entry->kernel_solver == nullptr) {
+      entry->kernel_solver =
+          std::make_unique<KernelCertificateSolver>(dimension, *kernel);
+      entry->solver_generation = generation;
+    }
+    KernelCertificateSolver& solver = *entry->kernel_solver;
+    solver.Add(rows);
+    rows.Clear();
+    const KernelCertificate c = solver.Solve(radius, options);
+    KernelCandidates k = KernelCandidatesFrom(c, solver.rows());
+    std::vector<double> sums =
+        KernelHingeSums(solver.rows(), k.basis, solver.kernel(), k.vs);
+    entry->solver_converged = c.converged;
+    Install(*entry, std::move(k.vs), std::move(sums), c.lower, c.converged,
+            solver.size(), generation, std::move(k.basis));
+    solver_lock.Release();
+    entry->NotifyChanged();
+    return std::max(absl::Now() - start, absl::Nanoseconds(1));
   }
   if (entry->solver == nullptr) {
     entry->solver = std::make_unique<CertificateSolver>(dimension);
@@ -103,8 +129,6 @@ absl::Duration CertificateRefresher::Refresh(
   CertificateSolver& solver = *entry->solver;
   solver.Add(rows);
   rows.Clear();
-  CertificateOptions options;
-  options.max_passes = kPassesPerRefresh;
   const Certificate c = solver.Solve(radius, options);
   // The margin rule's bound needs a comparator that separates every example
   // with the model's margin: the hard-margin solution, when it separates.
@@ -114,20 +138,26 @@ absl::Duration CertificateRefresher::Refresh(
       CandidatesFrom(c, hard ? &*hard : nullptr);
   std::vector<double> sums = HingeSums(solver.rows(), vs);
   entry->solver_converged = c.converged;
-  {
-    absl::MutexLock lock(&entry->mu);
-    CertificateTracker* tracker =
-        entry->deleted ? nullptr : entry->model->certificate();
-    if (tracker != nullptr) {
-      tracker->Install(std::move(vs), std::move(sums), c.lower, c.converged,
-                       solver.size(), generation);
-      // Not awaited: a failed write fails the next batch's commit too.
-      if (persistence_ != nullptr) persistence_->Stage(*entry);
-    }
-  }
+  Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
+          solver.size(), generation, KeptRows());
   solver_lock.Release();
   entry->NotifyChanged();
   return std::max(absl::Now() - start, absl::Nanoseconds(1));
+}
+
+void CertificateRefresher::Install(ModelEntry& entry,
+                                   std::vector<std::vector<double>> vs,
+                                   std::vector<double> sums, double lower,
+                                   bool converged, uint64_t covered,
+                                   uint64_t generation, KeptRows basis) {
+  absl::MutexLock lock(&entry.mu);
+  CertificateTracker* tracker =
+      entry.deleted ? nullptr : entry.model->certificate();
+  if (tracker == nullptr) return;
+  tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
+                   generation, std::move(basis));
+  // Not awaited: a failed write fails the next batch's commit too.
+  if (persistence_ != nullptr) persistence_->Stage(entry);
 }
 
 }  // namespace perceptron::server

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -41,6 +42,11 @@ class CertificateRefresher {
  private:
   // Refreshes one model; the time it took, or zero if there was nothing to do.
   absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry);
+  // Installs a solution in the model's tracker (under its lock) and stages
+  // the log record that carries it.
+  void Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
+               std::vector<double> sums, double lower, bool converged,
+               uint64_t covered, uint64_t generation, KeptRows basis);
   void Loop();
 
   Registry* const registry_;

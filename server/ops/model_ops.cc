@@ -263,6 +263,14 @@ absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out) {
   }
   CertificateToProto(*r, out->mutable_certificate());
   out->mutable_comparator()->Assign(r->u.begin(), r->u.end());
+  for (size_t t = 0; t < r->basis.size(); ++t) {
+    v1::KernelTerm* term = out->add_expansion();
+    term->mutable_indices()->Assign(r->basis.indices(t).begin(),
+                                    r->basis.indices(t).end());
+    term->mutable_values()->Assign(r->basis.values(t).begin(),
+                                   r->basis.values(t).end());
+    term->set_coefficient(r->coefficients[t]);
+  }
   return absl::OkStatus();
 }
 

@@ -95,6 +95,14 @@ void CertificateStateToProto(const CertificateState& c,
     Put(v, out->add_candidates()->mutable_values());
   }
   Put(c.sums, out->mutable_sums());
+  for (size_t t = 0; t < c.basis.size(); ++t) {
+    v1::SupportVectorState* row = out->add_basis();
+    row->mutable_indices()->Assign(c.basis.indices(t).begin(),
+                                   c.basis.indices(t).end());
+    row->mutable_values()->Assign(c.basis.values(t).begin(),
+                                  c.basis.values(t).end());
+    row->set_coefficient(c.basis.label(t));
+  }
 }
 
 absl::StatusOr<CertificateState> CertificateStateFromProto(
@@ -120,6 +128,18 @@ absl::StatusOr<CertificateState> CertificateStateFromProto(
         "certificate: candidates given without with_candidates");
   }
   s.sums = Vec(c.sums());
+  if (!s.with_candidates && c.basis_size() > 0) {
+    return absl::InvalidArgumentError(
+        "certificate: a basis given without with_candidates");
+  }
+  for (const v1::SupportVectorState& row : c.basis()) {
+    if (row.indices_size() != row.values_size()) {
+      return absl::InvalidArgumentError(
+          "certificate: a basis row has indices and values of different "
+          "lengths");
+    }
+    s.basis.Add(row.indices(), row.values(), row.coefficient() > 0 ? 1 : -1);
+  }
   return s;
 }
 

@@ -170,26 +170,108 @@ TEST(CertificateE2eTest, OffSaysWhy) {
   auto server = StartServer({"--durability=none"});
   ASSERT_NE(server, nullptr);
   auto c = server->Connect();
-  v1::ModelConfig kernel;
-  kernel.set_dimension(3);
-  kernel.set_algorithm(v1::KERNEL);
-  ASSERT_TRUE(c->CreateModel("k", kernel).ok());
-  absl::StatusOr<v1::CertificateResponse> k = c->GetCertificate("k");
-  ASSERT_TRUE(k.ok());
-  EXPECT_EQ(k->certificate().state(), v1::Certificate::OFF);
-  EXPECT_NE(k->certificate().reason().find("kernel"), std::string::npos);
   EXPECT_EQ(c->GetCertificate("nope").status().code(),
             absl::StatusCode::kNotFound);
 
   auto none = StartServer({"--durability=none", "--certificate_examples=0"});
   ASSERT_NE(none, nullptr);
   auto n = none->Connect();
+  v1::ModelConfig kernel;
+  kernel.set_dimension(3);
+  kernel.set_algorithm(v1::KERNEL);
   ASSERT_TRUE(n->CreateModel("m", kernel).ok());
   absl::StatusOr<v1::CertificateResponse> off = n->GetCertificate("m");
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->certificate().state(), v1::Certificate::OFF);
   EXPECT_NE(off->certificate().reason().find("--certificate_examples=0"),
             std::string::npos);
+}
+
+// A kernel model gets its certificate in the kernel's feature space: U bounds
+// the kernel perceptron's updates, GetCertificate returns the comparator as
+// an expansion over prepared examples whose bound, recomputed here from
+// scratch, is U; a restart carries it on frozen, bit for bit.
+TEST(CertificateE2eTest, AKernelModelHasItsCertificate) {
+  auto server = StartServer({"--durability=sync"});
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  v1::ModelConfig config;
+  config.set_dimension(3);
+  config.set_algorithm(v1::KERNEL);
+  config.mutable_kernel()->set_type(v1::RBF);
+  config.mutable_kernel()->set_sigma(1.0);
+  ASSERT_TRUE(c->CreateModel("k", config).ok());
+  // Outside a sphere or not: no hyperplane separates it.
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> normal;
+  std::vector<Example> data(800);
+  for (Example& e : data) {
+    double sq = 0;
+    for (int i = 0; i < 3; ++i) {
+      e.values.push_back(normal(rng));
+      sq += e.values.back() * e.values.back();
+    }
+    e.label = sq > 3 ? 1 : -1;
+  }
+  Learn(*c, "k", data);
+  const v1::ModelStatus st = WaitFor(*c, "k", [&](const v1::Certificate& x) {
+    return x.available() && x.converged() && x.solved() == data.size();
+  });
+  const v1::Certificate& cert = st.stats().certificate();
+  EXPECT_EQ(cert.state(), v1::Certificate::KEEPING);
+  EXPECT_EQ(st.dropped(), 0u);
+  EXPECT_LE(cert.lower(), cert.upper());
+  EXPECT_LE(cert.upper() - cert.lower(), 1e-3 * cert.upper());
+  EXPECT_LE(static_cast<double>(st.stats().updates()), cert.upper());
+
+  absl::StatusOr<v1::CertificateResponse> full = c->GetCertificate("k");
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->comparator_size(), 0);
+  ASSERT_GT(full->expansion_size(), 0);
+  ModelConfig core;
+  core.dimension = 3;
+  core.algorithm = Algorithm::kKernel;
+  core.kernel.type = KernelType::kRbf;
+  core.kernel.sigma = 1.0;
+  const Preparer preparer(core);
+  KeptRows rows, basis;
+  for (const Example& e : data) {
+    rows.Add(*preparer.Prepare(FeatureView::Dense(e.values)), *e.label);
+  }
+  std::vector<double> v;
+  for (const v1::KernelTerm& t : full->expansion()) {
+    basis.Add(std::vector<uint32_t>(t.indices().begin(), t.indices().end()),
+              std::vector<double>(t.values().begin(), t.values().end()), 1);
+    v.push_back(t.coefficient() / full->certificate().gamma());
+  }
+  KernelRows kernel(core.weight_dimension(), core.kernel);
+  const double bound = KernelSquares(basis, &kernel, {v})[0] +
+                       2 * KernelHingeSums(rows, basis, &kernel, {v})[0];
+  EXPECT_NEAR(bound, full->certificate().upper(),
+              1e-9 * full->certificate().upper());
+  std::cout << "rbf kernel, 800 examples d=3: mistakes "
+            << st.stats().mistakes() << ", updates " << st.stats().updates()
+            << ", U " << cert.upper() << ", L " << cert.lower() << ", gamma "
+            << cert.gamma() << ", " << full->expansion_size() << " terms\n";
+
+  ASSERT_EQ(server->Stop(SIGTERM), 0);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> again =
+      ServerProcess::Start({"--durability=sync"}, server->data_dir());
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto c2 = (*again)->Connect();
+  absl::StatusOr<v1::ModelStatus> back = c2->GetStatus("k");
+  ASSERT_TRUE(back.ok()) << back.status();
+  const v1::Certificate& carried = back->stats().certificate();
+  EXPECT_EQ(carried.state(), v1::Certificate::FROZEN);
+  EXPECT_EQ(carried.upper(), cert.upper());
+  EXPECT_EQ(carried.lower(), cert.lower());
+  EXPECT_EQ(carried.gamma(), cert.gamma());
+  Learn(*c2, "k", data);
+  absl::StatusOr<v1::ModelStatus> more = c2->GetStatus("k");
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(more->stats().certificate().examples(), 2 * data.size());
+  EXPECT_LE(static_cast<double>(more->stats().updates()),
+            more->stats().certificate().upper());
 }
 
 // After a restart (SIGTERM, or kill -9 mid-stream) the examples before it were

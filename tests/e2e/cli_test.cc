@@ -193,6 +193,61 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   EXPECT_THAT(svg, HasSubstr("certificate now: best bound U, band from L"));
 }
 
+// A kernel model's certificate: status shows U, and `certificate --out`
+// writes its comparator as terms "coefficient index:value ..." of the
+// expansion u = sum coefficient * phi(x^).
+TEST_F(CliTest, AKernelModelsCertificateIsWrittenAsAnExpansion) {
+  const testing::ScopedDir scoped("cli-kernel");
+  const std::string data = scoped.path() + "/k.svm";
+  const std::string terms = scoped.path() + "/u.txt";
+  testing::CommandResult r = RunCommand(Cli(
+      *server_,
+      "generate --dim=4 --count=600 --margin=0.05 --noise=0.05 --out=" + data));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(
+      Cli(*server_, "create kc --dim=4 --algorithm=kernel --kernel=rbf"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "train " + data + " --model=kc"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  v1::ModelStatus solved;
+  ASSERT_TRUE(client_
+                  ->Watch(
+                      "kc", absl::Milliseconds(20),
+                      [&](const v1::ModelStatus& x) {
+                        solved = x;
+                        const v1::Certificate& c = x.stats().certificate();
+                        return !(c.available() && c.converged() &&
+                                 c.solved() == x.stats().examples());
+                      },
+                      absl::Minutes(5))
+                  .ok());
+  const v1::Certificate& cert = solved.stats().certificate();
+  r = RunCommand(Cli(*server_, "status kc"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(absl::StrFormat("certificate    U %.6g",
+                                                  cert.upper())));
+  r = RunCommand(Cli(*server_, "certificate kc --out=" + terms));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("u = sum coefficient * phi(x^)"));
+  absl::StatusOr<v1::CertificateResponse> full = client_->GetCertificate("kc");
+  ASSERT_TRUE(full.ok());
+  std::ifstream in(terms);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(lines, full->expansion_size());
+    const v1::KernelTerm& t = full->expansion(lines++);
+    std::string want = absl::StrFormat("%.17g", t.coefficient());
+    for (int k = 0; k < t.indices_size(); ++k) {
+      absl::StrAppend(&want,
+                      absl::StrFormat(" %u:%.17g", t.indices(k), t.values(k)));
+    }
+    EXPECT_EQ(line, want);
+  }
+  EXPECT_EQ(lines, full->expansion_size());
+  EXPECT_GT(lines, 0);
+}
+
 // Files the model cannot take: a wider one is refused before anything is sent,
 // naming the file, line and index; a rejected example stops the stream unless
 // --skip_rejected; class names work as CSV labels; a file with no example

@@ -1,0 +1,418 @@
+// The kernel model's certificate (docs/design.md section 2.7): the same dual
+// over the kernel, R^2 = max k(x^, x^). Over random streams and kernels its
+// lower value stays below its upper value, the upper value is the bound of the
+// comparator it names (recomputed from scratch), and the kernel perceptron's
+// updates never pass it; with the linear kernel it agrees with the linear
+// solver; the tracker freezes and carries it over a restart like a linear
+// model's; and scikit-learn's SVC (libsvm) finds the same optimum on
+// breast_cancer.csv and a synthetic set (run live through Debian's Python).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/certificate.h"
+#include "core/certificate_tracker.h"
+#include "core/kernel_learner.h"
+#include "core/model.h"
+#include "gtest/gtest.h"
+#include "tests/core/breast_cancer.h"
+
+namespace perceptron {
+namespace {
+
+// A labeled set that no hyperplane separates well: the label says whether x
+// lies outside a sphere (with `noise` of the labels flipped).
+struct Set {
+  std::vector<std::vector<double>> x;
+  std::vector<int> y;
+};
+
+Set Sphere(uint32_t d, size_t n, double noise, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit;
+  Set s;
+  const double median = static_cast<double>(d);  // E ||x||^2
+  while (s.x.size() < n) {
+    std::vector<double> x(d);
+    double sq = 0;
+    for (double& v : x) {
+      v = normal(rng);
+      sq += v * v;
+    }
+    if (std::abs(sq - median) < 0.05 * median) continue;
+    int y = sq > median ? 1 : -1;
+    if (unit(rng) < noise) y = -y;
+    s.x.push_back(std::move(x));
+    s.y.push_back(y);
+  }
+  return s;
+}
+
+ModelConfig KernelModel(uint32_t d, KernelType type) {
+  ModelConfig c;
+  c.dimension = d;
+  c.algorithm = Algorithm::kKernel;
+  c.kernel.type = type;
+  c.kernel_budget = 1000000;  // nothing dropped: the theorem applies
+  return c;
+}
+
+// The refresher's round for a kernel model, done in place.
+struct KernelRefresher {
+  KernelCertificate Round(Model* model,
+                          const CertificateOptions& options = {}) {
+    CertificateTracker* t = model->certificate();
+    if (solver == nullptr || t->generation() != generation) {
+      solver = std::make_unique<KernelCertificateSolver>(
+          model->config().weight_dimension(), model->config().kernel);
+      generation = t->generation();
+    }
+    solver->Add(t->Take());
+    const KernelCertificate c =
+        solver->Solve(model->CertificateRadius(), options);
+    KernelCandidates k = KernelCandidatesFrom(c, solver->rows());
+    std::vector<double> sums =
+        KernelHingeSums(solver->rows(), k.basis, solver->kernel(), k.vs);
+    t->Install(k.vs, std::move(sums), c.lower, c.converged, solver->size(),
+               generation, std::move(k.basis));
+    return c;
+  }
+  std::unique_ptr<KernelCertificateSolver> solver;
+  uint64_t generation = 0;
+};
+
+// R^2 ||v||^2 + 2 sum_t max(0, 1 - y_t v . phi(x^_t)) over the first n
+// examples, for the comparator a report names (u = v / ||v||, gamma =
+// 1/||v||), computed from scratch.
+double BoundFromScratch(const ModelConfig& config, const Set& s, size_t n,
+                        const CertificateReport& r, double radius) {
+  const Preparer preparer(config);
+  KeptRows rows;
+  for (size_t t = 0; t < n; ++t) {
+    rows.Add(*preparer.Prepare(FeatureView::Dense(s.x[t])), s.y[t]);
+  }
+  std::vector<double> v = r.coefficients;
+  for (double& c : v) c /= r.gamma;
+  KernelRows kernel(config.weight_dimension(), config.kernel);
+  const double square = KernelSquares(r.basis, &kernel, {v})[0];
+  const double sum = KernelHingeSums(rows, r.basis, &kernel, {v})[0];
+  return radius * radius * square + 2 * sum;
+}
+
+TEST(KernelCertificateTest, PropertyOverRandomStreamsAndKernels) {
+  std::mt19937_64 rng(2026);
+  std::uniform_int_distribution<int> pick(0, 1000000);
+  int streams = 0, converged = 0;
+  for (int k = 0; k < 300; ++k) {
+    const uint32_t d = 2 + pick(rng) % 11;
+    const size_t n = 20 + pick(rng) % 200;
+    const double noise = std::vector<double>{0, 0.05, 0.2}[pick(rng) % 3];
+    ModelConfig config = KernelModel(
+        d, std::vector<KernelType>{KernelType::kLinear, KernelType::kPolynomial,
+                                   KernelType::kRbf}[pick(rng) % 3]);
+    config.kernel.degree = 1 + pick(rng) % 3;
+    config.kernel.c0 = std::vector<double>{0, 1, 2}[pick(rng) % 3];
+    config.kernel.sigma = std::vector<double>{0.3, 1, 3}[pick(rng) % 3];
+    config.bias = pick(rng) % 2;
+    config.normalize = pick(rng) % 2;
+    SCOPED_TRACE(::testing::Message()
+                 << "stream " << k << " d=" << d << " n=" << n << " noise="
+                 << noise << " kernel=" << static_cast<int>(config.kernel.type)
+                 << " degree=" << config.kernel.degree
+                 << " c0=" << config.kernel.c0
+                 << " sigma=" << config.kernel.sigma << " bias=" << config.bias
+                 << " normalize=" << config.normalize);
+    const Set s = Sphere(d, n, noise, 100 + k);
+    auto model = *Model::Create(config);
+    model->EnableCertificate(/*limit=*/100000, /*slack=*/1000);
+    KernelRefresher refresher;
+    for (size_t t = 0; t < n; ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      if (pick(rng) % 10 == 0) refresher.Round(model.get());
+      const CertificateReport r = *model->CertificateNow(false);
+      if (!r.available) continue;
+      ASSERT_LE(r.lower, r.upper);
+      ASSERT_EQ(model->stats(false).figures.dropped, 0u);
+      ASSERT_LE(static_cast<double>(model->counters().updates),
+                r.upper * (1 + 1e-9));
+    }
+    CertificateOptions tight;
+    tight.tolerance = 1e-6;
+    tight.max_passes = 20000;
+    const KernelCertificate c = refresher.Round(model.get(), tight);
+    const CertificateReport r = *model->CertificateNow(true);
+    ASSERT_TRUE(r.available);
+    ++streams;
+    converged += c.converged;
+    ASSERT_LE(r.lower, r.upper);
+    ASSERT_LE(static_cast<double>(model->counters().updates), r.upper);
+    const double radius = model->CertificateRadius();
+    EXPECT_NEAR(
+        radius * radius,
+        FeatureRadius(config.kernel, model->stats(false).bound.radius) *
+            FeatureRadius(config.kernel, model->stats(false).bound.radius),
+        0);
+    // The candidates accumulated over the stream name a comparator whose
+    // bound, recomputed from scratch, is the reported U.
+    EXPECT_NEAR(BoundFromScratch(config, s, n, r, radius), r.upper,
+                1e-9 * r.upper);
+    if (c.converged) {
+      EXPECT_LE(r.upper - r.lower, 1e-3 * r.upper);
+    }
+  }
+  std::cout << "[ kernel certificate ] " << streams << " streams, " << converged
+            << " converged to 1e-6\n";
+  EXPECT_EQ(converged, streams);
+}
+
+TEST(KernelCertificateTest, TheLinearKernelAgreesWithTheLinearSolver) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Set s = Sphere(3 + seed % 5, 150, 0.1, seed);
+    ModelConfig config = KernelModel(3 + seed % 5, KernelType::kLinear);
+    config.normalize = seed % 2;
+    const Preparer preparer(config);
+    CertificateSolver linear(config.weight_dimension());
+    KeptRows rows;
+    double radius = 0;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
+      linear.Add(p, s.y[t]);
+      rows.Add(p, s.y[t]);
+      radius = std::max(radius, p.norm);
+    }
+    KernelCertificateSolver kernel(config.weight_dimension(), config.kernel);
+    kernel.Add(rows);
+    CertificateOptions tight;
+    tight.tolerance = 1e-8;
+    tight.max_passes = 100000;
+    const Certificate a = linear.Solve(radius, tight);
+    const KernelCertificate b = kernel.Solve(radius, tight);
+    ASSERT_TRUE(a.converged && b.converged) << seed;
+    EXPECT_NEAR(a.upper, b.upper, 1e-6 * a.upper) << seed;
+    EXPECT_NEAR(a.lower, b.lower, 1e-6 * a.upper) << seed;
+    EXPECT_NEAR(a.gamma, b.gamma, 1e-3 * a.gamma) << seed;
+  }
+}
+
+// A stream ten times what a kernel model may keep: frozen at the limit with
+// the exact certificate there, U valid at every example after; and its state,
+// saved and restored (as over a restart), reports the same figures.
+TEST(KernelCertificateTest, FreezesAndIsCarriedOverARestart) {
+  const Set s = Sphere(4, 3000, 0.05, 11);
+  ModelConfig config = KernelModel(4, KernelType::kRbf);
+  config.kernel.sigma = 1;
+  auto model = *Model::Create(config);
+  const uint64_t limit = 300;
+  model->EnableCertificate(limit, /*slack=*/100);
+  KernelRefresher refresher;
+  KernelCertificate exact;
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t % 40 == 39 && model->certificate()->due()) {
+      const KernelCertificate c = refresher.Round(model.get());
+      if (c.examples == limit) exact = c;
+    }
+    const CertificateReport r = *model->CertificateNow(false);
+    if (t + 1 == 320) {
+      ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+      EXPECT_EQ(r.frozen_at, limit);
+      ASSERT_EQ(exact.examples, limit);
+      const CertificateReport with = *model->CertificateNow(true);
+      EXPECT_NEAR(
+          BoundFromScratch(config, s, t + 1, with, model->CertificateRadius()),
+          r.upper, 1e-9 * r.upper);
+    }
+    if (r.available) {
+      ASSERT_LE(static_cast<double>(model->counters().updates),
+                r.upper * (1 + 1e-9));
+    }
+  }
+  const CertificateReport r = *model->CertificateNow(true);
+  EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(r.examples, s.x.size());
+  EXPECT_NEAR(
+      BoundFromScratch(config, s, s.x.size(), r, model->CertificateRadius()),
+      r.upper, 1e-9 * r.upper);
+  std::cout << "[ kernel certificate ] rbf, 3000 examples, limit " << limit
+            << ": mistakes " << model->counters().mistakes << ", updates "
+            << model->counters().updates << ", U " << r.upper << ", L "
+            << r.lower << ", exact at the limit " << exact.upper << " (basis "
+            << r.basis.size() << " rows)\n";
+
+  auto restored = *Model::FromState(model->ExportState());
+  restored->EnableCertificate(limit, 100);
+  const CertificateReport back = *restored->CertificateNow(true);
+  EXPECT_EQ(back.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(back.upper, r.upper);
+  EXPECT_EQ(back.lower, r.lower);
+  EXPECT_EQ(back.gamma, r.gamma);
+  EXPECT_EQ(back.coefficients, r.coefficients);
+  EXPECT_TRUE(back.basis == r.basis);
+  // And it goes on accumulating the same way.
+  const Set more = Sphere(4, 200, 0.05, 12);
+  for (size_t t = 0; t < more.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(more.x[t]), more.y[t]).ok());
+    ASSERT_TRUE(restored->Learn(FeatureView::Dense(more.x[t]), more.y[t]).ok());
+  }
+  EXPECT_EQ(restored->CertificateNow(false)->upper,
+            model->CertificateNow(false)->upper);
+}
+
+// A basis row out of the model's dimension turns the certificate off, not
+// the model.
+TEST(KernelCertificateTest, ABadBasisTurnsTheCertificateOff) {
+  const Set s = Sphere(3, 100, 0, 5);
+  const ModelConfig config = KernelModel(3, KernelType::kRbf);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 100);
+  KernelRefresher refresher;
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  refresher.Round(model.get());
+  ModelState state = model->ExportState();
+  ASSERT_TRUE(state.certificate.has_value());
+  ASSERT_GT(state.certificate->basis.size(), 0u);
+  KeptRows bad;
+  const std::vector<uint32_t> index = {0, 99};
+  const std::vector<double> value = {1, 1};
+  bad.Add(index, value, 1);
+  for (size_t t = 1; t < state.certificate->basis.size(); ++t) {
+    bad.Add(state.certificate->basis.indices(t),
+            state.certificate->basis.values(t),
+            state.certificate->basis.label(t));
+  }
+  state.certificate->basis = bad;
+  auto restored = *Model::FromState(state);
+  restored->EnableCertificate(1000, 100);
+  const CertificateReport r = *restored->CertificateNow(false);
+  EXPECT_EQ(r.phase, CertificatePhase::kOff);
+  EXPECT_NE(r.reason.find("basis row 0"), std::string::npos) << r.reason;
+  EXPECT_EQ(restored->counters().examples, model->counters().examples);
+}
+
+// scikit-learn's SVC fits an intercept; on the doubled set {(x^, y),
+// (-x^, -y)} (its Gram matrix [[K, -K], [-K, K]], given precomputed) the best
+// intercept is 0 by symmetry, and its objective with C/2 is exactly this
+// certificate's P*(C). The script computes K itself with sklearn's kernels.
+std::string RunCommand(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  while (pipe && fgets(buf, sizeof buf, pipe)) out += buf;
+  const int rc = pipe ? pclose(pipe) : -1;
+  EXPECT_EQ(rc, 0) << command << " failed:\n" << out;
+  return out;
+}
+
+double Field(const std::string& out, const std::string& key) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::string k, v;
+    in >> k >> v;
+    if (k == key) return std::strtod(v.c_str(), nullptr);
+  }
+  ADD_FAILURE() << key << " not in:\n" << out;
+  return NAN;
+}
+
+void CheckAgainstSvc(const std::string& name, const ModelConfig& config,
+                     const Set& s) {
+  SCOPED_TRACE(name);
+  const Preparer preparer(config);
+  auto model = *Model::Create(config);
+  KeptRows rows;
+  const std::string path = ::testing::TempDir() + "/kernel_svc_rows.txt";
+  {
+    std::ofstream out(path);
+    out.precision(17);
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
+      rows.Add(p, s.y[t]);
+      out << s.y[t];
+      for (uint32_t i = 0; i < config.weight_dimension(); ++i) {
+        out << " " << p.dense_at(i);
+      }
+      out << '\n';
+    }
+  }
+  KernelCertificateSolver solver(config.weight_dimension(), config.kernel);
+  solver.Add(rows);
+  CertificateOptions tight;
+  tight.tolerance = 1e-6;
+  tight.max_passes = 100000;
+  const double radius = model->CertificateRadius();
+  const KernelCertificate c = solver.Solve(radius, tight);
+  const char* type = config.kernel.type == KernelType::kRbf          ? "rbf"
+                     : config.kernel.type == KernelType::kPolynomial ? "poly"
+                                                                     : "linear";
+  std::ostringstream command;
+  command.precision(17);
+  command << PERCEPTRON_PYTHON << ' ' << PERCEPTRON_KERNEL_SVC_SCRIPT
+          << " solve " << path << ' ' << type << ' ' << config.kernel.degree
+          << ' ' << config.kernel.c0 << ' ' << config.kernel.sigma << " 2>&1";
+  const std::string out = RunCommand(command.str());
+  const double r2 = Field(out, "r2");
+  const double primal = Field(out, "primal");
+  const double dual = Field(out, "dual");
+  EXPECT_NEAR(radius * radius, r2, 1e-12 * r2);
+  const double upper = c.upper / (2 * radius * radius);
+  const double lower = c.lower / (2 * radius * radius);
+  EXPECT_TRUE(c.converged);
+  EXPECT_NEAR(upper, primal, 1e-3 * primal);
+  // Any dual value is below any primal value.
+  EXPECT_LE(lower, primal * (1 + 1e-9));
+  EXPECT_LE(dual, upper * (1 + 1e-9));
+  EXPECT_LE(static_cast<double>(model->counters().updates), c.upper);
+  std::cout << "[ kernel certificate peer ] " << name << ": n=" << s.x.size()
+            << " R^2=" << radius * radius
+            << " mistakes=" << model->counters().mistakes << " U=" << c.upper
+            << " L=" << c.lower << " gamma=" << c.gamma << " TD=" << c.td
+            << " passes=" << c.passes << "; U/(2R^2)=" << upper << " vs libsvm "
+            << primal << " (its dual " << dual << ")\n";
+}
+
+TEST(KernelCertificateTest, MatchesScikitLearnSvc) {
+  const std::string csv = RunCommand(std::string(PERCEPTRON_PYTHON) + ' ' +
+                                     PERCEPTRON_KERNEL_SVC_SCRIPT + " csv");
+  std::vector<std::vector<double>> x;
+  std::vector<int> y;
+  testing::ReadBreastCancer(csv.substr(0, csv.find('\n')), &x, &y);
+  ASSERT_EQ(x.size(), 569u);
+  Set cancer{x, y};
+  ModelConfig rbf = KernelModel(30, KernelType::kRbf);
+  rbf.normalize = true;
+  rbf.kernel.sigma = 0.5;
+  CheckAgainstSvc("breast_cancer, normalized, rbf sigma 0.5", rbf, cancer);
+  ModelConfig poly = KernelModel(30, KernelType::kPolynomial);
+  poly.normalize = true;
+  poly.kernel.degree = 3;
+  poly.kernel.c0 = 1;
+  CheckAgainstSvc("breast_cancer, normalized, polynomial (x.x'+1)^3", poly,
+                  cancer);
+  const Set sphere = Sphere(5, 600, 0.05, 77);
+  ModelConfig raw = KernelModel(5, KernelType::kRbf);
+  raw.normalize = false;
+  raw.kernel.sigma = 2;
+  CheckAgainstSvc("sphere d=5, 5% noise, raw, rbf sigma 2", raw, sphere);
+  ModelConfig quad = KernelModel(5, KernelType::kPolynomial);
+  quad.normalize = false;
+  quad.kernel.degree = 2;
+  quad.kernel.c0 = 0;
+  CheckAgainstSvc("sphere d=5, 5% noise, raw, polynomial (x.x')^2", quad,
+                  sphere);
+}
+
+}  // namespace
+}  // namespace perceptron

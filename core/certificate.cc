@@ -435,12 +435,8 @@ Certificate CertificateSolver::Solve(double radius,
       alpha_[t] = cap;
     }
   }
-  const int passes = std::max(1, options.max_passes);
-  for (c.passes = 1; c.passes <= passes; ++c.passes) {
-    Pass(cap, &alpha_, &w_);
-    // The certificate of this iterate, from v summed afresh (so no drift of
-    // the running w_ reaches a reported figure).
-    w_ = Primal(alpha_);
+  // The figures of the iterate alpha, from v = w_.
+  auto figures = [&] {
     double vv = 0;
     for (double v : w_) vv += v * v;
     const double alphas = std::accumulate(alpha_.begin(), alpha_.end(), 0.0);
@@ -462,10 +458,22 @@ Certificate CertificateSolver::Solve(double radius,
     }
     c.td = td;
     c.upper = r2 / (c.gamma * c.gamma) + 2 * td / c.gamma;
-    if (c.upper - c.lower <= options.tolerance * c.upper) {
-      c.converged = true;
-      break;
-    }
+    c.converged = c.upper - c.lower <= options.tolerance * c.upper;
+  };
+  const int passes = std::max(1, options.max_passes);
+  for (c.passes = 1; c.passes <= passes; ++c.passes) {
+    Pass(cap, &alpha_, &w_);
+    // Checked with the running w_; once it looks converged, v is summed
+    // afresh and checked again, so that no drift of w_ reaches a figure.
+    figures();
+    if (!c.converged) continue;
+    w_ = Primal(alpha_);
+    figures();
+    if (c.converged) break;
+  }
+  if (!c.converged) {
+    w_ = Primal(alpha_);
+    figures();
   }
   c.passes = std::min(c.passes, passes);
   return c;

@@ -21,8 +21,9 @@ namespace {
 
 // The certificate's line(s) of status: U and L, the comparator's gamma and
 // TD, and its state.
-// `s` without counters (GetCertificate) prints no updates/U.
-void PrintCertificate(const v1::ModelStats& s) {
+// `s` without counters (GetCertificate) prints no updates/U, nor does a
+// model whose updates U does not bound (`bounds_updates` false).
+void PrintCertificate(const v1::ModelStats& s, bool bounds_updates = true) {
   const v1::Certificate& c = s.certificate();
   std::string state;
   switch (c.state()) {
@@ -52,7 +53,7 @@ void PrintCertificate(const v1::ModelStats& s) {
     return;
   }
   std::printf("certificate    U %.6g, L %.6g", c.upper(), c.lower());
-  if (s.examples() > 0 && c.upper() > 0) {
+  if (s.examples() > 0 && c.upper() > 0 && bounds_updates) {
     std::printf(" (updates/U %.4f)", s.updates() / c.upper());
   }
   std::printf("\n");
@@ -69,6 +70,14 @@ void PrintCertificate(const v1::ModelStats& s) {
     }
     std::printf("\n");
   }
+}
+
+// Whether the certificate's U bounds this model's updates: the classic rule
+// and those that learn like it, and a kernel model whose budget dropped
+// nothing; not the margin rule.
+bool CertificateBoundsUpdates(const v1::ModelStatus& st) {
+  if (st.algorithm() == v1::MARGIN) return false;
+  return st.algorithm() != v1::KERNEL || st.dropped() == 0;
 }
 
 void PrintStatus(const v1::ModelStatus& st) {
@@ -96,12 +105,17 @@ void PrintStatus(const v1::ModelStatus& st) {
   } else {
     std::printf("bound          n/a\n");
   }
-  PrintCertificate(s);
-  if (st.algorithm() == v1::KERNEL && st.dropped() > 0 &&
-      s.certificate().available()) {
-    std::printf(
-        "               (the budget dropped support vectors: the theorem no "
-        "longer bounds this model's updates)\n");
+  PrintCertificate(s, CertificateBoundsUpdates(st));
+  if (s.certificate().available()) {
+    if (st.algorithm() == v1::MARGIN) {
+      std::printf(
+          "               (U bounds the classic rule's updates, not the "
+          "margin rule's)\n");
+    } else if (!CertificateBoundsUpdates(st)) {
+      std::printf(
+          "               (the budget dropped support vectors: the theorem "
+          "no longer bounds this model's updates)\n");
+    }
   }
   std::printf("predictions    %llu issued, %llu pending, %llu expired\n",
               static_cast<unsigned long long>(s.predictions()),
@@ -216,7 +230,8 @@ int Watch(const Args& args) {
           bar("updates/bound", s.updates(), s.bound());
         }
         const v1::Certificate& cert = s.certificate();
-        if (cert.available() && cert.upper() > 0) {
+        if (cert.available() && cert.upper() > 0 &&
+            CertificateBoundsUpdates(st)) {
           bar("updates/U", s.updates(), cert.upper());
         }
         std::printf("\n");

@@ -134,9 +134,12 @@ class PageTest(pp.ServerTest):
             dimension=4, gamma=0.1, comparator=other.u + [0.0])))
         self.stub.CreateModel(pb.CreateModelRequest(model_id="no-comparator", config=pb.ModelConfig(
             dimension=4)))
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="margin-rule", config=pb.ModelConfig(
+            dimension=4, algorithm=pb.MARGIN, gamma=0.05)))
         pp.learn(pb, self.stub, "live", [stream.next() for _ in range(3000)])
         pp.learn(pb, self.stub, "separable", [other.next() for _ in range(800)])
         pp.learn(pb, self.stub, "no-comparator", [other.next() for _ in range(300)])
+        pp.learn(pb, self.stub, "margin-rule", [other.next() for _ in range(300)])
 
         self.driver.get(self.server.http + "/")
         self.wait_for_examples("live", 3000)
@@ -162,6 +165,28 @@ class PageTest(pp.ServerTest):
         self.assertGreater(self.snapshot("no-comparator")["certificate"]["width"], 100)
         st = self.stub.GetStatus(pb.GetStatusRequest(model_id="no-comparator")).stats
         self.assertLessEqual(st.updates, cert.upper)
+
+        # A margin model (the stream is separable with margin 0.1, the model's gamma 0.05): once
+        # the certificate's comparator separates every example with gamma, the page shows the
+        # rule's own bound 8/gamma^2 and no updates/U, since U bounds the classic rule only.
+        def margin_bound(_):
+            c = self.stub.GetStatus(pb.GetStatusRequest(model_id="margin-rule")).stats.certificate
+            return c if c.margin_bound_available and c.solved == c.examples == 300 else False
+        m = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(margin_bound)
+        self.assertAlmostEqual(m.margin_bound, 8 / 0.05 ** 2, places=6)
+        self.assertGreaterEqual(m.margin, 0.05)
+        rows = lambda d: d.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll("
+            "'section.model[data-model=\"margin-rule\"] dl > div')].map("
+            "e => [e.firstChild.textContent, e.lastChild.textContent]))")
+        shown = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: (lambda r: r if r.get("margin rule bound", "n/a") != "n/a" else False)(rows(d)))
+        self.assertTrue(shown["margin rule bound"].startswith("3200 (margin "),
+                        shown["margin rule bound"])
+        self.assertEqual(shown["updates / U"], "n/a (U bounds the classic rule)")
+        self.assertLessEqual(
+            self.stub.GetStatus(pb.GetStatusRequest(model_id="margin-rule")).stats.updates,
+            m.margin_bound)
 
         # The page updates in place: an element found before two refreshes is the same element
         # after them (a replaced one would raise StaleElementReferenceException here).

@@ -1,7 +1,8 @@
 // The certificate solver (core/certificate.h) on issue 14's shape: 10^5
 // kept examples of d = 20 (normalized, bias on), labels from a random
 // separator with 10% flipped. Reports the passes to the 1e-4 gap and the
-// cost of a cold solve and of a warm refresh after 1% more examples.
+// cost of a cold solve and of a warm refresh after 1% more examples; and a
+// kernel model's cold solve at its limit of kept examples.
 // Run: build/release/bench/core/certificate_benchmark
 #include <random>
 #include <vector>
@@ -85,6 +86,36 @@ void BM_WarmRefresh(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_WarmRefresh)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// A kernel model's certificate at its limit (kKernelCertificateLimit = 2,000
+// kept examples), rbf with sigma 1 on the same data.
+void BM_KernelColdSolve(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const Data data = MakeData(n);
+  ModelConfig config = Config();
+  config.algorithm = Algorithm::kKernel;
+  config.kernel.type = KernelType::kRbf;
+  const Preparer preparer(config);
+  KeptRows rows;
+  for (size_t t = 0; t < n; ++t) {
+    rows.Add(*preparer.Prepare(FeatureView::Dense(data.x[t])), data.y[t]);
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    KernelCertificateSolver solver(kDim + 1, config.kernel);
+    solver.Add(rows);
+    state.ResumeTiming();
+    const KernelCertificate c = solver.Solve(1.0, {});
+    state.counters["passes"] = c.passes;
+    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+    state.counters["U"] = c.upper;
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_KernelColdSolve)
+    ->Arg(500)
+    ->Arg(2000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace perceptron

@@ -12,6 +12,7 @@ build_packages=(
   cmake g++ make pkg-config ca-certificates
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libleveldb-dev libsnappy-dev zlib1g-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
+  libgoogle-perftools-dev
 )
 
 packages=(
@@ -28,6 +29,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # The data directory: LevelDB, and zlib's CRC-32 for our own record checks.
   libleveldb-dev libsnappy-dev zlib1g-dev
+  # The programs' allocator: tcmalloc (CMakeLists.txt's PERCEPTRON_MALLOC).
+  libgoogle-perftools-dev
   # The example Python client.
   python3-grpcio python3-protobuf
   # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python.

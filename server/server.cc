@@ -14,8 +14,10 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       registry_(options.limits),
       persistence_(std::move(persistence)),
       auth_(std::move(auth)),
-      service_(&registry_, persistence_.get(), options.limits, auth_.get()),
-      metrics_(&registry_, options.rpc_metrics),
+      rpc_metrics_(options.rpc_metrics),
+      service_(&registry_, persistence_.get(), options.limits, auth_.get(),
+               &rpc_metrics_),
+      metrics_(&registry_, [this] { return rpc_metrics_.Collect(); }),
       refresher_(&registry_, persistence_.get(), options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
@@ -62,7 +64,7 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
       static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options.limits.max_message_bytes));
-  if (auto factory = s->metrics_.InterceptorFactory()) {
+  if (auto factory = s->rpc_metrics_.InterceptorFactory()) {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;

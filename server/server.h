@@ -62,8 +62,8 @@ struct ServerOptions {
   int http_port = -1;
   // Its worker threads, each serving any number of connections. Default: 4.
   int http_threads = 4;
-  // Per-RPC metrics (grpc_server_*) through a server interceptor that sees
-  // every message. Off: no interceptor and no grpc_server_* series.
+  // Per-RPC metrics (grpc_server_*; server/rpc/rpc_metrics.h). Off: nothing
+  // recorded, no interceptor and no grpc_server_* series.
   bool rpc_metrics = true;
 };
 
@@ -98,6 +98,7 @@ class PerceptronServer {
   std::unique_ptr<Persistence> persistence_;
   std::unique_ptr<Authorizer> auth_;
   RecoveryReport recovery_;
+  RpcMetrics rpc_metrics_;
   PerceptronServiceImpl service_;
   Metrics metrics_;
   std::unique_ptr<grpc::Server> server_;

@@ -2,85 +2,14 @@
 
 #include <vector>
 
-#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "google/protobuf/descriptor.h"
-#include "perceptron/v1/perceptron.pb.h"
 #include "server/http/metrics_text.h"
 
 namespace perceptron::server {
 namespace {
 
 namespace prom = ::prometheus;
-using Hook = grpc::experimental::InterceptionHookPoints;
-
-// Seconds buckets for RPC handling, from 100 us (a small batch) to 10 s.
-const prom::Histogram::BucketBoundaries& SecondsBuckets() {
-  static const auto* b = new prom::Histogram::BucketBoundaries{
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
-  return *b;
-}
-
-class RpcInterceptor final : public grpc::experimental::Interceptor {
- public:
-  RpcInterceptor(Metrics* metrics, Metrics::Method* method)
-      : metrics_(metrics), method_(method), start_(absl::Now()) {
-    method_->started->Increment();
-  }
-
-  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
-    if (m->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE) &&
-        m->GetRecvMessage() != nullptr) {
-      method_->received->Increment();
-    }
-    if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_MESSAGE)) {
-      method_->sent->Increment();
-    }
-    if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
-      metrics_->CountHandled(*method_, m->GetSendStatus().error_code());
-      method_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
-    }
-    m->Proceed();
-  }
-
- private:
-  Metrics* metrics_;
-  Metrics::Method* method_;
-  absl::Time start_;
-};
-
-class RpcInterceptorFactory final
-    : public grpc::experimental::ServerInterceptorFactoryInterface {
- public:
-  explicit RpcInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
-  grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo* info) override {
-    Metrics::Method* method = metrics_->FindMethod(info->method());
-    return method == nullptr ? nullptr : new RpcInterceptor(metrics_, method);
-  }
-
- private:
-  Metrics* metrics_;
-};
-
-const char* const kCodeNames[] = {"OK",
-                                  "Canceled",
-                                  "Unknown",
-                                  "InvalidArgument",
-                                  "DeadlineExceeded",
-                                  "NotFound",
-                                  "AlreadyExists",
-                                  "PermissionDenied",
-                                  "ResourceExhausted",
-                                  "FailedPrecondition",
-                                  "Aborted",
-                                  "OutOfRange",
-                                  "Unimplemented",
-                                  "Internal",
-                                  "Unavailable",
-                                  "DataLoss",
-                                  "Unauthenticated"};
 
 prom::MetricFamily Family(std::string name, std::string help,
                           prom::MetricType type) {
@@ -104,30 +33,10 @@ void AddValue(prom::MetricFamily& f, const std::string& model, double v) {
 
 }  // namespace
 
-Metrics::Metrics(Registry* registry, bool rpc_metrics)
+Metrics::Metrics(Registry* registry, Families more)
     : registry_(registry),
-      rpc_metrics_(rpc_metrics),
+      more_(std::move(more)),
       prom_(std::make_shared<prom::Registry>()),
-      started_(prom::BuildCounter()
-                   .Name("grpc_server_started_total")
-                   .Help("RPCs started on the server")
-                   .Register(*prom_)),
-      handled_(prom::BuildCounter()
-                   .Name("grpc_server_handled_total")
-                   .Help("RPCs completed on the server, by status code")
-                   .Register(*prom_)),
-      received_(prom::BuildCounter()
-                    .Name("grpc_server_msg_received_total")
-                    .Help("Request messages received")
-                    .Register(*prom_)),
-      sent_(prom::BuildCounter()
-                .Name("grpc_server_msg_sent_total")
-                .Help("Response messages sent")
-                .Register(*prom_)),
-      seconds_(prom::BuildHistogram()
-                   .Name("grpc_server_handling_seconds")
-                   .Help("Time from an RPC's start to its status, seconds")
-                   .Register(*prom_)),
       http_(prom::BuildCounter()
                 .Name("perceptron_http_requests_total")
                 .Help("HTTP requests served, by handler and status code")
@@ -138,48 +47,6 @@ Metrics::Metrics(Registry* registry, bool rpc_metrics)
                       .Register(*prom_)
                       .Add({})) {
   start_time_.Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-  auto add = [this](const std::string& service, const std::string& name,
-                    const std::string& type) {
-    prom::Labels labels = {
-        {"grpc_service", service}, {"grpc_method", name}, {"grpc_type", type}};
-    auto m = std::make_unique<Method>();
-    m->started = &started_.Add(labels);
-    m->received = &received_.Add(labels);
-    m->sent = &sent_.Add(labels);
-    m->seconds = &seconds_.Add(labels, SecondsBuckets());
-    m->type = type;
-    m->service = service;
-    m->name = name;
-    methods_[absl::StrCat("/", service, "/", name)] = std::move(m);
-  };
-  const google::protobuf::ServiceDescriptor* service =
-      v1::LearnRequest::descriptor()->file()->FindServiceByName(
-          "PerceptronService");
-  for (int i = 0; i < service->method_count(); ++i) {
-    const google::protobuf::MethodDescriptor* m = service->method(i);
-    const char* type =
-        m->client_streaming()
-            ? (m->server_streaming() ? "bidi_stream" : "client_stream")
-            : (m->server_streaming() ? "server_stream" : "unary");
-    add(service->full_name(), m->name(), type);
-  }
-  add("grpc.health.v1.Health", "Check", "unary");
-  add("grpc.health.v1.Health", "Watch", "server_stream");
-}
-
-Metrics::Method* Metrics::FindMethod(absl::string_view full_name) {
-  auto it = methods_.find(full_name);
-  return it == methods_.end() ? nullptr : it->second.get();
-}
-
-void Metrics::CountHandled(Method& method, int code) {
-  const char* name = code >= 0 && code <= 16 ? kCodeNames[code] : kCodeNames[2];
-  handled_
-      .Add({{"grpc_service", method.service},
-            {"grpc_method", method.name},
-            {"grpc_type", method.type},
-            {"grpc_code", name}})
-      .Increment();
 }
 
 void Metrics::CountHttp(absl::string_view handler, int code) {
@@ -187,19 +54,11 @@ void Metrics::CountHttp(absl::string_view handler, int code) {
       .Increment();
 }
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-Metrics::InterceptorFactory() {
-  if (!rpc_metrics_) return nullptr;
-  return std::make_unique<RpcInterceptorFactory>(this);
-}
-
 std::string Metrics::Render(
     const std::function<bool(absl::string_view)>& visible) const {
   std::vector<prom::MetricFamily> families = prom_->Collect();
-  if (!rpc_metrics_) {
-    std::erase_if(families, [](const prom::MetricFamily& f) {
-      return absl::StartsWith(f.name, "grpc_server_");
-    });
+  if (more_) {
+    for (prom::MetricFamily& f : more_()) families.push_back(std::move(f));
   }
   using T = prom::MetricType;
   prom::MetricFamily models =

@@ -8,13 +8,15 @@ namespace perceptron::server {
 
 LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
                            const Limits* limits, StreamSet* streams,
-                           const Authorizer* auth, std::string authorization)
+                           const Authorizer* auth, std::string authorization,
+                           RpcCounts* counts)
     : registry_(registry),
       persistence_(persistence),
       limits_(limits),
       streams_(streams),
       auth_(auth),
       authorization_(std::move(authorization)),
+      record_(counts),
       registered_(streams->Add(this)),
       self_(this) {
   absl::MutexLock lock(&mu_);
@@ -75,6 +77,7 @@ void LearnReactor::OnReadDone(bool ok) {
     MaybeFinishLocked();
     return;
   }
+  record_.Received();
   if (final_status_) return;  // stopping: no new work
   processing_ = true;
   const uint64_t number = next_number_++;
@@ -125,6 +128,7 @@ void LearnReactor::WriteNextLocked() {
   if (writing_ || finished_ || queue_.empty() || !queue_.front().committed)
     return;
   writing_ = true;
+  record_.Sent();
   StartWrite(queue_.front().response);
 }
 
@@ -150,6 +154,7 @@ void LearnReactor::MaybeFinishLocked() {
     return;
   if (!queue_.empty()) return;
   finished_ = true;
+  record_.Handled(final_status_->error_code());
   Finish(*final_status_);
 }
 

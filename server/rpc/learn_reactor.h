@@ -19,6 +19,7 @@
 #include "server/auth/auth.h"
 #include "server/model/limits.h"
 #include "server/model/registry.h"
+#include "server/rpc/rpc_metrics.h"
 #include "server/rpc/stream_set.h"
 #include "server/storage/persistence.h"
 
@@ -34,11 +35,11 @@ class LearnReactor final
   static constexpr size_t kMaxQueuedResponses = 32;
 
   // `auth` may be null (every stream allowed); `authorization` is the call's
-  // header.
+  // header. The stream is recorded in `counts` (null: not recorded).
   LearnReactor(Registry* registry, Persistence* persistence,
                const Limits* limits, StreamSet* streams,
-               const Authorizer* auth = nullptr,
-               std::string authorization = "");
+               const Authorizer* auth = nullptr, std::string authorization = "",
+               RpcCounts* counts = nullptr);
 
   void Stop() override;
 
@@ -73,6 +74,7 @@ class LearnReactor final
   StreamSet* const streams_;
   const Authorizer* const auth_;
   const std::string authorization_;
+  RpcCall record_;
   const bool registered_;
   // gRPC's reference to this reactor, dropped in OnDone. Commit callbacks hold
   // references too: they run on the committer's thread and may finish the

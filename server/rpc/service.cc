@@ -21,13 +21,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
-                               const absl::Status& s) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(s));
-  return reactor;
-}
-
 // OK if a request's `n` items are within `limit`.
 absl::Status AtMost(absl::string_view what, int n, size_t limit) {
   if (static_cast<size_t>(n) <= limit) return absl::OkStatus();
@@ -127,22 +120,29 @@ void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
 
 template <typename Act>
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Handle(
-    grpc::CallbackServerContext* context, Role role, absl::string_view model_id,
-    Act act) {
+    grpc::CallbackServerContext* context, Rpc rpc, Role role,
+    absl::string_view model_id, Act act) {
   UnaryCall call(&streams_);
+  RpcCall record(rpc_metrics_ == nullptr ? nullptr : rpc_metrics_->counts(rpc));
+  record.Received();
   absl::Status s = Allow(context, role, model_id);
   if (s.ok() && streams_.stopped()) {
     s = absl::UnavailableError("the server is shutting down");
   }
   if (s.ok()) s = act();
-  return Done(context, s);
+  grpc::Status status = ToGrpc(s);
+  if (status.ok()) record.Sent();
+  record.Handled(status.error_code());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(std::move(status));
+  return reactor;
 }
 
 template <typename Request, typename Act>
 grpc::ServerUnaryReactor* PerceptronServiceImpl::OnModel(
-    grpc::CallbackServerContext* context, const Request& request, Role role,
-    Act act, absl::Status check) {
-  return Handle(context, role, request.model_id(), [&]() -> absl::Status {
+    grpc::CallbackServerContext* context, Rpc rpc, const Request& request,
+    Role role, Act act, absl::Status check) {
+  return Handle(context, rpc, role, request.model_id(), [&]() -> absl::Status {
     PERCEPTRON_RETURN_IF_ERROR(check);
     absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
         Find(request.model_id());
@@ -154,29 +154,30 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::OnModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
     grpc::CallbackServerContext* context, const v1::CreateModelRequest* request,
     v1::Model* response) {
-  return Handle(
-      context, Role::kAdmin, request->model_id(), [&]() -> absl::Status {
-        absl::StatusOr<ModelConfig> config =
-            ConfigFromProto(request->config(), limits_.max_dimension);
-        if (!config.ok()) return config.status();
-        PERCEPTRON_RETURN_IF_ERROR(
-            FitsAnExport(*config, limits_.max_pending_bytes));
-        absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
-            registry_->Create(request->model_id(), *config);
-        if (!entry.ok()) return entry.status();
-        if (absl::Status s = persistence_->Created(**entry); !s.ok()) {
-          registry_->Remove(*entry);
-          return s;
-        }
-        FillModel(**entry, response);
-        return absl::OkStatus();
-      });
+  return Handle(context, Rpc::kCreateModel, Role::kAdmin, request->model_id(),
+                [&]() -> absl::Status {
+                  absl::StatusOr<ModelConfig> config =
+                      ConfigFromProto(request->config(), limits_.max_dimension);
+                  if (!config.ok()) return config.status();
+                  PERCEPTRON_RETURN_IF_ERROR(
+                      FitsAnExport(*config, limits_.max_pending_bytes));
+                  absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
+                      registry_->Create(request->model_id(), *config);
+                  if (!entry.ok()) return entry.status();
+                  if (absl::Status s = persistence_->Created(**entry);
+                      !s.ok()) {
+                    registry_->Remove(*entry);
+                    return s;
+                  }
+                  FillModel(**entry, response);
+                  return absl::OkStatus();
+                });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::Model* response) {
-  return OnModel(context, *request, Role::kRead,
+  return OnModel(context, Rpc::kGetModel, *request, Role::kRead,
                  [&](ModelEntry& entry) -> absl::Status {
                    FillModel(entry, response);
                    return absl::OkStatus();
@@ -186,37 +187,40 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
-  return Handle(context, Role::kRead, "", [&]() -> absl::Status {
-    const size_t size = request->page_size() == 0
-                            ? 100
-                            : std::min<size_t>(request->page_size(), 1000);
-    absl::StatusOr<std::string> after = PageTokenAfter(request->page_token());
-    if (!after.ok()) return after.status();
-    // Pages over the models this caller may see only, so that neither a page
-    // nor its token tells of another. One more than the page tells whether
-    // another page follows.
-    const std::string token = Authorization(context);
-    std::function<bool(absl::string_view)> visible;
-    if (auth_ != nullptr) {
-      visible = [this, &token](absl::string_view id) {
-        return auth_->Covers(token, id);
-      };
-    }
-    std::vector<std::shared_ptr<ModelEntry>> entries =
-        registry_->List(*after, size + 1, visible);
-    const bool more = entries.size() > size;
-    if (more) entries.pop_back();
-    for (const auto& e : entries) FillModel(*e, response->add_models());
-    if (more) response->set_next_page_token(PageToken(entries.back()->id));
-    return absl::OkStatus();
-  });
+  return Handle(
+      context, Rpc::kListModels, Role::kRead, "", [&]() -> absl::Status {
+        const size_t size = request->page_size() == 0
+                                ? 100
+                                : std::min<size_t>(request->page_size(), 1000);
+        absl::StatusOr<std::string> after =
+            PageTokenAfter(request->page_token());
+        if (!after.ok()) return after.status();
+        // Pages over the models this caller may see only, so that neither a
+        // page nor its token tells of another. One more than the page tells
+        // whether another page follows.
+        const std::string token = Authorization(context);
+        std::function<bool(absl::string_view)> visible;
+        if (auth_ != nullptr) {
+          visible = [this, &token](absl::string_view id) {
+            return auth_->Covers(token, id);
+          };
+        }
+        std::vector<std::shared_ptr<ModelEntry>> entries =
+            registry_->List(*after, size + 1, visible);
+        const bool more = entries.size() > size;
+        if (more) entries.pop_back();
+        for (const auto& e : entries) FillModel(*e, response->add_models());
+        if (more) response->set_next_page_token(PageToken(entries.back()->id));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
   return Handle(
-      context, Role::kAdmin, request->model_id(), [&]() -> absl::Status {
+      context, Rpc::kDeleteModel, Role::kAdmin, request->model_id(),
+      [&]() -> absl::Status {
         PERCEPTRON_RETURN_IF_ERROR(registry_->Delete(request->model_id()));
         return persistence_->Deleted(request->model_id());
       });
@@ -225,7 +229,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
     grpc::CallbackServerContext* context, const v1::ResetModelRequest* request,
     v1::Model* response) {
-  return OnModel(context, *request, Role::kAdmin,
+  return OnModel(context, Rpc::kResetModel, *request, Role::kAdmin,
                  [&](ModelEntry& entry) -> absl::Status {
                    PERCEPTRON_RETURN_IF_ERROR(ResetEntry(entry, *persistence_));
                    FillModel(entry, response);
@@ -235,15 +239,17 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
 
 grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse>*
 PerceptronServiceImpl::Learn(grpc::CallbackServerContext* context) {
-  return new LearnReactor(registry_, persistence_, &limits_, &streams_, auth_,
-                          Authorization(context));
+  return new LearnReactor(
+      registry_, persistence_, &limits_, &streams_, auth_,
+      Authorization(context),
+      rpc_metrics_ == nullptr ? nullptr : rpc_metrics_->counts(Rpc::kLearn));
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
   return OnModel(
-      context, *request, Role::kRead,
+      context, Rpc::kPredict, *request, Role::kRead,
       [&](ModelEntry& entry) -> absl::Status {
         return PredictAll(entry, *request, response);
       },
@@ -254,7 +260,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Reveal(
     grpc::CallbackServerContext* context, const v1::RevealRequest* request,
     v1::RevealResponse* response) {
   return OnModel(
-      context, *request, Role::kLearn,
+      context, Rpc::kReveal, *request, Role::kLearn,
       [&](ModelEntry& entry) -> absl::Status {
         return ApplyReveals(entry, *persistence_, request->items(),
                             response->mutable_results(),
@@ -267,7 +273,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
     grpc::CallbackServerContext* context, const v1::TrainRequest* request,
     v1::TrainResponse* response) {
   return OnModel(
-      context, *request, Role::kLearn,
+      context, Rpc::kTrain, *request, Role::kLearn,
       [&](ModelEntry& entry) -> absl::Status {
         return TrainOn(entry, *persistence_, *request, limits_, response);
       },
@@ -277,7 +283,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Train(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetStatus(
     grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
     v1::ModelStatus* response) {
-  return OnModel(context, *request, Role::kRead,
+  return OnModel(context, Rpc::kGetStatus, *request, Role::kRead,
                  [&](ModelEntry& entry) -> absl::Status {
                    return FillStatus(entry, response);
                  });
@@ -301,7 +307,7 @@ grpc::ServerWriteReactor<v1::ModelStatus>* PerceptronServiceImpl::WatchStatus(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetHistory(
     grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
     v1::History* response) {
-  return OnModel(context, *request, Role::kRead,
+  return OnModel(context, Rpc::kGetHistory, *request, Role::kRead,
                  [&](ModelEntry& entry) -> absl::Status {
                    return FillHistory(entry, response);
                  });
@@ -311,7 +317,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetCertificate(
     grpc::CallbackServerContext* context,
     const v1::GetCertificateRequest* request,
     v1::CertificateResponse* response) {
-  return OnModel(context, *request, Role::kRead,
+  return OnModel(context, Rpc::kGetCertificate, *request, Role::kRead,
                  [&](ModelEntry& entry) -> absl::Status {
                    return FillCertificate(entry, response);
                  });
@@ -321,7 +327,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
     grpc::CallbackServerContext* context, const v1::GetWeightsRequest* request,
     v1::Weights* response) {
   return OnModel(
-      context, *request, Role::kRead, [&](ModelEntry& entry) -> absl::Status {
+      context, Rpc::kGetWeights, *request, Role::kRead,
+      [&](ModelEntry& entry) -> absl::Status {
         PERCEPTRON_RETURN_IF_ERROR(FillWeights(entry, response));
         if (response->ByteSizeLong() <= limits_.max_message_bytes) {
           return absl::OkStatus();
@@ -366,7 +373,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
     grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
     v1::ExportModelResponse* response) {
   return OnModel(
-      context, *request, Role::kAdmin, [&](ModelEntry& entry) -> absl::Status {
+      context, Rpc::kExportModel, *request, Role::kAdmin,
+      [&](ModelEntry& entry) -> absl::Status {
         absl::StatusOr<std::string> blob = ExportBlob(entry);
         if (!blob.ok()) return blob.status();
         if (blob->size() + 16 > limits_.max_message_bytes) {
@@ -408,9 +416,10 @@ PerceptronServiceImpl::ExportModelChunks(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
-  return Handle(context, Role::kAdmin, request->model_id(), [&] {
-    return Import(context, request->blob(), request->model_id(), response);
-  });
+  return Handle(
+      context, Rpc::kImportModel, Role::kAdmin, request->model_id(), [&] {
+        return Import(context, request->blob(), request->model_id(), response);
+      });
 }
 
 grpc::ServerReadReactor<v1::ImportModelRequest>*

@@ -8,6 +8,7 @@
 #include "server/auth/auth.h"
 #include "server/model/limits.h"
 #include "server/model/registry.h"
+#include "server/rpc/rpc_metrics.h"
 #include "server/rpc/stream_set.h"
 #include "server/storage/persistence.h"
 
@@ -18,14 +19,17 @@ namespace v1 = ::perceptron::v1;
 class PerceptronServiceImpl final
     : public v1::PerceptronService::CallbackService {
  public:
-  // `auth` may be null (no tokens: every call allowed); it must outlive the
-  // service.
+  // `auth` may be null (no tokens: every call allowed), `rpc_metrics` too (no
+  // per-RPC metrics); both must outlive the service. The unary handlers and
+  // Learn record their calls in `rpc_metrics`.
   PerceptronServiceImpl(Registry* registry, Persistence* persistence,
-                        const Limits& limits, const Authorizer* auth = nullptr)
+                        const Limits& limits, const Authorizer* auth = nullptr,
+                        RpcMetrics* rpc_metrics = nullptr)
       : registry_(registry),
         persistence_(persistence),
         limits_(limits),
-        auth_(auth) {}
+        auth_(auth),
+        rpc_metrics_(rpc_metrics) {}
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
   // is answered.
@@ -101,19 +105,21 @@ class PerceptronServiceImpl final
   absl::StatusOr<std::shared_ptr<ModelEntry>> Find(const std::string& id);
   void FillModel(ModelEntry& entry, v1::Model* model);
   // The shape of each unary handler: the call counted while it runs (shutdown
-  // waits for it), the caller's `role` checked for `model_id` ("": any),
-  // UNAVAILABLE once shutting down, then `act()`, whose status is the answer.
+  // waits for it) and recorded as `rpc`, the caller's `role` checked for
+  // `model_id` ("": any), UNAVAILABLE once shutting down, then `act()`, whose
+  // status is the answer.
   template <typename Act>
   grpc::ServerUnaryReactor* Handle(grpc::CallbackServerContext* context,
-                                   Role role, absl::string_view model_id,
-                                   Act act);
+                                   Rpc rpc, Role role,
+                                   absl::string_view model_id, Act act);
   // The shape of each unary handler on one model: the call counted while it
   // runs (shutdown waits for it), the caller's `role` checked for the model,
   // then `check` (a limit on the request itself), then the model found, then
   // `act(entry)`, whose status is the answer.
   template <typename Request, typename Act>
   grpc::ServerUnaryReactor* OnModel(grpc::CallbackServerContext* context,
-                                    const Request& request, Role role, Act act,
+                                    Rpc rpc, const Request& request, Role role,
+                                    Act act,
                                     absl::Status check = absl::OkStatus());
   // The call's "authorization" metadata ("" if none).
   static std::string Authorization(grpc::CallbackServerContext* context);
@@ -130,6 +136,7 @@ class PerceptronServiceImpl final
   Persistence* const persistence_;
   const Limits limits_;
   const Authorizer* const auth_;
+  RpcMetrics* const rpc_metrics_;
   StreamSet streams_;
 };
 

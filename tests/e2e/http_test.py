@@ -73,6 +73,8 @@ class HttpTest(pp.ServerTest):
         self.stub.Reveal(pb.RevealRequest(model_id="alpha", items=[
             pb.RevealItem(prediction_id=i, label=1) for i in ids[:4]]))
         requests += 1
+        # A stream the server's interceptor records (the handlers record the rest).
+        chunks = list(self.stub.GetWeightsChunks(pb.GetWeightsRequest(model_id="gamma")))
 
         status, ctype, body = self.server.get("/metrics")
         self.assertEqual(status, 200)
@@ -123,6 +125,16 @@ class HttpTest(pp.ServerTest):
                          + rpc_value(metrics, "grpc_server_msg_received_total", "Reveal"),
                          requests + 1)
         self.assertEqual(rpc_value(metrics, "grpc_server_handling_seconds_count", "Learn"), 4)
+        self.assertEqual(rpc_value(metrics, "grpc_server_msg_sent_total", "Learn"),
+                         rpc_value(metrics, "grpc_server_msg_received_total", "Learn"))
+        self.assertEqual(rpc_value(metrics, "grpc_server_handled_total", "Reveal",
+                                   grpc_code="OK"), 1)
+        self.assertEqual(rpc_value(metrics, "grpc_server_started_total", "GetWeightsChunks"), 1)
+        self.assertEqual(rpc_value(metrics, "grpc_server_msg_sent_total", "GetWeightsChunks"),
+                         len(chunks))
+        self.assertEqual(rpc_value(metrics, "grpc_server_handled_total", "GetWeightsChunks",
+                                   grpc_code="OK"), 1)
+        self.assertEqual(rpc_value(metrics, "grpc_server_started_total", "Predict"), 0)
 
     def test_json_status_and_history_equal_grpc(self):
         stream = pp.Stream(d=5, gamma=0.1, noise=0.03, seed=5)

@@ -22,12 +22,59 @@ uint64_t Next(uint64_t* state) {
 
 }  // namespace
 
+namespace {
+
+// Coordinates of a KeptRows' first block, and of its largest ones (but a row
+// longer than that gets a block of its own length).
+constexpr size_t kFirstBlock = 1024;
+constexpr size_t kLargestBlock = size_t{1} << 18;  // 3 MiB
+
+}  // namespace
+
+KeptRows& KeptRows::operator=(const KeptRows& other) {
+  if (this != &other) {
+    Clear();
+    Append(other);
+  }
+  return *this;
+}
+
+KeptRows::Block& KeptRows::Room(size_t n) {
+  if (blocks_.empty() || blocks_.back().capacity - blocks_.back().size < n) {
+    const size_t next =
+        blocks_.empty() ? kFirstBlock
+                        : std::min(2 * blocks_.back().capacity, kLargestBlock);
+    Block& b = blocks_.emplace_back();
+    b.capacity = std::max(next, n);
+    // Not initialised: every coordinate is written before it is read.
+    b.index.reset(new uint32_t[b.capacity]);
+    b.value.reset(new double[b.capacity]);
+  }
+  return blocks_.back();
+}
+
+void KeptRows::Close(size_t begin, int label, double square) {
+  rows_.push_back({static_cast<uint32_t>(blocks_.size() - 1),
+                   static_cast<uint32_t>(begin),
+                   static_cast<uint32_t>(blocks_.back().size)});
+  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
+  square_.push_back(square);
+}
+
 void KeptRows::Add(const Prepared& x, int label) {
+  const size_t most =
+      (x.x.sparse ? x.x.indices.size() : x.dimension) + (x.has_bias ? 1 : 0);
+  Block& b = Room(most);
+  const size_t begin = b.size;
+  uint32_t* index = b.index.get();
+  double* value = b.value.get();
+  size_t at = begin;
   double square = 0;
   auto keep = [&](uint32_t i, double v) {
     if (v == 0) return;
-    index_.push_back(i);
-    value_.push_back(v);
+    index[at] = i;
+    value[at] = v;
+    ++at;
     square += v * v;
   };
   if (x.x.sparse) {
@@ -40,41 +87,79 @@ void KeptRows::Add(const Prepared& x, int label) {
     }
   }
   if (x.has_bias) keep(x.dimension, x.scale * x.bias_value);
-  start_.push_back(index_.size());
-  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
-  square_.push_back(square);
+  b.size = at;
+  Close(begin, label, square);
 }
 
 void KeptRows::Add(absl::Span<const uint32_t> indices,
                    absl::Span<const double> values, int label) {
+  Block& b = Room(indices.size());
+  const size_t begin = b.size;
   double square = 0;
   for (size_t k = 0; k < indices.size(); ++k) {
     if (values[k] == 0) continue;
-    index_.push_back(indices[k]);
-    value_.push_back(values[k]);
+    b.index[b.size] = indices[k];
+    b.value[b.size] = values[k];
+    ++b.size;
     square += values[k] * values[k];
   }
-  start_.push_back(index_.size());
-  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
-  square_.push_back(square);
+  Close(begin, label, square);
 }
 
 void KeptRows::Append(const KeptRows& more) {
-  const size_t offset = index_.size();
-  index_.insert(index_.end(), more.index_.begin(), more.index_.end());
-  value_.insert(value_.end(), more.value_.begin(), more.value_.end());
-  for (size_t t = 1; t < more.start_.size(); ++t) {
-    start_.push_back(offset + more.start_[t]);
+  for (size_t t = 0; t < more.size(); ++t) {
+    const absl::Span<const uint32_t> index = more.indices(t);
+    const absl::Span<const double> value = more.values(t);
+    Block& b = Room(index.size());
+    const size_t begin = b.size;
+    std::copy(index.begin(), index.end(), b.index.get() + begin);
+    std::copy(value.begin(), value.end(), b.value.get() + begin);
+    b.size += index.size();
+    Close(begin, more.labels_[t], more.square_[t]);
+  }
+}
+
+void KeptRows::Append(KeptRows&& more) {
+  size_t coordinates = 0;
+  for (const Block& b : more.blocks_) coordinates += b.size;
+  if (coordinates < kLargestBlock / 4 || blocks_.empty()) {
+    if (blocks_.empty()) {
+      *this = std::move(more);
+    } else {
+      Append(static_cast<const KeptRows&>(more));
+    }
+    more.Clear();
+    return;
+  }
+  const uint32_t offset = static_cast<uint32_t>(blocks_.size());
+  for (Block& b : more.blocks_) blocks_.push_back(std::move(b));
+  for (const Row& r : more.rows_) {
+    rows_.push_back({r.block + offset, r.begin, r.end});
   }
   labels_.insert(labels_.end(), more.labels_.begin(), more.labels_.end());
   square_.insert(square_.end(), more.square_.begin(), more.square_.end());
+  more.Clear();
+}
+
+bool operator==(const KeptRows& a, const KeptRows& b) {
+  if (a.labels_ != b.labels_ || a.square_ != b.square_) return false;
+  for (size_t t = 0; t < a.size(); ++t) {
+    const absl::Span<const uint32_t> ai = a.indices(t), bi = b.indices(t);
+    const absl::Span<const double> av = a.values(t), bv = b.values(t);
+    if (!std::equal(ai.begin(), ai.end(), bi.begin(), bi.end()) ||
+        !std::equal(av.begin(), av.end(), bv.begin(), bv.end())) {
+      return false;
+    }
+  }
+  return true;
 }
 
 size_t KeptRows::bytes() const {
-  return index_.capacity() * sizeof(uint32_t) +
-         value_.capacity() * sizeof(double) +
-         start_.capacity() * sizeof(size_t) + labels_.capacity() +
-         square_.capacity() * sizeof(double);
+  size_t coordinates = 0;
+  for (const Block& b : blocks_) coordinates += b.capacity;
+  return coordinates * (sizeof(uint32_t) + sizeof(double)) +
+         blocks_.capacity() * sizeof(Block) + rows_.capacity() * sizeof(Row) +
+         labels_.capacity() + square_.capacity() * sizeof(double);
 }
 
 std::vector<double> HingeSums(const KeptRows& rows,
@@ -186,9 +271,9 @@ std::vector<double> KernelSquares(const KeptRows& basis, KernelRows* kernel,
   return squares;
 }
 
-void KernelCertificateSolver::Add(const KeptRows& rows) {
+void KernelCertificateSolver::Add(KeptRows rows) {
   const size_t from = rows_.size();
-  rows_.Append(rows);
+  rows_.Append(std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
   q_.resize(rows_.size(), 0.0);
   diagonal_.resize(rows_.size());
@@ -314,8 +399,8 @@ void CertificateSolver::Add(const Prepared& x, int label) {
   alpha_.push_back(0);
 }
 
-void CertificateSolver::Add(const KeptRows& rows) {
-  rows_.Append(rows);
+void CertificateSolver::Add(KeptRows rows) {
+  rows_.Append(std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
 }
 

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -86,16 +87,29 @@ struct LeastDistance {
 };
 
 // Labeled prepared examples as rows: x^_t's non-zeros (the bias coordinate
-// included), its label and ||x^_t||^2. Owns its values.
+// included), its label and ||x^_t||^2. Owns its values. Rows live in blocks
+// that never move once written (a full block is followed by a new one, twice
+// its size up to 3 MiB, or the row's): keeping a row costs one copy of its
+// non-zeros, however many rows there are, and Append(KeptRows&&) takes the
+// other's blocks without copying them.
 class KeptRows {
  public:
+  KeptRows() = default;
+  KeptRows(const KeptRows& other) { Append(other); }
+  KeptRows& operator=(const KeptRows& other);
+  KeptRows(KeptRows&&) = default;
+  KeptRows& operator=(KeptRows&&) = default;
+
   // Keeps a copy of x^ and its label (-1 or +1). O(nnz).
   void Add(const Prepared& x, int label);
   // Keeps a row given by its non-zeros (indices and values of x^).
   void Add(absl::Span<const uint32_t> indices, absl::Span<const double> values,
            int label);
-  // Appends every row of `more`.
+  // Appends every row of `more` (copies).
   void Append(const KeptRows& more);
+  // Appends every row of `more`, taking its blocks (small ones are copied,
+  // so that many small appends do not leave many part-filled blocks).
+  void Append(KeptRows&& more);
   void Clear() { *this = KeptRows(); }
 
   size_t size() const { return labels_.size(); }
@@ -106,34 +120,51 @@ class KeptRows {
   double square(size_t t) const { return square_[t]; }
   // w . x^_t, over the non-zeros in order.
   double Dot(size_t t, const std::vector<double>& w) const {
+    const Row& r = rows_[t];
+    const Block& b = blocks_[r.block];
     double s = 0;
-    for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
-      s += w[index_[k]] * value_[k];
-    }
+    for (size_t k = r.begin; k < r.end; ++k) s += w[b.index[k]] * b.value[k];
     return s;
   }
   // w <- w + a x^_t.
   void AddTo(size_t t, double a, std::vector<double>* w) const {
-    for (size_t k = start_[t]; k < start_[t + 1]; ++k) {
-      (*w)[index_[k]] += a * value_[k];
-    }
+    const Row& r = rows_[t];
+    const Block& b = blocks_[r.block];
+    for (size_t k = r.begin; k < r.end; ++k) (*w)[b.index[k]] += a * b.value[k];
   }
   // Row t's non-zeros.
   absl::Span<const uint32_t> indices(size_t t) const {
-    return absl::MakeConstSpan(index_).subspan(start_[t],
-                                               start_[t + 1] - start_[t]);
+    const Row& r = rows_[t];
+    return {blocks_[r.block].index.get() + r.begin, r.end - r.begin};
   }
   absl::Span<const double> values(size_t t) const {
-    return absl::MakeConstSpan(value_).subspan(start_[t],
-                                               start_[t + 1] - start_[t]);
+    const Row& r = rows_[t];
+    return {blocks_[r.block].value.get() + r.begin, r.end - r.begin};
   }
-  friend bool operator==(const KeptRows&, const KeptRows&) = default;
+  // The same rows (labels, squares and non-zeros), however they are stored.
+  friend bool operator==(const KeptRows& a, const KeptRows& b);
 
  private:
-  // Row t is coordinates [start_[t], start_[t+1]) of index_/value_.
-  std::vector<uint32_t> index_;
-  std::vector<double> value_;
-  std::vector<size_t> start_{0};
+  struct Block {
+    std::unique_ptr<uint32_t[]> index;
+    std::unique_ptr<double[]> value;
+    size_t size = 0;
+    size_t capacity = 0;
+  };
+  // Row t is coordinates [begin, end) of block `block`.
+  struct Row {
+    uint32_t block;
+    uint32_t begin;
+    uint32_t end;
+  };
+  // The last block, with room for `n` more coordinates (a new one if needed).
+  Block& Room(size_t n);
+  // Ends the row written at the end of `b` (from `begin`), with its label
+  // and square.
+  void Close(size_t begin, int label, double square);
+
+  std::vector<Block> blocks_;
+  std::vector<Row> rows_;
   std::vector<int8_t> labels_;
   std::vector<double> square_;
 };
@@ -213,7 +244,7 @@ class KernelCertificateSolver {
   KernelCertificateSolver(uint32_t weight_dimension, const KernelConfig& kernel)
       : kernel_(weight_dimension, kernel) {}
 
-  void Add(const KeptRows& rows);
+  void Add(KeptRows rows);
   size_t size() const { return rows_.size(); }
   const KeptRows& rows() const { return rows_; }
   KernelRows* kernel() { return &kernel_; }
@@ -247,7 +278,7 @@ class CertificateSolver {
   // (-1 or +1). O(nnz).
   void Add(const Prepared& x, int label);
   // Keeps every row of `rows`.
-  void Add(const KeptRows& rows);
+  void Add(KeptRows rows);
 
   size_t size() const { return rows_.size(); }
   const KeptRows& rows() const { return rows_; }

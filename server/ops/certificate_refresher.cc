@@ -109,8 +109,7 @@ absl::Duration CertificateRefresher::Refresh(
       entry->solver_generation = generation;
     }
     KernelCertificateSolver& solver = *entry->kernel_solver;
-    solver.Add(rows);
-    rows.Clear();
+    solver.Add(std::move(rows));
     const KernelCertificate c = solver.Solve(radius, options);
     KernelCandidates k = KernelCandidatesFrom(c, solver.rows());
     std::vector<double> sums =
@@ -127,8 +126,7 @@ absl::Duration CertificateRefresher::Refresh(
     entry->solver_generation = generation;
   }
   CertificateSolver& solver = *entry->solver;
-  solver.Add(rows);
-  rows.Clear();
+  solver.Add(std::move(rows));
   const Certificate c = solver.Solve(radius, options);
   // The margin rule's bound needs a comparator that separates every example
   // with the model's margin: the hard-margin solution, when it separates.

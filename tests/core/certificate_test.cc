@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <random>
 
 #include "core/model.h"
 #include "gtest/gtest.h"
@@ -262,6 +263,65 @@ TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {
   std::cout << "[ certificate ] 2000 examples, d=20, 5% noise: U=" << c.upper
             << " L=" << c.lower << " gamma=" << c.gamma << "; cold " << c.passes
             << " passes, warm from 1000 " << w.passes << " passes\n";
+}
+
+// Rows kept in blocks: however they were added, appended, moved or copied, the
+// same rows read back, the same dot products come out, and a taken block is
+// not copied.
+TEST(KeptRowsTest, BlocksHoldTheSameRowsHoweverTheyWereAdded) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  auto rows_of = [&](size_t n, uint32_t d) {
+    KeptRows r;
+    for (size_t t = 0; t < n; ++t) {
+      std::vector<uint32_t> index;
+      std::vector<double> value;
+      for (uint32_t i = 0; i < d; ++i) {
+        if (rng() % 3 == 0) continue;  // some coordinates absent
+        index.push_back(i);
+        value.push_back(rng() % 7 == 0 ? 0.0 : normal(rng));  // zeros dropped
+      }
+      r.Add(index, value, t % 2 == 0 ? 1 : -1);
+    }
+    return r;
+  };
+  // Large rows (a block each, past the largest block), many small ones, none.
+  for (auto [n, d] :
+       {std::pair<size_t, uint32_t>{3, 400000}, {20000, 30}, {0, 5}, {1, 1}}) {
+    const KeptRows first = rows_of(n, d), second = rows_of(n / 2 + 1, d);
+    KeptRows copied = first;
+    copied.Append(second);  // copies
+    KeptRows moved = first;
+    KeptRows taken = second;
+    const double* block = taken.size() > 0 ? taken.values(0).data() : nullptr;
+    moved.Append(std::move(taken));  // takes the blocks when they are large
+    EXPECT_EQ(taken.size(), 0u);
+    ASSERT_EQ(copied.size(), first.size() + second.size());
+    EXPECT_TRUE(copied == moved);
+    if (block != nullptr && first.size() > 0 && d > 100000) {
+      EXPECT_EQ(moved.values(first.size()).data(), block) << "copied";
+    }
+    std::vector<double> w(d + 1);
+    for (double& v : w) v = normal(rng);
+    for (size_t t = 0; t < copied.size(); ++t) {
+      const KeptRows& from = t < first.size() ? first : second;
+      const size_t s = t < first.size() ? t : t - first.size();
+      ASSERT_EQ(copied.label(t), from.label(s));
+      ASSERT_EQ(copied.square(t), from.square(s));
+      ASSERT_EQ(copied.Dot(t, w), from.Dot(s, w));
+      ASSERT_EQ(moved.Dot(t, w), from.Dot(s, w));
+      for (double v : moved.values(t)) ASSERT_NE(v, 0.0);
+    }
+    KeptRows assigned;
+    assigned = moved;
+    EXPECT_TRUE(assigned == copied);
+    EXPECT_GE(assigned.bytes(), 0u);
+    if (copied.size() > 0) {
+      KeptRows other = copied;
+      other.Add(std::vector<uint32_t>{0}, std::vector<double>{1.0}, 1);
+      EXPECT_FALSE(other == copied);
+    }
+  }
 }
 
 }  // namespace

@@ -24,31 +24,55 @@ void OutcomeToProto(const Outcome& o, uint64_t prediction_id,
   out->set_updated(o.updated);
 }
 
+// Issues a prediction for `x` (an example item), within the pending limits.
+absl::StatusOr<Issued> IssueOne(ModelEntry& entry, const FeatureView& x,
+                                const Limits& limits, int64_t now)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  Model& model = *entry.model;
+  if (model.pending_count() >= limits.max_pending) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the model holds its maximum of ", limits.max_pending,
+                     " pending predictions"));
+  }
+  const size_t bytes = Model::PendingBytes(x.values.size(), x.indices.size());
+  if (model.pending_bytes() + bytes > limits.max_pending_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the model's pending predictions hold ", model.pending_bytes(),
+        " bytes; this one (", bytes, ") would pass the maximum of ",
+        limits.max_pending_bytes, " (--max_pending_bytes)"));
+  }
+  return model.Issue(x, now);
+}
+
+// Reveals a prediction (a reveal item).
+absl::StatusOr<Outcome> RevealOne(ModelEntry& entry, uint64_t prediction_id,
+                                  int label)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  absl::StatusOr<Outcome> o = entry.model->Reveal(prediction_id, label);
+  if (o.ok()) entry.Observe(o->mistake);
+  return o;
+}
+
+// Predicts then learns (a labeled item).
+absl::StatusOr<Outcome> LearnOne(ModelEntry& entry, const FeatureView& x,
+                                 int label)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  absl::StatusOr<Outcome> o = entry.model->Learn(x, label);
+  if (o.ok()) entry.Observe(o->mistake);
+  return o;
+}
+
 // Applies one Learn item. On success fills `result` and returns true if the
 // model changed.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
                                const Limits& limits, int64_t now,
                                v1::ItemResult* result)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-  Model& model = *entry.model;
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
-      if (model.pending_count() >= limits.max_pending) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("the model holds its maximum of ", limits.max_pending,
-                         " pending predictions"));
-      }
       absl::StatusOr<FeatureView> x = FeaturesFromProto(item.example());
       if (!x.ok()) return x.status();
-      const size_t bytes =
-          Model::PendingBytes(x->values.size(), x->indices.size());
-      if (model.pending_bytes() + bytes > limits.max_pending_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "the model's pending predictions hold ", model.pending_bytes(),
-            " bytes; this one (", bytes, ") would pass the maximum of ",
-            limits.max_pending_bytes, " (--max_pending_bytes)"));
-      }
-      absl::StatusOr<Issued> issued = model.Issue(*x, now);
+      absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
       if (!issued.ok()) return issued.status();
       v1::PredictionResult* p = result->mutable_prediction();
       p->set_prediction_id(issued->prediction_id);
@@ -57,10 +81,9 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kReveal: {
-      absl::StatusOr<Outcome> o =
-          model.Reveal(item.reveal().prediction_id(), item.reveal().label());
+      absl::StatusOr<Outcome> o = RevealOne(
+          entry, item.reveal().prediction_id(), item.reveal().label());
       if (!o.ok()) return o.status();
-      entry.Observe(o->mistake);
       OutcomeToProto(*o, item.reveal().prediction_id(),
                      result->mutable_outcome());
       return true;
@@ -69,9 +92,8 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       absl::StatusOr<FeatureView> x =
           FeaturesFromProto(item.labeled().features());
       if (!x.ok()) return x.status();
-      absl::StatusOr<Outcome> o = model.Learn(*x, item.labeled().label());
+      absl::StatusOr<Outcome> o = LearnOne(entry, *x, item.labeled().label());
       if (!o.ok()) return o.status();
-      entry.Observe(o->mistake);
       OutcomeToProto(*o, 0, result->mutable_outcome());
       return true;
     }
@@ -79,6 +101,88 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return absl::InvalidArgumentError(
           "the item is empty: set example, reveal or labeled");
   }
+}
+
+// The rows of `c`: how many, and row i as features. OK once the arrays'
+// lengths agree with each other and with `dimension`.
+class ColumnRows {
+ public:
+  static absl::StatusOr<ColumnRows> Of(const v1::Columns& c,
+                                       uint32_t dimension) {
+    ColumnRows r(c, dimension);
+    const bool sparse =
+        !c.row_ends().empty() || !c.indices().empty() || !c.values().empty();
+    if (sparse && !c.dense().empty()) {
+      return absl::InvalidArgumentError(
+          "columns: rows are dense or sparse (row_ends, indices, values), not "
+          "both");
+    }
+    if (sparse) {
+      r.sparse_ = true;
+      r.rows_ = c.row_ends().size();
+      uint32_t previous = 0;
+      for (int i = 0; i < c.row_ends().size(); ++i) {
+        if (c.row_ends(i) < previous) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("columns: row_ends[", i, "] = ", c.row_ends(i),
+                           " is below row_ends[", i - 1, "] = ", previous));
+        }
+        previous = c.row_ends(i);
+      }
+      if (c.indices().size() != c.values().size() ||
+          static_cast<uint64_t>(c.indices().size()) != previous) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("columns: ", c.indices().size(), " indices and ",
+                         c.values().size(), " values; the last row ends at ",
+                         previous, " (all three must agree)"));
+      }
+    } else {
+      if (c.dense().size() % dimension != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "columns: ", c.dense().size(),
+            " dense values are not whole rows of the model's dimension ",
+            dimension));
+      }
+      r.rows_ = c.dense().size() / dimension;
+    }
+    if (!c.labels().empty() &&
+        static_cast<size_t>(c.labels().size()) != r.rows_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("columns: ", c.labels().size(), " labels for ", r.rows_,
+                       " rows (one per row, or none)"));
+    }
+    if (c.reveal_ids().size() != c.reveal_labels().size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("columns: ", c.reveal_ids().size(), " reveal_ids and ",
+                       c.reveal_labels().size(), " reveal_labels"));
+    }
+    return r;
+  }
+
+  size_t rows() const { return rows_; }
+  FeatureView row(size_t i) const {
+    if (!sparse_) {
+      return FeatureView::Dense(
+          absl::MakeConstSpan(c_->dense().data() + i * dimension_, dimension_));
+    }
+    const uint32_t begin = i == 0 ? 0 : c_->row_ends(i - 1);
+    const uint32_t end = c_->row_ends(i);
+    return FeatureView::Sparse(
+        absl::MakeConstSpan(c_->indices().data() + begin, end - begin),
+        absl::MakeConstSpan(c_->values().data() + begin, end - begin));
+  }
+
+ private:
+  ColumnRows(const v1::Columns& c, uint32_t dimension)
+      : c_(&c), dimension_(dimension) {}
+  const v1::Columns* c_;
+  uint32_t dimension_;
+  bool sparse_ = false;
+  size_t rows_ = 0;
+};
+
+void SetBit(std::string* bits, size_t k) {
+  (*bits)[k / 8] = static_cast<char>((*bits)[k / 8] | (1 << (k % 8)));
 }
 
 }  // namespace
@@ -107,6 +211,84 @@ absl::Status ApplyLearnItems(
         changed |= *applied;
       }
     }
+    if (changed) entry.updated_at = absl::FromUnixNanos(now);
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) commit = persistence.Stage(entry);
+  }
+  if (changed) entry.NotifyChanged();
+  *commit_out = std::move(commit);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
+                               const v1::Columns& columns, const Limits& limits,
+                               v1::ColumnResults* results,
+                               v1::ModelStats* stats,
+                               CommitHandle* commit_out) {
+  bool changed = false;
+  CommitHandle commit;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    absl::StatusOr<ColumnRows> rows =
+        ColumnRows::Of(columns, entry.model->config().dimension);
+    if (!rows.ok()) return rows.status();
+    const size_t reveals = columns.reveal_ids().size();
+    const size_t n = reveals + rows->rows();
+    if (n > limits.max_batch_items) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a batch of ", n, " items (", reveals, " reveals, ", rows->rows(),
+          " rows) is over the limit of ", limits.max_batch_items));
+    }
+    const int64_t now = NowNanos();
+    results->mutable_scores()->Resize(static_cast<int>(n), 0.0);
+    results->mutable_labels()->Resize(static_cast<int>(n), 0);
+    std::string mistakes((n + 7) / 8, '\0'), updates((n + 7) / 8, '\0');
+    auto fail = [&](size_t k, const absl::Status& s) {
+      v1::ColumnError* e = results->add_errors();
+      e->set_item(static_cast<uint32_t>(k));
+      ErrorToProto(ForItem(static_cast<int>(k), s), e->mutable_error());
+    };
+    auto outcome = [&](size_t k, const absl::StatusOr<Outcome>& o) {
+      if (!o.ok()) return fail(k, o.status());
+      results->set_scores(static_cast<int>(k), o->score);
+      results->set_labels(static_cast<int>(k), o->predicted);
+      if (o->mistake) SetBit(&mistakes, k);
+      if (o->updated) SetBit(&updates, k);
+      changed = true;
+    };
+    for (size_t k = 0; k < reveals; ++k) {
+      outcome(
+          k, RevealOne(entry, columns.reveal_ids(k), columns.reveal_labels(k)));
+    }
+    const bool labeled = !columns.labels().empty();
+    uint64_t next_id = 0;
+    for (size_t i = 0; i < rows->rows(); ++i) {
+      const size_t k = reveals + i;
+      if (labeled) {
+        outcome(k, LearnOne(entry, rows->row(i), columns.labels(i)));
+        continue;
+      }
+      absl::StatusOr<Issued> issued =
+          IssueOne(entry, rows->row(i), limits, now);
+      if (!issued.ok()) {
+        fail(k, issued.status());
+        continue;
+      }
+      if (next_id == 0) {
+        results->set_first_prediction_id(issued->prediction_id);
+      } else if (issued->prediction_id != next_id) {
+        return absl::InternalError(absl::StrCat(
+            "prediction ids were not consecutive: ", issued->prediction_id,
+            " after ", next_id - 1));
+      }
+      next_id = issued->prediction_id + 1;
+      results->set_scores(static_cast<int>(k), issued->score);
+      results->set_labels(static_cast<int>(k), issued->label);
+      changed = true;
+    }
+    results->set_mistakes(std::move(mistakes));
+    results->set_updates(std::move(updates));
     if (changed) entry.updated_at = absl::FromUnixNanos(now);
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
     if (changed) commit = persistence.Stage(entry);

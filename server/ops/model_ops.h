@@ -27,6 +27,15 @@ absl::Status ApplyLearnItems(
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats, CommitHandle* commit);
 
+// Applies a batch given as columns (LearnRequest.columns) as ApplyLearnItems
+// applies the equivalent items: the reveals, then the rows. INVALID_ARGUMENT
+// (nothing applied) if the arrays' lengths do not agree, RESOURCE_EXHAUSTED if
+// the items are over the batch limit.
+absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
+                               const v1::Columns& columns, const Limits& limits,
+                               v1::ColumnResults* results,
+                               v1::ModelStats* stats, CommitHandle* commit);
+
 // Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
 absl::Status ApplyReveals(
     ModelEntry& entry, Persistence& persistence,

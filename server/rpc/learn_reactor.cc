@@ -51,6 +51,15 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
         absl::StrCat("this stream is for model ", entry_->id,
                      "; a request named ", request_.model_id()));
   }
+  if (request_.has_columns()) {
+    if (request_.items_size() > 0) {
+      return absl::InvalidArgumentError(
+          "a Learn request carries items or columns, not both");
+    }
+    return ApplyLearnColumns(*entry_, *persistence_, request_.columns(),
+                             *limits_, response->mutable_columns(),
+                             response->mutable_stats(), commit);
+  }
   if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
     return absl::ResourceExhaustedError(
         absl::StrCat("a batch of ", request_.items_size(),

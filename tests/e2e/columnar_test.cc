@@ -1,0 +1,368 @@
+// Columnar Learn batches (docs/design.md section 4) against the per-item path:
+// the same batches, sent both ways to two models of one server, give the same
+// answers bit for bit (scores, labels, mistakes, updates, prediction ids,
+// every error's code and message) and the same state; arrays of inconsistent
+// lengths end the stream and change nothing.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "tests/e2e/server_process.h"
+
+namespace perceptron {
+namespace {
+
+using testing::ServerProcess;
+
+using Stream = grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>;
+
+// One batch, as the per-item path's items and as columns.
+struct Batch {
+  v1::LearnRequest items;
+  v1::LearnRequest columns;
+};
+
+struct Row {
+  std::vector<uint32_t> indices;  // empty: dense
+  std::vector<double> values;
+};
+
+// A batch of `reveals` (prediction id, label), then `rows`, labeled with
+// `labels` if given.
+Batch MakeBatch(const std::vector<std::pair<uint64_t, int>>& reveals,
+                const std::vector<Row>& rows, const std::vector<int>& labels,
+                bool sparse) {
+  Batch b;
+  v1::Columns* c = b.columns.mutable_columns();
+  for (auto [id, label] : reveals) {
+    v1::RevealItem* r = b.items.add_items()->mutable_reveal();
+    r->set_prediction_id(id);
+    r->set_label(label);
+    c->add_reveal_ids(id);
+    c->add_reveal_labels(label);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    v1::LearnItem* item = b.items.add_items();
+    v1::Features* f = labels.empty()
+                          ? item->mutable_example()
+                          : item->mutable_labeled()->mutable_features();
+    if (!labels.empty()) {
+      item->mutable_labeled()->set_label(labels[i]);
+      c->add_labels(labels[i]);
+    }
+    if (sparse) {
+      f->mutable_sparse()->mutable_indices()->Add(rows[i].indices.begin(),
+                                                  rows[i].indices.end());
+      f->mutable_sparse()->mutable_values()->Add(rows[i].values.begin(),
+                                                 rows[i].values.end());
+      c->mutable_indices()->Add(rows[i].indices.begin(), rows[i].indices.end());
+      c->mutable_values()->Add(rows[i].values.begin(), rows[i].values.end());
+      c->add_row_ends(c->indices_size());
+    } else {
+      f->mutable_dense()->mutable_values()->Add(rows[i].values.begin(),
+                                                rows[i].values.end());
+      c->mutable_dense()->Add(rows[i].values.begin(), rows[i].values.end());
+    }
+  }
+  return b;
+}
+
+uint64_t Bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+bool Bit(const std::string& bits, size_t k) {
+  return k / 8 < bits.size() && (bits[k / 8] >> (k % 8) & 1);
+}
+
+// The stats without the certificate (refreshed in the background, at its own
+// moments for each model).
+std::string StatsBytes(v1::ModelStats s) {
+  s.clear_certificate();
+  return s.SerializeAsString();
+}
+
+// Checks that `columnar` answers as `items` did, item by item.
+void ExpectSameAnswers(const v1::LearnResponse& items,
+                       const v1::LearnResponse& columnar, size_t batch) {
+  const v1::ColumnResults& c = columnar.columns();
+  ASSERT_EQ(columnar.results_size(), 0);
+  ASSERT_EQ(c.scores_size(), items.results_size()) << "batch " << batch;
+  ASSERT_EQ(c.labels_size(), items.results_size());
+  size_t errors = 0, issued = 0;
+  for (int k = 0; k < items.results_size(); ++k) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch << " item " << k);
+    const v1::ItemResult& r = items.results(k);
+    if (r.has_error()) {
+      ASSERT_LT(errors, static_cast<size_t>(c.errors_size()));
+      const v1::ColumnError& e = c.errors(errors++);
+      EXPECT_EQ(e.item(), static_cast<uint32_t>(k));
+      EXPECT_EQ(e.error().code(), r.error().code());
+      EXPECT_EQ(e.error().message(), r.error().message());
+      EXPECT_EQ(c.scores(k), 0);
+      EXPECT_EQ(c.labels(k), 0);
+      EXPECT_FALSE(Bit(c.mistakes(), k) || Bit(c.updates(), k));
+    } else if (r.has_outcome()) {
+      EXPECT_EQ(Bits(c.scores(k)), Bits(r.outcome().score()));
+      EXPECT_EQ(c.labels(k), r.outcome().label());
+      EXPECT_EQ(Bit(c.mistakes(), k), r.outcome().mistake());
+      EXPECT_EQ(Bit(c.updates(), k), r.outcome().updated());
+    } else {
+      ASSERT_TRUE(r.has_prediction());
+      EXPECT_EQ(c.first_prediction_id() + issued++,
+                r.prediction().prediction_id());
+      EXPECT_EQ(Bits(c.scores(k)), Bits(r.prediction().score()));
+      EXPECT_EQ(c.labels(k), r.prediction().label());
+      EXPECT_FALSE(Bit(c.mistakes(), k) || Bit(c.updates(), k));
+    }
+  }
+  EXPECT_EQ(errors, static_cast<size_t>(c.errors_size()));
+  if (issued == 0) EXPECT_EQ(c.first_prediction_id(), 0u);
+  EXPECT_EQ(StatsBytes(items.stats()), StatsBytes(columnar.stats()));
+}
+
+struct Case {
+  std::string name;
+  uint32_t dimension;
+  bool sparse;
+  v1::Algorithm algorithm;
+  bool bias, normalize;
+};
+
+TEST(ColumnarTest, ColumnsAndItemsGiveTheSameAnswersAndState) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start({"--durability=none"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::PerceptronService::NewStub(grpc::CreateChannel(
+      (*server)->target(), grpc::InsecureChannelCredentials()));
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> normal;
+  for (const Case& kase : {Case{"dense", 7, false, v1::CLASSIC, true, true},
+                           Case{"sparse", 50, true, v1::AVERAGED, true, false},
+                           Case{"margin", 5, false, v1::MARGIN, false, true},
+                           Case{"kernel", 4, false, v1::KERNEL, true, true}}) {
+    SCOPED_TRACE(kase.name);
+    for (const char* suffix : {"-items", "-columns"}) {
+      v1::CreateModelRequest create;
+      create.set_model_id(kase.name + suffix);
+      v1::ModelConfig* config = create.mutable_config();
+      config->set_dimension(kase.dimension);
+      config->set_algorithm(kase.algorithm);
+      config->set_bias(kase.bias);
+      config->set_normalize(kase.normalize);
+      if (kase.algorithm == v1::MARGIN) config->set_gamma(0.1);
+      if (kase.algorithm == v1::KERNEL) {
+        config->mutable_kernel()->set_type(v1::RBF);
+        config->mutable_kernel()->set_sigma(1.5);
+      }
+      grpc::ClientContext context;
+      v1::Model model;
+      ASSERT_TRUE(stub->CreateModel(&context, create, &model).ok());
+    }
+    grpc::ClientContext items_context, columns_context;
+    std::unique_ptr<Stream> items = stub->Learn(&items_context);
+    std::unique_ptr<Stream> columns = stub->Learn(&columns_context);
+    std::vector<uint64_t> issued;  // ids not yet revealed
+    int seen[4] = {};  // errors, predictions, reveal outcomes, row outcomes
+    for (size_t batch = 0; batch < 60; ++batch) {
+      // Reveals: mostly of issued ids, some unknown or repeated, bad labels.
+      std::vector<std::pair<uint64_t, int>> reveals;
+      const size_t n_reveals = batch % 3 == 2 ? rng() % 12 : 0;
+      for (size_t k = 0; k < n_reveals; ++k) {
+        uint64_t id = 1000000 + rng() % 10;  // unknown
+        if (!issued.empty() && rng() % 5 != 0) {
+          const size_t at = rng() % issued.size();
+          id = issued[at];
+          if (rng() % 4 != 0) issued.erase(issued.begin() + at);  // else twice
+        }
+        reveals.push_back({id, rng() % 20 == 0 ? 0 : (rng() % 2 ? 1 : -1)});
+      }
+      std::vector<Row> rows(rng() % 40);
+      std::vector<int> labels;
+      const bool labeled = batch % 3 != 1;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        Row& row = rows[i];
+        for (uint32_t j = 0; j < kase.dimension; ++j) {
+          if (kase.sparse && rng() % 8 != 0) continue;
+          if (kase.sparse) row.indices.push_back(j);
+          row.values.push_back(normal(rng));
+        }
+        // Bad rows: a NaN, an index out of range, a duplicate index, a bad
+        // label.
+        const uint64_t bad = rng() % 40;
+        if (bad == 0 && !row.values.empty()) row.values[0] = std::nan("");
+        if (bad == 1 && kase.sparse) {
+          row.indices.push_back(kase.dimension + 3);
+          row.values.push_back(1);
+        }
+        if (bad == 2 && kase.sparse && !row.indices.empty()) {
+          row.indices.push_back(row.indices[0]);
+          row.values.push_back(1);
+        }
+        double s = 0;
+        for (double v : row.values) s += v;
+        if (labeled) labels.push_back(bad == 3 ? 2 : (s > 0 ? 1 : -1));
+      }
+      Batch b = MakeBatch(reveals, rows, labels, kase.sparse);
+      if (batch == 0) {
+        b.items.set_model_id(kase.name + "-items");
+        b.columns.set_model_id(kase.name + "-columns");
+      }
+      v1::LearnResponse by_items, by_columns;
+      ASSERT_TRUE(items->Write(b.items) && items->Read(&by_items));
+      ASSERT_TRUE(columns->Write(b.columns) && columns->Read(&by_columns));
+      ExpectSameAnswers(by_items, by_columns, batch);
+      for (int k = 0; k < by_items.results_size(); ++k) {
+        const v1::ItemResult& r = by_items.results(k);
+        if (r.has_prediction())
+          issued.push_back(r.prediction().prediction_id());
+        seen[r.has_error()                     ? 0
+             : r.has_prediction()              ? 1
+             : k < static_cast<int>(n_reveals) ? 2
+                                               : 3]++;
+      }
+    }
+    items->WritesDone();
+    columns->WritesDone();
+    EXPECT_TRUE(items->Finish().ok());
+    EXPECT_TRUE(columns->Finish().ok());
+    // The same state: weights bit for bit, and every figure of the status.
+    std::string weights[2], stats[2];
+    for (int m = 0; m < 2; ++m) {
+      const std::string id = kase.name + (m == 0 ? "-items" : "-columns");
+      grpc::ClientContext wc, sc;
+      v1::GetWeightsRequest wr;
+      wr.set_model_id(id);
+      v1::Weights w;
+      if (kase.algorithm != v1::KERNEL) {
+        ASSERT_TRUE(stub->GetWeights(&wc, wr, &w).ok());
+        weights[m] =
+            std::string(reinterpret_cast<const char*>(w.values().data()),
+                        w.values_size() * sizeof(double));
+      }
+      v1::GetStatusRequest sr;
+      sr.set_model_id(id);
+      v1::ModelStatus st;
+      ASSERT_TRUE(stub->GetStatus(&sc, sr, &st).ok());
+      stats[m] = StatsBytes(st.stats());
+      EXPECT_GT(st.stats().examples(), 0u);
+    }
+    EXPECT_EQ(weights[0], weights[1]);
+    EXPECT_EQ(stats[0], stats[1]);
+    // Every kind of answer was compared.
+    for (int kind = 0; kind < 4; ++kind) EXPECT_GT(seen[kind], 10) << kind;
+  }
+}
+
+TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start({"--durability=none", "--max_batch_items=10"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::PerceptronService::NewStub(grpc::CreateChannel(
+      (*server)->target(), grpc::InsecureChannelCredentials()));
+  {
+    v1::CreateModelRequest create;
+    create.set_model_id("m");
+    create.mutable_config()->set_dimension(3);
+    grpc::ClientContext context;
+    v1::Model model;
+    ASSERT_TRUE(stub->CreateModel(&context, create, &model).ok());
+  }
+  struct Bad {
+    std::string what;
+    std::function<void(v1::LearnRequest*)> make;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {"dense values not whole rows",
+       [](v1::LearnRequest* r) {
+         for (double v : {1.0, 2.0, 3.0, 4.0})
+           r->mutable_columns()->add_dense(v);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "not whole rows"},
+      {"labels for other rows",
+       [](v1::LearnRequest* r) {
+         for (double v : {1.0, 2.0, 3.0}) r->mutable_columns()->add_dense(v);
+         r->mutable_columns()->add_labels(1);
+         r->mutable_columns()->add_labels(-1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "2 labels for 1 rows"},
+      {"row_ends going down",
+       [](v1::LearnRequest* r) {
+         v1::Columns* c = r->mutable_columns();
+         c->add_row_ends(2);
+         c->add_row_ends(1);
+         c->add_indices(0);
+         c->add_indices(1);
+         c->add_values(1);
+         c->add_values(1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "row_ends[1] = 1"},
+      {"indices past the last row",
+       [](v1::LearnRequest* r) {
+         v1::Columns* c = r->mutable_columns();
+         c->add_row_ends(1);
+         c->add_indices(0);
+         c->add_indices(1);
+         c->add_values(1);
+         c->add_values(1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "must agree"},
+      {"dense and sparse",
+       [](v1::LearnRequest* r) {
+         v1::Columns* c = r->mutable_columns();
+         for (double v : {1.0, 2.0, 3.0}) c->add_dense(v);
+         c->add_row_ends(0);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "not both"},
+      {"reveal ids without labels",
+       [](v1::LearnRequest* r) { r->mutable_columns()->add_reveal_ids(1); },
+       grpc::StatusCode::INVALID_ARGUMENT, "reveal_labels"},
+      {"items and columns",
+       [](v1::LearnRequest* r) {
+         for (double v : {1.0, 2.0, 3.0}) r->mutable_columns()->add_dense(v);
+         r->add_items()->mutable_reveal()->set_prediction_id(1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "items or columns"},
+      {"over the batch limit",
+       [](v1::LearnRequest* r) {
+         for (int i = 0; i < 33; ++i) r->mutable_columns()->add_dense(1.0);
+       },
+       grpc::StatusCode::RESOURCE_EXHAUSTED, "11 items"},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.what);
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> s = stub->Learn(&context);
+    // A good batch first, then the bad one: the good one is answered.
+    v1::LearnRequest good;
+    good.set_model_id("m");
+    for (double v : {1.0, -1.0, 0.5}) good.mutable_columns()->add_dense(v);
+    good.mutable_columns()->add_labels(1);
+    v1::LearnResponse r;
+    ASSERT_TRUE(s->Write(good) && s->Read(&r));
+    const uint64_t examples = r.stats().examples();
+    v1::LearnRequest request;
+    b.make(&request);
+    s->Write(request);
+    EXPECT_FALSE(s->Read(&r));
+    const grpc::Status status = s->Finish();
+    EXPECT_EQ(status.error_code(), b.code) << status.error_message();
+    EXPECT_NE(status.error_message().find(b.says), std::string::npos)
+        << status.error_message();
+    grpc::ClientContext sc;
+    v1::GetStatusRequest sr;
+    sr.set_model_id("m");
+    v1::ModelStatus st;
+    ASSERT_TRUE(stub->GetStatus(&sc, sr, &st).ok());
+    EXPECT_EQ(st.stats().examples(), examples);
+    EXPECT_EQ(st.stats().predictions(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace perceptron

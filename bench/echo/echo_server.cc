@@ -1,6 +1,6 @@
 // echo_server: the bare gRPC echo stream of docs/design.md section 7, on the
 // same callback API and threading as perceptrond, answering each request with a
-// response shaped like perceptrond's.
+// response shaped like perceptrond's (columnar for a columnar request).
 //   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT";
 //   SIGTERM stops it.
 #include <cstdio>
@@ -39,6 +39,16 @@ class EchoReactor final
       return;
     }
     v1::LearnResponse& r = queue_.emplace_back();
+    if (request_.has_columns()) {
+      // A columnar answer of one entry per label and reveal.
+      const v1::Columns& c = request_.columns();
+      const int n = c.labels_size() + c.reveal_ids_size();
+      v1::ColumnResults* out = r.mutable_columns();
+      out->mutable_scores()->Resize(n, 0.5);
+      out->mutable_labels()->Resize(n, 1);
+      out->set_mistakes(std::string((n + 7) / 8, '\x01'));
+      out->set_updates(std::string((n + 7) / 8, '\x01'));
+    }
     r.mutable_results()->Reserve(request_.items_size());
     for (int i = 0; i < request_.items_size(); ++i) {
       v1::Outcome* o = r.add_results()->mutable_outcome();

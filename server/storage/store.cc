@@ -85,7 +85,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // it (never applying a damaged or out-of-order change). Every read verifies
   // LevelDB's block checksums, every value our CRC.
   options.paranoid_checks = false;
-  options.write_buffer_size = 64 << 20;
+  // LevelDB's memory, bounded: a memtable of at most 4 MiB and one being
+  // written out, its 8 MiB block cache, and its open tables (a few hundred
+  // bytes each). A larger memtable showed in RSS while streaming: with 64 MiB,
+  // 10 s of W1 in durability sync took the server 69 MB above idle.
+  options.write_buffer_size = 4 << 20;
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(options, path, &raw);
   if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {

@@ -249,6 +249,7 @@ std::vector<v1::LearnRequest> ColumnarRequests(const Workload& w, const Data& d,
       c->add_labels(d.labels[t]);
       if (w.nonzeros == 0) {
         c->mutable_dense()->Add(d.values[t].begin(), d.values[t].end());
+        c->set_dense_rows(c->dense_rows() + 1);
       } else {
         c->mutable_indices()->Add(d.indices[t].begin(), d.indices[t].end());
         c->mutable_values()->Add(d.values[t].begin(), d.values[t].end());

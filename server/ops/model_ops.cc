@@ -112,7 +112,7 @@ class ColumnRows {
     ColumnRows r(c, dimension);
     const bool sparse =
         !c.row_ends().empty() || !c.indices().empty() || !c.values().empty();
-    if (sparse && !c.dense().empty()) {
+    if (sparse && (!c.dense().empty() || c.dense_rows() > 0)) {
       return absl::InvalidArgumentError(
           "columns: rows are dense or sparse (row_ends, indices, values), not "
           "both");
@@ -137,13 +137,13 @@ class ColumnRows {
                          previous, " (all three must agree)"));
       }
     } else {
-      if (c.dense().size() % dimension != 0) {
+      if (static_cast<uint64_t>(c.dense().size()) !=
+          uint64_t{c.dense_rows()} * dimension) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "columns: ", c.dense().size(),
-            " dense values are not whole rows of the model's dimension ",
-            dimension));
+            "columns: ", c.dense().size(), " dense values are not dense_rows (",
+            c.dense_rows(), ") rows of the model's dimension ", dimension));
       }
-      r.rows_ = c.dense().size() / dimension;
+      r.rows_ = c.dense_rows();
     }
     if (!c.labels().empty() &&
         static_cast<size_t>(c.labels().size()) != r.rows_) {

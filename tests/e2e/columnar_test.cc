@@ -63,6 +63,7 @@ Batch MakeBatch(const std::vector<std::pair<uint64_t, int>>& reveals,
       f->mutable_dense()->mutable_values()->Add(rows[i].values.begin(),
                                                 rows[i].values.end());
       c->mutable_dense()->Add(rows[i].values.begin(), rows[i].values.end());
+      c->set_dense_rows(c->dense_rows() + 1);
     }
   }
   return b;
@@ -282,11 +283,20 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
        [](v1::LearnRequest* r) {
          for (double v : {1.0, 2.0, 3.0, 4.0})
            r->mutable_columns()->add_dense(v);
+         r->mutable_columns()->set_dense_rows(1);
        },
-       grpc::StatusCode::INVALID_ARGUMENT, "not whole rows"},
+       grpc::StatusCode::INVALID_ARGUMENT, "not dense_rows (1) rows"},
+      {"rows of another length read as rows of d",
+       [](v1::LearnRequest* r) {  // two rows of 3 values, said to be three
+         for (double v : {1.0, 2.0, 3.0, 4.0, 5.0, 6.0})
+           r->mutable_columns()->add_dense(v);
+         r->mutable_columns()->set_dense_rows(3);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "6 dense values"},
       {"labels for other rows",
        [](v1::LearnRequest* r) {
          for (double v : {1.0, 2.0, 3.0}) r->mutable_columns()->add_dense(v);
+         r->mutable_columns()->set_dense_rows(1);
          r->mutable_columns()->add_labels(1);
          r->mutable_columns()->add_labels(-1);
        },
@@ -316,6 +326,7 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
        [](v1::LearnRequest* r) {
          v1::Columns* c = r->mutable_columns();
          for (double v : {1.0, 2.0, 3.0}) c->add_dense(v);
+         c->set_dense_rows(1);
          c->add_row_ends(0);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "not both"},
@@ -325,12 +336,14 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
       {"items and columns",
        [](v1::LearnRequest* r) {
          for (double v : {1.0, 2.0, 3.0}) r->mutable_columns()->add_dense(v);
+         r->mutable_columns()->set_dense_rows(1);
          r->add_items()->mutable_reveal()->set_prediction_id(1);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "items or columns"},
       {"over the batch limit",
        [](v1::LearnRequest* r) {
          for (int i = 0; i < 33; ++i) r->mutable_columns()->add_dense(1.0);
+         r->mutable_columns()->set_dense_rows(11);
        },
        grpc::StatusCode::RESOURCE_EXHAUSTED, "11 items"},
   };
@@ -342,6 +355,7 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
     v1::LearnRequest good;
     good.set_model_id("m");
     for (double v : {1.0, -1.0, 0.5}) good.mutable_columns()->add_dense(v);
+    good.mutable_columns()->set_dense_rows(1);
     good.mutable_columns()->add_labels(1);
     v1::LearnResponse r;
     ASSERT_TRUE(s->Write(good) && s->Read(&r));

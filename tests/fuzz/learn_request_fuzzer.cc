@@ -1,7 +1,7 @@
 // libFuzzer target: Learn requests from raw bytes, applied to live models of
 // several algorithms as the server applies them (model_ops.h), then Predict and
-// Reveal with the same items. The results must match the items one for one, and
-// no input may crash or corrupt a model.
+// Reveal with the same items, and the request's columns. The results must match
+// the items one for one, and no input may crash or corrupt a model.
 #include <cstdint>
 #include <cstdlib>
 
@@ -84,6 +84,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
            .ok() ||
       revealed.results_size() != reveal.items_size()) {
     std::abort();
+  }
+  // The same request's columns, as the server applies them: refused whole
+  // (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) or answered item by item.
+  if (request.has_columns()) {
+    perceptron::v1::LearnResponse columnar;
+    CommitHandle applied;
+    const absl::Status s = ApplyLearnColumns(
+        *entry, *world->none, request.columns(), world->limits,
+        columnar.mutable_columns(), columnar.mutable_stats(), &applied);
+    const perceptron::v1::ColumnResults& r = columnar.columns();
+    const size_t n = r.scores_size();
+    if (s.ok()) {
+      if (static_cast<size_t>(r.labels_size()) != n ||
+          r.mistakes().size() != (n + 7) / 8 ||
+          r.updates().size() != (n + 7) / 8) {
+        std::abort();
+      }
+      int64_t last = -1;
+      for (const perceptron::v1::ColumnError& e : r.errors()) {
+        if (e.item() >= n || static_cast<int64_t>(e.item()) <= last) {
+          std::abort();
+        }
+        last = e.item();
+      }
+    } else if (s.code() != absl::StatusCode::kInvalidArgument &&
+               s.code() != absl::StatusCode::kResourceExhausted) {
+      std::abort();
+    }
   }
   perceptron::v1::ModelStatus status;
   if (!FillStatus(*entry, &status).ok()) std::abort();

@@ -121,7 +121,9 @@ void ExpectSameAnswers(const v1::LearnResponse& items,
     }
   }
   EXPECT_EQ(errors, static_cast<size_t>(c.errors_size()));
-  if (issued == 0) EXPECT_EQ(c.first_prediction_id(), 0u);
+  if (issued == 0) {
+    EXPECT_EQ(c.first_prediction_id(), 0u);
+  }
   EXPECT_EQ(StatsBytes(items.stats()), StatsBytes(columnar.stats()));
 }
 

@@ -41,13 +41,15 @@ void ApplyDelta(const VectorDelta& d, std::vector<double>* v) {
 void DirtyTracker::Enable(size_t size) {
   enabled_ = true;
   all_ = false;
-  flags_.assign(size, 0);
+  size_ = size;
+  flags_ = {};
   list_.clear();
 }
 
 void DirtyTracker::Disable() {
   enabled_ = false;
   all_ = false;
+  size_ = 0;
   flags_ = {};
   list_ = {};
 }

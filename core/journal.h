@@ -62,15 +62,18 @@ class DirtyTracker {
 
  private:
   void Add(uint32_t i) {
+    if (flags_.empty()) flags_.assign(size_, 0);  // sparse examples only
     if (flags_[i]) return;
     flags_[i] = 1;
     list_.push_back(i);
-    if (list_.size() > flags_.size() / 4)
-      all_ = true;  // cheaper to send it whole
+    if (list_.size() > size_ / 4) all_ = true;  // cheaper to send it whole
   }
 
   bool enabled_ = false;
   bool all_ = false;
+  size_t size_ = 0;
+  // One per coordinate, allocated at the first sparse example: dense ones
+  // change every coordinate, so a dense model never needs them.
   std::vector<uint8_t> flags_;
   std::vector<uint32_t> list_;
 };

@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -25,9 +27,13 @@ absl::StatusOr<T> Result(const grpc::Status& s, T value) {
 
 LearnSession::LearnSession(v1::PerceptronService::Stub* stub,
                            std::string model_id, SessionOptions options,
-                           const std::string& token)
-    : model_id_(std::move(model_id)), options_(std::move(options)) {
+                           uint32_t dimension, const std::string& token)
+    : model_id_(std::move(model_id)),
+      options_(std::move(options)),
+      dimension_(options_.columnar ? dimension : 0),
+      as_items_(dimension_ == 0) {
   if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
+  context_.AddMetadata(kModelHeader, model_id_);
   stream_ = stub->Learn(&context_);
   reader_ = std::thread([this] { ReadLoop(); });
 }
@@ -39,35 +45,101 @@ LearnSession::~LearnSession() {
   }
 }
 
+namespace {
+
+bool Bit(const std::string& bits, int k) {
+  return static_cast<size_t>(k / 8) < bits.size() &&
+         (bits[k / 8] >> (k % 8) & 1);
+}
+
+}  // namespace
+
+void LearnSession::Expand(const Sent& sent, v1::LearnResponse* r) const {
+  v1::ColumnResults c = std::move(*r->mutable_columns());
+  r->clear_columns();
+  const int n = c.scores_size();
+  const int reveals = static_cast<int>(sent.reveal_ids.size());
+  uint64_t next_id = c.first_prediction_id();
+  int e = 0;
+  r->mutable_results()->Reserve(n);
+  for (int k = 0; k < n; ++k) {
+    v1::ItemResult* item = r->add_results();
+    if (e < c.errors_size() && c.errors(e).item() == static_cast<uint32_t>(k)) {
+      *item->mutable_error() =
+          std::move(*c.mutable_errors(e++)->mutable_error());
+      continue;
+    }
+    if (k >= reveals && !sent.labeled) {
+      v1::PredictionResult* p = item->mutable_prediction();
+      p->set_prediction_id(next_id++);
+      p->set_label(c.labels(k));
+      p->set_score(c.scores(k));
+      continue;
+    }
+    v1::Outcome* o = item->mutable_outcome();
+    if (k < reveals) o->set_prediction_id(sent.reveal_ids[k]);
+    o->set_label(c.labels(k));
+    o->set_score(c.scores(k));
+    o->set_mistake(Bit(c.mistakes(), k));
+    o->set_updated(Bit(c.updates(), k));
+  }
+}
+
 void LearnSession::ReadLoop() {
   v1::LearnResponse response;
   while (stream_->Read(&response)) {
+    Sent sent;
     {
       absl::MutexLock lock(&mu_);
       --in_flight_;
+      if (!sent_.empty()) {
+        sent = std::move(sent_.front());
+        sent_.pop_front();
+      }
       ++summary_.requests;
-      summary_.items += response.results_size();
-      for (const v1::ItemResult& r : response.results()) {
-        if (r.has_error()) {
-          if (summary_.item_errors++ == 0)
-            summary_.first_error = r.error().message();
+      if (response.has_columns()) {
+        ++summary_.columnar_requests;
+        const v1::ColumnResults& c = response.columns();
+        summary_.items += c.scores_size();
+        if (summary_.item_errors == 0 && c.errors_size() > 0)
+          summary_.first_error = c.errors(0).error().message();
+        summary_.item_errors += c.errors_size();
+      } else {
+        summary_.items += response.results_size();
+        for (const v1::ItemResult& r : response.results()) {
+          if (r.has_error()) {
+            if (summary_.item_errors++ == 0)
+              summary_.first_error = r.error().message();
+          }
         }
       }
       summary_.stats = response.stats();
     }
-    if (options_.on_response) options_.on_response(response);
+    if (options_.on_response) {
+      if (response.has_columns()) Expand(sent, &response);
+      options_.on_response(response);
+    }
   }
   absl::MutexLock lock(&mu_);
   reader_done_ = true;
 }
 
 absl::Status LearnSession::Flush() {
-  if (request_.items_size() == 0 && named_) return absl::OkStatus();
+  if (count_ == 0 && named_) return absl::OkStatus();
   if (finished_)
     return absl::FailedPreconditionError("the session is finished");
   if (!named_) {
     request_.set_model_id(model_id_);
     named_ = true;
+  }
+  Sent sent;
+  sent.columnar = request_.has_columns();
+  if (sent.columnar) {
+    sent.labeled = labeled_;
+    if (options_.on_response) {
+      const auto& ids = request_.columns().reveal_ids();
+      sent.reveal_ids.assign(ids.begin(), ids.end());
+    }
   }
   {
     absl::MutexLock lock(&mu_);
@@ -78,46 +150,124 @@ absl::Status LearnSession::Flush() {
     if (reader_done_)
       return absl::AbortedError("the stream has ended; Finish tells why");
     ++in_flight_;
+    sent_.push_back(std::move(sent));
   }
   if (!stream_->Write(request_)) {
     return absl::AbortedError("the stream has ended; Finish tells why");
   }
   request_.Clear();
+  count_ = 0;
+  as_items_ = dimension_ == 0;
+  rows_ = Rows::kNone;
+  labeled_ = false;
   return absl::OkStatus();
 }
 
 absl::Status LearnSession::Queued() {
-  if (static_cast<size_t>(request_.items_size()) >= options_.batch_size)
-    return Flush();
+  if (++count_ >= options_.batch_size) return Flush();
   return absl::OkStatus();
+}
+
+bool LearnSession::Fits(Rows rows, bool labeled) const {
+  if (rows_ == Rows::kNone) return true;
+  return rows == rows_ && labeled == labeled_;
+}
+
+void LearnSession::ToItems() {
+  as_items_ = true;
+  if (!request_.has_columns()) return;
+  const v1::Columns c = std::move(*request_.mutable_columns());
+  request_.clear_columns();
+  for (int k = 0; k < c.reveal_ids_size(); ++k) {
+    v1::RevealItem* r = request_.add_items()->mutable_reveal();
+    r->set_prediction_id(c.reveal_ids(k));
+    r->set_label(c.reveal_labels(k));
+  }
+  const bool sparse = rows_ == Rows::kSparse;
+  const int rows =
+      sparse ? c.row_ends_size() : static_cast<int>(c.dense_rows());
+  for (int i = 0; i < rows; ++i) {
+    v1::LearnItem* item = request_.add_items();
+    v1::Features* f;
+    if (labeled_) {
+      item->mutable_labeled()->set_label(c.labels(i));
+      f = item->mutable_labeled()->mutable_features();
+    } else {
+      f = item->mutable_example();
+    }
+    if (sparse) {
+      const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
+      const int end = static_cast<int>(c.row_ends(i));
+      f->mutable_sparse()->mutable_indices()->Add(c.indices().begin() + begin,
+                                                  c.indices().begin() + end);
+      f->mutable_sparse()->mutable_values()->Add(c.values().begin() + begin,
+                                                 c.values().begin() + end);
+    } else {
+      const auto row = c.dense().begin() + int64_t{i} * dimension_;
+      f->mutable_dense()->mutable_values()->Add(row, row + dimension_);
+    }
+  }
+}
+
+void LearnSession::AddRow(const Example& e, bool labeled) {
+  Rows rows = Rows::kNone;  // not a row columns can hold
+  if (!e.sparse && e.values.size() == dimension_) rows = Rows::kDense;
+  if (e.sparse && e.values.size() == e.indices.size()) rows = Rows::kSparse;
+  if (!as_items_ && (rows == Rows::kNone || !Fits(rows, labeled))) ToItems();
+  if (as_items_) {
+    v1::LearnItem* item = request_.add_items();
+    if (labeled) {
+      FeaturesToProto(e, item->mutable_labeled()->mutable_features());
+      item->mutable_labeled()->set_label(*e.label);
+    } else {
+      FeaturesToProto(e, item->mutable_example());
+    }
+    return;
+  }
+  rows_ = rows;
+  labeled_ = labeled;
+  v1::Columns* c = request_.mutable_columns();
+  if (labeled) c->add_labels(*e.label);
+  if (rows == Rows::kDense) {
+    c->mutable_dense()->Add(e.values.begin(), e.values.end());
+    c->set_dense_rows(c->dense_rows() + 1);
+  } else {
+    c->mutable_indices()->Add(e.indices.begin(), e.indices.end());
+    c->mutable_values()->Add(e.values.begin(), e.values.end());
+    c->add_row_ends(static_cast<uint32_t>(c->indices_size()));
+  }
 }
 
 absl::Status LearnSession::AddLabeled(const Example& e) {
   if (!e.label)
     return absl::InvalidArgumentError("AddLabeled: the example has no label");
-  v1::LabeledExample* l = request_.add_items()->mutable_labeled();
-  FeaturesToProto(e, l->mutable_features());
-  l->set_label(*e.label);
+  AddRow(e, /*labeled=*/true);
   return Queued();
 }
 
 absl::Status LearnSession::AddExample(const Example& e) {
-  FeaturesToProto(e, request_.add_items()->mutable_example());
+  AddRow(e, /*labeled=*/false);
   return Queued();
 }
 
 absl::Status LearnSession::AddReveal(uint64_t prediction_id, int label) {
-  v1::RevealItem* r = request_.add_items()->mutable_reveal();
-  r->set_prediction_id(prediction_id);
-  r->set_label(label);
+  if (!as_items_ && rows_ != Rows::kNone) ToItems();
+  if (as_items_) {
+    v1::RevealItem* r = request_.add_items()->mutable_reveal();
+    r->set_prediction_id(prediction_id);
+    r->set_label(label);
+  } else {
+    v1::Columns* c = request_.mutable_columns();
+    c->add_reveal_ids(prediction_id);
+    c->add_reveal_labels(label);
+  }
   return Queued();
 }
 
 absl::StatusOr<SessionSummary> LearnSession::Finish() {
   if (finished_)
     return absl::FailedPreconditionError("the session is already finished");
-  absl::Status flushed =
-      request_.items_size() > 0 || !named_ ? Flush() : absl::OkStatus();
+  absl::Status flushed = count_ > 0 || !named_ ? Flush() : absl::OkStatus();
   finished_ = true;
   stream_->WritesDone();
   reader_.join();
@@ -158,9 +308,11 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
       channel_(std::move(channel)),
       stub_(v1::PerceptronService::NewStub(channel_)) {}
 
-void Client::SetDeadline(grpc::ClientContext* context) const {
+void Client::SetDeadline(grpc::ClientContext* context,
+                         const std::string& model) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   AddToken(context);
+  if (!model.empty()) context->AddMetadata(kModelHeader, model);
 }
 
 void Client::AddToken(grpc::ClientContext* context) const {
@@ -191,7 +343,7 @@ absl::Status Client::CheckHealth(absl::Duration timeout) {
 absl::StatusOr<v1::Model> Client::CreateModel(const std::string& id,
                                               const v1::ModelConfig& config) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::CreateModelRequest request;
   request.set_model_id(id);
   *request.mutable_config() = config;
@@ -202,7 +354,7 @@ absl::StatusOr<v1::Model> Client::CreateModel(const std::string& id,
 
 absl::StatusOr<v1::Model> Client::GetModel(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::GetModelRequest request;
   request.set_model_id(id);
   v1::Model response;
@@ -230,7 +382,7 @@ absl::StatusOr<std::vector<v1::Model>> Client::ListModels() {
 
 absl::Status Client::DeleteModel(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::DeleteModelRequest request;
   request.set_model_id(id);
   v1::DeleteModelResponse response;
@@ -239,7 +391,7 @@ absl::Status Client::DeleteModel(const std::string& id) {
 
 absl::StatusOr<v1::Model> Client::ResetModel(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::ResetModelRequest request;
   request.set_model_id(id);
   v1::Model response;
@@ -249,7 +401,7 @@ absl::StatusOr<v1::Model> Client::ResetModel(const std::string& id) {
 
 absl::StatusOr<v1::ModelStatus> Client::GetStatus(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::GetStatusRequest request;
   request.set_model_id(id);
   v1::ModelStatus response;
@@ -259,7 +411,7 @@ absl::StatusOr<v1::ModelStatus> Client::GetStatus(const std::string& id) {
 
 absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::GetWeightsRequest request;
   request.set_model_id(id);
   std::unique_ptr<grpc::ClientReader<v1::Weights>> reader =
@@ -275,7 +427,7 @@ absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
 
 absl::StatusOr<v1::History> Client::GetHistory(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::GetHistoryRequest request;
   request.set_model_id(id);
   v1::History response;
@@ -286,7 +438,7 @@ absl::StatusOr<v1::History> Client::GetHistory(const std::string& id) {
 absl::StatusOr<v1::CertificateResponse> Client::GetCertificate(
     const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::GetCertificateRequest request;
   request.set_model_id(id);
   v1::CertificateResponse response;
@@ -297,7 +449,7 @@ absl::StatusOr<v1::CertificateResponse> Client::GetCertificate(
 absl::StatusOr<v1::PredictResponse> Client::Predict(
     const std::string& id, const std::vector<Example>& examples) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::PredictRequest request;
   request.set_model_id(id);
   for (const Example& e : examples) FeaturesToProto(e, request.add_examples());
@@ -310,7 +462,7 @@ absl::StatusOr<v1::RevealResponse> Client::Reveal(
     const std::string& id,
     const std::vector<std::pair<uint64_t, int>>& labels) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::RevealRequest request;
   request.set_model_id(id);
   for (const auto& [pid, label] : labels) {
@@ -327,7 +479,7 @@ absl::StatusOr<v1::TrainResponse> Client::Train(
     const std::string& id, const std::vector<Example>& examples,
     uint32_t max_epochs) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::TrainRequest request;
   request.set_model_id(id);
   request.set_max_epochs(max_epochs);
@@ -347,6 +499,7 @@ absl::Status Client::Watch(
     absl::Duration timeout) {
   grpc::ClientContext context;
   AddToken(&context);
+  context.AddMetadata(kModelHeader, id);
   if (timeout != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   }
@@ -371,7 +524,7 @@ absl::Status Client::Watch(
 
 absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);
   v1::ExportModelRequest request;
   request.set_model_id(id);
   std::unique_ptr<grpc::ClientReader<v1::ExportModelResponse>> reader =
@@ -387,7 +540,7 @@ absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
 absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
                                               const std::string& id) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, id);  // no routing header for the blob's own id
   v1::Model response;
   std::unique_ptr<grpc::ClientWriter<v1::ImportModelRequest>> writer =
       stub_->ImportModelChunks(&context, &response);
@@ -406,13 +559,40 @@ absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
   return Result(s, std::move(response));
 }
 
+absl::StatusOr<std::vector<PlacedModel>> ListModelsAcross(
+    const std::vector<std::string>& targets, const ClientOptions& options) {
+  std::vector<PlacedModel> out;
+  for (const std::string& target : targets) {
+    ClientOptions o = options;
+    o.target = target;
+    absl::StatusOr<std::vector<v1::Model>> models =
+        Client::Connect(o)->ListModels();
+    if (!models.ok()) {
+      return absl::Status(
+          models.status().code(),
+          absl::StrCat("shard ", target, ": ", models.status().message()));
+    }
+    for (v1::Model& m : *models) out.push_back({target, std::move(m)});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PlacedModel& a, const PlacedModel& b) {
+                     return a.model.model_id() < b.model.model_id();
+                   });
+  return out;
+}
+
 std::unique_ptr<LearnSession> Client::OpenLearnSession(
     const std::string& id, const SessionOptions& options) {
   SessionOptions o = options;
   if (o.batch_size == 0) o.batch_size = 1;
   if (o.max_in_flight == 0) o.max_in_flight = 1;
-  return std::unique_ptr<LearnSession>(
-      new LearnSession(stub_.get(), id, std::move(o), options_.token));
+  uint32_t dimension = 0;  // unknown: the batches go as items
+  if (o.columnar) {
+    absl::StatusOr<v1::Model> m = GetModel(id);
+    if (m.ok()) dimension = m->config().dimension();
+  }
+  return std::unique_ptr<LearnSession>(new LearnSession(
+      stub_.get(), id, std::move(o), dimension, options_.token));
 }
 
 }  // namespace perceptron::client

@@ -17,6 +17,7 @@
 #ifndef PERCEPTRON_CLIENT_CLIENT_H_
 #define PERCEPTRON_CLIENT_CLIENT_H_
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +35,11 @@
 namespace perceptron::client {
 
 namespace v1 = ::perceptron::v1;
+
+// Every call that names a model carries its id in this request header (a
+// Learn stream, when it opens), so that a proxy in front of several servers
+// can route by it (docs/design.md section 9).
+inline constexpr char kModelHeader[] = "x-perceptron-model";
 
 struct ClientOptions {
   // host:port of the server. Default: "127.0.0.1:50051".
@@ -66,13 +72,23 @@ struct SessionOptions {
   // enough that a server in sync durability mode commits many batches per
   // fsync. Default: 64.
   size_t max_in_flight = 64;
-  // Called with each answer, in order, on the session's reader thread.
-  // Optional.
+  // Send each batch as packed columns (docs/design.md section 4) when its
+  // items allow: reveals, then rows that are all dense of the model's
+  // dimension or all sparse, and all labeled or all not. Any other batch goes
+  // as items, as does every batch if the model's dimension could not be read
+  // when the session opened (one GetModel call). Batches end at the same
+  // items either way, and the answers and the model's state are the same, bit
+  // for bit. Default: true.
+  bool columnar = true;
+  // Called with each answer, in order, on the session's reader thread, as
+  // per-item results (a columnar answer is expanded to them). Optional.
   std::function<void(const v1::LearnResponse&)> on_response;
 };
 
 struct SessionSummary {
   uint64_t requests = 0;
+  // Of those, the ones sent as columns.
+  uint64_t columnar_requests = 0;
   uint64_t items = 0;
   uint64_t item_errors = 0;
   // The first item error's message, if any.
@@ -88,7 +104,7 @@ class LearnSession {
   ~LearnSession();
 
   // Queue one item; a full batch is sent. An error means the stream has ended
-  // (Finish tells why).
+  // (Finish tells why). Examples are copied: the caller may reuse them.
   absl::Status AddLabeled(const Example& e);
   absl::Status AddExample(const Example& e);
   absl::Status AddReveal(uint64_t prediction_id, int label);
@@ -100,23 +116,47 @@ class LearnSession {
 
  private:
   friend class Client;
+  // The rows of the batch being built.
+  enum class Rows { kNone, kDense, kSparse };
+  // What the reader needs to expand a columnar answer into items.
+  struct Sent {
+    bool columnar = false;
+    bool labeled = false;
+    std::vector<uint64_t> reveal_ids;
+  };
+
+  // `dimension`: the model's, or 0 to send every batch as items.
   LearnSession(v1::PerceptronService::Stub* stub, std::string model_id,
-               SessionOptions options, const std::string& token);
+               SessionOptions options, uint32_t dimension,
+               const std::string& token);
+  // Whether an item of this kind keeps the batch columnar.
+  bool Fits(Rows rows, bool labeled) const;
+  // The batch's columns so far as items; later items go as items too.
+  void ToItems();
+  void AddRow(const Example& e, bool labeled);
   absl::Status Queued();
   void ReadLoop();
+  void Expand(const Sent& sent, v1::LearnResponse* r) const;
 
   const std::string model_id_;
   const SessionOptions options_;
+  const uint32_t dimension_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>>
       stream_;
+  // The batch being built: columns while its items fit them, else items.
   v1::LearnRequest request_;
+  size_t count_ = 0;
+  bool as_items_ = false;
+  Rows rows_ = Rows::kNone;
+  bool labeled_ = false;
   bool named_ = false;
   bool finished_ = false;
   std::thread reader_;
 
   absl::Mutex mu_;
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Sent> sent_ ABSL_GUARDED_BY(mu_);
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   SessionSummary summary_ ABSL_GUARDED_BY(mu_);
 };
@@ -174,14 +214,29 @@ class Client {
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
-  // Sets the deadline of a unary call and adds the token, if any.
-  void SetDeadline(grpc::ClientContext* context) const;
+  // Sets the deadline of a call and adds the token, if any, and the model's
+  // routing header, if the call names one.
+  void SetDeadline(grpc::ClientContext* context,
+                   const std::string& model = "") const;
   void AddToken(grpc::ClientContext* context) const;
 
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::PerceptronService::Stub> stub_;
 };
+
+// A model and the server that holds it.
+struct PlacedModel {
+  std::string target;
+  v1::Model model;
+};
+
+// Every model of every shard (docs/design.md section 9: ListModels names no
+// model, so a proxy cannot route it), by id, then target: a model on two
+// shards appears twice. `options.target` is ignored. The first failing
+// shard's status, its target named, if any fails.
+absl::StatusOr<std::vector<PlacedModel>> ListModelsAcross(
+    const std::vector<std::string>& targets, const ClientOptions& options);
 
 // absl::Status from a gRPC status (the codes are shared).
 absl::Status FromGrpc(const grpc::Status& s);

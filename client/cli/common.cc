@@ -53,7 +53,9 @@ std::string ReadSmallFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
-std::unique_ptr<Client> Connect() {
+std::unique_ptr<Client> Connect() { return Client::Connect(Options()); }
+
+ClientOptions Options() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
   options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
@@ -71,7 +73,7 @@ std::unique_ptr<Client> Connect() {
   } else if (const char* token = std::getenv("PERCEPTRON_TOKEN")) {
     options.token = token;
   }
-  return Client::Connect(options);
+  return options;
 }
 
 const char* AlgorithmText(v1::Algorithm a) {

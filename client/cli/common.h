@@ -32,6 +32,8 @@ int Usage(const std::string& why);
 std::string ReadSmallFile(const std::string& path);
 // A client for --server, with TLS and the token from the flags.
 std::unique_ptr<Client> Connect();
+// The client's options from the flags (--server, TLS, token).
+ClientOptions Options();
 
 const char* AlgorithmText(v1::Algorithm a);
 // The bound, or "n/a".

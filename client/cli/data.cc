@@ -202,6 +202,7 @@ int Train(const Args& args) {
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
   so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
+  so.columnar = absl::GetFlag(FLAGS_columnar);
   so.on_response = [&](const v1::LearnResponse& r) {
     {
       absl::MutexLock lock(&mu);
@@ -257,11 +258,12 @@ int Train(const Args& args) {
   const v1::ModelStats& s = summary->stats;
   std::printf(
       "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, reading "
-      "included), %llu requests\n",
+      "included), %llu requests (%llu as columns)\n",
       model.c_str(), reader.name().c_str(),
       static_cast<unsigned long long>(summary->items), seconds,
       summary->items / std::max(seconds, 1e-9),
-      static_cast<unsigned long long>(summary->requests));
+      static_cast<unsigned long long>(summary->requests),
+      static_cast<unsigned long long>(summary->columnar_requests));
   std::printf(
       "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
       static_cast<unsigned long long>(s.examples()),
@@ -308,6 +310,7 @@ int Predict(const Args& args) {
   if (absl::GetFlag(FLAGS_issue)) {
     SessionOptions so;
     so.batch_size = absl::GetFlag(FLAGS_batch);
+    so.columnar = absl::GetFlag(FLAGS_columnar);
     so.on_response = [](const v1::LearnResponse& r) {
       for (const v1::ItemResult& item : r.results()) {
         if (item.has_prediction()) {
@@ -369,6 +372,7 @@ int Reveal(const Args& args) {
   std::atomic<int> rc{0};
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
+  so.columnar = absl::GetFlag(FLAGS_columnar);
   so.on_response = [&rc](const v1::LearnResponse& r) {
     for (const v1::ItemResult& item : r.results()) {
       if (item.has_error()) {

@@ -8,6 +8,9 @@
 #include "absl/time/time.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
+ABSL_FLAG(std::vector<std::string>, shards, {},
+          "list, health: the shards behind a proxy, host:port,host:port,... "
+          "(each asked directly; list merges their models)");
 ABSL_FLAG(std::string, tls_ca, "",
           "Use TLS: the CA that signed the server's certificate (PEM)");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -64,6 +67,9 @@ ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
 ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");
 ABSL_FLAG(uint32_t, in_flight, 64, "train: requests in flight at most");
+ABSL_FLAG(bool, columnar, true,
+          "train, predict --issue, reveal: send batches as packed columns "
+          "where they fit (--nocolumnar: as items; the answers are the same)");
 ABSL_FLAG(std::string, progress, "auto",
           "train: show progress: auto (if a terminal), yes, no");
 // predict

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/time/time.h"
 
 ABSL_DECLARE_FLAG(std::string, server);
+ABSL_DECLARE_FLAG(std::vector<std::string>, shards);
 ABSL_DECLARE_FLAG(std::string, tls_ca);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);
@@ -40,6 +42,7 @@ ABSL_DECLARE_FLAG(uint32_t, epochs);
 ABSL_DECLARE_FLAG(uint32_t, max_epochs);
 ABSL_DECLARE_FLAG(uint32_t, batch);
 ABSL_DECLARE_FLAG(uint32_t, in_flight);
+ABSL_DECLARE_FLAG(bool, columnar);
 ABSL_DECLARE_FLAG(std::string, progress);
 ABSL_DECLARE_FLAG(bool, issue);
 ABSL_DECLARE_FLAG(absl::Duration, interval);

@@ -154,6 +154,28 @@ int Create(const Args& args) {
 
 int List(const Args& args) {
   if (!args.empty()) return Usage("list takes no arguments");
+  const std::vector<std::string> shards = absl::GetFlag(FLAGS_shards);
+  if (!shards.empty()) {
+    // Each shard's models, merged by id, with the shard that holds each.
+    absl::StatusOr<std::vector<PlacedModel>> placed =
+        ListModelsAcross(shards, Options());
+    if (!placed.ok()) return Fail(placed.status());
+    int rc = 0;
+    for (size_t i = 0; i < placed->size(); ++i) {
+      const PlacedModel& p = (*placed)[i];
+      std::printf("%s\t%s\td=%u\t%s\n", p.model.model_id().c_str(),
+                  AlgorithmText(p.model.config().algorithm()),
+                  p.model.config().dimension(), p.target.c_str());
+      if (i > 0 && (*placed)[i - 1].model.model_id() == p.model.model_id()) {
+        std::fprintf(stderr,
+                     "perceptron: model %s is on two shards: %s and %s\n",
+                     p.model.model_id().c_str(),
+                     (*placed)[i - 1].target.c_str(), p.target.c_str());
+        rc = 1;
+      }
+    }
+    return rc;
+  }
   absl::StatusOr<std::vector<v1::Model>> models = Connect()->ListModels();
   if (!models.ok()) return Fail(models.status());
   for (const v1::Model& m : *models) {
@@ -165,6 +187,19 @@ int List(const Args& args) {
 
 int Health(const Args& args) {
   if (!args.empty()) return Usage("health takes no arguments");
+  const std::vector<std::string> shards = absl::GetFlag(FLAGS_shards);
+  if (!shards.empty()) {
+    int rc = 0;
+    for (const std::string& target : shards) {
+      ClientOptions options = Options();
+      options.target = target;
+      absl::Status s = Client::Connect(options)->CheckHealth(absl::Seconds(5));
+      std::printf("%s\t%s\n", target.c_str(),
+                  s.ok() ? "SERVING" : std::string(s.ToString()).c_str());
+      if (!s.ok()) rc = 1;
+    }
+    return rc;
+  }
   absl::Status s = Connect()->CheckHealth(absl::Seconds(5));
   if (!s.ok()) return Fail(s);
   std::printf("SERVING\n");

@@ -236,9 +236,10 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
     const size_t reveals = columns.reveal_ids().size();
     const size_t n = reveals + rows->rows();
     if (n > limits.max_batch_items) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "a batch of ", n, " items (", reveals, " reveals, ", rows->rows(),
-          " rows) is over the limit of ", limits.max_batch_items));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a batch of ", n, " items is over the limit of ",
+                       limits.max_batch_items, " (", reveals, " reveals, ",
+                       rows->rows(), " rows)"));
     }
     const int64_t now = NowNanos();
     results->mutable_scores()->Resize(static_cast<int>(n), 0.0);

@@ -2,11 +2,13 @@
 // the same batches, sent both ways to two models of one server, give the same
 // answers bit for bit (scores, labels, mistakes, updates, prediction ids,
 // every error's code and message) and the same state; arrays of inconsistent
-// lengths end the stream and change nothing.
+// lengths end the stream and change nothing. The client library's sessions
+// send columns where a batch allows and answer the same as with items.
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "client/client.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/server_process.h"
 
@@ -258,6 +260,147 @@ TEST(ColumnarTest, ColumnsAndItemsGiveTheSameAnswersAndState) {
     // Every kind of answer was compared.
     for (int kind = 0; kind < 4; ++kind) EXPECT_GT(seen[kind], 10) << kind;
   }
+}
+
+// One thing a session is given: a labeled example, an example, or a reveal.
+struct Op {
+  enum Kind { kLabeled, kExample, kReveal } kind;
+  client::Example e;
+  uint64_t id = 0;
+  int label = 0;
+};
+
+// Streams `ops` through a session on `model` and returns its summary and
+// every answer, as items.
+struct Streamed {
+  client::SessionSummary summary;
+  std::vector<v1::ItemResult> results;
+};
+Streamed StreamOps(client::Client& c, const std::string& model,
+                   const std::vector<Op>& ops, bool columnar) {
+  Streamed out;
+  client::SessionOptions so;
+  so.batch_size = 16;
+  so.max_in_flight = 4;
+  so.columnar = columnar;
+  so.on_response = [&out](const v1::LearnResponse& r) {
+    out.results.insert(out.results.end(), r.results().begin(),
+                       r.results().end());
+  };
+  std::unique_ptr<client::LearnSession> s = c.OpenLearnSession(model, so);
+  for (const Op& op : ops) {
+    const absl::Status added = op.kind == Op::kLabeled ? s->AddLabeled(op.e)
+                               : op.kind == Op::kExample
+                                   ? s->AddExample(op.e)
+                                   : s->AddReveal(op.id, op.label);
+    EXPECT_TRUE(added.ok()) << added;
+  }
+  absl::StatusOr<client::SessionSummary> summary = s->Finish();
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  if (summary.ok()) out.summary = *summary;
+  return out;
+}
+
+TEST(ColumnarTest, SessionsSendColumnsWhereABatchAllowsAndAnswerAsItems) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start({"--durability=none"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  client::ClientOptions options;
+  options.target = (*server)->target();
+  std::unique_ptr<client::Client> c = client::Client::Connect(options);
+  constexpr uint32_t kDimension = 6;
+  for (const char* id : {"items", "columns"}) {
+    v1::ModelConfig config;
+    config.set_dimension(kDimension);
+    config.set_bias(true);
+    ASSERT_TRUE(c->CreateModel(id, config).ok());
+  }
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> normal;
+  // Runs of one kind (so that many batches fit columns), some rows that
+  // columns cannot hold (dense of another length, sparse with more indices
+  // than values) or that the server refuses (a NaN, a bad label, an index
+  // out of range), and reveals of ids the first round issued.
+  auto round = [&](const std::vector<uint64_t>& issued) {
+    std::vector<Op> ops;
+    while (ops.size() < 600) {
+      const int kind = static_cast<int>(rng() % (issued.empty() ? 2 : 3));
+      const bool sparse = rng() % 3 == 0;
+      const size_t run = 1 + rng() % 40;
+      for (size_t i = 0; i < run; ++i) {
+        Op op{static_cast<Op::Kind>(kind), {}, 0, 0};
+        if (op.kind == Op::kReveal) {
+          op.id = rng() % 8 == 0 ? 1000000 : issued[rng() % issued.size()];
+          op.label = rng() % 2 ? 1 : -1;
+          ops.push_back(op);
+          continue;
+        }
+        op.e.sparse = sparse;
+        for (uint32_t j = 0; j < kDimension; ++j) {
+          if (sparse && rng() % 2 == 0) continue;
+          if (sparse) op.e.indices.push_back(j);
+          op.e.values.push_back(normal(rng));
+        }
+        const uint64_t odd = rng() % 30;
+        if (odd == 0 && !sparse) op.e.values.push_back(1);  // length d + 1
+        if (odd == 1 && sparse) op.e.indices.push_back(kDimension - 1);
+        if (odd == 2 && !op.e.values.empty()) op.e.values[0] = std::nan("");
+        if (odd == 3 && sparse) {
+          op.e.indices.push_back(kDimension + 1);
+          op.e.values.push_back(1);
+        }
+        double sum = 0;
+        for (double v : op.e.values) sum += v;
+        op.e.label = odd == 4 ? 0 : (sum > 0 ? 1 : -1);
+        ops.push_back(op);
+      }
+    }
+    return ops;
+  };
+  std::vector<uint64_t> issued;
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(::testing::Message() << "round " << r);
+    const std::vector<Op> ops = round(issued);
+    const Streamed by_items = StreamOps(*c, "items", ops, /*columnar=*/false);
+    const Streamed by_columns =
+        StreamOps(*c, "columns", ops, /*columnar=*/true);
+    ASSERT_EQ(by_items.results.size(), ops.size());
+    ASSERT_EQ(by_columns.results.size(), ops.size());
+    int kinds[4] = {};  // errors, predictions, reveal outcomes, row outcomes
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const v1::ItemResult& a = by_items.results[k];
+      // Doubles compared bit for bit, through their encoding.
+      EXPECT_EQ(a.SerializeAsString(),
+                by_columns.results[k].SerializeAsString())
+          << "item " << k << ": " << a.ShortDebugString() << " against "
+          << by_columns.results[k].ShortDebugString();
+      if (a.has_prediction()) issued.push_back(a.prediction().prediction_id());
+      kinds[a.has_error()                ? 0
+            : a.has_prediction()         ? 1
+            : ops[k].kind == Op::kReveal ? 2
+                                         : 3]++;
+    }
+    // Batches end at the same items; most went as columns.
+    EXPECT_EQ(by_items.summary.requests, by_columns.summary.requests);
+    EXPECT_EQ(by_items.summary.item_errors, by_columns.summary.item_errors);
+    EXPECT_EQ(by_items.summary.first_error, by_columns.summary.first_error);
+    EXPECT_EQ(by_items.summary.columnar_requests, 0u);
+    EXPECT_GT(by_columns.summary.columnar_requests,
+              by_columns.summary.requests / 4);
+    EXPECT_LT(by_columns.summary.columnar_requests,
+              by_columns.summary.requests);
+    EXPECT_EQ(StatsBytes(by_items.summary.stats),
+              StatsBytes(by_columns.summary.stats));
+    for (int kind = 0; kind < 4; ++kind) {
+      if (r > 0 || kind != 2) {
+        EXPECT_GT(kinds[kind], 5) << kind;
+      }
+    }
+  }
+  absl::StatusOr<v1::Weights> a = c->GetWeights("items");
+  absl::StatusOr<v1::Weights> b = c->GetWeights("columns");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
 }
 
 TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {

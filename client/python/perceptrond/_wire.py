@@ -1,0 +1,90 @@
+"""Learn requests as columns (docs/design.md section 4), encoded from numpy arrays straight to the
+protobuf wire format: a packed repeated field is a tag, a length and the values, so a batch is a
+few array operations, with no value passing through Python one at a time."""
+from __future__ import annotations
+
+import numpy as np
+
+# Field tags (field number << 3 | wire type 2, length-delimited).
+_LEARN_MODEL_ID = 0x0A  # LearnRequest.model_id = 1
+_LEARN_COLUMNS = 0x1A  # LearnRequest.columns = 3
+_DENSE = 0x0A  # Columns.dense = 1 (packed double)
+_ROW_ENDS = 0x12  # Columns.row_ends = 2 (packed uint32)
+_INDICES = 0x1A  # Columns.indices = 3 (packed uint32)
+_VALUES = 0x22  # Columns.values = 4 (packed double)
+_LABELS = 0x2A  # Columns.labels = 5 (packed sint32)
+_REVEAL_IDS = 0x32  # Columns.reveal_ids = 6 (packed uint64)
+_REVEAL_LABELS = 0x3A  # Columns.reveal_labels = 7 (packed sint32)
+_DENSE_ROWS = 0x40  # Columns.dense_rows = 8 (varint)
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def varints(values: np.ndarray) -> bytes:
+    """Unsigned integers (below 2**64) as concatenated protobuf varints."""
+    v = np.ascontiguousarray(values, dtype=np.uint64)
+    if v.size == 0:
+        return b""
+    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
+    groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
+    # A value takes as many bytes as its highest non-zero 7-bit group, at least one.
+    nonzero = groups != 0
+    length = np.where(nonzero.any(axis=1), 10 - np.argmax(nonzero[:, ::-1], axis=1), 1)
+    k = np.arange(10)[None, :]
+    more = (k < (length[:, None] - 1)).astype(np.uint64) << np.uint64(7)
+    encoded = (groups | more).astype(np.uint8)
+    return encoded[k < length[:, None]].tobytes()
+
+
+def zigzag_labels(labels: np.ndarray) -> bytes:
+    """sint32 values as varints (zigzag: n -> 2n for n >= 0, -2n - 1 for n < 0)."""
+    v = np.asarray(labels, dtype=np.int64)
+    return varints(np.where(v >= 0, 2 * v, -2 * v - 1).astype(np.uint64))
+
+
+def unit_labels(labels: np.ndarray) -> bytes:
+    """Labels that are all -1 or +1 as sint32 varints: one byte each, 1 or 2."""
+    return np.where(np.asarray(labels) > 0, 2, 1).astype(np.uint8).tobytes()
+
+
+def _field(tag: int, payload: bytes) -> bytes:
+    return bytes([tag]) + varint(len(payload)) + payload
+
+
+def learn_request(model_id: str, columns: bytes) -> bytes:
+    """A serialized LearnRequest: the model id (if given) and the columns."""
+    head = _field(_LEARN_MODEL_ID, model_id.encode()) if model_id else b""
+    return head + _field(_LEARN_COLUMNS, columns)
+
+
+def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> bytes:
+    """Columns of dense rows (float64, C order) and, if given, their labels (-1 or +1)."""
+    out = _field(_DENSE, np.ascontiguousarray(rows, dtype="<f8").tobytes())
+    if labels is not None:
+        out += _field(_LABELS, unit_labels(labels))
+    return out + bytes([_DENSE_ROWS]) + varint(rows.shape[0])
+
+
+def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                   labels: np.ndarray | None) -> bytes:
+    """Columns of CSR rows (indptr as scipy's, starting at any offset) and, if given, their
+    labels (-1 or +1)."""
+    start = int(indptr[0])
+    ends = np.asarray(indptr[1:], dtype=np.int64) - start
+    out = _field(_ROW_ENDS, varints(ends.astype(np.uint64)))
+    out += _field(_INDICES, varints(np.asarray(indices, dtype=np.uint64)))
+    out += _field(_VALUES, np.ascontiguousarray(values, dtype="<f8").tobytes())
+    if labels is not None:
+        out += _field(_LABELS, unit_labels(labels))
+    return out
+
+
+def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> bytes:
+    return _field(_REVEAL_IDS, varints(ids)) + _field(_REVEAL_LABELS, zigzag_labels(labels))

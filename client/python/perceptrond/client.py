@@ -1,0 +1,499 @@
+"""The Python client of perceptrond."""
+from __future__ import annotations
+
+import dataclasses
+import queue
+from typing import Iterator, Mapping, Optional, Sequence
+
+import grpc
+import numpy as np
+
+from perceptron.v1 import perceptron_pb2 as pb
+from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
+
+from . import _wire
+
+#: Every call that names a model carries its id in this request header, so that a proxy in
+#: front of several servers can route by it (docs/design.md section 9).
+MODEL_HEADER = "x-perceptron-model"
+
+_ALGORITHMS = {"classic": pb.CLASSIC, "margin": pb.MARGIN, "averaged": pb.AVERAGED,
+               "voted": pb.VOTED, "kernel": pb.KERNEL}
+_KERNELS = {"linear": pb.LINEAR, "polynomial": pb.POLYNOMIAL, "rbf": pb.RBF}
+
+
+class PerceptronError(Exception):
+    """A call failed: `code` is the gRPC status code, `message` the server's message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, item: Optional[int] = None):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+        #: For an example the server refused, its index in the call's input.
+        self.item = item
+
+
+def _raise(e: grpc.RpcError) -> PerceptronError:
+    return PerceptronError(e.code(), e.details() or "")
+
+
+@dataclasses.dataclass(frozen=True)
+class TLS:
+    """PEM bytes: the CA that signed the server's certificate and, for mutual TLS, this
+    client's certificate chain and private key."""
+    root_certificates: bytes
+    certificate_chain: Optional[bytes] = None
+    private_key: Optional[bytes] = None
+
+
+@dataclasses.dataclass
+class LearnResult:
+    """What learning a batch of examples did, one entry per example in input order."""
+    #: The score each example was judged on (0 where it was refused).
+    scores: np.ndarray
+    #: y * score <= 0.
+    mistakes: np.ndarray
+    #: The model's state changed.
+    updates: np.ndarray
+    #: (index, PerceptronError) of each example the server refused; the others were learned.
+    errors: list
+    #: The model's counters and bound after the last batch.
+    stats: pb.ModelStats
+
+
+def _bits(packed: bytes, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(packed, dtype=np.uint8), bitorder="little")[:n] \
+        .astype(bool) if n else np.zeros(0, dtype=bool)
+
+
+def _rows(x) -> tuple:
+    """('dense', array) or ('sparse', csr) for a 2-D array-like or a scipy.sparse matrix."""
+    if hasattr(x, "tocsr"):
+        csr = x.tocsr()
+        csr.sort_indices()
+        return "sparse", csr
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"examples must be 2-D (rows x features), not of shape {a.shape}")
+    return "dense", np.ascontiguousarray(a)
+
+
+def _labels(y, n: int) -> np.ndarray:
+    a = np.asarray(y)
+    if a.shape != (n,):
+        raise ValueError(f"{a.shape[0] if a.ndim else 0} labels for {n} examples")
+    if not np.all((a == 1) | (a == -1)):
+        raise ValueError("labels must be -1 or +1")
+    return a.astype(np.int64)
+
+
+def _batches(kind: str, rows, labels: Optional[np.ndarray], batch_size: int) -> Iterator[bytes]:
+    """The rows (and labels, if any) as Columns messages of at most batch_size rows."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    n = rows.shape[0]
+    for start in range(0, n, batch_size):
+        end = min(n, start + batch_size)
+        part = None if labels is None else labels[start:end]
+        if kind == "dense":
+            yield _wire.dense_columns(rows[start:end], part)
+        else:
+            lo, hi = rows.indptr[start], rows.indptr[end]
+            yield _wire.sparse_columns(rows.indptr[start:end + 1], rows.indices[lo:hi],
+                                       rows.data[lo:hi], part)
+
+
+def _error(e, at: int) -> tuple:
+    return at + e.item, PerceptronError(_CODES[e.error.code], e.error.message, at + e.item)
+
+
+def _outcomes(responses: Iterator[pb.LearnResponse], n: int) -> LearnResult:
+    """A LearnResult of n items from the columnar answers of their batches."""
+    scores = np.zeros(n)
+    mistakes = np.zeros(n, dtype=bool)
+    updates = np.zeros(n, dtype=bool)
+    errors = []
+    stats = pb.ModelStats()
+    at = 0
+    for response in responses:
+        c = response.columns
+        k = len(c.scores)
+        scores[at:at + k] = c.scores
+        mistakes[at:at + k] = _bits(c.mistakes, k)
+        updates[at:at + k] = _bits(c.updates, k)
+        errors.extend(_error(e, at) for e in c.errors)
+        stats = response.stats
+        at += k
+    return LearnResult(scores, mistakes, updates, errors, stats)
+
+
+@dataclasses.dataclass
+class Issued:
+    """Predictions issued, one entry per example in input order."""
+    #: The prediction id to reveal later (0 where the example was refused).
+    ids: np.ndarray
+    scores: np.ndarray
+    #: +1 where the score is >= 0, else -1 (0 where refused).
+    labels: np.ndarray
+    #: (index, PerceptronError) of each example the server refused.
+    errors: list
+
+
+class Stream:
+    """A Learn stream kept open: each call sends one batch and returns its answer. Use it as a
+    context manager, or call close()."""
+
+    def __init__(self, model: Model):
+        self._model = model
+        self._requests: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self._responses = model.client._learn(model.id, iter(self._requests.get, None))
+        self._named = False
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _send(self, columns: bytes) -> pb.LearnResponse:
+        self._requests.put(_wire.learn_request("" if self._named else self._model.id, columns))
+        self._named = True
+        return next(self._responses)
+
+    def issue(self, x, batch_size: int = 1024) -> Issued:
+        """Predicts each row of `x` and keeps it pending under a new prediction id."""
+        kind, rows = _rows(x)
+        n = rows.shape[0]
+        ids = np.zeros(n, dtype=np.uint64)
+        scores = np.zeros(n)
+        labels = np.zeros(n, dtype=np.int64)
+        errors = []
+        at = 0
+        for columns in _batches(kind, rows, None, batch_size):
+            c = self._send(columns).columns
+            k = len(c.scores)
+            refused = np.zeros(k, dtype=bool)
+            for e in c.errors:
+                refused[e.item] = True
+                errors.append(_error(e, at))
+            ok = np.flatnonzero(~refused)
+            ids[at + ok] = c.first_prediction_id + np.arange(len(ok), dtype=np.uint64)
+            scores[at:at + k] = c.scores
+            labels[at:at + k] = c.labels
+            at += k
+        return Issued(ids, scores, labels, errors)
+
+    def reveal(self, ids, y) -> LearnResult:
+        """The labels of issued predictions: each is judged on the score issued then and
+        learned on the current weights."""
+        ids = np.asarray(ids, dtype=np.uint64)
+        labels = _labels(y, ids.shape[0])
+        return _outcomes((self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
+                          for s in range(0, len(ids), 1024)), len(ids))
+
+    def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
+        """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows
+        answered before the next is sent). `x` may also be one example as {index: value}."""
+        if isinstance(x, Mapping):
+            indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
+            values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
+            if np.any(indices < 0):
+                raise ValueError("feature indices must be >= 0")
+            columns = _wire.sparse_columns(np.array([0, len(x)]), indices, values,
+                                           _labels([y], 1))
+            return _outcomes(iter([self._send(columns)]), 1)
+        kind, rows = _rows(x)
+        labels = _labels(y, rows.shape[0])
+        return _outcomes((self._send(c) for c in _batches(kind, rows, labels, batch_size)),
+                         rows.shape[0])
+
+    def close(self) -> None:
+        """Ends the stream once every answer has arrived."""
+        self._requests.put(None)
+        for _ in self._responses:
+            pass
+
+
+class Model:
+    """A model on the server, by id. Holds no state of its own: every method is a call."""
+
+    def __init__(self, client: "Client", model_id: str):
+        self.client = client
+        self.id = model_id
+        self._one: Optional[Stream] = None
+
+    def __repr__(self) -> str:
+        return f"Model({self.id!r})"
+
+    def info(self) -> pb.Model:
+        """The model's id, configuration and creation time."""
+        return self.client._call("GetModel", pb.GetModelRequest(model_id=self.id))
+
+    def status(self) -> pb.ModelStatus:
+        """Counters, TD_gamma, R, the bound, the certificate and the mistake rates."""
+        return self.client._call("GetStatus", pb.GetStatusRequest(model_id=self.id))
+
+    def history(self) -> pb.History:
+        """The learning curve: examples, mistakes, updates and the bound at points."""
+        return self.client._call("GetHistory", pb.GetHistoryRequest(model_id=self.id))
+
+    def certificate(self) -> pb.CertificateResponse:
+        """The certificate (DESIGN 2.7) with the comparator u attaining its bound."""
+        return self.client._call("GetCertificate",
+                                 pb.GetCertificateRequest(model_id=self.id))
+
+    def weights(self) -> np.ndarray:
+        """The weight vector (with the bias coordinate last, if the model has one)."""
+        chunks = self.client._stream("GetWeightsChunks",
+                                     pb.GetWeightsRequest(model_id=self.id))
+        return np.array([v for c in chunks for v in c.values], dtype=np.float64)
+
+    def reset(self) -> None:
+        """Back to a new model of the same configuration."""
+        self.client._call("ResetModel", pb.ResetModelRequest(model_id=self.id))
+
+    def delete(self) -> None:
+        self.client._call("DeleteModel", pb.DeleteModelRequest(model_id=self.id))
+
+    def watch(self, min_interval: float = 0.2) -> Iterator[pb.ModelStatus]:
+        """Yields the model's status each time it changes, at most once per `min_interval`
+        seconds, until the caller stops iterating."""
+        request = pb.WatchStatusRequest(model_id=self.id,
+                                        min_interval_ms=int(min_interval * 1000))
+        call = self.client._stub.WatchStatus(request,
+                                             metadata=self.client._with_model(self.id))
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                raise _raise(e) from None
+        finally:
+            call.cancel()
+
+    def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
+        """Predict then learn each labeled example in order (the prequential protocol):
+        `x` a 2-D numpy array or a scipy.sparse matrix, `y` its labels (-1 or +1). Streamed
+        as columnar batches of `batch_size` rows on one Learn stream, several in flight.
+        Examples the server refuses (a NaN, an index out of range) are listed in the result's
+        errors and change nothing; the others are learned."""
+        kind, rows = _rows(x)
+        labels = _labels(y, rows.shape[0])
+        batches = [_wire.learn_request(self.id if i == 0 else "", columns)
+                   for i, columns in enumerate(_batches(kind, rows, labels, batch_size))]
+        if not batches:  # still one request, so that an unknown model is an error
+            batches.append(_wire.learn_request(self.id, b""))
+        return _outcomes(self.client._learn(self.id, iter(batches)), rows.shape[0])
+
+    def stream(self) -> "Stream":
+        """A Learn stream for predict-then-reveal, as a context manager:
+
+            with model.stream() as s:
+                issued = s.issue(X)                  # prediction ids, scores, labels
+                outcome = s.reveal(issued.ids, y)    # judged on the scores issued
+        """
+        return Stream(self)
+
+    def learn_one(self, x: Mapping[int, float], y: int) -> bool:
+        """One labeled example of features {index: value} (River's learn_one), on a stream
+        the model keeps open until close(). Returns whether it was a mistake."""
+        if self._one is None:
+            self._one = Stream(self)
+        result = self._one.learn({int(k): float(v) for k, v in x.items()}, y)
+        if result.errors:
+            raise result.errors[0][1]
+        return bool(result.mistakes[0])
+
+    def predict_one(self, x: Mapping[int, float]) -> int:
+        """The label (+1 or -1) of features {index: value} (River's predict_one)."""
+        request = pb.PredictRequest(model_id=self.id)
+        f = request.examples.add().sparse
+        f.indices.extend(int(k) for k in x)
+        f.values.extend(float(v) for v in x.values())
+        return int(self.client._call("Predict", request).predictions[0].label)
+
+    def close(self) -> None:
+        """Closes the stream learn_one keeps open, if any."""
+        if self._one is not None:
+            self._one.close()
+            self._one = None
+
+    def decision_function(self, x) -> np.ndarray:
+        """The model's score of each row of `x`; nothing is learned or issued."""
+        kind, rows = _rows(x)
+        request = pb.PredictRequest(model_id=self.id)
+        for i in range(rows.shape[0]):
+            f = request.examples.add()
+            if kind == "dense":
+                f.dense.values.extend(rows[i])
+            else:
+                lo, hi = rows.indptr[i], rows.indptr[i + 1]
+                f.sparse.indices.extend(rows.indices[lo:hi].tolist())
+                f.sparse.values.extend(rows.data[lo:hi])
+        response = self.client._call("Predict", request)
+        return np.array([p.score for p in response.predictions], dtype=np.float64)
+
+    def predict(self, x) -> np.ndarray:
+        """+1 where the score is >= 0, else -1."""
+        return np.where(self.decision_function(x) >= 0, 1, -1)
+
+
+# grpc.StatusCode by its numeric value.
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+class Client:
+    """A connection to perceptrond.
+
+        client = Client("127.0.0.1:50051")
+        model = client.create_model("spam", dimension=30)
+        result = model.learn(X, y)
+    """
+
+    def __init__(self, address: str = "127.0.0.1:50051", token: Optional[str] = None,
+                 tls: Optional[TLS] = None, timeout: float = 60.0,
+                 max_message_bytes: int = 64 << 20):
+        options = [("grpc.max_send_message_length", max_message_bytes),
+                   ("grpc.max_receive_message_length", max_message_bytes)]
+        if tls is not None:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=tls.root_certificates, private_key=tls.private_key,
+                certificate_chain=tls.certificate_chain)
+            self._channel = grpc.secure_channel(address, credentials, options)
+        else:
+            self._channel = grpc.insecure_channel(address, options)
+        self._stub = pb_grpc.PerceptronServiceStub(self._channel)
+        self._metadata = [("authorization", "Bearer " + token)] if token else None
+        self._timeout = timeout
+        self._learn_raw = self._channel.stream_stream(
+            "/perceptron.v1.PerceptronService/Learn", request_serializer=None,
+            response_deserializer=pb.LearnResponse.FromString)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _with_model(self, model_id: str) -> Optional[list]:
+        """The call's metadata: the token, and the model's routing header if it names one."""
+        if not model_id:
+            return self._metadata
+        return (self._metadata or []) + [(MODEL_HEADER, model_id)]
+
+    def _call(self, method: str, request):
+        try:
+            return getattr(self._stub, method)(
+                request, timeout=self._timeout,
+                metadata=self._with_model(getattr(request, "model_id", "")))
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+
+    def _stream(self, method: str, request) -> list:
+        try:
+            return list(getattr(self._stub, method)(
+                request, timeout=self._timeout, metadata=self._with_model(request.model_id)))
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+
+    def _learn(self, model_id: str,
+               requests: Iterator[bytes]) -> Iterator[pb.LearnResponse]:
+        try:
+            yield from self._learn_raw(requests, metadata=self._with_model(model_id))
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+
+    def health(self) -> None:
+        """Returns if the server is serving (grpc.health.v1); raises PerceptronError if not."""
+        check = self._channel.unary_unary("/grpc.health.v1.Health/Check",
+                                          request_serializer=None, response_deserializer=None)
+        try:
+            # HealthCheckRequest{} is empty; the answer's field 1 is the status, SERVING = 1.
+            answer = check(b"", timeout=self._timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+        if answer != b"\x08\x01":
+            raise PerceptronError(grpc.StatusCode.UNAVAILABLE, "the server is not serving")
+
+    def model(self, model_id: str) -> Model:
+        """The model of this id (no call is made: a missing model fails at first use)."""
+        return Model(self, model_id)
+
+    def get_model(self, model_id: str) -> Model:
+        """The model of this id, once the server says it exists (NOT_FOUND otherwise)."""
+        self._call("GetModel", pb.GetModelRequest(model_id=model_id))
+        return Model(self, model_id)
+
+    def create_model(self, model_id: str, dimension: int, algorithm: str = "classic", *,
+                     eta: Optional[float] = None, bias: Optional[bool] = None,
+                     bias_constant: Optional[float] = None, normalize: Optional[bool] = None,
+                     gamma: Optional[float] = None, comparator: Optional[Sequence[float]] = None,
+                     kernel: Optional[str] = None, degree: Optional[int] = None,
+                     c0: Optional[float] = None, sigma: Optional[float] = None,
+                     kernel_budget: Optional[int] = None,
+                     max_voted_vectors: Optional[int] = None) -> Model:
+        """Creates a model; unset options take the server's defaults (docs/design.md)."""
+        if algorithm not in _ALGORITHMS:
+            raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
+        config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
+        for name, value in (("eta", eta), ("bias", bias), ("bias_constant", bias_constant),
+                            ("normalize", normalize), ("gamma", gamma),
+                            ("kernel_budget", kernel_budget),
+                            ("max_voted_vectors", max_voted_vectors)):
+            if value is not None:
+                setattr(config, name, value)
+        if comparator is not None:
+            config.comparator.extend(comparator)
+        if kernel is not None:
+            if kernel not in _KERNELS:
+                raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")
+            config.kernel.type = _KERNELS[kernel]
+            for name, value in (("degree", degree), ("c0", c0), ("sigma", sigma)):
+                if value is not None:
+                    setattr(config.kernel, name, value)
+        self._call("CreateModel", pb.CreateModelRequest(model_id=model_id, config=config))
+        return Model(self, model_id)
+
+    def list_models(self) -> list:
+        """Every model (pb.Model: id, configuration, creation time), following pages."""
+        out, token = [], ""
+        while True:
+            r = self._call("ListModels", pb.ListModelsRequest(page_size=1000, page_token=token))
+            out.extend(r.models)
+            token = r.next_page_token
+            if not token:
+                return out
+
+    def export_model(self, model_id: str) -> bytes:
+        """The model as a portable blob."""
+        return b"".join(c.blob for c in self._stream(
+            "ExportModelChunks", pb.ExportModelRequest(model_id=model_id)))
+
+    def import_model(self, blob: bytes, model_id: str = "") -> Model:
+        """A model from a blob, under `model_id` or, if empty, the blob's own."""
+        chunk = 1 << 20
+        requests = [pb.ImportModelRequest(model_id=model_id if i == 0 else "",
+                                          blob=blob[i:i + chunk])
+                    for i in range(0, max(len(blob), 1), chunk)]
+        try:
+            m = self._stub.ImportModelChunks(iter(requests), timeout=self._timeout,
+                                             metadata=self._with_model(model_id))
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+        return Model(self, m.model_id)
+
+
+def list_models_across(addresses: Sequence[str], **options) -> list:
+    """Every model of every shard behind a proxy, as (address, pb.Model) sorted by id (a model
+    on two shards appears twice): ListModels names no model, so the proxy cannot route it.
+    `options` are Client's (token, tls, timeout)."""
+    out = []
+    for address in addresses:
+        with Client(address, **options) as c:
+            try:
+                out.extend((address, m) for m in c.list_models())
+            except PerceptronError as e:
+                raise PerceptronError(e.code, f"shard {address}: {e.message}") from None
+    return sorted(out, key=lambda placed: placed[1].model_id)

@@ -1,0 +1,154 @@
+"""A scikit-learn classifier backed by perceptrond models, for pipelines, cross-validation and
+grid search.
+
+    from perceptrond.sklearn import PerceptronClassifier
+    clf = PerceptronClassifier(address="127.0.0.1:50051")
+    cross_val_score(make_pipeline(StandardScaler(), clf), X, y)
+
+Each fitted estimator owns models on the server: one for two classes, one per class (one against
+the rest) for more, named `model_id_` (plus "-<k>" per class). fit starts them anew; partial_fit
+goes on learning. delete_models() removes them. The estimator pickles without its connection:
+unpickled, it talks to the same models.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from .client import Client, Model, PerceptronError
+
+
+class PerceptronClassifier(ClassifierMixin, BaseEstimator):
+    """Parameters mirror perceptrond's model configuration (docs/design.md); None takes the
+    server's default. fit makes up to `max_epochs` passes over the data, stopping after a pass
+    with no update; partial_fit makes one."""
+
+    def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
+                 eta: Optional[float] = None, bias: Optional[bool] = None,
+                 normalize: Optional[bool] = None, gamma: Optional[float] = None,
+                 max_epochs: int = 100, batch_size: int = 1024, token: Optional[str] = None,
+                 model_id: Optional[str] = None):
+        self.address = address
+        self.algorithm = algorithm
+        self.eta = eta
+        self.bias = bias
+        self.normalize = normalize
+        self.gamma = gamma
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.token = token
+        self.model_id = model_id
+
+    # The connection is not state: it is made when needed and left out of pickles.
+    def _client(self) -> Client:
+        if getattr(self, "_connection", None) is None:
+            self._connection = Client(self.address, token=self.token)
+        return self._connection
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_connection", None)
+        return state
+
+    def _models(self) -> list:
+        ids = ([self.model_id_] if len(self.classes_) == 2 else
+               [f"{self.model_id_}-{k}" for k in range(len(self.classes_))])
+        return [Model(self._client(), i) for i in ids]
+
+    def _start(self, n_features: int) -> None:
+        """New server models for classes_ (replacing this estimator's earlier ones)."""
+        if getattr(self, "model_id_", None) is not None:
+            self.delete_models()
+        self.model_id_ = self.model_id or f"sklearn-{uuid.uuid4().hex[:16]}"
+        self.n_features_in_ = n_features
+        for m in self._models():
+            self._client().create_model(m.id, n_features, self.algorithm, eta=self.eta,
+                                        bias=self.bias, normalize=self.normalize,
+                                        gamma=self.gamma)
+
+    def _targets(self, y: np.ndarray) -> list:
+        """Per model, y as -1/+1: the second class against the first, or each against the rest."""
+        if len(self.classes_) == 2:
+            return [np.where(y == self.classes_[1], 1, -1)]
+        return [np.where(y == c, 1, -1) for c in self.classes_]
+
+    def _passes(self, x, y, passes: int) -> None:
+        """Up to `passes` passes over (x, y), each model on one Learn stream, stopping after a
+        pass that changed no model."""
+        streams = [m.stream() for m in self._models()]
+        try:
+            for _ in range(passes):
+                changed = False
+                for s, target in zip(streams, self._targets(y)):
+                    result = s.learn(x, target, batch_size=self.batch_size)
+                    if result.errors:
+                        raise result.errors[0][1]
+                    changed |= bool(result.updates.any())
+                if not changed:
+                    break
+        finally:
+            for s in streams:
+                s.close()
+
+    def fit(self, X, y):
+        X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError(f"a classifier needs samples of at least 2 classes; got the "
+                             f"one class {classes[0]!r}" if len(classes) else
+                             "a classifier needs samples of at least 2 classes")
+        self.classes_ = classes
+        self._start(X.shape[1])
+        self._passes(X, y, self.max_epochs)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        first = not hasattr(self, "classes_")
+        X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        check_classification_targets(y)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given to the first partial_fit")
+            classes = np.unique(classes)
+            if len(classes) < 2:
+                raise ValueError("a classifier needs at least 2 classes")
+            self.classes_ = classes
+            self._start(X.shape[1])
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if len(unknown):
+            raise ValueError(f"labels {unknown.tolist()} are not in classes {self.classes_}")
+        self._passes(X, y, 1)
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """The score of each row: shape (n,) for two classes (positive: classes_[1]), else
+        (n, classes) with each class's score against the rest."""
+        check_is_fitted(self, "model_id_")
+        X = self._validate_data(X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = [np.concatenate([m.decision_function(X[s:s + self.batch_size])
+                                  for s in range(0, X.shape[0], self.batch_size)])
+                  if X.shape[0] else np.zeros(0) for m in self._models()]
+        return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
+
+    def predict(self, X) -> np.ndarray:
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores >= 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def delete_models(self) -> None:
+        """Removes this estimator's models from the server."""
+        for m in self._models():
+            try:
+                m.delete()
+            except PerceptronError:
+                pass
+
+    def _more_tags(self):
+        return {"non_deterministic": False, "requires_y": True}

@@ -1,0 +1,273 @@
+"""The perceptrond package against real perceptrond processes."""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+import scipy.sparse
+
+import perceptrond
+from perceptrond import _wire
+from perceptron.v1 import perceptron_pb2 as pb
+from perceptrond_process import Perceptrond
+
+CSV = os.environ.get("PERCEPTRON_BREAST_CANCER_CSV",
+                     "/usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv")
+
+
+def breast_cancer():
+    data = np.loadtxt(CSV, delimiter=",", skiprows=1)
+    return np.ascontiguousarray(data[:, :-1]), np.where(data[:, -1] == 1, 1, -1)
+
+
+def bits(a):
+    """Doubles as their bit patterns, to compare bit for bit."""
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+def items_learn(client, model_id, x, y):
+    """The per-item path: one LabeledExample per row, in batches of 64; the outcomes."""
+    def requests():
+        for start in range(0, x.shape[0], 64):
+            r = pb.LearnRequest(model_id=model_id if start == 0 else "")
+            for i in range(start, min(x.shape[0], start + 64)):
+                item = r.items.add().labeled
+                item.label = int(y[i])
+                if scipy.sparse.issparse(x):
+                    row = x.getrow(i)
+                    item.features.sparse.indices.extend(row.indices.tolist())
+                    item.features.sparse.values.extend(row.data.tolist())
+                else:
+                    item.features.dense.values.extend(x[i].tolist())
+            yield r
+    return [r for response in client._stub.Learn(requests()) for r in response.results]
+
+
+def test_varints_are_protobufs_own():
+    values = np.array([0, 1, 127, 128, 300, 16383, 16384, 2**21, 2**28, 2**32 - 1, 2**35,
+                       2**63 - 1, 2**63, 2**64 - 1] + list(range(0, 5000, 7)), dtype=np.uint64)
+    labels = np.array([1, -1, 0, 5, -7, 2**31 - 1, -2**31])
+    expected = pb.Columns(reveal_ids=values.tolist(), reveal_labels=labels.tolist())
+    assert _wire.reveal_columns(values, labels) == expected.SerializeToString()
+    units = np.array([1, -1, -1, 1])
+    assert _wire.unit_labels(units) == _wire.zigzag_labels(units)
+
+
+def test_learn_dense_equals_the_cpp_clients_items(server, client):
+    x, y = breast_cancer()
+    model = client.create_model("py", dimension=30, normalize=False)
+    result = model.learn(x, y)
+    # The figures of the core library and scikit-learn (docs/design.md section 2).
+    assert result.errors == []
+    assert int(result.mistakes.sum()) == 168 == result.stats.mistakes
+    assert int(result.updates.sum()) == 168 == result.stats.updates
+    # The same file through the C++ client's per-item path: the same model, bit for bit.
+    run = subprocess.run([os.environ["PERCEPTRON_CLI"], "train", CSV, "--model=cpp", "--create", "--nonormalize",
+                          "--nocolumnar", "--progress=no", "--server=" + server.target],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "(0 as columns)" in run.stdout
+    cpp = client.model("cpp")
+    assert np.array_equal(bits(model.weights()), bits(cpp.weights()))
+    assert np.array_equal(bits(model.decision_function(x)), bits(cpp.decision_function(x)))
+    assert np.array_equal(model.predict(x), np.where(cpp.decision_function(x) >= 0, 1, -1))
+
+
+def test_learn_sparse_equals_the_per_item_path(client):
+    rng = np.random.default_rng(5)
+    x = scipy.sparse.random(700, 60, density=0.1, format="csr", random_state=rng,
+                            data_rvs=rng.standard_normal)
+    y = np.where(rng.standard_normal(700) + x.sum(axis=1).A1 > 0, 1, -1)
+    a = client.create_model("columns", dimension=60, algorithm="averaged")
+    b = client.create_model("items", dimension=60, algorithm="averaged")
+    result = a.learn(x, y, batch_size=100)
+    outcomes = items_learn(client, "items", x, y)
+    assert len(outcomes) == 700
+    assert np.array_equal(bits(result.scores), bits([o.outcome.score for o in outcomes]))
+    assert np.array_equal(result.mistakes, [o.outcome.mistake for o in outcomes])
+    assert np.array_equal(result.updates, [o.outcome.updated for o in outcomes])
+    assert np.array_equal(bits(a.weights()), bits(b.weights()))
+    assert result.stats.examples == 700
+
+
+def test_bad_input_is_refused_and_changes_nothing(client):
+    model = client.create_model("m", dimension=3)
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        client.model("missing").learn(np.ones((2, 3)), [1, -1])
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+    assert "missing" in e.value.message
+    with pytest.raises(ValueError, match="-1 or \\+1"):
+        model.learn(np.ones((2, 3)), [1, 0])
+    with pytest.raises(ValueError, match="3 labels for 2"):
+        model.learn(np.ones((2, 3)), [1, -1, 1])
+    # A whole array of the wrong width ends the stream: nothing learned.
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        model.learn(np.ones((2, 4)), [1, -1])
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert model.status().stats.examples == 0
+    # A bad row is refused alone, named by its index; the others are learned.
+    x = np.ones((5, 3))
+    x[2, 1] = np.nan
+    result = model.learn(x, [1, -1, 1, -1, 1])
+    assert [i for i, _ in result.errors] == [2]
+    index, error = result.errors[0]
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT and error.item == 2
+    assert "NaN" in error.message or "nan" in error.message
+    assert result.stats.examples == 4
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        client.create_model("m", dimension=3)
+    assert e.value.code == grpc.StatusCode.ALREADY_EXISTS
+
+
+def test_issue_then_reveal_equals_the_per_item_path(client):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300, 8))
+    x[17, 3] = np.inf
+    y = np.where(x[:, 0] - x[:, 1] > 0, 1, -1)
+    a = client.create_model("a", dimension=8)
+    client.create_model("b", dimension=8)
+    with a.stream() as s:
+        issued = s.issue(x)
+        assert [i for i, _ in issued.errors] == [17]
+        good = np.flatnonzero(issued.ids)
+        assert len(good) == 299 and len(set(issued.ids[good])) == 299
+        assert np.array_equal(issued.labels[good], np.where(issued.scores[good] >= 0, 1, -1))
+        outcome = s.reveal(issued.ids[good], y[good])
+        assert outcome.errors == []
+        again = s.reveal(issued.ids[good[:3]], y[good[:3]])  # revealed already
+        assert [e.code for _, e in again.errors] == [grpc.StatusCode.NOT_FOUND] * 3
+    # The same through items: examples, then reveals of the ids issued.
+    def requests():
+        r = pb.LearnRequest(model_id="b")
+        for row in x:
+            r.items.add().example.dense.values.extend(row.tolist())
+        yield r
+    (answer,) = list(client._stub.Learn(requests()))
+    ids = [r.prediction.prediction_id for r in answer.results if r.HasField("prediction")]
+    assert np.array_equal(ids, issued.ids[good])
+    r = pb.LearnRequest(model_id="b")
+    for i, label in zip(ids, y[good]):
+        r.items.add().reveal.prediction_id = i
+        r.items[-1].reveal.label = int(label)
+    (answer,) = list(client._stub.Learn(iter([r])))
+    assert np.array_equal(bits(outcome.scores), bits([o.outcome.score for o in answer.results]))
+    assert np.array_equal(outcome.mistakes, [o.outcome.mistake for o in answer.results])
+    assert np.array_equal(bits(a.weights()), bits(client.model("b").weights()))
+
+
+def test_learn_one_and_predict_one(client):
+    rng = np.random.default_rng(3)
+    one = client.create_model("one", dimension=10)
+    batch = client.create_model("batch", dimension=10)
+    rows = []
+    for _ in range(200):
+        keys = sorted(rng.choice(10, size=3, replace=False).tolist())
+        rows.append({k: float(rng.standard_normal()) for k in keys})
+    y = [1 if sum(r.values()) > 0 else -1 for r in rows]
+    mistakes = [one.learn_one(r, label) for r, label in zip(rows, y)]
+    one.close()
+    x = scipy.sparse.csr_matrix(
+        (np.concatenate([list(r.values()) for r in rows]),
+         np.concatenate([list(r.keys()) for r in rows]),
+         np.cumsum([0] + [len(r) for r in rows])), shape=(200, 10))
+    result = batch.learn(x, y)
+    assert np.array_equal(mistakes, result.mistakes)
+    assert np.array_equal(bits(one.weights()), bits(batch.weights()))
+    assert one.predict_one(rows[0]) == int(batch.predict(x[0])[0])
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        one.learn_one({12: 1.0}, 1)  # index out of range
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    one.close()
+
+
+def test_status_history_watch_and_the_model_lifecycle(client):
+    x, y = breast_cancer()
+    model = client.create_model("bc", dimension=30)
+    model.learn(x, y)
+    status = model.status()
+    assert status.stats.examples == 569
+    assert model.history().points[-1].examples == 569
+    for seen in model.watch(min_interval=0.05):
+        assert seen.stats.examples == 569
+        break
+    assert model.info().config.dimension == 30
+    assert client.get_model("bc").id == "bc"
+    assert [m.model_id for m in client.list_models()] == ["bc"]
+    blob = client.export_model("bc")
+    copy = client.import_model(blob, "bc-copy")
+    assert np.array_equal(bits(copy.weights()), bits(model.weights()))
+    model.reset()
+    assert model.status().stats.examples == 0
+    model.delete()
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        model.status()
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+    client.health()
+
+
+def test_installs_with_its_stubs(server, tmp_path):
+    """pip builds and installs the package (stubs generated from proto/ on the way) into a
+    directory, and a Python that sees only that directory and Debian's packages uses it."""
+    # From a copy, as pip builds in the tree it is given.
+    here = pathlib.Path(__file__).resolve().parent.parent
+    source = tmp_path / "src" / "client" / "python"
+    shutil.copytree(here, source, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    shutil.copytree(here.parent.parent / "proto", tmp_path / "src" / "proto")
+    run = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                          "--no-deps", "--no-index", "--target", str(tmp_path / "site"),
+                          str(source)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "site" / "perceptron" / "v1" / "perceptron_pb2.py").exists()
+    assert (tmp_path / "site" / "perceptrond" / "py.typed").exists()
+    program = ("import numpy, perceptrond\n"
+               f"c = perceptrond.Client({server.target!r})\n"
+               "m = c.create_model('installed', dimension=2)\n"
+               "r = m.learn(numpy.array([[1.0, 2.0], [-1.0, -2.0]]), [1, -1])\n"
+               "print(perceptrond.__file__, r.stats.examples)\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"),
+                                            "PATH": os.environ.get("PATH", "")})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(str(tmp_path / "site")) and run.stdout.endswith(" 2\n")
+
+
+def test_tokens_and_tls(tmp_path):
+    """A server with TLS and tokens: the client's token and CA are sent; without the token
+    UNAUTHENTICATED, with a read token PERMISSION_DENIED for learning."""
+    ca_key, ca, key, csr, cert = (str(tmp_path / n) for n in
+                                  ("ca.key", "ca.pem", "s.key", "s.csr", "s.pem"))
+    for command in (
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key,
+             "-out", ca, "-days", "1", "-subj", "/CN=test CA"],
+            ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+             "-subj", "/CN=localhost"],
+            ["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key,
+             "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", "/dev/stdin"]):
+        subprocess.run(command, check=True, capture_output=True,
+                       input=b"subjectAltName=DNS:localhost,IP:127.0.0.1")
+    tokens = tmp_path / "tokens"
+    tokens.write_text("admin-token-0123456789 admin\nreader-token-0123456789 read\n")
+    server = Perceptrond(os.environ["PERCEPTROND"], "--durability=none", "--tls_cert=" + cert,
+                         "--tls_key=" + key, "--tokens_file=" + str(tokens))
+    try:
+        with open(ca, "rb") as f:
+            tls = perceptrond.TLS(root_certificates=f.read())
+        with perceptrond.Client(server.target, token="admin-token-0123456789", tls=tls) as c:
+            model = c.create_model("secure", dimension=2)
+            assert model.learn(np.array([[1.0, 0.0]]), [1]).stats.examples == 1
+            c.health()
+        with perceptrond.Client(server.target, tls=tls) as c:
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                c.model("secure").status()
+            assert e.value.code == grpc.StatusCode.UNAUTHENTICATED
+        with perceptrond.Client(server.target, token="reader-token-0123456789", tls=tls) as c:
+            assert c.model("secure").status().stats.examples == 1
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                c.model("secure").learn(np.array([[1.0, 0.0]]), [1])
+            assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        assert server.stop() == 0

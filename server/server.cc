@@ -6,6 +6,51 @@
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
+namespace {
+
+namespace prom = ::prometheus;
+
+// The data directory's figures (docs/design.md section 8): commits, the
+// records they held, the seconds they took, snapshots, a failed store, and
+// the durability mode.
+std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
+                                                const StorageCounters& c) {
+  using T = prom::MetricType;
+  std::vector<prom::MetricFamily> out;
+  auto one = [&out](const char* name, const char* help, T type, double v,
+                    std::vector<prom::ClientMetric::Label> labels = {}) {
+    prom::ClientMetric m;
+    m.label = std::move(labels);
+    if (type == T::Counter) {
+      m.counter.value = v;
+    } else {
+      m.gauge.value = v;
+    }
+    out.push_back(prom::MetricFamily{name, help, type, {std::move(m)}});
+  };
+  one("perceptron_storage_commits_total",
+      "Writes of queued log records to the data directory (one fsync each in "
+      "sync mode)",
+      T::Counter, static_cast<double>(c.commits));
+  one("perceptron_storage_records_total",
+      "Log records written (one per batch that changed a model)", T::Counter,
+      static_cast<double>(c.records));
+  one("perceptron_storage_commit_seconds_total",
+      "Seconds spent writing (and in sync mode syncing) log records",
+      T::Counter, c.commit_seconds);
+  one("perceptron_storage_snapshots_total", "Model snapshots written",
+      T::Counter, static_cast<double>(c.snapshots));
+  one("perceptron_storage_failed",
+      "1 once a write to the data directory failed: models can no longer be "
+      "stored (restart the server)",
+      T::Gauge, c.failed ? 1 : 0);
+  one("perceptron_storage_durability",
+      "The durability mode (--durability): 1 for the server's", T::Gauge, 1,
+      {{"mode", std::string(durability)}});
+  return out;
+}
+
+}  // namespace
 
 PerceptronServer::PerceptronServer(const ServerOptions& options,
                                    std::unique_ptr<Persistence> persistence,
@@ -17,7 +62,17 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       rpc_metrics_(options.rpc_metrics),
       service_(&registry_, persistence_.get(), options.limits, auth_.get(),
                &rpc_metrics_),
-      metrics_(&registry_, [this] { return rpc_metrics_.Collect(); }),
+      metrics_(&registry_,
+               [this] {
+                 std::vector<prometheus::MetricFamily> f =
+                     rpc_metrics_.Collect();
+                 for (prometheus::MetricFamily& s : StorageFamilies(
+                          DurabilityName(persistence_->durability()),
+                          persistence_->counters())) {
+                   f.push_back(std::move(s));
+                 }
+                 return f;
+               }),
       refresher_(&registry_, persistence_.get(), options.limits) {}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(

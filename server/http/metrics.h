@@ -3,7 +3,8 @@
 // counters and latencies in the names of the gRPC ecosystem's server metrics
 // (grpc_server_started_total, grpc_server_handled_total{grpc_code}, ...),
 // which the RPC layer counts (server/rpc/rpc_metrics.h) and hands over at
-// scrape time. Thread-safe.
+// scrape time, and the data directory's commit figures (server.cc).
+// Thread-safe.
 //
 //   Metrics metrics(&registry, [&rpc] { return rpc.Collect(); });
 //   std::string text = metrics.Render(nullptr);  // Prometheus text format

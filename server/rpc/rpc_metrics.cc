@@ -111,15 +111,6 @@ const char* const kCodeNames[] = {"OK",
                                   "DataLoss",
                                   "Unauthenticated"};
 
-prom::MetricFamily Family(std::string name, std::string help,
-                          prom::MetricType type) {
-  prom::MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
 }  // namespace
 
 const RpcName& NameOf(Rpc rpc) { return kNames[static_cast<int>(rpc)]; }
@@ -176,18 +167,24 @@ std::vector<prom::MetricFamily> RpcMetrics::Collect() const {
   std::vector<prom::MetricFamily> families;
   if (!enabled()) return families;
   using T = prom::MetricType;
-  prom::MetricFamily started = Family("grpc_server_started_total",
-                                      "RPCs started on the server", T::Counter);
-  prom::MetricFamily handled =
-      Family("grpc_server_handled_total",
-             "RPCs completed on the server, by status code", T::Counter);
-  prom::MetricFamily received = Family("grpc_server_msg_received_total",
-                                       "Request messages received", T::Counter);
-  prom::MetricFamily sent = Family("grpc_server_msg_sent_total",
-                                   "Response messages sent", T::Counter);
-  prom::MetricFamily seconds =
-      Family("grpc_server_handling_seconds",
-             "Time from an RPC's start to its status, seconds", T::Histogram);
+  prom::MetricFamily started{"grpc_server_started_total",
+                             "RPCs started on the server",
+                             T::Counter,
+                             {}};
+  prom::MetricFamily handled{"grpc_server_handled_total",
+                             "RPCs completed on the server, by status code",
+                             T::Counter,
+                             {}};
+  prom::MetricFamily received{"grpc_server_msg_received_total",
+                              "Request messages received",
+                              T::Counter,
+                              {}};
+  prom::MetricFamily sent{
+      "grpc_server_msg_sent_total", "Response messages sent", T::Counter, {}};
+  prom::MetricFamily seconds{"grpc_server_handling_seconds",
+                             "Time from an RPC's start to its status, seconds",
+                             T::Histogram,
+                             {}};
   for (int i = 0; i < kRpcCount; ++i) {
     const Rpc r = static_cast<Rpc>(i);
     const RpcName& name = NameOf(r);

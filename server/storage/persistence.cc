@@ -176,7 +176,12 @@ void Persistence::CommitLoop() {
     }
     records.clear();
     for (const Queued& q : batch) records.push_back(&q.record);
+    const absl::Time start = absl::Now();
     absl::Status s = store_->Append(records, sync);
+    commit_nanos_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start),
+                            std::memory_order_relaxed);
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    records_.fetch_add(records.size(), std::memory_order_relaxed);
     if (!s.ok()) {
       s = absl::UnavailableError(absl::StrCat("the store failed (", s.message(),
                                               "); models can no longer be "
@@ -202,8 +207,21 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
     seq = entry.seq;
     entry.records_since_snapshot = 0;
   }
-  store_->PutSnapshot(entry.id, seq, state, curves)
-      .IgnoreError();  // the log still holds everything
+  if (store_->PutSnapshot(entry.id, seq, state, curves).ok()) {
+    snapshots_.fetch_add(1, std::memory_order_relaxed);
+  }  // else the log still holds everything
+}
+
+StorageCounters Persistence::counters() const {
+  StorageCounters c;
+  c.commits = commits_.load(std::memory_order_relaxed);
+  c.records = records_.load(std::memory_order_relaxed);
+  c.commit_seconds =
+      static_cast<double>(commit_nanos_.load(std::memory_order_relaxed)) * 1e-9;
+  c.snapshots = snapshots_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&queue_mu_);
+  c.failed = !store_error_.ok();
+  return c;
 }
 
 void Persistence::BackgroundLoop(Registry* registry) {

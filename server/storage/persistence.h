@@ -90,6 +90,18 @@ void WhenCommitted(const CommitHandle& c,
                    std::function<void(absl::Status)> done);
 absl::Status AwaitCommit(const CommitHandle& c);
 
+// What the committer and the background thread have done, for /metrics.
+struct StorageCounters {
+  // Writes of queued log records (each one fsync in sync mode), the records
+  // they held, and the seconds spent writing and syncing them.
+  uint64_t commits = 0;
+  uint64_t records = 0;
+  double commit_seconds = 0;
+  uint64_t snapshots = 0;
+  // A write failed: models can no longer be stored.
+  bool failed = false;
+};
+
 class Persistence {
  public:
   // Opens the store (except with kNone). Errors as Store::Open.
@@ -98,6 +110,7 @@ class Persistence {
   ~Persistence();
 
   Durability durability() const { return options_.durability; }
+  StorageCounters counters() const;
 
   // Rebuilds every stored model into `registry`.
   absl::StatusOr<RecoveryReport> Recover(Registry& registry,
@@ -133,12 +146,17 @@ class Persistence {
   const PersistenceOptions options_;
   std::unique_ptr<Store> store_;
 
-  absl::Mutex queue_mu_;
+  mutable absl::Mutex queue_mu_;
   std::vector<Queued> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   // Once a write fails, every later record fails: the models in memory are
   // ahead of the disk.
   absl::Status store_error_ ABSL_GUARDED_BY(queue_mu_);
+
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> records_{0};
+  std::atomic<int64_t> commit_nanos_{0};
+  std::atomic<uint64_t> snapshots_{0};
 
   std::thread committer_;
   std::thread background_;

@@ -81,6 +81,12 @@ class HttpTest(pp.ServerTest):
         self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
         metrics = samples(body)
         self.assertEqual(metrics[("perceptron_models", frozenset())], 3)
+        # The data directory's figures: nothing written with durability none.
+        self.assertEqual(metrics[("perceptron_storage_durability",
+                                  frozenset({("mode", "none")}))], 1)
+        for name in ("commits", "records", "snapshots"):
+            self.assertEqual(metrics[("perceptron_storage_%s_total" % name, frozenset())], 0)
+        self.assertEqual(metrics[("perceptron_storage_failed", frozenset())], 0)
         for model_id in sent:
             st = self.stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
             with self.subTest(model=model_id):
@@ -245,6 +251,32 @@ class HttpTest(pp.ServerTest):
 
 
 class RpcMetricsOffTest(unittest.TestCase):
+    def test_storage_figures_in_sync_mode(self):
+        server = pp.Perceptrond(PERCEPTROND, "--durability=sync")
+        try:
+            channel = grpc.insecure_channel(server.target)
+            stub = pb_grpc.PerceptronServiceStub(channel)
+            stub.CreateModel(pb.CreateModelRequest(model_id="s",
+                                                   config=pb.ModelConfig(dimension=4)))
+            stream = pp.Stream(d=4, seed=5)
+            responses = pp.learn(pb, stub, "s", [stream.next() for _ in range(640)], batch=64)
+            channel.close()
+            metrics = samples(server.get("/metrics")[2])
+        finally:
+            self.assertEqual(server.stop(), 0)
+        self.assertEqual(metrics[("perceptron_storage_durability",
+                                  frozenset({("mode", "sync")}))], 1)
+        # A log record per batch that changed the model (each of the 10 did), and one per
+        # certificate refresh the background stored meanwhile (as many as it finished),
+        # group-committed: one fsync for every record queued.
+        commits = metrics[("perceptron_storage_commits_total", frozenset())]
+        records = metrics[("perceptron_storage_records_total", frozenset())]
+        self.assertEqual(len(responses), 10)
+        self.assertGreaterEqual(records, 10)
+        self.assertTrue(1 <= commits <= records, (commits, records))
+        self.assertGreater(metrics[("perceptron_storage_commit_seconds_total", frozenset())], 0)
+        self.assertEqual(metrics[("perceptron_storage_failed", frozenset())], 0)
+
     def test_no_rpc_series_and_model_figures_still_equal_get_status(self):
         server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--rpc_metrics=false")
         try:

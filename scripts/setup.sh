@@ -31,8 +31,9 @@ packages=(
   libleveldb-dev libsnappy-dev zlib1g-dev
   # The programs' allocator: tcmalloc (CMakeLists.txt's PERCEPTRON_MALLOC).
   libgoogle-perftools-dev
-  # The example Python client.
-  python3-grpcio python3-protobuf
+  # The Python package (client/python): built by pip with setuptools, tested with pytest; sparse
+  # input through scipy.
+  python3-grpcio python3-protobuf python3-pip python3-setuptools python3-pytest python3-scipy
   # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python.
   python3 python3-numpy python3-sklearn
   # The certificate's independent solver (docs/design.md section 2.7): cvxopt's QP and cone programs.
@@ -43,6 +44,11 @@ packages=(
   python3-prometheus-client python3-selenium chromium chromium-driver
   # The deployment manifests test reads YAML.
   python3-yaml
+  # deploy/prometheus: promtool checks the rules and runs their unit tests; the real Prometheus
+  # server scrapes a real perceptrond (its free port read back with ss, from iproute2).
+  prometheus iproute2
+  # deploy/nginx: shards behind a real nginx (gRPC proxying, consistent hashing on a header).
+  nginx
   # The ThreadSanitizer preset rebuilds Debian's Abseil from its source package.
   dpkg-dev
 )

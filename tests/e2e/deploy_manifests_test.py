@@ -42,6 +42,19 @@ class DeployTest(unittest.TestCase):
         self.assertIn("%d:%d" % (self.http, self.http), server["ports"])
         self.assertIn("perceptrond-data:/var/lib/perceptrond", server["volumes"])
         self.assertIn("perceptrond-data", c["volumes"])
+        # Prometheus scrapes the server's HTTP port with deploy/prometheus's rules; Grafana reads
+        # that Prometheus and deploy/grafana's dashboard.
+        prometheus = c["services"]["prometheus"]
+        self.assertIn("./prometheus:/etc/prometheus:ro", prometheus["volumes"])
+        config = yaml.safe_load(read("prometheus/prometheus.yml"))
+        self.assertEqual(config["rule_files"], ["rules.yml"])
+        self.assertEqual(config["scrape_configs"][0]["static_configs"][0]["targets"],
+                         ["perceptrond:%d" % self.http])
+        grafana = c["services"]["grafana"]
+        self.assertIn("./grafana/dashboards:/var/lib/grafana/dashboards:ro", grafana["volumes"])
+        source = yaml.safe_load(read("grafana/provisioning/datasources/prometheus.yml"))
+        self.assertEqual(source["datasources"][0]["url"], "http://prometheus:9090")
+        self.assertIn("9090:9090", prometheus["ports"])
         demo = c["services"]["demo"]
         self.assertEqual(demo["depends_on"]["perceptrond"]["condition"], "service_healthy")
         self.assertIn("--server=perceptrond:%d" % self.grpc, demo["command"][0])
@@ -72,6 +85,32 @@ class DeployTest(unittest.TestCase):
         self.assertTrue(pod["securityContext"]["runAsNonRoot"])
         self.assertEqual(kinds["Service"]["spec"]["selector"],
                          sts["selector"]["matchLabels"])
+
+    def test_shards(self):
+        """deploy/k8s/shards.yaml and docker-compose.shards.yml put deploy/nginx/nginx.conf (the
+        file shards_test runs) in front of shards with the names its upstream lists."""
+        conf = read("nginx/nginx.conf")
+        upstream = re.findall(r"server (perceptrond-\d)\.perceptrond:(\d+) max_fails=0;", conf)
+        self.assertEqual(upstream, [("perceptrond-%d" % i, str(self.grpc)) for i in range(3)])
+        docs = list(yaml.safe_load_all(read("k8s/shards.yaml")))
+        by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+        sts = by[("StatefulSet", "perceptrond")]["spec"]
+        self.assertEqual(sts["replicas"], len(upstream))
+        headless = by[("Service", sts["serviceName"])]["spec"]
+        self.assertEqual(headless["clusterIP"], "None")
+        self.assertTrue(headless["publishNotReadyAddresses"])
+        self.assertEqual(headless["selector"], sts["selector"]["matchLabels"])
+        self.assertEqual(by[("ConfigMap", "perceptrond-proxy")]["data"]["nginx.conf"], conf)
+        pdb = by[("PodDisruptionBudget", "perceptrond")]["spec"]
+        self.assertEqual(pdb["selector"]["matchLabels"], sts["selector"]["matchLabels"])
+        self.assertEqual(sts["volumeClaimTemplates"][0]["metadata"]["name"],
+                         sts["template"]["spec"]["containers"][0]["volumeMounts"][0]["name"])
+        compose = yaml.safe_load(read("docker-compose.shards.yml"))
+        for name, _ in upstream:
+            aliases = compose["services"][name]["networks"]["default"]["aliases"]
+            self.assertIn(name + ".perceptrond", aliases)
+        self.assertIn("./nginx/nginx.conf:/etc/nginx/nginx.conf:ro",
+                      compose["services"]["proxy"]["volumes"])
 
 
 if __name__ == "__main__":

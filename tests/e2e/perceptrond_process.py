@@ -101,6 +101,10 @@ class Perceptrond:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=60)
+        if code != 0:
+            # What the server said about it (a sanitizer's report, say) goes into the test's log.
+            sys.stdout.write("perceptrond exited %d; its stderr:\n%s\n" % (code, self.stderr_text()))
+            sys.stdout.flush()
         self.proc.stdout.close()
         self.stderr.close()
         self.dir.cleanup()

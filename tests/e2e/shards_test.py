@@ -1,0 +1,216 @@
+"""Shards behind a real proxy (docs/design.md section 9): three perceptrond shards behind Debian's
+nginx configured by deploy/nginx/nginx.conf (its upstream servers and listen address replaced by
+the test's: the shards' loopback ports, a unix socket), driven by the perceptrond Python package,
+which names the model in the x-perceptron-model header of every call.
+Usage: shards_test.py PERCEPTROND PERCEPTRON_CLI STUBS_DIR DEPLOY_DIR PYTHON_PACKAGE_DIR"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+PERCEPTROND, CLI, STUBS, DEPLOY, PACKAGE = sys.argv[1:6]
+sys.path[:0] = [PACKAGE, STUBS]
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+import perceptrond  # noqa: E402
+import perceptrond_process as pp  # noqa: E402
+
+SHARDS = 3
+
+
+class Nginx:
+    """nginx with deploy/nginx/nginx.conf, its shards and listen address replaced."""
+
+    def __init__(self, shard_targets):
+        self.dir = tempfile.TemporaryDirectory(prefix="nginx-")
+        self.socket = os.path.join(self.dir.name, "grpc.sock")
+        with open(os.path.join(DEPLOY, "nginx", "nginx.conf")) as f:
+            conf = f.read()
+        servers = re.findall(r"^\s*server perceptrond-\d\.perceptrond:50051 max_fails=0;$", conf,
+                             re.M)
+        assert len(servers) == SHARDS, servers
+        for line, target in zip(servers, shard_targets):
+            conf = conf.replace(line, f"    server {target} max_fails=0;")
+        assert "listen 50051 http2;" in conf
+        conf = conf.replace("listen 50051 http2;", f"listen unix:{self.socket} http2;")
+        for temp in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            conf = conf.replace("http {", f"http {{\n  {temp}_temp_path {self.dir.name}/{temp};", 1)
+        self.conf = os.path.join(self.dir.name, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write(conf)
+        self.log = os.path.join(self.dir.name, "error.log")
+        self.proc = subprocess.Popen(
+            ["nginx", "-p", self.dir.name, "-c", self.conf, "-g",
+             f"daemon off; pid {self.dir.name}/nginx.pid; error_log {self.log} warn;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.target = "unix:" + self.socket
+        end = time.monotonic() + 60
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None or time.monotonic() > end:
+                raise AssertionError("nginx did not start: " + open(self.log).read())
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGQUIT)
+        self.proc.wait(timeout=60)
+        self.dir.cleanup()
+
+
+def bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+class ShardsTest(unittest.TestCase):
+    def setUp(self):
+        self.data = tempfile.TemporaryDirectory(prefix="shards-")
+        self.shards = [pp.Perceptrond(PERCEPTROND, "--durability=sync",
+                                      data_dir=os.path.join(self.data.name, str(i)))
+                       for i in range(SHARDS)]
+        self.nginx = Nginx([s.target for s in self.shards])
+        self.proxy = perceptrond.Client(self.nginx.target, timeout=30)
+        self.proxy.health()
+
+    def tearDown(self):
+        self.proxy.close()
+        self.nginx.stop()
+        for s in self.shards:
+            if s is not None:
+                self.assertEqual(s.stop(), 0)
+        self.data.cleanup()
+
+    def owners(self):
+        """{model id: [shard indexes holding it]} asking each shard directly."""
+        out = {}
+        for i, s in enumerate(self.shards):
+            with perceptrond.Client(s.target) as c:
+                for m in c.list_models():
+                    out.setdefault(m.model_id, []).append(i)
+        return out
+
+    def test_models_spread_and_behave_as_on_one_server(self):
+        rng = np.random.default_rng(1)
+        ids = [f"model-{k:02d}" for k in range(60)]
+        for model_id in ids:
+            self.proxy.create_model(model_id, dimension=5)
+        owners = self.owners()
+        self.assertEqual(sorted(owners), ids)
+        self.assertTrue(all(len(o) == 1 for o in owners.values()), "a model on two shards")
+        per_shard = [sum(o == [i] for o in owners.values()) for i in range(SHARDS)]
+        self.assertTrue(all(n > 0 for n in per_shard), per_shard)
+        # The client libraries and the CLI merge the shards' lists.
+        targets = [s.target for s in self.shards]
+        placed = perceptrond.list_models_across(targets)
+        self.assertEqual([(a, m.model_id) for a, m in placed],
+                         [(targets[owners[i][0]], i) for i in ids])
+        run = subprocess.run([CLI, "list", "--shards=" + ",".join(targets)],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual([tuple(line.split("\t")[::3]) for line in run.stdout.splitlines()],
+                         [(i, targets[owners[i][0]]) for i in ids])
+        run = subprocess.run([CLI, "health", "--shards=" + ",".join(targets)],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.count("SERVING"), SHARDS)
+        # The same data through the proxy and into one server: the same models, bit for bit.
+        single = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        try:
+            with perceptrond.Client(single.target) as direct:
+                for model_id in ids[:6]:
+                    x = rng.standard_normal((3000, 5))
+                    y = np.where(x @ np.arange(1, 6) > 0, 1, -1)
+                    d = direct.create_model(model_id, dimension=5)
+                    p = self.proxy.model(model_id)
+                    self.assertEqual(bits(p.learn(x, y).scores).tolist(),
+                                     bits(d.learn(x, y).scores).tolist())
+                    # Issue through one connection, reveal through another.
+                    with p.stream() as s, d.stream() as t:
+                        issued, expected = s.issue(x[:50]), t.issue(x[:50])
+                    self.assertEqual(issued.ids.tolist(), expected.ids.tolist())
+                    with perceptrond.Client(self.nginx.target) as other:
+                        with other.model(model_id).stream() as s:
+                            got = s.reveal(issued.ids, y[:50])
+                    with d.stream() as t:
+                        want = t.reveal(expected.ids, y[:50])
+                    self.assertEqual(bits(got.scores).tolist(), bits(want.scores).tolist())
+                    self.assertEqual(bits(p.weights()).tolist(), bits(d.weights()).tolist())
+                    self.assertEqual(bits(p.decision_function(x[:100])).tolist(),
+                                     bits(d.decision_function(x[:100])).tolist())
+                    status = next(iter(p.watch(min_interval=0.01)))
+                    self.assertEqual(status.stats.examples, 3050)
+                    ps, ds = p.status().stats, d.status().stats
+                    ps.ClearField("certificate")  # refreshed in the background, at its own pace
+                    ds.ClearField("certificate")
+                    self.assertEqual(ps, ds)
+        finally:
+            self.assertEqual(single.stop(), 0)
+        # What the proxy cannot route is refused, not sent to some shard.
+        with self.assertRaises(perceptrond.PerceptronError) as e:
+            self.proxy.list_models()
+        self.assertEqual(e.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("ask each shard", e.exception.message)
+        with self.assertRaises(perceptrond.PerceptronError) as e:
+            self.proxy.import_model(self.proxy.export_model(ids[0]), "")  # the blob's own id
+        self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("x-perceptron-model", e.exception.message)
+
+    def test_a_killed_shard_answers_unavailable_and_recovers_everything(self):
+        ids = [f"m{k}" for k in range(24)]
+        for model_id in ids:
+            self.proxy.create_model(model_id, dimension=4)
+        owners = self.owners()
+        victim = owners[ids[0]][0]
+        lost = [m for m in ids if owners[m] == [victim]]
+        kept = [m for m in ids if owners[m] != [victim]]
+        self.assertTrue(lost and kept)
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((500, 4))
+        y = np.where(x[:, 0] > 0, 1, -1)
+        acknowledged = {}
+        for model_id in ids:
+            acknowledged[model_id] = self.proxy.model(model_id).learn(x, y).stats.examples
+        # An id the victim owns, found while it is up (created and deleted through the proxy).
+        for k in range(200):
+            fresh = f"new{k}"
+            self.proxy.create_model(fresh, dimension=4)
+            owner = self.owners()[fresh]
+            self.proxy.model(fresh).delete()
+            if owner == [victim]:
+                break
+        port = self.shards[victim].port
+        self.shards[victim].proc.send_signal(signal.SIGKILL)
+        self.shards[victim].proc.wait()
+        for model_id in lost:
+            for call in (lambda: self.proxy.model(model_id).status(),
+                         lambda: self.proxy.model(model_id).learn(x, y)):
+                with self.assertRaises(perceptrond.PerceptronError) as e:
+                    call()
+                self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE,
+                                 e.exception.message)
+        # An id the dead shard owns cannot be created elsewhere meanwhile.
+        with self.assertRaises(perceptrond.PerceptronError) as e:
+            self.proxy.create_model(fresh, dimension=4)
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE)
+        # The other shards go on learning.
+        for model_id in kept:
+            acknowledged[model_id] = self.proxy.model(model_id).learn(x, y).stats.examples
+        # Back on its port with its data directory: every acknowledged item is there.
+        dead = self.shards[victim]
+        dead.proc.stdout.close()
+        dead.stderr.close()
+        self.shards[victim] = pp.Perceptrond(PERCEPTROND, "--durability=sync", f"--port={port}",
+                                             data_dir=dead.data_dir)
+        dead.dir.cleanup()
+        for model_id in ids:
+            self.assertEqual(self.proxy.model(model_id).status().stats.examples,
+                             acknowledged[model_id], model_id)
+        self.assertEqual(sorted(self.owners()), sorted(ids))
+        self.assertNotIn(fresh, self.owners())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -51,6 +51,11 @@ packages=(
   nginx
   # The ThreadSanitizer preset rebuilds Debian's Abseil from its source package.
   dpkg-dev
+  # tests/image: the container image built for real (a debootstrapped base, buildah with chroot
+  # isolation) and run with podman (runc) and podman-compose; netavark with aardvark-dns gives
+  # compose's containers each other's names (without recommends apt would pick the CNI plugins).
+  debootstrap buildah podman runc podman-compose netavark aardvark-dns iptables catatonit
+  slirp4netns uidmap fuse-overlayfs
 )
 
 case "${1:-}" in

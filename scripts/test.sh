@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Every test: install what is missing, build, run CTest; then the same suite again built with
+# Every test: install what is missing, build, run CTest; then the container image is built from
+# deploy/Dockerfile and run (tests/image/image_test.sh), unless PERCEPTRON_SKIP_IMAGE=1 (for quick
+# local runs; CI never sets it); then the same suite again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset) and with ThreadSanitizer
 # (the `tsan` preset, after scripts/tsan_abseil.sh), unless PERCEPTRON_SKIP_SANITIZERS=1; then
 # each libFuzzer target for FUZZ_SECONDS (20), unless PERCEPTRON_SKIP_FUZZ=1.
@@ -10,6 +12,10 @@ scripts/setup.sh
 cmake --preset release
 cmake --build --preset release -j"$(nproc)"
 ctest --preset release "$@"
+if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
+  echo "== the container image, built and run (tests/image/image_test.sh)"
+  tests/image/image_test.sh build/release
+fi
 if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake --preset asan

@@ -35,7 +35,9 @@ class DeployTest(unittest.TestCase):
         self.assertIn('"perceptron", "health", "--server=127.0.0.1:%d"' % self.grpc, d)
 
     def test_compose(self):
-        c = yaml.safe_load(read("docker-compose.yml"))
+        # Published ports as compose interpolates them with no environment set: their defaults.
+        text = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", read("docker-compose.yml"))
+        c = yaml.safe_load(text)
         server = c["services"]["perceptrond"]
         self.assertEqual(server["build"]["dockerfile"], "deploy/Dockerfile")
         self.assertIn("%d:%d" % (self.grpc, self.grpc), server["ports"])
@@ -55,6 +57,10 @@ class DeployTest(unittest.TestCase):
         source = yaml.safe_load(read("grafana/provisioning/datasources/prometheus.yml"))
         self.assertEqual(source["datasources"][0]["url"], "http://prometheus:9090")
         self.assertIn("9090:9090", prometheus["ports"])
+        # Debian's Prometheus, built from deploy/prometheus/Dockerfile.
+        self.assertEqual(prometheus["build"]["context"], "prometheus")
+        self.assertIn("apt-get install -y --no-install-recommends prometheus",
+                      read("prometheus/Dockerfile"))
         demo = c["services"]["demo"]
         self.assertEqual(demo["depends_on"]["perceptrond"]["condition"], "service_healthy")
         self.assertIn("--server=perceptrond:%d" % self.grpc, demo["command"][0])

@@ -138,7 +138,19 @@ say "/metrics at $http: $(grep -c '^perceptron_' <<< "$metrics") perceptron_ sam
 podman healthcheck run "$run-1" > /dev/null || fail "the image's HEALTHCHECK command failed"
 say "HEALTHCHECK: healthy"
 
+# The certificate's refresher goes on after the last batch until its solve converges, and each
+# solution it installs changes the model's state: the exports are taken once it has settled.
 for m in inside outside; do
+  deadline=$((SECONDS + 120))
+  until "$cli" --server="$grpc" status "$m" > "$work/status.txt" &&
+    { grep -q "frozen at example" "$work/status.txt" ||
+      { grep -q "exact over all" "$work/status.txt" &&
+        ! grep -q "not yet converged" "$work/status.txt"; }; }; do
+    [ "$SECONDS" -lt "$deadline" ] ||
+      fail "the certificate of $m did not settle within 120 s: $(cat "$work/status.txt")"
+    sleep 0.2  # a poll's pause
+  done
+  say "$m: $(grep -A1 '^certificate' "$work/status.txt" | tr -s ' ' | tr '\n' ' ')"
   "$cli" --server="$grpc" export "$m" "$work/$m.1" > /dev/null || fail "export $m"
 done
 

@@ -130,6 +130,7 @@ absl::Status LearnSession::Flush() {
     return absl::FailedPreconditionError("the session is finished");
   if (!named_) {
     request_.set_model_id(model_id_);
+    if (options_.if_examples) request_.set_if_examples(*options_.if_examples);
     named_ = true;
   }
   Sent sent;

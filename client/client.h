@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +84,12 @@ struct SessionOptions {
   // Called with each answer, in order, on the session's reader thread, as
   // per-item results (a columnar answer is expanded to them). Optional.
   std::function<void(const v1::LearnResponse&)> on_response;
+  // Sent with the first request (LearnRequest.if_examples): the session's
+  // batches are applied only if the model has learned from exactly this many
+  // labeled examples when the first one comes; else the stream ends with
+  // FAILED_PRECONDITION, nothing applied. For resuming a broken stream after
+  // what the model holds, with no item applied twice. Default: none.
+  std::optional<uint64_t> if_examples;
 };
 
 struct SessionSummary {

@@ -1,6 +1,7 @@
 // The commands that stream data: train, fit, predict, reveal, generate.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
@@ -95,6 +98,24 @@ bool ParseLabel(absl::string_view text, int* label) {
   return true;
 }
 
+// Whether a Learn stream that ended with `code` may be resumed by train
+// --retry_for: the server or the path to it went away (UNAVAILABLE; INTERNAL
+// or UNKNOWN when a proxy resets the stream; ABORTED, CANCELLED), or another
+// stream's batch came first (FAILED_PRECONDITION from if_examples).
+bool Resumable(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kFailedPrecondition:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 int Fit(const Args& args) {
@@ -152,6 +173,18 @@ int Train(const Args& args) {
         "--epochs above 1 needs a file that can be read again, not "
         "a pipe");
   }
+  const bool skip = absl::GetFlag(FLAGS_skip_rejected);
+  const absl::Duration retry_for = absl::GetFlag(FLAGS_retry_for);
+  const bool retry = retry_for > absl::ZeroDuration();
+  if (retry && !file) {
+    return Usage("--retry_for needs a file that can be read again, not a pipe");
+  }
+  if (retry && skip) {
+    return Usage(
+        "--retry_for and --skip_rejected do not go together: the stream "
+        "resumes after the examples the model holds, which rejected ones "
+        "are not");
+  }
   std::unique_ptr<Client> client = Connect();
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   const bool create = !m.ok() &&
@@ -189,7 +222,14 @@ int Train(const Args& args) {
     m = client->CreateModel(model, *config);
     if (!m.ok()) return Fail(m.status());
   }
-  const bool skip = absl::GetFlag(FLAGS_skip_rejected);
+  // With --retry_for: the model's examples before this run, so that after a
+  // broken stream the examples it holds say where to resume.
+  uint64_t base = 0;
+  if (retry && !create) {
+    absl::StatusOr<v1::ModelStatus> st = client->GetStatus(model);
+    if (!st.ok()) return Fail(st.status());
+    base = st->stats().examples();
+  }
   const uint64_t total = per_pass * epochs;
   // The file's line of each example sent and not yet answered, to name the
   // line of one the server rejects.
@@ -230,28 +270,103 @@ int Train(const Args& args) {
         n == total);
   };
   progress.Draw(0, total, absl::StrCat("sending ", args[0]), true);
-  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
   absl::Status local;  // a line of standard input that cannot be sent
   absl::Status added;
-  for (uint32_t epoch = 0; epoch < epochs && added.ok() && local.ok();
-       ++epoch) {
-    if (epoch > 0) local = reader.Rewind();
-    while (local.ok() && (skip || !rejected)) {
-      absl::StatusOr<bool> more = reader.Next(&e);
-      if (!more.ok()) local = more.status();
-      if (!local.ok() || !*more) break;
-      local = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
-                           dimension);
-      if (!local.ok()) break;
-      {
-        absl::MutexLock lock(&mu);
-        lines_in_flight.push_back(reader.line());
-      }
-      added = session->AddLabeled(e);
-      if (!added.ok()) break;
+  absl::StatusOr<SessionSummary> summary;
+  // Examples of this run the model held when the current stream opened, and
+  // how often a broken stream was resumed.
+  uint64_t done = 0;
+  int resumed = 0, stalled = 0;
+  while (true) {
+    if (retry) so.if_examples = base + done;
+    added = absl::OkStatus();
+    {
+      absl::MutexLock lock(&mu);
+      lines_in_flight.clear();
     }
+    answered = done;
+    std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+    // From example `done` of the run on: its epoch, and the examples before it
+    // in that epoch are skipped.
+    const uint32_t first_epoch =
+        per_pass > 0 ? static_cast<uint32_t>(done / per_pass) : 0;
+    uint64_t skip_first = per_pass > 0 ? done % per_pass : 0;
+    bool at_start = resumed == 0;  // the reader is at the file's start
+    for (uint32_t epoch = first_epoch;
+         epoch < epochs && added.ok() && local.ok(); ++epoch) {
+      if (!at_start) local = reader.Rewind();
+      at_start = false;
+      while (local.ok() && (skip || !rejected)) {
+        absl::StatusOr<bool> more = reader.Next(&e);
+        if (!more.ok()) local = more.status();
+        if (!local.ok() || !*more) break;
+        if (skip_first > 0) {
+          --skip_first;
+          continue;
+        }
+        local = FitsTheModel(reader.name(), reader.line(), reader.index_base(),
+                             e, dimension);
+        if (!local.ok()) break;
+        {
+          absl::MutexLock lock(&mu);
+          lines_in_flight.push_back(reader.line());
+        }
+        added = session->AddLabeled(e);
+        if (!added.ok()) break;
+      }
+    }
+    summary = session->Finish();
+    session.reset();
+    if (summary.ok() || !retry || !local.ok() || rejected ||
+        !Resumable(summary.status().code())) {
+      break;
+    }
+    // The stream broke: once the model answers again, the examples it holds
+    // say where to resume (they were committed; those in flight may or may
+    // not have been, and if_examples makes sure none is applied twice).
+    progress.End();
+    const uint64_t acknowledged = answered;
+    std::fprintf(stderr,
+                 "perceptron: the stream broke after %llu examples were "
+                 "acknowledged (%s: %s); waiting up to %s for %s\n",
+                 static_cast<unsigned long long>(acknowledged),
+                 absl::StatusCodeToString(summary.status().code()).c_str(),
+                 std::string(summary.status().message()).c_str(),
+                 absl::FormatDuration(retry_for).c_str(), model.c_str());
+    const absl::Time deadline = absl::Now() + retry_for;
+    absl::Duration pause = absl::Milliseconds(100);
+    absl::StatusOr<v1::ModelStatus> st;
+    while (true) {
+      st = client->GetStatus(model);
+      if (st.ok()) break;
+      if (!Resumable(st.status().code()) || absl::Now() + pause > deadline) {
+        std::fprintf(stderr, "perceptron: %s did not answer again within %s\n",
+                     model.c_str(), absl::FormatDuration(retry_for).c_str());
+        return Fail(st.status());
+      }
+      absl::SleepFor(pause);  // a retry's pause
+      pause = std::min(2 * pause, absl::Seconds(2));
+    }
+    const uint64_t held = st->stats().examples();
+    if (held < base + acknowledged || (total > 0 && held > base + total)) {
+      return FailLocal(absl::DataLossError(absl::StrCat(
+          model, " now holds ", held, " labeled examples; this run began at ",
+          base, ", had ", acknowledged, " acknowledged and sends ", total,
+          ": it lost acknowledged examples (a server without durability?) or "
+          "another client writes to it; not resuming")));
+    }
+    stalled = held - base == done ? stalled + 1 : 0;
+    if (stalled > 10) {
+      std::fprintf(stderr, "perceptron: %s: no progress after %d resumptions\n",
+                   model.c_str(), stalled);
+      return Fail(summary.status());
+    }
+    done = held - base;
+    ++resumed;
+    std::fprintf(stderr, "perceptron: resuming at example %llu of %llu\n",
+                 static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total));
   }
-  absl::StatusOr<SessionSummary> summary = session->Finish();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   progress.End();
   if (!summary.ok()) return Fail(summary.status());
@@ -260,10 +375,16 @@ int Train(const Args& args) {
       "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, reading "
       "included), %llu requests (%llu as columns)\n",
       model.c_str(), reader.name().c_str(),
-      static_cast<unsigned long long>(summary->items), seconds,
-      summary->items / std::max(seconds, 1e-9),
+      static_cast<unsigned long long>(done + summary->items), seconds,
+      (done + summary->items) / std::max(seconds, 1e-9),
       static_cast<unsigned long long>(summary->requests),
       static_cast<unsigned long long>(summary->columnar_requests));
+  if (resumed > 0) {
+    std::printf(
+        "resumed %d time(s) after a broken stream; the last stream "
+        "sent %llu examples\n",
+        resumed, static_cast<unsigned long long>(summary->items));
+  }
   std::printf(
       "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
       static_cast<unsigned long long>(s.examples()),

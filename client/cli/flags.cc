@@ -49,6 +49,10 @@ ABSL_FLAG(uint64_t, budget, 10000, "create: kernel budget (stored mistakes)");
 ABSL_FLAG(bool, skip_rejected, false,
           "train: go on past examples the server rejects, counting them "
           "(default: stop at the first rejected batch)");
+ABSL_FLAG(absl::Duration, retry_for, absl::ZeroDuration(),
+          "train: when the stream breaks (the server or a proxy's shard gone), "
+          "wait up to this long for the model to answer again, then resume "
+          "after the examples it holds, none applied twice (0: no retry)");
 ABSL_FLAG(uint64_t, max_voted, 1000,
           "create: voted perceptron's stored vectors");
 // data

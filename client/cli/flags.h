@@ -32,6 +32,7 @@ ABSL_DECLARE_FLAG(double, c0);
 ABSL_DECLARE_FLAG(double, sigma);
 ABSL_DECLARE_FLAG(uint64_t, budget);
 ABSL_DECLARE_FLAG(bool, skip_rejected);
+ABSL_DECLARE_FLAG(absl::Duration, retry_for);
 ABSL_DECLARE_FLAG(uint64_t, max_voted);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(std::string, positive);

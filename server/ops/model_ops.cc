@@ -181,6 +181,20 @@ class ColumnRows {
   size_t rows_ = 0;
 };
 
+// LearnRequest.if_examples: OK if not given or the model has learned from
+// exactly that many labeled examples.
+absl::Status CheckExamples(const ModelEntry& entry,
+                           std::optional<uint64_t> if_examples)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  if (!if_examples) return absl::OkStatus();
+  const uint64_t examples = entry.model->counters().examples;
+  if (examples == *if_examples) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("model ", entry.id, " has learned from ", examples,
+                   " labeled examples, not ", *if_examples,
+                   " (if_examples): nothing of this batch was applied"));
+}
+
 void SetBit(std::string* bits, size_t k) {
   (*bits)[k / 8] = static_cast<char>((*bits)[k / 8] | (1 << (k % 8)));
 }
@@ -192,12 +206,14 @@ absl::Status ApplyLearnItems(
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-    v1::ModelStats* stats, CommitHandle* commit_out) {
+    v1::ModelStats* stats, CommitHandle* commit_out,
+    std::optional<uint64_t> if_examples) {
   bool changed = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
+    if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
     for (int i = 0; i < items.size(); ++i) {
@@ -223,13 +239,14 @@ absl::Status ApplyLearnItems(
 absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
                                const v1::Columns& columns, const Limits& limits,
                                v1::ColumnResults* results,
-                               v1::ModelStats* stats,
-                               CommitHandle* commit_out) {
+                               v1::ModelStats* stats, CommitHandle* commit_out,
+                               std::optional<uint64_t> if_examples) {
   bool changed = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
+    if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     absl::StatusOr<ColumnRows> rows =
         ColumnRows::Of(columns, entry.model->config().dimension);
     if (!rows.ok()) return rows.status();

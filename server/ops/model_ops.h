@@ -4,6 +4,9 @@
 #ifndef PERCEPTRON_SERVER_OPS_MODEL_OPS_H_
 #define PERCEPTRON_SERVER_OPS_MODEL_OPS_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "absl/status/status.h"
 #include "google/protobuf/repeated_field.h"
 #include "perceptron/v1/perceptron.pb.h"
@@ -18,23 +21,26 @@ namespace v1 = ::perceptron::v1;
 // Applies a batch of Learn items in order: one result per item; a bad item gets
 // an error naming its index and changes nothing. Fills `stats` after the batch
 // and `commit` with the batch's log record: answer only once it is committed
-// (persistence.h). NOT_FOUND (nothing applied) if the model has been deleted.
+// (persistence.h). NOT_FOUND (nothing applied) if the model has been deleted;
+// FAILED_PRECONDITION (nothing applied) if `if_examples` is given and the
+// model's labeled examples are not that many (LearnRequest.if_examples).
 // Unlike the functions below, it does not wait.
 absl::Status ApplyLearnItems(
     ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
     const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
-    v1::ModelStats* stats, CommitHandle* commit);
+    v1::ModelStats* stats, CommitHandle* commit,
+    std::optional<uint64_t> if_examples = std::nullopt);
 
 // Applies a batch given as columns (LearnRequest.columns) as ApplyLearnItems
 // applies the equivalent items: the reveals, then the rows. INVALID_ARGUMENT
 // (nothing applied) if the arrays' lengths do not agree, RESOURCE_EXHAUSTED if
 // the items are over the batch limit.
-absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
-                               const v1::Columns& columns, const Limits& limits,
-                               v1::ColumnResults* results,
-                               v1::ModelStats* stats, CommitHandle* commit);
+absl::Status ApplyLearnColumns(
+    ModelEntry& entry, Persistence& persistence, const v1::Columns& columns,
+    const Limits& limits, v1::ColumnResults* results, v1::ModelStats* stats,
+    CommitHandle* commit, std::optional<uint64_t> if_examples = std::nullopt);
 
 // Applies reveal items (the Reveal RPC), as ApplyLearnItems does.
 absl::Status ApplyReveals(

@@ -51,6 +51,10 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
         absl::StrCat("this stream is for model ", entry_->id,
                      "; a request named ", request_.model_id()));
   }
+  const std::optional<uint64_t> if_examples =
+      request_.has_if_examples()
+          ? std::optional<uint64_t>(request_.if_examples())
+          : std::nullopt;
   if (request_.has_columns()) {
     if (request_.items_size() > 0) {
       return absl::InvalidArgumentError(
@@ -58,7 +62,7 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
     }
     return ApplyLearnColumns(*entry_, *persistence_, request_.columns(),
                              *limits_, response->mutable_columns(),
-                             response->mutable_stats(), commit);
+                             response->mutable_stats(), commit, if_examples);
   }
   if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
     return absl::ResourceExhaustedError(
@@ -67,7 +71,7 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
   }
   return ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
                          response->mutable_results(), response->mutable_stats(),
-                         commit);
+                         commit, if_examples);
 }
 
 void LearnReactor::MaybeReadLocked() {

@@ -517,6 +517,49 @@ TEST(ServiceTest, PendingPredictionsAreBoundedInBytes) {
   EXPECT_EQ(c->GetStatus("p")->stats().pending(), 3u);
 }
 
+TEST(ServiceTest, IfExamplesAppliesAStreamOnlyAtThatCount) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  ASSERT_TRUE(c->CreateModel("cas", Config(3)).ok());
+  std::mt19937_64 rng(4);
+  std::vector<Example> examples;
+  for (int t = 0; t < 40; ++t) examples.push_back(RandomExample(rng, 3, true));
+  auto send = [&](std::optional<uint64_t> if_examples, bool columnar, int from,
+                  int to) {
+    SessionOptions so = Batches(8);
+    so.columnar = columnar;
+    so.if_examples = if_examples;
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("cas", so);
+    for (int t = from; t < to; ++t) s->AddLabeled(examples[t]).IgnoreError();
+    return s->Finish();
+  };
+  ASSERT_TRUE(send(0, true, 0, 10).ok());
+  const std::string before = WeightBits(*c, "cas");
+  // A count that is not the model's: the stream ends, nothing applied, in
+  // either encoding.
+  for (bool columnar : {true, false}) {
+    for (uint64_t wrong : {0, 9, 11}) {
+      absl::StatusOr<client::SessionSummary> r = send(wrong, columnar, 10, 20);
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition)
+          << r.status();
+      EXPECT_THAT(r.status().message(), HasSubstr("learned from 10"));
+      EXPECT_EQ(c->GetStatus("cas")->stats().examples(), 10u);
+      EXPECT_EQ(WeightBits(*c, "cas"), before);
+    }
+  }
+  // The model's own count: applied, and the later batches of the stream too.
+  ASSERT_TRUE(send(10, false, 10, 30).ok());
+  ASSERT_TRUE(send(std::nullopt, true, 30, 40).ok());
+  EXPECT_EQ(c->GetStatus("cas")->stats().examples(), 40u);
+  ModelConfig config;
+  config.dimension = 3;
+  auto core = *Model::Create(config);
+  for (const Example& e : examples)
+    ASSERT_TRUE(core->Learn(View(e), *e.label).ok());
+  EXPECT_EQ(WeightBits(*c, "cas"), CoreBits(*core));
+}
+
 TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);

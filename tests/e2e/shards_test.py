@@ -211,6 +211,57 @@ class ShardsTest(unittest.TestCase):
         self.assertEqual(sorted(self.owners()), sorted(ids))
         self.assertNotIn(fresh, self.owners())
 
+    def test_train_resumes_a_stream_cut_by_a_dead_shard_without_losing_or_repeating(self):
+        data = os.path.join(self.data.name, "stream.svm")
+        subprocess.run([CLI, "generate", "--dim=20", "--count=100000", "--margin=0.05",
+                        "--noise=0.05", "--seed=5", "--out=" + data],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.proxy.create_model("resumed", dimension=20)
+        victim = self.owners()["resumed"][0]
+        model = self.proxy.model("resumed")
+        # Small batches, few in flight: the stream is still going when the shard is killed.
+        train = subprocess.Popen(
+            [CLI, "--server=" + self.nginx.target, "train", data, "--model=resumed",
+             "--batch=16", "--in_flight=4", "--retry_for=120s", "--progress=no"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        end = time.monotonic() + 120
+        while model.status().stats.examples < 10000:
+            self.assertIsNone(train.poll(), "train ended before the kill")
+            self.assertLess(time.monotonic(), end, "train made no progress")
+            time.sleep(0.01)  # a poll's pause
+        port = self.shards[victim].port
+        self.shards[victim].proc.send_signal(signal.SIGKILL)
+        self.shards[victim].proc.wait()
+        dead = self.shards[victim]
+        dead.proc.stdout.close()
+        dead.stderr.close()
+        self.shards[victim] = pp.Perceptrond(PERCEPTROND, "--durability=sync", f"--port={port}",
+                                             data_dir=dead.data_dir)
+        dead.dir.cleanup()
+        out, err = train.communicate(timeout=300)
+        self.assertEqual(train.returncode, 0, err)
+        self.assertIn("the stream broke after", err)
+        self.assertIn("resuming at example", err)
+        self.assertIn("trained resumed on", out)
+        # The file once through one server, uninterrupted: the same model bit for bit, so no
+        # example was lost or applied twice.
+        single = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        try:
+            run = subprocess.run([CLI, "--server=" + single.target, "train", data,
+                                  "--model=resumed", "--create", "--dim=20", "--progress=no"],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with perceptrond.Client(single.target) as direct:
+                want = direct.model("resumed")
+                got, expected = model.status().stats, want.status().stats
+                self.assertEqual(got.examples, 100000)
+                self.assertEqual((got.examples, got.mistakes, got.updates),
+                                 (expected.examples, expected.mistakes, expected.updates))
+                self.assertEqual(bits(model.weights()).tolist(), bits(want.weights()).tolist())
+        finally:
+            single.stop()
+        print(f"resumed through nginx: {err.strip()}", file=sys.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -211,6 +212,66 @@ class ShardsTest(unittest.TestCase):
         self.assertEqual(sorted(self.owners()), sorted(ids))
         self.assertNotIn(fresh, self.owners())
 
+    def kill_and_restart(self, victim):
+        """SIGKILL to shard `victim`, then the shard again on its port and data directory."""
+        port = self.shards[victim].port
+        self.shards[victim].proc.send_signal(signal.SIGKILL)
+        self.shards[victim].proc.wait()
+        dead = self.shards[victim]
+        dead.proc.stdout.close()
+        dead.stderr.close()
+        self.shards[victim] = pp.Perceptrond(PERCEPTROND, "--durability=sync", f"--port={port}",
+                                             data_dir=dead.data_dir)
+        dead.dir.cleanup()
+
+    def test_python_learn_resumes_a_stream_cut_by_a_dead_shard(self):
+        rng = np.random.default_rng(8)
+        x = rng.standard_normal((60000, 10))
+        y = np.where(x @ rng.standard_normal(10) + 0.3 * rng.standard_normal(60000) > 0, 1, -1)
+        self.proxy.create_model("py-resumed", dimension=10)
+        victim = self.owners()["py-resumed"][0]
+        model = self.proxy.model("py-resumed")
+        outcome = {}
+
+        def learn():
+            try:
+                outcome["result"] = model.learn(x, y, batch_size=16, retry_for=120)
+            except Exception as e:  # reported by the test's thread below
+                outcome["error"] = e
+
+        thread = threading.Thread(target=learn)
+        thread.start()
+        end = time.monotonic() + 120
+        while model.status().stats.examples < 5000:
+            self.assertTrue(thread.is_alive(), "learn ended before the kill: %s" % outcome)
+            self.assertLess(time.monotonic(), end, "learn made no progress")
+            time.sleep(0.01)  # a poll's pause
+        self.kill_and_restart(victim)
+        thread.join(timeout=300)
+        self.assertNotIn("error", outcome)
+        result = outcome["result"]
+        self.assertEqual(result.stats.examples, 60000)
+        # The same examples once through one server: the same model bit for bit, and the same
+        # answers for every example (each one's from the stream that committed it).
+        single = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        try:
+            with perceptrond.Client(single.target) as direct:
+                want = direct.create_model("py-resumed", dimension=10)
+                expected = want.learn(x, y, batch_size=1000)
+                self.assertEqual(bits(model.weights()).tolist(), bits(want.weights()).tolist())
+                self.assertEqual(result.stats.mistakes, expected.stats.mistakes)
+                # Every example has the answer one server gave, but those committed by the
+                # broken stream whose answers were lost with it: those, and only those, are NaN.
+                lost = np.zeros(60000, dtype=bool)
+                lost[result.unanswered] = True
+                self.assertEqual(np.isnan(result.scores).tolist(), lost.tolist())
+                self.assertEqual(bits(result.scores[~lost]).tolist(),
+                                 bits(expected.scores[~lost]).tolist())
+                self.assertEqual(result.mistakes[~lost].tolist(),
+                                 expected.mistakes[~lost].tolist())
+        finally:
+            single.stop()
+
     def test_train_resumes_a_stream_cut_by_a_dead_shard_without_losing_or_repeating(self):
         data = os.path.join(self.data.name, "stream.svm")
         subprocess.run([CLI, "generate", "--dim=20", "--count=100000", "--margin=0.05",
@@ -229,15 +290,7 @@ class ShardsTest(unittest.TestCase):
             self.assertIsNone(train.poll(), "train ended before the kill")
             self.assertLess(time.monotonic(), end, "train made no progress")
             time.sleep(0.01)  # a poll's pause
-        port = self.shards[victim].port
-        self.shards[victim].proc.send_signal(signal.SIGKILL)
-        self.shards[victim].proc.wait()
-        dead = self.shards[victim]
-        dead.proc.stdout.close()
-        dead.stderr.close()
-        self.shards[victim] = pp.Perceptrond(PERCEPTROND, "--durability=sync", f"--port={port}",
-                                             data_dir=dead.data_dir)
-        dead.dir.cleanup()
+        self.kill_and_restart(victim)
         out, err = train.communicate(timeout=300)
         self.assertEqual(train.returncode, 0, err)
         self.assertIn("the stream broke after", err)

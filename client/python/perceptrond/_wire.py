@@ -8,6 +8,7 @@ import numpy as np
 # Field tags (field number << 3 | wire type 2, length-delimited).
 _LEARN_MODEL_ID = 0x0A  # LearnRequest.model_id = 1
 _LEARN_COLUMNS = 0x1A  # LearnRequest.columns = 3
+_LEARN_IF_EXAMPLES = 0x20  # LearnRequest.if_examples = 4 (varint)
 _DENSE = 0x0A  # Columns.dense = 1 (packed double)
 _ROW_ENDS = 0x12  # Columns.row_ends = 2 (packed uint32)
 _INDICES = 0x1A  # Columns.indices = 3 (packed uint32)
@@ -58,10 +59,12 @@ def _field(tag: int, payload: bytes) -> bytes:
     return bytes([tag]) + varint(len(payload)) + payload
 
 
-def learn_request(model_id: str, columns: bytes) -> bytes:
-    """A serialized LearnRequest: the model id (if given) and the columns."""
+def learn_request(model_id: str, columns: bytes, if_examples: int | None = None) -> bytes:
+    """A serialized LearnRequest: the model id (if given), the columns and the condition
+    if_examples (if given)."""
     head = _field(_LEARN_MODEL_ID, model_id.encode()) if model_id else b""
-    return head + _field(_LEARN_COLUMNS, columns)
+    tail = b"" if if_examples is None else bytes([_LEARN_IF_EXAMPLES]) + varint(if_examples)
+    return head + _field(_LEARN_COLUMNS, columns) + tail
 
 
 def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> bytes:

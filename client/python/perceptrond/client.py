@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import time
 from typing import Iterator, Mapping, Optional, Sequence
 
 import grpc
@@ -20,6 +21,12 @@ MODEL_HEADER = "x-perceptron-model"
 _ALGORITHMS = {"classic": pb.CLASSIC, "margin": pb.MARGIN, "averaged": pb.AVERAGED,
                "voted": pb.VOTED, "kernel": pb.KERNEL}
 _KERNELS = {"linear": pb.LINEAR, "polynomial": pb.POLYNOMIAL, "rbf": pb.RBF}
+#: Codes after which Model.learn(retry_for=...) resumes a stream: the server or the path to it
+#: went away (a proxy resetting the stream shows as INTERNAL or UNKNOWN), or the model's count
+#: moved before the resumed stream's first batch (FAILED_PRECONDITION from if_examples).
+_RESUMABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN,
+              grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED,
+              grpc.StatusCode.FAILED_PRECONDITION}
 
 
 class PerceptronError(Exception):
@@ -59,6 +66,9 @@ class LearnResult:
     errors: list
     #: The model's counters and bound after the last batch.
     stats: pb.ModelStats
+    #: learn(retry_for=...): indexes of examples a broken stream had the model learn whose
+    #: answers were lost with it (their scores NaN, mistakes and updates False).
+    unanswered: list = dataclasses.field(default_factory=list)
 
 
 def _bits(packed: bytes, n: int) -> np.ndarray:
@@ -270,19 +280,97 @@ class Model:
         finally:
             call.cancel()
 
-    def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
+    def learn(self, x, y, batch_size: int = 1024, retry_for: float = 0) -> LearnResult:
         """Predict then learn each labeled example in order (the prequential protocol):
         `x` a 2-D numpy array or a scipy.sparse matrix, `y` its labels (-1 or +1). Streamed
         as columnar batches of `batch_size` rows on one Learn stream, several in flight.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
-        errors and change nothing; the others are learned."""
+        errors and change nothing; the others are learned.
+
+        With `retry_for` (seconds), a stream that breaks (the server restarting, a shard
+        behind a proxy gone) is resumed: once the model answers again, within `retry_for`, the
+        examples it holds say where to go on, and the new stream's first request carries that
+        count (LearnRequest.if_examples), so no example is lost or learned twice. It assumes
+        no other client writes to the model meanwhile; the rows must then be ones the server
+        accepts (checked here first: ValueError otherwise). An example a broken stream answered
+        but did not commit is learned again, and its entry is the new stream's answer; one it
+        committed without an answer is listed in the result's `unanswered`."""
         kind, rows = _rows(x)
-        labels = _labels(y, rows.shape[0])
+        n = rows.shape[0]
+        labels = _labels(y, n)
+        if retry_for > 0:
+            return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         batches = [_wire.learn_request(self.id if i == 0 else "", columns)
                    for i, columns in enumerate(_batches(kind, rows, labels, batch_size))]
         if not batches:  # still one request, so that an unknown model is an error
             batches.append(_wire.learn_request(self.id, b""))
-        return _outcomes(self.client._learn(self.id, iter(batches)), rows.shape[0])
+        return _outcomes(self.client._learn(self.id, iter(batches)), n)
+
+    def _learn_resuming(self, kind, rows, labels, batch_size, retry_for) -> LearnResult:
+        n = rows.shape[0]
+        dimension = self.info().config.dimension
+        if kind == "dense":
+            if rows.shape[1] != dimension or not np.all(np.isfinite(rows)):
+                raise ValueError(f"retry_for: rows must have {dimension} finite values")
+        elif (not np.all(np.isfinite(rows.data)) or rows.shape[1] > dimension or
+              rows.has_canonical_format is False):
+            raise ValueError(f"retry_for: rows must be finite, of dimension {dimension} at "
+                             "most, without repeated indices")
+        base = self.status().stats.examples
+        scores, mistakes, updates = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        stats = pb.ModelStats()
+        unanswered = []
+        done = 0  # examples of x the model held when the current stream opened
+        while True:
+            part = rows[done:]
+            batches = [_wire.learn_request(self.id if i == 0 else "", columns,
+                                           base + done if i == 0 else None)
+                       for i, columns in enumerate(
+                           _batches(kind, part, labels[done:], batch_size))]
+            if not batches:
+                batches.append(_wire.learn_request(self.id, b"", base + done))
+            at = done
+            try:
+                for response in self.client._learn(self.id, iter(batches)):
+                    c = response.columns
+                    k = len(c.scores)
+                    if len(c.errors):
+                        raise PerceptronError(_CODES[c.errors[0].error.code],
+                                              c.errors[0].error.message, at + c.errors[0].item)
+                    scores[at:at + k] = c.scores
+                    mistakes[at:at + k] = _bits(c.mistakes, k)
+                    updates[at:at + k] = _bits(c.updates, k)
+                    stats = response.stats
+                    at += k
+                return LearnResult(scores, mistakes, updates, [], stats, unanswered)
+            except PerceptronError as e:
+                if e.code not in _RESUMABLE or e.item is not None:
+                    raise
+                broke = e
+            # Once the model answers again, what it holds says where to go on.
+            deadline = time.monotonic() + retry_for
+            pause = 0.1
+            while True:
+                try:
+                    held = self.status().stats.examples - base
+                    break
+                except PerceptronError as e:
+                    if e.code not in _RESUMABLE or time.monotonic() + pause > deadline:
+                        raise PerceptronError(e.code, f"{self.id} did not answer again within "
+                                              f"{retry_for} s after {broke.message}: "
+                                              f"{e.message}") from None
+                    time.sleep(pause)  # a retry's pause
+                    pause = min(2 * pause, 2.0)
+            if held < at or held > n:
+                raise PerceptronError(
+                    grpc.StatusCode.DATA_LOSS,
+                    f"{self.id} holds {held} of these {n} examples after the stream broke, "
+                    f"{at} were acknowledged: examples were lost (a server without durability?) "
+                    "or another client writes to it; not resuming")
+            # Learned by the broken stream, committed, but never answered.
+            unanswered.extend(range(at, held))
+            scores[at:held] = np.nan
+            done = held
 
     def stream(self) -> "Stream":
         """A Learn stream for predict-then-reveal, as a context manager:

@@ -55,6 +55,12 @@ def test_varints_are_protobufs_own():
     assert _wire.reveal_columns(values, labels) == expected.SerializeToString()
     units = np.array([1, -1, -1, 1])
     assert _wire.unit_labels(units) == _wire.zigzag_labels(units)
+    columns = _wire.dense_columns(np.ones((2, 3)), np.array([1, -1]))
+    for model_id, if_examples in (("m", None), ("m", 0), ("", 2**40 + 3)):
+        want = pb.LearnRequest(model_id=model_id, columns=pb.Columns.FromString(columns))
+        if if_examples is not None:
+            want.if_examples = if_examples
+        assert _wire.learn_request(model_id, columns, if_examples) == want.SerializeToString()
 
 
 def test_learn_dense_equals_the_cpp_clients_items(server, client):

@@ -162,7 +162,11 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   lower_ = lower;
   converged_ = converged;
   solved_ = covered;
-  if (phase_ == CertificatePhase::kFreezing && covered == kept_) {
+  // Frozen at the limit with a solution that reached its tolerance: until
+  // one comes, the rows after the limit are kept (up to the slack), but not
+  // for more than kFreezeRounds solutions that did not.
+  if (phase_ == CertificatePhase::kFreezing && covered == kept_ &&
+      (converged || ++unconverged_at_limit_ >= kFreezeRounds)) {
     Freeze(kept_);
   }
 }
@@ -317,6 +321,7 @@ void CertificateTracker::RestoreChecked(const CertificateState& s) {
   kept_bytes_ = 0;
   solved_ = s.solved;
   frozen_at_ = s.frozen_at;
+  unconverged_at_limit_ = 0;
   lower_ = s.lower;
   converged_ = s.converged;
   if (s.with_candidates) {

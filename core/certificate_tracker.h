@@ -25,12 +25,12 @@
 // examples or growing R never lowers B*).
 //
 // Up to `limit` examples (or bytes) are kept for the solver. The next `slack`
-// ones are kept only until the solution over exactly those examples is
-// installed; then the candidates are frozen: they keep accumulating, no example
+// ones are kept only until a converged solution over exactly those examples is
+// installed (or kFreezeRounds solutions that were not); then the candidates are
+// frozen: they keep accumulating, no example
 // is kept any more, and the certificate reads "frozen at example N", N the
-// examples kept. If the
-// slack fills first, the candidates installed last are frozen where it
-// filled. Not thread-safe: the model's lock guards it.
+// examples kept. If the slack fills first, the candidates installed last are
+// frozen where it filled. Not thread-safe: the model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 
@@ -56,7 +56,8 @@ enum class CertificatePhase {
   // Examples are kept; the figures come from the last solution installed
   // (none yet while `available` is false).
   kKeeping,
-  // The limit is reached; the solution over exactly `limit` examples is due.
+  // The limit is reached; a converged solution over exactly `limit` examples
+  // is due.
   kFreezing,
   // No example is kept any more; the candidates accumulate.
   kFrozen,
@@ -174,6 +175,9 @@ class CertificateTracker {
   static uint64_t VectorBytes(uint64_t d) { return d * 64; }
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
+  // Solutions over exactly the limit that may be installed unconverged before
+  // the tracker freezes at the last of them anyway.
+  static constexpr int kFreezeRounds = 50;
   // Turns the tracker off for `reason` until the next Reset (the model learned
   // from examples the tracker did not see), or for good if `permanent`.
   void TurnOff(std::string reason, bool permanent = false);
@@ -297,6 +301,9 @@ class CertificateTracker {
   uint64_t solved_ = 0;
   uint64_t frozen_at_ = 0;
   bool candidates_changed_ = false;
+  // Solutions over exactly the limit installed while freezing that had not
+  // converged.
+  int unconverged_at_limit_ = 0;
 };
 
 // The candidates a refresher installs for a solution `c`: v = u / gamma and a

@@ -17,6 +17,8 @@
 // the same shards direct (--proxy_only: that alone).
 //
 //   service_bench --bin=build/release [--repeats=3] [--quick] [--proxy_only]
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -561,8 +563,21 @@ std::unique_ptr<Nginx> StartNginx(const std::vector<std::string>& shards) {
     std::exit(1);
   }
   n->process = *std::move(launched);
+  // Ready when a connection is accepted (nginx prints nothing, and binds the
+  // socket before it listens on it).
+  auto accepts = [&] {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    socket.copy(address.sun_path, sizeof(address.sun_path) - 1);
+    const bool ok =
+        fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&address),
+                             sizeof(address)) == 0;
+    if (fd >= 0) ::close(fd);
+    return ok;
+  };
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (!std::filesystem::exists(socket)) {  // nginx prints nothing
+  while (!accepts()) {
     if (absl::Now() > deadline) {
       std::fprintf(stderr, "nginx did not listen on %s\n", socket.c_str());
       std::exit(1);

@@ -41,10 +41,13 @@ void CertificateRefresher::Loop() {
     bool worked = false;
     for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
       if (stop_.HasBeenNotified()) return;
-      const absl::Duration busy = Refresh(entry);
+      bool freezing = false;
+      const absl::Duration busy = Refresh(entry, &freezing);
       if (busy <= absl::ZeroDuration()) continue;
       worked = true;
-      // Rest so that the work is at most `share` of the time.
+      // Rest so that the work is at most `share` of the time, but not while a
+      // model's freeze waits for its solution.
+      if (freezing) continue;
       const absl::Duration rest = busy * ((1 - share) / share);
       if (rest > absl::ZeroDuration() &&
           stop_.WaitForNotificationWithTimeout(rest)) {
@@ -64,7 +67,8 @@ int CertificateRefresher::RefreshAll() {
 }
 
 absl::Duration CertificateRefresher::Refresh(
-    const std::shared_ptr<ModelEntry>& entry) {
+    const std::shared_ptr<ModelEntry>& entry, bool* freezing) {
+  bool still_freezing = false;
   const absl::Time start = absl::Now();
   absl::ReleasableMutexLock solver_lock(&entry->solver_mu);
   KeptRows rows;
@@ -115,9 +119,11 @@ absl::Duration CertificateRefresher::Refresh(
     std::vector<double> sums =
         KernelHingeSums(solver.rows(), k.basis, solver.kernel(), k.vs);
     entry->solver_converged = c.converged;
-    Install(*entry, std::move(k.vs), std::move(sums), c.lower, c.converged,
-            solver.size(), generation, std::move(k.basis));
+    still_freezing =
+        Install(*entry, std::move(k.vs), std::move(sums), c.lower, c.converged,
+                solver.size(), generation, std::move(k.basis));
     solver_lock.Release();
+    if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();
     return std::max(absl::Now() - start, absl::Nanoseconds(1));
   }
@@ -136,14 +142,15 @@ absl::Duration CertificateRefresher::Refresh(
       CandidatesFrom(c, hard ? &*hard : nullptr);
   std::vector<double> sums = HingeSums(solver.rows(), vs);
   entry->solver_converged = c.converged;
-  Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
-          solver.size(), generation, KeptRows());
+  still_freezing = Install(*entry, std::move(vs), std::move(sums), c.lower,
+                           c.converged, solver.size(), generation, KeptRows());
   solver_lock.Release();
+  if (freezing != nullptr) *freezing = still_freezing;
   entry->NotifyChanged();
   return std::max(absl::Now() - start, absl::Nanoseconds(1));
 }
 
-void CertificateRefresher::Install(ModelEntry& entry,
+bool CertificateRefresher::Install(ModelEntry& entry,
                                    std::vector<std::vector<double>> vs,
                                    std::vector<double> sums, double lower,
                                    bool converged, uint64_t covered,
@@ -151,11 +158,12 @@ void CertificateRefresher::Install(ModelEntry& entry,
   absl::MutexLock lock(&entry.mu);
   CertificateTracker* tracker =
       entry.deleted ? nullptr : entry.model->certificate();
-  if (tracker == nullptr) return;
+  if (tracker == nullptr) return false;
   tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
                    generation, std::move(basis));
   // Not awaited: a failed write fails the next batch's commit too.
   if (persistence_ != nullptr) persistence_->Stage(entry);
+  return tracker->phase() == CertificatePhase::kFreezing;
 }
 
 }  // namespace perceptron::server

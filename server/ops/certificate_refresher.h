@@ -41,10 +41,14 @@ class CertificateRefresher {
 
  private:
   // Refreshes one model; the time it took, or zero if there was nothing to do.
-  absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry);
+  // `freezing` (if given): whether the model still waits for the converged
+  // solution at its limit, which the loop works on without resting (the rows
+  // after the limit are kept only until it comes, or the slack fills).
+  absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry,
+                         bool* freezing = nullptr);
   // Installs a solution in the model's tracker (under its lock) and stages
-  // the log record that carries it.
-  void Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
+  // the log record that carries it; whether the tracker is still freezing.
+  bool Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
                std::vector<double> sums, double lower, bool converged,
                uint64_t covered, uint64_t generation, KeptRows basis);
   void Loop();

@@ -200,6 +200,74 @@ TEST(CertificateTrackerTest, AFullSlackFreezesWhatWasInstalled) {
   EXPECT_NE(off.reason.find("before a first solution"), std::string::npos);
 }
 
+// At the limit the tracker waits for a solution that converged: one that did
+// not is installed (the rows after the limit still kept), the next converged
+// one freezes it with the exact certificate; and after kFreezeRounds that did
+// not, it freezes at the last of them.
+TEST(CertificateTrackerTest, TheFreezeWaitsForAConvergedSolution) {
+  testing::StreamSpec spec;
+  spec.seed = 11;
+  spec.dimension = 10;
+  spec.length = 600;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  for (bool ever : {true, false}) {
+    auto model = *Model::Create(config);
+    model->EnableCertificate(200, 300);
+    CertificateTracker* t = model->certificate();
+    CertificateSolver solver(config.weight_dimension());
+    // Solutions that stop short: one pass, and a tolerance of 0 with passes
+    // that go on from where the last stopped.
+    auto round = [&](int passes, double tolerance = 0) {
+      solver.Add(t->Take());
+      CertificateOptions options;
+      options.max_passes = passes;
+      options.tolerance = tolerance;
+      const Certificate c =
+          solver.Solve(model->stats(false).bound.radius, options);
+      const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+      t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+                 solver.size(), t->generation());
+      return c;
+    };
+    for (size_t k = 0; k < 210; ++k) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+    }
+    ASSERT_EQ(t->phase(), CertificatePhase::kFreezing);
+    ASSERT_FALSE(round(1).converged);
+    EXPECT_EQ(t->phase(), CertificatePhase::kFreezing);
+    EXPECT_EQ(t->Report(1).solved, 200u);
+    for (size_t k = 210; k < 260; ++k) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+    }
+    if (ever) {
+      const Certificate c = round(1000, 1e-4);
+      ASSERT_TRUE(c.converged);
+      const CertificateReport r = t->Report(1);
+      EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+      EXPECT_EQ(r.frozen_at, 200u);
+      EXPECT_TRUE(r.converged);
+    } else {
+      for (int k = 2; k < CertificateTracker::kFreezeRounds; ++k) {
+        ASSERT_FALSE(round(1).converged);
+        ASSERT_EQ(t->phase(), CertificatePhase::kFreezing) << k;
+      }
+      round(1);
+      EXPECT_EQ(t->phase(), CertificatePhase::kFrozen);
+      EXPECT_FALSE(t->Report(1).converged);
+    }
+    for (size_t k = 260; k < s.x.size(); ++k) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+    }
+    const CertificateReport r = t->Report(model->stats(false).bound.radius);
+    EXPECT_EQ(r.examples, s.x.size());
+    EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
+    EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
+                1e-9 * r.upper);
+  }
+}
+
 // A reset starts over; a model that learned before its certificate started
 // reports it off until a reset; a refresher's stale round is ignored.
 TEST(CertificateTrackerTest, ResetsAndLateStarts) {

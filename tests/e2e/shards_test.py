@@ -6,6 +6,7 @@ Usage: shards_test.py PERCEPTROND PERCEPTRON_CLI STUBS_DIR DEPLOY_DIR PYTHON_PAC
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,11 +51,18 @@ class Nginx:
              f"daemon off; pid {self.dir.name}/nginx.pid; error_log {self.log} warn;"],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.target = "unix:" + self.socket
+        # Ready when a connection is accepted: nginx binds the socket (the file appears)
+        # before it listens on it.
         end = time.monotonic() + 60
-        while not os.path.exists(self.socket):
-            if self.proc.poll() is not None or time.monotonic() > end:
-                raise AssertionError("nginx did not start: " + open(self.log).read())
-            time.sleep(0.05)
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as probe:
+                    probe.connect(self.socket)
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > end:
+                    raise AssertionError("nginx did not start: " + open(self.log).read())
+                time.sleep(0.05)  # a poll's pause
 
     def stop(self):
         self.proc.send_signal(signal.SIGQUIT)

@@ -79,6 +79,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   reason_ = std::move(reason);
   queue_.Clear();
   tail_.Clear();
+  tail_bytes_ = 0;
   Release();
   candidates_.clear();
   basis_.Clear();
@@ -126,7 +127,11 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       break;
     case CertificatePhase::kFreezing:
       tail_.Add(x, label);
-      if (tail_.size() >= slack_) Freeze(observed_);
+      tail_bytes_ += row;
+      // The rows after the limit take no more than those kept before it.
+      if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
+        Freeze(observed_);
+      }
       break;
     case CertificatePhase::kFrozen:
     case CertificatePhase::kOff:
@@ -181,6 +186,7 @@ void CertificateTracker::StopKeeping(const std::string& why) {
     reason_ = why;
     queue_.Clear();
     tail_.Clear();
+    tail_bytes_ = 0;
     Release();
     return;
   }
@@ -199,6 +205,7 @@ void CertificateTracker::Freeze(uint64_t at) {
   }
   queue_.Clear();
   tail_.Clear();
+  tail_bytes_ = 0;
   Release();
 }
 
@@ -312,6 +319,7 @@ void CertificateTracker::RestoreChecked(const CertificateState& s) {
   Release();
   queue_.Clear();
   tail_.Clear();
+  tail_bytes_ = 0;
   permanent_off_ = s.permanent_off;
   phase_ = s.phase;
   reason_ = s.reason;

@@ -29,8 +29,9 @@
 // installed (or kFreezeRounds solutions that were not); then the candidates are
 // frozen: they keep accumulating, no example
 // is kept any more, and the certificate reads "frozen at example N", N the
-// examples kept. If the slack fills first, the candidates installed last are
-// frozen where it filled. Not thread-safe: the model's lock guards it.
+// examples kept. If the slack (or `limit_bytes` of rows after the limit) fills
+// first, the candidates installed last are frozen where it filled. Not
+// thread-safe: the model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 
@@ -288,10 +289,11 @@ class CertificateTracker {
   std::string reason_;
   uint64_t generation_ = 0;
   uint64_t observed_ = 0;
-  uint64_t kept_ = 0;   // rows kept for the solver (<= limit_)
-  uint64_t taken_ = 0;  // of those, rows taken
-  KeptRows queue_;      // kept rows not yet taken
-  KeptRows tail_;       // rows after the limit, while freezing
+  uint64_t kept_ = 0;        // rows kept for the solver (<= limit_)
+  uint64_t taken_ = 0;       // of those, rows taken
+  KeptRows queue_;           // kept rows not yet taken
+  KeptRows tail_;            // rows after the limit, while freezing
+  uint64_t tail_bytes_ = 0;  // their RowBytes
   std::vector<std::vector<double>> candidates_;
   KeptRows basis_;               // a kernel model's candidates' rows
   std::vector<double> squares_;  // ||v||^2 of each candidate

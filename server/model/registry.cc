@@ -63,8 +63,9 @@ void Registry::StartCertificate(ModelEntry& entry) const {
     return;
   }
   const uint64_t limit = limits_.certificate_examples;
-  entry.model->EnableCertificate(limit, std::max<uint64_t>(1000, limit / 8),
-                                 limits_.certificate_model_bytes,
+  // As many rows after the limit as before it (and no more bytes), while the
+  // solution over the limit converges (CertificateTracker).
+  entry.model->EnableCertificate(limit, limit, limits_.certificate_model_bytes,
                                  certificate_budget_);
 }
 

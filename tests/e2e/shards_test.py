@@ -232,6 +232,15 @@ class ShardsTest(unittest.TestCase):
                                              data_dir=dead.data_dir)
         dead.dir.cleanup()
 
+    def kill_mid_stream(self, victim, model, examples, streaming):
+        """Once `model` holds `examples`, while `streaming()` still holds, kill_and_restart."""
+        end = time.monotonic() + 120
+        while model.status().stats.examples < examples:
+            self.assertTrue(streaming(), "the stream ended before the kill")
+            self.assertLess(time.monotonic(), end, "the stream made no progress")
+            time.sleep(0.01)  # a poll's pause
+        self.kill_and_restart(victim)
+
     def test_python_learn_resumes_a_stream_cut_by_a_dead_shard(self):
         rng = np.random.default_rng(8)
         x = rng.standard_normal((60000, 10))
@@ -249,12 +258,7 @@ class ShardsTest(unittest.TestCase):
 
         thread = threading.Thread(target=learn)
         thread.start()
-        end = time.monotonic() + 120
-        while model.status().stats.examples < 5000:
-            self.assertTrue(thread.is_alive(), "learn ended before the kill: %s" % outcome)
-            self.assertLess(time.monotonic(), end, "learn made no progress")
-            time.sleep(0.01)  # a poll's pause
-        self.kill_and_restart(victim)
+        self.kill_mid_stream(victim, model, 5000, thread.is_alive)
         thread.join(timeout=300)
         self.assertNotIn("error", outcome)
         result = outcome["result"]
@@ -293,12 +297,7 @@ class ShardsTest(unittest.TestCase):
             [CLI, "--server=" + self.nginx.target, "train", data, "--model=resumed",
              "--batch=16", "--in_flight=4", "--retry_for=120s", "--progress=no"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        end = time.monotonic() + 120
-        while model.status().stats.examples < 10000:
-            self.assertIsNone(train.poll(), "train ended before the kill")
-            self.assertLess(time.monotonic(), end, "train made no progress")
-            time.sleep(0.01)  # a poll's pause
-        self.kill_and_restart(victim)
+        self.kill_mid_stream(victim, model, 10000, lambda: train.poll() is None)
         out, err = train.communicate(timeout=300)
         self.assertEqual(train.returncode, 0, err)
         self.assertIn("the stream broke after", err)

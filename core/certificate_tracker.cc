@@ -86,6 +86,26 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   squares_.clear();
   sums_.clear();
   candidates_changed_ = true;
+  unattached_.reset();
+  DropRows();
+}
+
+void CertificateTracker::DropRows() {
+  restored_.Clear();
+  journal_rows_.Clear();
+  rows_cleared_ = true;
+}
+
+void CertificateTracker::SetJournaling(bool on) {
+  journaling_ = on;
+  journal_rows_.Clear();
+}
+
+CertificateTracker::RowsDelta CertificateTracker::TakeRows() {
+  RowsDelta d{rows_cleared_, std::move(journal_rows_)};
+  journal_rows_.Clear();
+  rows_cleared_ = false;
+  return d;
 }
 
 void CertificateTracker::Observe(const Prepared& x, int label) {
@@ -120,6 +140,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   switch (phase_) {
     case CertificatePhase::kKeeping:
       queue_.Add(x, label);
+      if (journaling_) journal_rows_.Add(x, label);
       kept_bytes_ += row;
       if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
         phase_ = CertificatePhase::kFreezing;
@@ -127,6 +148,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       break;
     case CertificatePhase::kFreezing:
       tail_.Add(x, label);
+      if (journaling_) journal_rows_.Add(x, label);
       tail_bytes_ += row;
       // The rows after the limit take no more than those kept before it.
       if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
@@ -140,9 +162,23 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
 }
 
 KeptRows CertificateTracker::Take() {
-  KeptRows rows = std::move(queue_);
+  // Rows restored with the state come first: they were kept before.
+  KeptRows rows = std::move(restored_);
+  restored_.Clear();
+  rows.Append(std::move(queue_));
   queue_.Clear();
   taken_ += rows.size();
+  return rows;
+}
+
+std::optional<KeptRows> CertificateTracker::TakeAllRows() {
+  if (taken_ != 0) return std::nullopt;
+  KeptRows rows = std::move(restored_);
+  restored_.Clear();
+  rows.Append(std::move(queue_));
+  queue_.Clear();
+  rows.Append(std::move(tail_));
+  tail_.Clear();
   return rows;
 }
 
@@ -188,6 +224,7 @@ void CertificateTracker::StopKeeping(const std::string& why) {
     tail_.Clear();
     tail_bytes_ = 0;
     Release();
+    DropRows();
     return;
   }
   Freeze(observed_);
@@ -207,6 +244,7 @@ void CertificateTracker::Freeze(uint64_t at) {
   tail_.Clear();
   tail_bytes_ = 0;
   Release();
+  DropRows();
 }
 
 void CertificateTracker::Reset() {
@@ -217,10 +255,14 @@ void CertificateTracker::Reset() {
     observed_ = 0;
   } else {
     Release();
+    const bool journaling = journaling_;
     *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_, kernel_,
                                weight_dimension_);
+    journaling_ = journaling;
     candidates_changed_ = true;
   }
+  DropRows();
+  unattached_.reset();
   generation_ = generation;
 }
 
@@ -298,10 +340,11 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
 }
 
 absl::Status CertificateTracker::Restore(const CertificateState& s,
-                                         uint32_t weight_dimension) {
+                                         uint32_t weight_dimension,
+                                         KeptRows* rows) {
   absl::Status checked = CheckState(s, weight_dimension);
   if (checked.ok()) {
-    RestoreChecked(s);
+    RestoreChecked(s, rows);
     return checked;
   }
   CertificateState off;
@@ -311,15 +354,25 @@ absl::Status CertificateTracker::Restore(const CertificateState& s,
       absl::StrCat("its stored state could not be used (", checked.message(),
                    "); off until the model is reset");
   off.observed = s.observed;
-  RestoreChecked(off);
+  RestoreChecked(off, nullptr);
   return checked;
 }
 
-void CertificateTracker::RestoreChecked(const CertificateState& s) {
+bool CertificateTracker::AttachRows(KeptRows rows) {
+  if (!unattached_ || rows.size() != unattached_->observed) return false;
+  const CertificateState s = *std::move(unattached_);
+  RestoreChecked(s, &rows);
+  return true;
+}
+
+void CertificateTracker::RestoreChecked(const CertificateState& s,
+                                        KeptRows* rows) {
   Release();
   queue_.Clear();
   tail_.Clear();
   tail_bytes_ = 0;
+  DropRows();
+  unattached_.reset();
   permanent_off_ = s.permanent_off;
   phase_ = s.phase;
   reason_ = s.reason;
@@ -342,18 +395,26 @@ void CertificateTracker::RestoreChecked(const CertificateState& s) {
   ++generation_;  // a refresher's solver is stale
   if (phase_ == CertificatePhase::kKeeping ||
       phase_ == CertificatePhase::kFreezing) {
+    if (rows != nullptr && rows->size() == observed_) {
+      RestoreRows(std::move(*rows));
+      return;
+    }
+    unattached_ = s;
+    unattached_->with_candidates = true;
+    unattached_->candidates = candidates_;
+    unattached_->basis = basis_;
     if (candidates_.empty()) {
       phase_ = CertificatePhase::kOff;
       reason_ = absl::StrCat(
           "the ", observed_,
-          " labeled examples kept before a restart or an import were not "
-          "stored");
+          " labeled examples kept for it were not carried over (an import, "
+          "or a store without them)");
     } else {
       phase_ = CertificatePhase::kFrozen;
       frozen_at_ = observed_;
       reason_ =
-          "the examples kept for it were not stored over a restart or an "
-          "import";
+          "the examples kept for it were not carried over (an import, or a "
+          "store without them)";
     }
   }
 }
@@ -405,8 +466,41 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
   return r;
 }
 
+void CertificateTracker::RestoreRows(KeptRows&& rows) {
+  rows_cleared_ = false;
+  taken_ = 0;
+  kept_bytes_ = 0;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    // Zeros were not kept: a row may count less than when it was observed.
+    const uint64_t bytes = RowBytes(rows.indices(t).size());
+    if (!Reserve(bytes)) {
+      StopKeeping(budget_->reason());
+      return;
+    }
+    (t < kept_ ? kept_bytes_ : tail_bytes_) += bytes;
+  }
+  if (rows.size() == kept_) {
+    restored_ = std::move(rows);
+  } else {
+    for (size_t t = 0; t < rows.size(); ++t) {
+      (t < kept_ ? restored_ : tail_)
+          .Add(rows.indices(t), rows.values(t), rows.label(t));
+    }
+  }
+  // The limits may be lower than those the rows were kept under.
+  if (phase_ == CertificatePhase::kKeeping &&
+      (kept_ >= limit_ || kept_bytes_ >= limit_bytes_)) {
+    phase_ = CertificatePhase::kFreezing;
+  }
+  if (phase_ == CertificatePhase::kFreezing && tail_.size() > 0 &&
+      (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_)) {
+    Freeze(observed_);
+  }
+}
+
 size_t CertificateTracker::bytes() const {
-  size_t b = queue_.bytes() + tail_.bytes() + basis_.bytes();
+  size_t b =
+      queue_.bytes() + restored_.bytes() + tail_.bytes() + basis_.bytes();
   for (const std::vector<double>& v : candidates_) {
     b += v.capacity() * sizeof(double);
   }

@@ -103,7 +103,8 @@ struct CertificateReport {
 };
 
 // What a tracker carries over a restart or an export: its comparators, their
-// hinge sums and its figures, not the examples it keeps (see Restore).
+// hinge sums and its figures, not the examples it keeps (see Restore and
+// TakeRows).
 struct CertificateState {
   CertificatePhase phase = CertificatePhase::kKeeping;
   std::string reason;
@@ -190,9 +191,11 @@ class CertificateTracker {
   // The rows kept since the last Take, in order; taken() counts all taken.
   KeptRows Take();
   uint64_t taken() const { return taken_; }
-  // Whether rows wait to be taken or a freeze waits for its solution.
+  // Whether rows wait to be taken, a freeze waits for its solution, or rows
+  // restored with their state wait for a solution that covers them.
   bool due() const {
-    return queue_.size() > 0 || phase_ == CertificatePhase::kFreezing;
+    return queue_.size() > 0 || phase_ == CertificatePhase::kFreezing ||
+           (restored_.size() > 0 && (!converged_ || solved_ < kept_));
   }
 
   // Installs candidates `vs` whose hinge sums over the first `covered` kept
@@ -224,22 +227,49 @@ class CertificateTracker {
     return std::exchange(candidates_changed_, false);
   }
   // Continues from `state`, keeping the candidates if it carries none. The
-  // examples kept before are not in it: a tracker that was keeping is frozen
-  // here, at the last example covered, so that U stays a valid bound for the
-  // whole stream though no longer exact; one with no solution yet is off
-  // until a Reset. Either says why. A state that does not fit weight
-  // dimension `weight_dimension` (CheckState's error, returned) turns the
-  // certificate off until a Reset, saying so: the model itself is never
+  // examples it kept are not in the state: given `rows` (every example it
+  // kept, in order: as many as it observed), a tracker that was keeping
+  // goes on keeping, its figures unchanged, and its rows go to the solver
+  // with the next Take (none is due while the state's solution covers them
+  // converged). Without them it is frozen here, at the last example
+  // covered, so that U stays a valid bound for the whole stream though no
+  // longer exact; or, with no solution yet, off until a Reset. Either says
+  // why, and AttachRows may still bring them. A state that does not fit
+  // weight dimension `weight_dimension` (CheckState's error, returned) turns
+  // the certificate off until a Reset, saying so: the model itself is never
   // refused for its certificate.
-  absl::Status Restore(const CertificateState& state,
-                       uint32_t weight_dimension);
+  absl::Status Restore(const CertificateState& state, uint32_t weight_dimension,
+                       KeptRows* rows = nullptr);
+  // After a Restore without rows of a tracker that was keeping: continues
+  // that state with `rows` as Restore would have. False (nothing changed) if
+  // there is no such state or `rows` are not as many as it observed.
+  bool AttachRows(KeptRows rows);
+  // Every row kept, in order, if no Take has handed any to a solver since
+  // the last Restore (for a tracker replacing this one); else none.
+  std::optional<KeptRows> TakeAllRows();
+
+  // The rows a journal carries: with journaling on, every row kept since the
+  // last TakeRows, and whether the rows handed out before them no longer
+  // count (the tracker reset, froze, turned off, or was restored without
+  // them).
+  struct RowsDelta {
+    bool cleared = false;
+    KeptRows rows;
+  };
+  void SetJournaling(bool on);
+  RowsDelta TakeRows();
   // INVALID_ARGUMENT naming the field if `state` (with the candidates kept
   // if it carries none) does not fit weight dimension `weight_dimension`.
   absl::Status CheckState(const CertificateState& state,
                           uint32_t weight_dimension) const;
 
  private:
-  void RestoreChecked(const CertificateState& state);
+  void RestoreChecked(const CertificateState& state, KeptRows* rows);
+  // Takes back the rows of `rows` as kept (the first kept_ for the solver,
+  // the rest as the tail), within the budget and the limits.
+  void RestoreRows(KeptRows&& rows);
+  // Forgets every row kept: a journal's next rows start over.
+  void DropRows();
 
  public:
   // Counts resets, so that a refresher can tell its solver is stale.
@@ -289,11 +319,17 @@ class CertificateTracker {
   std::string reason_;
   uint64_t generation_ = 0;
   uint64_t observed_ = 0;
-  uint64_t kept_ = 0;        // rows kept for the solver (<= limit_)
-  uint64_t taken_ = 0;       // of those, rows taken
-  KeptRows queue_;           // kept rows not yet taken
-  KeptRows tail_;            // rows after the limit, while freezing
-  uint64_t tail_bytes_ = 0;  // their RowBytes
+  uint64_t kept_ = 0;   // rows kept for the solver (<= limit_)
+  uint64_t taken_ = 0;  // of those, rows taken
+  KeptRows queue_;      // kept rows not yet taken
+  KeptRows restored_;   // rows kept before a Restore, not yet taken
+  // The state a Restore without rows froze (AttachRows).
+  std::optional<CertificateState> unattached_;
+  bool journaling_ = false;
+  KeptRows journal_rows_;      // kept since the last TakeRows
+  bool rows_cleared_ = false;  // since the last TakeRows
+  KeptRows tail_;              // rows after the limit, while freezing
+  uint64_t tail_bytes_ = 0;    // their RowBytes
   std::vector<std::vector<double>> candidates_;
   KeptRows basis_;               // a kernel model's candidates' rows
   std::vector<double> squares_;  // ||v||^2 of each candidate

@@ -85,7 +85,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
   if (state.certificate) {
     // Kept here, without limits, until EnableCertificate continues it.
     // A certificate that does not fit turns off, saying why (Restore).
-    auto tracker = model->NewTracker(1, 0, UINT64_MAX, nullptr);
+    auto tracker =
+        model->NewTracker(UINT64_MAX, UINT64_MAX, UINT64_MAX, nullptr);
     tracker->Restore(*state.certificate, model->config_.weight_dimension())
         .IgnoreError();
     model->certificate_ = std::move(tracker);
@@ -279,6 +280,7 @@ void Model::SetJournaling(bool on) {
   journaling_ = on;
   journal_ = Journal();
   learner_->SetJournaling(on);
+  if (certificate_) certificate_->SetJournaling(on);
 }
 
 Journal Model::TakeJournal() {
@@ -289,8 +291,12 @@ Journal Model::TakeJournal() {
   j.td_gamma = bound_.td_gamma();
   j.radius = bound_.radius();
   j.next_prediction_id = next_prediction_id_;
+  j.certificate_rows_cleared = std::exchange(certificate_rows_dropped_, false);
   if (certificate_) {
     j.certificate = certificate_->Save(certificate_->TakeCandidatesChanged());
+    CertificateTracker::RowsDelta rows = certificate_->TakeRows();
+    j.certificate_rows = std::move(rows.rows);
+    j.certificate_rows_cleared |= rows.cleared;
   }
   return j;
 }
@@ -333,7 +339,8 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     // A certificate that does not fit turns off, saying why, rather than
     // losing the batch (Restore).
     if (certificate_ == nullptr) {
-      certificate_ = NewTracker(1, 0, UINT64_MAX, nullptr);
+      certificate_ = NewTracker(UINT64_MAX, UINT64_MAX, UINT64_MAX, nullptr);
+      certificate_->SetJournaling(journaling_);
     }
     certificate_->Restore(*j.certificate, config_.weight_dimension())
         .IgnoreError();
@@ -382,11 +389,16 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
                               uint64_t limit_bytes,
                               std::shared_ptr<CertificateBudget> budget) {
   std::optional<CertificateState> carried;
-  if (certificate_) carried = certificate_->Save();
+  std::optional<KeptRows> rows;
+  if (certificate_) {
+    carried = certificate_->Save();
+    rows = certificate_->TakeAllRows();
+  }
   const bool kernel = config_.algorithm == Algorithm::kKernel;
   certificate_ =
       NewTracker(kernel ? std::min(limit, kKernelCertificateLimit) : limit,
                  slack, limit_bytes, std::move(budget));
+  certificate_->SetJournaling(journaling_);
   const uint64_t vector_bytes =
       kernel ? 0 : CertificateTracker::VectorBytes(config_.weight_dimension());
   if (vector_bytes > limit_bytes) {
@@ -397,7 +409,9 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
                      " MiB"),
         /*permanent=*/true);
   } else if (carried && carried->observed == counters_.examples) {
-    certificate_->Restore(*carried, config_.weight_dimension()).IgnoreError();
+    certificate_
+        ->Restore(*carried, config_.weight_dimension(), rows ? &*rows : nullptr)
+        .IgnoreError();
   } else if (counters_.examples > 0) {
     certificate_->TurnOff(absl::StrCat(
         "the ", counters_.examples,

@@ -88,6 +88,11 @@ struct Journal {
   std::vector<uint64_t> pending_removed;
   // The certificate's tracker now, its candidates only if they changed.
   std::optional<CertificateState> certificate;
+  // The examples the certificate kept since the journal before, and whether
+  // those it kept before them no longer count (CertificateTracker::TakeRows).
+  // Stored beside the log, not in it (server/storage/store.h).
+  KeptRows certificate_rows;
+  bool certificate_rows_cleared = false;
   friend bool operator==(const Journal&, const Journal&) = default;
 };
 
@@ -214,7 +219,17 @@ class Model {
                          uint64_t limit_bytes = UINT64_MAX,
                          std::shared_ptr<CertificateBudget> budget = nullptr);
   // Drops the certificate, including one a state or journal carried.
-  void DisableCertificate() { certificate_.reset(); }
+  void DisableCertificate() {
+    certificate_.reset();
+    certificate_rows_dropped_ = true;
+  }
+  // After FromState and ApplyJournal: gives the certificate the examples it
+  // kept (CertificateTracker::AttachRows), so that one that was keeping
+  // goes on keeping. False, and nothing changed, if it needs none or they
+  // are not the ones it kept.
+  bool AttachCertificateRows(KeptRows rows) {
+    return certificate_ != nullptr && certificate_->AttachRows(std::move(rows));
+  }
   // The tracker, or null while the certificate is not enabled.
   CertificateTracker* certificate() { return certificate_.get(); }
   const CertificateTracker* certificate() const { return certificate_.get(); }
@@ -282,6 +297,8 @@ class Model {
   absl::btree_map<uint64_t, Pending> pending_;
   size_t pending_bytes_ = 0;
   bool journaling_ = false;
+  // The certificate was disabled: the next journal says its rows are void.
+  bool certificate_rows_dropped_ = false;
   Journal journal_;  // the pending part, while journaling
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,9 @@ std::string SnapshotPrefix(const std::string& id) {
 }
 std::string LogPrefix(const std::string& id) {
   return absl::StrCat("m/", id, "/l/");
+}
+std::string RowsPrefix(const std::string& id) {
+  return absl::StrCat("m/", id, "/r/");
 }
 // Fixed-width so that key order is numeric order.
 std::string SeqKey(const std::string& prefix, uint64_t seq) {
@@ -73,6 +77,46 @@ leveldb::ReadOptions Verified() {
   leveldb::ReadOptions o;
   o.verify_checksums = true;
   return o;
+}
+
+void RowsToProto(const KeptRows& rows, absl::Time created_at,
+                 v1::StoredRows* out) {
+  out->set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
+  std::string* labels = out->mutable_labels();
+  labels->reserve(rows.size());
+  uint64_t end = 0;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    const absl::Span<const uint32_t> index = rows.indices(t);
+    const absl::Span<const double> value = rows.values(t);
+    out->mutable_indices()->Add(index.begin(), index.end());
+    out->mutable_values()->Add(value.begin(), value.end());
+    end += index.size();
+    out->add_ends(end);
+    labels->push_back(rows.label(t) > 0 ? 1 : 0);
+  }
+}
+
+// Appends the rows of `in` to `rows`; false (some may be appended) if they
+// are malformed.
+bool RowsFromProto(const v1::StoredRows& in, KeptRows* rows) {
+  if (in.ends_size() != static_cast<int>(in.labels().size()) ||
+      in.indices_size() != in.values_size()) {
+    return false;
+  }
+  uint64_t begin = 0;
+  for (int t = 0; t < in.ends_size(); ++t) {
+    const uint64_t end = in.ends(t);
+    if (end < begin || end > static_cast<uint64_t>(in.indices_size())) {
+      return false;
+    }
+    const char label = in.labels()[t];
+    if (label != 0 && label != 1) return false;
+    rows->Add(absl::MakeConstSpan(in.indices().data() + begin, end - begin),
+              absl::MakeConstSpan(in.values().data() + begin, end - begin),
+              label == 1 ? 1 : -1);
+    begin = end;
+  }
+  return begin == static_cast<uint64_t>(in.indices_size());
 }
 
 }  // namespace
@@ -217,7 +261,32 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
       ++r.records_dropped;
     }
   }
-  if (r.records_dropped > 0) {
+  // The certificate's kept rows up to the last record applied, in order; those
+  // of records not applied are dropped with them. Rows that fail a check are
+  // not given (the certificate is then frozen where the stream ends, saying
+  // its examples were not stored) and are deleted by its next record.
+  KeptRows rows;
+  bool rows_ok = true;
+  bool rows_dropped = false;
+  for (const auto& [seq, key] : Keys(RowsPrefix(id))) {
+    if (seq > r.seq) {
+      drop.Delete(key);
+      rows_dropped = true;
+      continue;
+    }
+    v1::StoredRows stored_rows;
+    rows_ok = rows_ok && db_->Get(Verified(), key, &value).ok() &&
+              Unseal(value, &stored_rows) &&
+              stored_rows.created_at_unix_nanos() ==
+                  absl::ToUnixNanos(r.created_at) &&
+              RowsFromProto(stored_rows, &rows);
+  }
+  if (rows_ok) {
+    r.certificate_rows = rows.size();
+    r.certificate_rows_attached =
+        r.model->AttachCertificateRows(std::move(rows));
+  }
+  if (r.records_dropped > 0 || rows_dropped) {
     leveldb::WriteOptions sync;
     sync.sync = true;
     if (absl::Status d =
@@ -260,6 +329,7 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   leveldb::WriteBatch batch;
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(RowsPrefix(id))) batch.Delete(key);
   v1::StoredModel stored;
   stored.set_model_id(id);
   *stored.mutable_created_at() =
@@ -281,6 +351,7 @@ absl::Status Store::DeleteModel(const std::string& id) {
   batch.Delete(ModelKey(id));
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(RowsPrefix(id))) batch.Delete(key);
   leveldb::WriteOptions sync;
   sync.sync = true;
   return FromLevelDb(db_->Write(sync, &batch),
@@ -291,7 +362,23 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
                            bool sync) {
   leveldb::WriteBatch batch;
   v1::LogRecord record;
+  v1::StoredRows rows;
+  // Rows keys written by this batch, by model: a later record of the same
+  // model that clears its rows deletes them too.
+  absl::flat_hash_map<std::string, std::vector<std::string>> rows_put;
   for (const Record* r : records) {
+    if (r->journal.certificate_rows_cleared) {
+      for (const auto& [seq, key] : Keys(RowsPrefix(r->id))) batch.Delete(key);
+      for (const std::string& key : rows_put[r->id]) batch.Delete(key);
+      rows_put[r->id].clear();
+    }
+    if (r->journal.certificate_rows.size() > 0) {
+      rows.Clear();
+      RowsToProto(r->journal.certificate_rows, r->created_at, &rows);
+      std::string key = SeqKey(RowsPrefix(r->id), r->seq);
+      batch.Put(key, Seal(rows));
+      rows_put[r->id].push_back(std::move(key));
+    }
     record.Clear();
     record.set_seq(r->seq);
     record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));

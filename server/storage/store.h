@@ -1,5 +1,6 @@
 // The data directory: an embedded LevelDB holding, per model, its identity,
-// snapshots and a log of what each batch changed (docs/design.md section 5).
+// snapshots, a log of what each batch changed, and the examples its
+// certificate keeps (docs/design.md section 5).
 // Values carry a CRC-32 of their own besides LevelDB's checksums; anything that
 // fails a check is never applied.
 //
@@ -42,6 +43,10 @@ struct RecoveredModel {
   uint64_t records_dropped = 0;  // log records after a gap or a failed check
   bool fell_back =
       false;  // the newest snapshot failed its checks; an older one was used
+  // The certificate's kept rows found, and whether it took them (it was
+  // keeping, and they are every example it kept).
+  uint64_t certificate_rows = 0;
+  bool certificate_rows_attached = false;
 };
 
 // A model recovery could not rebuild: its records are left untouched.

@@ -424,8 +424,7 @@ TEST(CertificateTrackerTest, AStateOrItsJournalsCarryTheCertificateFrozen) {
     EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
     EXPECT_EQ(r.frozen_at, half);
     EXPECT_EQ(r.examples, half);
-    EXPECT_NE(r.reason.find("were not stored over a restart"),
-              std::string::npos)
+    EXPECT_NE(r.reason.find("were not carried over"), std::string::npos)
         << r.reason;
     EXPECT_TRUE(r.available);
     EXPECT_EQ(r.upper, was.upper);
@@ -457,6 +456,105 @@ TEST(CertificateTrackerTest, AStateOrItsJournalsCarryTheCertificateFrozen) {
   EXPECT_EQ(back.certificate->sums, state.certificate->sums);
 }
 
+// Given the rows its journals carried, a model rebuilt from its state or from
+// its journals goes on keeping: its certificate's state is what it was, bit
+// for bit, the solver gets back every row kept, in order, and none is due
+// while the solution covers them converged. A freeze or a reset tells the
+// next journal that the rows before no longer count.
+TEST(CertificateTrackerTest, WithTheRowsItsJournalsCarriedItGoesOnKeeping) {
+  testing::StreamSpec spec;
+  spec.seed = 13;
+  spec.dimension = 6;
+  spec.length = 900;
+  spec.bias = true;
+  spec.noise = 0.05;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(600, 600);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  auto replica = *Model::FromState(model->ExportState());
+  Refresher refresher(config.weight_dimension());
+  KeptRows journaled;
+  const size_t part = 400;
+  for (size_t t = 0; t < part; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t % 100 == 99) refresher.Round(model.get());
+    if (t % 30 == 29 || t + 1 == part) {
+      Journal j = model->TakeJournal();
+      EXPECT_FALSE(j.certificate_rows_cleared);
+      journaled.Append(j.certificate_rows);
+      ASSERT_TRUE(replica->ApplyJournal(j).ok());
+    }
+  }
+  // Converged over all of them, then 7 more not yet solved.
+  while (!refresher.Round(model.get()).converged) {
+  }
+  KeptRows all = refresher.solver.rows();
+  for (size_t t = part; t < part + 7; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  Journal last = model->TakeJournal();
+  EXPECT_EQ(last.certificate_rows.size(), 7u);
+  journaled.Append(last.certificate_rows);
+  ASSERT_TRUE(replica->ApplyJournal(last).ok());
+  all.Append(last.certificate_rows);
+  ASSERT_EQ(all.size(), part + 7);
+  EXPECT_TRUE(journaled == all);
+  const CertificateState was = model->ExportState().certificate.value();
+  ASSERT_EQ(was.phase, CertificatePhase::kKeeping);
+
+  auto restored = *Model::FromState(model->ExportState());
+  for (Model* m : {restored.get(), replica.get()}) {
+    SCOPED_TRACE(m == replica.get() ? "journals" : "state");
+    EXPECT_FALSE(m->AttachCertificateRows(KeptRows())) << "not as many";
+    EXPECT_EQ(m->certificate()->phase(), CertificatePhase::kFrozen);
+    ASSERT_TRUE(m->AttachCertificateRows(journaled));
+    m->EnableCertificate(600, 600);
+    EXPECT_EQ(m->ExportState().certificate.value(), was);
+    // 7 rows are not solved yet: due; all of them go to a new solver.
+    EXPECT_TRUE(m->certificate()->due());
+    EXPECT_TRUE(m->certificate()->Take() == all);
+  }
+  // Solved and converged when stored: nothing is due.
+  while (!refresher.Round(model.get()).converged) {
+  }
+  auto settled = *Model::FromState(model->ExportState());
+  ASSERT_TRUE(settled->AttachCertificateRows(journaled));
+  settled->EnableCertificate(600, 600);
+  EXPECT_FALSE(settled->certificate()->due());
+  EXPECT_EQ(settled->ExportState().certificate,
+            model->ExportState().certificate);
+  // Lower limits than the rows were kept under: freezing at once.
+  auto lower = *Model::FromState(model->ExportState());
+  ASSERT_TRUE(lower->AttachCertificateRows(journaled));
+  lower->EnableCertificate(300, 600);
+  EXPECT_EQ(lower->certificate()->phase(), CertificatePhase::kFreezing);
+
+  // Past the limit and its slack the tracker freezes: the rows no longer count.
+  for (size_t t = part + 7; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  for (int round = 0; round < 100 && model->certificate()->phase() !=
+                                         CertificatePhase::kFrozen;
+       ++round) {
+    refresher.Round(model.get());
+  }
+  ASSERT_EQ(model->certificate()->phase(), CertificatePhase::kFrozen);
+  Journal frozen = model->TakeJournal();
+  EXPECT_TRUE(frozen.certificate_rows_cleared);
+  EXPECT_EQ(frozen.certificate_rows.size(), 0u);
+  EXPECT_FALSE(model->TakeJournal().certificate_rows_cleared) << "once";
+  model->Reset();
+  Journal reset = model->TakeJournal();
+  EXPECT_TRUE(reset.certificate_rows_cleared);
+  ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[0]), s.y[0]).ok());
+  EXPECT_EQ(model->TakeJournal().certificate_rows.size(), 1u);
+  model->DisableCertificate();
+  EXPECT_TRUE(model->TakeJournal().certificate_rows_cleared);
+}
+
 // A state or journal whose certificate does not fit the model turns the
 // certificate off, naming the field, and loses nothing else (a log record is
 // never dropped for its certificate); a model with no solution yet comes
@@ -474,14 +572,15 @@ TEST(CertificateTrackerTest, ABadCertificateStateTurnsItOffAndLosesNothing) {
   for (size_t t = 0; t < s.x.size(); ++t) {
     ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
   }
-  // No solution yet: off, and says the kept examples were not stored.
+  // No solution yet: off, and says the kept examples were not carried over.
   ModelState unsolved = model->ExportState();
   auto off = *Model::FromState(unsolved);
   off->EnableCertificate(1000, 100);
   const CertificateReport r = off->certificate()->Report(1);
   EXPECT_EQ(r.phase, CertificatePhase::kOff);
-  EXPECT_NE(r.reason.find("50 labeled examples kept before a restart"),
-            std::string::npos)
+  EXPECT_NE(
+      r.reason.find("50 labeled examples kept for it were not carried over"),
+      std::string::npos)
       << r.reason;
   off->Reset();
   EXPECT_EQ(off->certificate()->phase(), CertificatePhase::kKeeping);

@@ -262,7 +262,10 @@ TEST(CertificateE2eTest, AKernelModelHasItsCertificate) {
   absl::StatusOr<v1::ModelStatus> back = c2->GetStatus("k");
   ASSERT_TRUE(back.ok()) << back.status();
   const v1::Certificate& carried = back->stats().certificate();
-  EXPECT_EQ(carried.state(), v1::Certificate::FROZEN);
+  // Its kept examples came back from the store: it goes on keeping.
+  EXPECT_EQ(carried.state(), cert.state());
+  EXPECT_EQ(carried.kept(), cert.kept());
+  EXPECT_EQ(carried.solved(), cert.solved());
   EXPECT_EQ(carried.upper(), cert.upper());
   EXPECT_EQ(carried.lower(), cert.lower());
   EXPECT_EQ(carried.gamma(), cert.gamma());
@@ -274,10 +277,11 @@ TEST(CertificateE2eTest, AKernelModelHasItsCertificate) {
             more->stats().certificate().upper());
 }
 
-// After a restart (SIGTERM, or kill -9 mid-stream) the examples before it were
-// not kept: the certificate says so rather than report a bound that covers
-// only part of the stream; a reset starts it again.
-TEST(CertificateE2eTest, ARestartCarriesTheCertificateOnFrozen) {
+// After a restart (SIGTERM, or kill -9 mid-stream) the certificate goes on
+// keeping: its examples come back from the store with it. An export does not
+// carry them: an import is frozen, saying so, rather than report a bound
+// that covers only part of the stream; a reset starts it again.
+TEST(CertificateE2eTest, ARestartCarriesTheCertificateOn) {
   for (const int signal : {SIGTERM, SIGKILL}) {
     SCOPED_TRACE(signal == SIGTERM ? "SIGTERM" : "SIGKILL");
     const std::vector<Example> data = Stream(5, 300, 3);
@@ -311,16 +315,12 @@ TEST(CertificateE2eTest, ARestartCarriesTheCertificateOnFrozen) {
     auto c2 = (*again)->Connect();
     absl::StatusOr<v1::ModelStatus> st = c2->GetStatus("r");
     ASSERT_TRUE(st.ok()) << st.status();
-    const v1::Certificate& cert = st->stats().certificate();
-    // Frozen where the stored stream ends: its comparators' hinge sums cover
-    // every example, but the examples kept for the solver were not stored.
-    EXPECT_EQ(cert.state(), v1::Certificate::FROZEN) << cert.DebugString();
+    const v1::Certificate cert = st->stats().certificate();
+    // Still keeping, over every example the store holds.
+    EXPECT_EQ(cert.state(), v1::Certificate::KEEPING) << cert.DebugString();
     EXPECT_TRUE(cert.available());
-    EXPECT_EQ(cert.frozen_at(), st->stats().examples());
     EXPECT_EQ(cert.examples(), st->stats().examples());
-    EXPECT_NE(cert.reason().find("were not stored over a restart"),
-              std::string::npos)
-        << cert.reason();
+    EXPECT_EQ(cert.kept(), st->stats().examples());
     EXPECT_LE(static_cast<double>(st->stats().updates()), cert.upper());
     EXPECT_LE(cert.lower(), cert.upper());
     if (signal == SIGTERM) {
@@ -332,21 +332,36 @@ TEST(CertificateE2eTest, ARestartCarriesTheCertificateOnFrozen) {
       EXPECT_EQ(cert.gamma(), was.gamma());
       EXPECT_EQ(cert.td_gamma(), was.td_gamma());
       EXPECT_EQ(cert.solved(), was.solved());
+      EXPECT_TRUE(cert.converged());
     } else {
       EXPECT_GE(st->stats().examples(), data.size() + 3);
     }
-    // An export imported under another id carries it likewise.
+    // The refresher goes on from the examples restored: a solution over all.
+    const uint64_t examples = st->stats().examples();
+    WaitFor(*c2, "r", [&](const auto& x) {
+      return x.solved() == examples && x.converged();
+    });
+    // An export does not carry the examples: its import is frozen where the
+    // stream ends, its comparators and sums carried (U still bounds it).
+    absl::StatusOr<v1::ModelStatus> now = c2->GetStatus("r");
+    ASSERT_TRUE(now.ok()) << now.status();
     absl::StatusOr<std::string> blob = c2->ExportModel("r");
     ASSERT_TRUE(blob.ok()) << blob.status();
     ASSERT_TRUE(c2->ImportModel(*blob, "copy").ok());
     absl::StatusOr<v1::ModelStatus> copy = c2->GetStatus("copy");
     ASSERT_TRUE(copy.ok()) << copy.status();
-    EXPECT_EQ(copy->stats().certificate().DebugString(), cert.DebugString());
-    // Carried on over what comes after, as any frozen certificate.
+    const v1::Certificate& imported = copy->stats().certificate();
+    EXPECT_EQ(imported.state(), v1::Certificate::FROZEN);
+    EXPECT_EQ(imported.frozen_at(), examples);
+    EXPECT_NE(imported.reason().find("were not carried over"),
+              std::string::npos)
+        << imported.reason();
+    EXPECT_EQ(imported.upper(), now->stats().certificate().upper());
+    // Kept on over what comes after.
     Learn(*c2, "r", data);
     absl::StatusOr<v1::ModelStatus> more = c2->GetStatus("r");
     ASSERT_TRUE(more.ok()) << more.status();
-    EXPECT_EQ(more->stats().certificate().state(), v1::Certificate::FROZEN);
+    EXPECT_EQ(more->stats().certificate().state(), v1::Certificate::KEEPING);
     EXPECT_EQ(more->stats().certificate().examples(), more->stats().examples());
     EXPECT_LE(static_cast<double>(more->stats().updates()),
               more->stats().certificate().upper());

@@ -137,18 +137,78 @@ TEST(StoreTest, RecoveryCarriesTheCertificatesComparatorsAndSums) {
   const std::optional<CertificateState> back =
       (*models)[0].model->ExportState().certificate;
   ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->phase, CertificatePhase::kFrozen);
-  EXPECT_EQ(back->frozen_at, was->observed);
-  CertificateState expected = *was;
-  expected.phase = back->phase;
-  expected.frozen_at = back->frozen_at;
-  expected.reason = back->reason;
+  // The rows kept beside the log: the certificate goes on keeping, exactly
+  // as it was, and its solver gets every example back.
+  EXPECT_EQ((*models)[0].certificate_rows, was->observed);
+  EXPECT_TRUE((*models)[0].certificate_rows_attached);
+  EXPECT_EQ(back->phase, CertificatePhase::kKeeping);
   testing::Bits a, b;
   for (const std::vector<double>& v : back->candidates) a.Add(v);
-  for (const std::vector<double>& v : expected.candidates) b.Add(v);
+  for (const std::vector<double>& v : was->candidates) b.Add(v);
   EXPECT_EQ(a.Add(back->sums).Add(back->lower).str(),
-            b.Add(expected.sums).Add(expected.lower).str());
-  EXPECT_EQ(*back, expected);
+            b.Add(was->sums).Add(was->lower).str());
+  EXPECT_EQ(*back, *was);
+  KeptRows rows = solver.rows();
+  rows.Append(model->certificate()->Take());
+  EXPECT_TRUE((*models)[0].model->certificate()->Take() == rows);
+}
+
+// Rows that no longer count are deleted with the record that says so (a
+// reset, the certificate disabled); those of a record not applied are dropped
+// with it.
+TEST(StoreTest, TheCertificatesRowsGoWhenTheyNoLongerCount) {
+  const testing::ScopedDir scoped("store-rows");
+  ModelConfig config;
+  config.dimension = 6;
+  auto recover = [&] {
+    auto store = *Store::Open(scoped.path());
+    absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
+    EXPECT_TRUE(models.ok()) << models.status();
+    RecoveredModel r = models.ok() && models->size() == 1
+                           ? std::move((*models)[0])
+                           : RecoveredModel();
+    if (r.model != nullptr) {
+      r.model->SetJournaling(true);
+      r.model->EnableCertificate(100000, 1000);
+    }
+    return r;
+  };
+  {
+    auto model = NewModel(config);
+    model->EnableCertificate(100000, 1000);
+    auto store = *Store::Open(scoped.path());
+    ASSERT_TRUE(
+        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    Drive(*model, *store, "c", 4);
+  }
+  RecoveredModel r = recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_GT(r.certificate_rows, 10u);
+  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
+  EXPECT_TRUE(r.certificate_rows_attached);
+  EXPECT_EQ(r.model->certificate()->phase(), CertificatePhase::kKeeping);
+  {
+    // A reset clears them; a record after a gap is dropped with its rows.
+    auto store = *Store::Open(scoped.path());
+    r.model->Reset();
+    Drive(*r.model, *store, "c", 2, 5);
+    Drive(*r.model, *store, "c", 1, 8);  // seq 7 is missing
+  }
+  r = recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_EQ(r.records_dropped, 1u);
+  EXPECT_GT(r.certificate_rows, 0u);
+  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
+  EXPECT_TRUE(r.certificate_rows_attached);
+  EXPECT_EQ(r.model->certificate()->observed(), r.certificate_rows);
+  {
+    auto store = *Store::Open(scoped.path());
+    r.model->DisableCertificate();
+    Drive(*r.model, *store, "c", 1, 7);
+  }
+  r = recover();
+  EXPECT_EQ(r.records_applied, 7u);  // 1 to 7; 8 was dropped
+  EXPECT_EQ(r.certificate_rows, 0u);
 }
 
 // The newest file named *.log in `dir`: LevelDB's write-ahead log.

@@ -358,11 +358,39 @@ absl::Status CertificateTracker::Restore(const CertificateState& s,
   return checked;
 }
 
+bool CertificateTracker::RowsFit(const KeptRows& rows) const {
+  if (rows.size() != observed_) return false;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    for (uint32_t i : rows.indices(t)) {
+      if (i >= weight_dimension_) return false;
+    }
+    for (double v : rows.values(t)) {
+      if (!std::isfinite(v)) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<KeptRows> CertificateTracker::RowsNow(
+    const KeptRows* taken) const {
+  if ((phase_ != CertificatePhase::kKeeping &&
+       phase_ != CertificatePhase::kFreezing) ||
+      (taken == nullptr ? taken_ != 0 : taken->size() != taken_)) {
+    return std::nullopt;
+  }
+  KeptRows rows;
+  if (taken != nullptr) rows.Append(*taken);
+  rows.Append(restored_);
+  rows.Append(queue_);
+  rows.Append(tail_);
+  return rows;
+}
+
 bool CertificateTracker::AttachRows(KeptRows rows) {
   if (!unattached_ || rows.size() != unattached_->observed) return false;
   const CertificateState s = *std::move(unattached_);
   RestoreChecked(s, &rows);
-  return true;
+  return !unattached_.has_value();  // as it was again if they do not fit
 }
 
 void CertificateTracker::RestoreChecked(const CertificateState& s,
@@ -395,7 +423,7 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   ++generation_;  // a refresher's solver is stale
   if (phase_ == CertificatePhase::kKeeping ||
       phase_ == CertificatePhase::kFreezing) {
-    if (rows != nullptr && rows->size() == observed_) {
+    if (rows != nullptr && RowsFit(*rows)) {
       RestoreRows(std::move(*rows));
       return;
     }

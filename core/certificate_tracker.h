@@ -247,6 +247,10 @@ class CertificateTracker {
   // Every row kept, in order, if no Take has handed any to a solver since
   // the last Restore (for a tracker replacing this one); else none.
   std::optional<KeptRows> TakeAllRows();
+  // A copy of every row kept, in order, while keeping: `taken` (the rows
+  // Take handed to a solver, all of them; null if none was) followed by
+  // those not taken. None if not keeping or `taken` are not all taken.
+  std::optional<KeptRows> RowsNow(const KeptRows* taken) const;
 
   // The rows a journal carries: with journaling on, every row kept since the
   // last TakeRows, and whether the rows handed out before them no longer
@@ -265,6 +269,9 @@ class CertificateTracker {
 
  private:
   void RestoreChecked(const CertificateState& state, KeptRows* rows);
+  // Whether `rows` are as many as the examples observed, each of them
+  // within the weight dimension and finite (rows of a state from elsewhere).
+  bool RowsFit(const KeptRows& rows) const;
   // Takes back the rows of `rows` as kept (the first kept_ for the solver,
   // the rest as the tail), within the budget and the limits.
   void RestoreRows(KeptRows&& rows);

@@ -18,6 +18,17 @@ void ModelEntry::Observe(bool mistake) {
   }
 }
 
+std::optional<KeptRows> ModelEntry::CertificateRows() const {
+  const CertificateTracker* t = model->certificate();
+  if (t == nullptr) return std::nullopt;
+  const KeptRows* taken = nullptr;
+  if (solver_generation == t->generation()) {
+    if (solver != nullptr) taken = &solver->rows();
+    if (kernel_solver != nullptr) taken = &kernel_solver->rows();
+  }
+  return t->RowsNow(taken);
+}
+
 HistoryPoint ModelEntry::CurrentPoint() const {
   const Stats s = model->stats(/*with_weight_norm=*/false);
   HistoryPoint p;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +92,10 @@ struct ModelEntry {
   }
   // The model's point now, for the end of a chart.
   HistoryPoint CurrentPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // A copy of every example the certificate keeps, in order (its solver's
+  // rows, then the tracker's), while it is keeping; else none.
+  std::optional<KeptRows> CertificateRows() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(solver_mu, mu);
   // Empties the recent window and the history (a reset: call it before the
   // reset's batch is staged, so that its record says so).
   void ClearCurves() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);

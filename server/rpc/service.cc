@@ -375,7 +375,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ExportModel(
   return OnModel(
       context, Rpc::kExportModel, *request, Role::kAdmin,
       [&](ModelEntry& entry) -> absl::Status {
-        absl::StatusOr<std::string> blob = ExportBlob(entry);
+        absl::StatusOr<std::string> blob =
+            ExportBlob(entry, limits_.max_message_bytes - 16);
         if (!blob.ok()) return blob.status();
         if (blob->size() + 16 > limits_.max_message_bytes) {
           return absl::ResourceExhaustedError(absl::StrCat(

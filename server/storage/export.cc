@@ -2,6 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "perceptron/v1/state.pb.h"
@@ -30,10 +33,12 @@ uint32_t BlobCrc(const v1::ExportedModel& blob) {
       blob.producer().size(), ":", blob.producer(), "|", blob.state()));
 }
 
-absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
+absl::StatusOr<std::string> ExportBlob(ModelEntry& entry, size_t max_bytes) {
   v1::ExportedModel out;
   v1::ModelState state;
   {
+    // The solver's rows too: it is between two refreshes.
+    absl::MutexLock solver_lock(&entry.solver_mu);
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) {
       return absl::NotFoundError(
@@ -41,8 +46,15 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry) {
     }
     StateToProto(entry.model->ExportState(), &state);
     CurvesToProto(entry.recent, entry.history, state.mutable_curves());
+    if (std::optional<KeptRows> rows = entry.CertificateRows()) {
+      KeptRowsToProto(*rows, state.mutable_certificate_rows());
+    }
   }
   // The blob's other fields and framing take well under 4 KiB.
+  if (const size_t room = std::min(max_bytes, kMaxBlobBytes);
+      room < 4096 || state.ByteSizeLong() > room - 4096) {
+    state.clear_certificate_rows();
+  }
   if (const size_t bytes = state.ByteSizeLong(); bytes > kMaxBlobBytes - 4096) {
     return absl::FailedPreconditionError(
         absl::StrCat("the model's state is ", bytes,
@@ -96,6 +108,16 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
   if (absl::Status c = CurvesFromProto(state.curves(), &recent, &history);
       !c.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("import: ", c.message()));
+  }
+  if (state.has_certificate_rows()) {
+    KeptRows rows;
+    if (absl::Status r = KeptRowsFromProto(state.certificate_rows(), &rows);
+        !r.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("import: ", r.message()));
+    }
+    // Rows that are not the certificate's (too few, too many, out of range)
+    // leave it frozen, saying so: the model is never refused for them.
+    (*model)->AttachCertificateRows(std::move(rows));
   }
   const std::string name = id.empty() ? in.model_id() : id;
   if (absl::Status v = ValidateModelId(name); !v.ok()) return v;

@@ -23,12 +23,18 @@ inline constexpr size_t kMaxBlobBytes = (size_t{1} << 31) - 1;
 // Format 2's checksum: CRC-32 of every field but itself.
 uint32_t BlobCrc(const v1::ExportedModel& blob);
 
-absl::StatusOr<std::string> ExportBlob(ModelEntry& entry);
+// The model's blob, with the examples its certificate keeps if the blob
+// with them takes at most `max_bytes` (an import without them is frozen:
+// CertificateTracker::Restore). FAILED_PRECONDITION if even without them it
+// would take more than kMaxBlobBytes.
+absl::StatusOr<std::string> ExportBlob(ModelEntry& entry,
+                                       size_t max_bytes = kMaxBlobBytes);
 
 // A new entry (not yet in any registry) from `blob`, under `id` or, if empty,
-// the blob's id. INVALID_ARGUMENT for a blob that does not parse, fails its
-// checksum, or holds a state that does not fit its config; FAILED_PRECONDITION
-// for an unknown format version.
+// the blob's id; its certificate keeps the examples the blob carries.
+// INVALID_ARGUMENT for a blob that does not parse, fails its checksum, or holds
+// a state that does not fit its config; FAILED_PRECONDITION for an unknown
+// format version.
 absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
                                                        const std::string& id,
                                                        uint32_t max_dimension);

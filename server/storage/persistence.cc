@@ -120,18 +120,22 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
 absl::Status Persistence::Created(ModelEntry& entry) {
   ModelState state;
   v1::CurvesState curves;
+  std::optional<KeptRows> rows;  // an imported certificate's
   {
-    absl::MutexLock lock(&entry.mu);
     if (store_ == nullptr) return absl::OkStatus();
+    absl::MutexLock solver_lock(&entry.solver_mu);
+    absl::MutexLock lock(&entry.mu);
     entry.model->SetJournaling(true);
     entry.model->TakeJournal();  // the snapshot below holds everything so far
     entry.curves_journaling = true;
     entry.TakeCurvesJournal();
     state = entry.model->ExportState();
     CurvesToProto(entry.recent, entry.history, &curves);
+    rows = entry.CertificateRows();
     entry.seq = 0;
   }
-  return store_->PutModel(entry.id, entry.created_at, state, curves);
+  return store_->PutModel(entry.id, entry.created_at, state, curves,
+                          rows ? &*rows : nullptr);
 }
 
 absl::Status Persistence::Deleted(const std::string& id) {

@@ -1,5 +1,7 @@
 #include "server/storage/state_convert.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "server/model/convert.h"
 
 namespace perceptron::server {
@@ -265,6 +267,49 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
     j.certificate = *std::move(c);
   }
   return j;
+}
+
+void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out) {
+  std::string* labels = out->mutable_labels();
+  labels->reserve(in.size());
+  uint64_t end = 0;
+  for (size_t t = 0; t < in.size(); ++t) {
+    const absl::Span<const uint32_t> index = in.indices(t);
+    const absl::Span<const double> value = in.values(t);
+    out->mutable_indices()->Add(index.begin(), index.end());
+    out->mutable_values()->Add(value.begin(), value.end());
+    end += index.size();
+    out->add_ends(end);
+    labels->push_back(in.label(t) > 0 ? 1 : 0);
+  }
+}
+
+absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
+  if (in.ends_size() != static_cast<int>(in.labels().size()) ||
+      in.indices_size() != in.values_size()) {
+    return absl::InvalidArgumentError(
+        "certificate rows: ends, labels, indices and values disagree in "
+        "length");
+  }
+  uint64_t begin = 0;
+  for (int t = 0; t < in.ends_size(); ++t) {
+    const uint64_t end = in.ends(t);
+    const char label = in.labels()[t];
+    if (end < begin || end > static_cast<uint64_t>(in.indices_size()) ||
+        (label != 0 && label != 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("certificate rows: row ", t, " is malformed"));
+    }
+    out->Add(absl::MakeConstSpan(in.indices().data() + begin, end - begin),
+             absl::MakeConstSpan(in.values().data() + begin, end - begin),
+             label == 1 ? 1 : -1);
+    begin = end;
+  }
+  if (begin != static_cast<uint64_t>(in.indices_size())) {
+    return absl::InvalidArgumentError(
+        "certificate rows: non-zeros after the last row");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace perceptron::server

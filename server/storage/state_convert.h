@@ -18,6 +18,12 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
                                           uint32_t max_dimension);
 
 void JournalToProto(const Journal& in, v1::Journal* out);
+// The certificate's kept rows (Journal::certificate_rows, ...).
+void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out);
+// Appends the rows of `in` to `out`; INVALID_ARGUMENT (some may be appended)
+// if they are malformed. Their indices and values are checked by the tracker
+// that takes them (CertificateTracker::Restore).
+absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out);
 absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in);
 
 }  // namespace perceptron::server

@@ -79,46 +79,6 @@ leveldb::ReadOptions Verified() {
   return o;
 }
 
-void RowsToProto(const KeptRows& rows, absl::Time created_at,
-                 v1::StoredRows* out) {
-  out->set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
-  std::string* labels = out->mutable_labels();
-  labels->reserve(rows.size());
-  uint64_t end = 0;
-  for (size_t t = 0; t < rows.size(); ++t) {
-    const absl::Span<const uint32_t> index = rows.indices(t);
-    const absl::Span<const double> value = rows.values(t);
-    out->mutable_indices()->Add(index.begin(), index.end());
-    out->mutable_values()->Add(value.begin(), value.end());
-    end += index.size();
-    out->add_ends(end);
-    labels->push_back(rows.label(t) > 0 ? 1 : 0);
-  }
-}
-
-// Appends the rows of `in` to `rows`; false (some may be appended) if they
-// are malformed.
-bool RowsFromProto(const v1::StoredRows& in, KeptRows* rows) {
-  if (in.ends_size() != static_cast<int>(in.labels().size()) ||
-      in.indices_size() != in.values_size()) {
-    return false;
-  }
-  uint64_t begin = 0;
-  for (int t = 0; t < in.ends_size(); ++t) {
-    const uint64_t end = in.ends(t);
-    if (end < begin || end > static_cast<uint64_t>(in.indices_size())) {
-      return false;
-    }
-    const char label = in.labels()[t];
-    if (label != 0 && label != 1) return false;
-    rows->Add(absl::MakeConstSpan(in.indices().data() + begin, end - begin),
-              absl::MakeConstSpan(in.values().data() + begin, end - begin),
-              label == 1 ? 1 : -1);
-    begin = end;
-  }
-  return begin == static_cast<uint64_t>(in.indices_size());
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -279,7 +239,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
               Unseal(value, &stored_rows) &&
               stored_rows.created_at_unix_nanos() ==
                   absl::ToUnixNanos(r.created_at) &&
-              RowsFromProto(stored_rows, &rows);
+              KeptRowsFromProto(stored_rows.rows(), &rows).ok();
   }
   if (rows_ok) {
     r.certificate_rows = rows.size();
@@ -325,7 +285,8 @@ absl::StatusOr<Recovery> Store::Recover(uint32_t max_dimension) {
 
 absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
                              const ModelState& state,
-                             const v1::CurvesState& curves) {
+                             const v1::CurvesState& curves,
+                             const KeptRows* certificate_rows) {
   leveldb::WriteBatch batch;
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
@@ -340,6 +301,12 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   StateToProto(state, snap.mutable_state());
   *snap.mutable_state()->mutable_curves() = curves;
   batch.Put(SeqKey(SnapshotPrefix(id), 0), Seal(snap));
+  if (certificate_rows != nullptr && certificate_rows->size() > 0) {
+    v1::StoredRows rows;
+    rows.set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
+    KeptRowsToProto(*certificate_rows, rows.mutable_rows());
+    batch.Put(SeqKey(RowsPrefix(id), 0), Seal(rows));
+  }
   leveldb::WriteOptions sync;
   sync.sync = true;
   return FromLevelDb(db_->Write(sync, &batch),
@@ -374,7 +341,8 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
     }
     if (r->journal.certificate_rows.size() > 0) {
       rows.Clear();
-      RowsToProto(r->journal.certificate_rows, r->created_at, &rows);
+      rows.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
+      KeptRowsToProto(r->journal.certificate_rows, rows.mutable_rows());
       std::string key = SeqKey(RowsPrefix(r->id), r->seq);
       batch.Put(key, Seal(rows));
       rows_put[r->id].push_back(std::move(key));

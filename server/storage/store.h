@@ -74,11 +74,13 @@ class Store {
   // the others. An error only if the store itself cannot be read.
   absl::StatusOr<Recovery> Recover(uint32_t max_dimension);
 
-  // Writes a model's identity and a snapshot of `state` at seq 0, replacing
-  // anything stored under `id`. Synced.
+  // Writes a model's identity and a snapshot of `state` at seq 0, with the
+  // rows its certificate keeps if given, replacing anything stored under
+  // `id`. Synced.
   absl::Status PutModel(const std::string& id, absl::Time created_at,
                         const ModelState& state,
-                        const v1::CurvesState& curves = v1::CurvesState());
+                        const v1::CurvesState& curves = v1::CurvesState(),
+                        const KeptRows* certificate_rows = nullptr);
   // Removes everything stored under `id`. Synced.
   absl::Status DeleteModel(const std::string& id);
   // A log record: what batch `seq` of model `id` changed. `created_at` names

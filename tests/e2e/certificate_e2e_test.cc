@@ -10,6 +10,8 @@
 #include "core/certificate.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
+#include "perceptron/v1/state.pb.h"
+#include "server/storage/export.h"
 #include "tests/e2e/server_process.h"
 
 namespace perceptron {
@@ -341,22 +343,67 @@ TEST(CertificateE2eTest, ARestartCarriesTheCertificateOn) {
     WaitFor(*c2, "r", [&](const auto& x) {
       return x.solved() == examples && x.converged();
     });
-    // An export does not carry the examples: its import is frozen where the
-    // stream ends, its comparators and sums carried (U still bounds it).
+    // An export carries the examples: its import goes on keeping, the same
+    // figures bit for bit, and so does it over a restart (stored with it).
     absl::StatusOr<v1::ModelStatus> now = c2->GetStatus("r");
     ASSERT_TRUE(now.ok()) << now.status();
+    const v1::Certificate& exact = now->stats().certificate();
     absl::StatusOr<std::string> blob = c2->ExportModel("r");
     ASSERT_TRUE(blob.ok()) << blob.status();
+    v1::ExportedModel parsed;
+    v1::ModelState state;
+    ASSERT_TRUE(parsed.ParseFromString(*blob));
+    ASSERT_TRUE(state.ParseFromString(parsed.state()));
+    EXPECT_EQ(state.certificate_rows().ends_size(), static_cast<int>(examples));
     ASSERT_TRUE(c2->ImportModel(*blob, "copy").ok());
-    absl::StatusOr<v1::ModelStatus> copy = c2->GetStatus("copy");
-    ASSERT_TRUE(copy.ok()) << copy.status();
-    const v1::Certificate& imported = copy->stats().certificate();
-    EXPECT_EQ(imported.state(), v1::Certificate::FROZEN);
-    EXPECT_EQ(imported.frozen_at(), examples);
-    EXPECT_NE(imported.reason().find("were not carried over"),
-              std::string::npos)
-        << imported.reason();
-    EXPECT_EQ(imported.upper(), now->stats().certificate().upper());
+    auto same_as_exact = [&](client::Client& c, const std::string& id) {
+      absl::StatusOr<v1::ModelStatus> copy = c.GetStatus(id);
+      ASSERT_TRUE(copy.ok()) << copy.status();
+      const v1::Certificate& imported = copy->stats().certificate();
+      EXPECT_EQ(imported.state(), v1::Certificate::KEEPING) << id;
+      EXPECT_EQ(imported.kept(), examples);
+      EXPECT_EQ(imported.upper(), exact.upper());
+      EXPECT_EQ(imported.lower(), exact.lower());
+      EXPECT_EQ(imported.solved(), exact.solved());
+    };
+    same_as_exact(*c2, "copy");
+    // Rows that do not parse refuse the blob, nothing created; rows that
+    // are not the certificate's (an index out of range), or none, leave the
+    // import frozen where the stream ends, saying so (U still bounds it).
+    auto with = [&](const v1::ModelState& changed) {
+      v1::ExportedModel b = parsed;
+      b.set_state(changed.SerializeAsString());
+      b.set_crc32(server::BlobCrc(b));
+      return b.SerializeAsString();
+    };
+    v1::ModelState bad = state;
+    bad.mutable_certificate_rows()->mutable_labels()->push_back(1);
+    absl::Status refused = c2->ImportModel(with(bad), "bad").status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    EXPECT_EQ(c2->GetStatus("bad").status().code(),
+              absl::StatusCode::kNotFound);
+    v1::ModelState outside = state;
+    outside.mutable_certificate_rows()->set_indices(0, 1000);
+    v1::ModelState none = state;
+    none.clear_certificate_rows();
+    for (const auto& [id, changed] :
+         {std::pair{"outside", outside}, std::pair{"none", none}}) {
+      ASSERT_TRUE(c2->ImportModel(with(changed), id).ok()) << id;
+      absl::StatusOr<v1::ModelStatus> frozen = c2->GetStatus(id);
+      ASSERT_TRUE(frozen.ok()) << frozen.status();
+      const v1::Certificate& f = frozen->stats().certificate();
+      EXPECT_EQ(f.state(), v1::Certificate::FROZEN) << id;
+      EXPECT_EQ(f.frozen_at(), examples);
+      EXPECT_NE(f.reason().find("were not carried over"), std::string::npos)
+          << f.reason();
+      EXPECT_EQ(f.upper(), exact.upper());
+    }
+    ASSERT_EQ((*again)->Stop(SIGTERM), 0);
+    again = ServerProcess::Start({"--durability=sync"}, server->data_dir());
+    ASSERT_TRUE(again.ok()) << again.status();
+    c2 = (*again)->Connect();
+    same_as_exact(*c2, "copy");
+    same_as_exact(*c2, "r");
     // Kept on over what comes after.
     Learn(*c2, "r", data);
     absl::StatusOr<v1::ModelStatus> more = c2->GetStatus("r");

@@ -381,13 +381,67 @@ absl::StatusOr<std::vector<v1::Model>> Client::ListModels() {
   return out;
 }
 
-absl::Status Client::DeleteModel(const std::string& id) {
+absl::Status Client::DeleteModel(const std::string& id, bool if_moving) {
   grpc::ClientContext context;
   SetDeadline(&context, id);
   v1::DeleteModelRequest request;
   request.set_model_id(id);
+  request.set_if_moving(if_moving);
   v1::DeleteModelResponse response;
   return FromGrpc(stub_->DeleteModel(&context, request, &response));
+}
+
+absl::StatusOr<v1::Model> Client::SetMoving(const std::string& id,
+                                            bool moving) {
+  grpc::ClientContext context;
+  SetDeadline(&context, id);
+  v1::SetMovingRequest request;
+  request.set_model_id(id);
+  request.set_moving(moving);
+  v1::Model response;
+  const grpc::Status s = stub_->SetMoving(&context, request, &response);
+  return Result(s, std::move(response));
+}
+
+namespace {
+
+// The server's instance id from a call's trailing metadata; else the call's
+// status, or UNAVAILABLE if it succeeded without one (not a perceptrond).
+absl::StatusOr<std::string> ServerIdOf(const grpc::ClientContext& context,
+                                       const grpc::Status& s) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kServerHeader);
+  if (it != trailers.end())
+    return std::string(it->second.data(), it->second.size());
+  if (!s.ok()) return FromGrpc(s);
+  return absl::UnavailableError(
+      absl::StrCat("the answer carries no ", kServerHeader,
+                   " (a server of another version?)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Client::ServerId() {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ListModelsRequest request;
+  request.set_page_size(1);
+  v1::ListModelsResponse response;
+  const grpc::Status s = stub_->ListModels(&context, request, &response);
+  return ServerIdOf(context, s);
+}
+
+absl::StatusOr<std::string> Client::ServerFor(const std::string& id) {
+  grpc::ClientContext context;
+  SetDeadline(&context, id);
+  v1::GetModelRequest request;
+  request.set_model_id(id);
+  v1::Model response;
+  const grpc::Status s = stub_->GetModel(&context, request, &response);
+  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND) {
+    return FromGrpc(s);
+  }
+  return ServerIdOf(context, s);
 }
 
 absl::StatusOr<v1::Model> Client::ResetModel(const std::string& id) {
@@ -539,7 +593,8 @@ absl::StatusOr<std::string> Client::ExportModel(const std::string& id) {
 }
 
 absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
-                                              const std::string& id) {
+                                              const std::string& id,
+                                              bool moving) {
   grpc::ClientContext context;
   SetDeadline(&context, id);  // no routing header for the blob's own id
   v1::Model response;
@@ -549,7 +604,10 @@ absl::StatusOr<v1::Model> Client::ImportModel(const std::string& blob,
   size_t at = 0;
   do {  // an empty blob is still one message, for the server to refuse
     v1::ImportModelRequest request;
-    if (at == 0) request.set_model_id(id);
+    if (at == 0) {
+      request.set_model_id(id);
+      request.set_moving(moving);
+    }
     const size_t n = std::min(kChunk, blob.size() - at);
     request.set_blob(blob.substr(at, n));
     at += n;

@@ -41,6 +41,9 @@ namespace v1 = ::perceptron::v1;
 // Learn stream, when it opens), so that a proxy in front of several servers
 // can route by it (docs/design.md section 9).
 inline constexpr char kModelHeader[] = "x-perceptron-model";
+// GetModel and ListModels answer with the server's instance id in this
+// trailing metadata key, whatever their status.
+inline constexpr char kServerHeader[] = "x-perceptron-server";
 
 struct ClientOptions {
   // host:port of the server. Default: "127.0.0.1:50051".
@@ -184,7 +187,17 @@ class Client {
   absl::StatusOr<v1::Model> GetModel(const std::string& id);
   // Every model, following pages.
   absl::StatusOr<std::vector<v1::Model>> ListModels();
-  absl::Status DeleteModel(const std::string& id);
+  // With `if_moving`, only a model marked moving (FAILED_PRECONDITION if not).
+  absl::Status DeleteModel(const std::string& id, bool if_moving = false);
+  // Marks the model as being moved to another shard, or lifts the mark: while
+  // marked, changes are refused with UNAVAILABLE (SetMoving).
+  absl::StatusOr<v1::Model> SetMoving(const std::string& id, bool moving);
+  // The instance id of the server this client reaches (x-perceptron-server).
+  absl::StatusOr<std::string> ServerId();
+  // The instance id of the server that answers for model `id`, whether it
+  // holds the model or not: through a proxy, the shard the proxy routes `id`
+  // to.
+  absl::StatusOr<std::string> ServerFor(const std::string& id);
   absl::StatusOr<v1::Model> ResetModel(const std::string& id);
   absl::StatusOr<v1::ModelStatus> GetStatus(const std::string& id);
   // The weight vector, whatever its size (GetWeightsChunks).
@@ -211,9 +224,10 @@ class Client {
   // The model as a portable blob, whatever its size (ExportModelChunks).
   absl::StatusOr<std::string> ExportModel(const std::string& id);
   // A model from a blob, under `id` or, if empty, the blob's own
-  // (ImportModelChunks).
+  // (ImportModelChunks); with `moving`, marked moving (SetMoving).
   absl::StatusOr<v1::Model> ImportModel(const std::string& blob,
-                                        const std::string& id);
+                                        const std::string& id,
+                                        bool moving = false);
 
   std::unique_ptr<LearnSession> OpenLearnSession(const std::string& id,
                                                  const SessionOptions& options);

@@ -153,19 +153,33 @@ std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
   return {set_aside_.begin(), set_aside_.end()};
 }
 
-absl::Status Registry::Delete(const std::string& id) {
+absl::Status Registry::Delete(const std::string& id, bool if_moving) {
   std::shared_ptr<ModelEntry> entry;
   {
     absl::MutexLock lock(&mu_);
-    if (set_aside_.erase(id) > 0) return absl::OkStatus();
+    if (!if_moving && set_aside_.erase(id) > 0) return absl::OkStatus();
     auto it = models_.find(id);
     if (it == models_.end()) return Missing(id);
-    entry = std::move(it->second);
-    models_.erase(it);
+    entry = it->second;
   }
   {
+    // Checked and marked deleted under the entry's lock, so that nothing
+    // changes the model between the check and the deletion.
     absl::MutexLock lock(&entry->mu);
+    if (entry->deleted)
+      return absl::NotFoundError(absl::StrCat("model ", id, " was deleted"));
+    if (if_moving && !entry->moving) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", id,
+          " is not marked moving (the mark was lifted, or the server "
+          "restarted since): not deleted"));
+    }
     entry->deleted = true;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = models_.find(id);
+    if (it != models_.end() && it->second == entry) models_.erase(it);
   }
   entry->NotifyDeleted();
   return absl::OkStatus();

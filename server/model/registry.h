@@ -61,6 +61,8 @@ struct ModelEntry {
   History history ABSL_GUARDED_BY(mu);
   absl::Time updated_at ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
+  // Being moved to another shard (SetMoving): changes are refused.
+  bool moving ABSL_GUARDED_BY(mu) = false;
 
   // The certificate's solver (the refresher's own, off the learning path):
   // the rows taken from the model's tracker, in the tracker's generation.
@@ -140,8 +142,9 @@ class Registry {
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
   // Removes the model, marks its entry deleted and tells its listeners; or
   // forgets a model set aside (the caller then deletes its data). NOT_FOUND
-  // if unknown.
-  absl::Status Delete(const std::string& id);
+  // if unknown; with `if_moving`, FAILED_PRECONDITION (nothing removed) unless
+  // the model is marked moving.
+  absl::Status Delete(const std::string& id, bool if_moving = false);
   // Up to `limit` models with ids greater than `after`, in id order, counting
   // only those `visible` accepts (all when it is null).
   std::vector<std::shared_ptr<ModelEntry>> List(

@@ -81,7 +81,9 @@ absl::Duration CertificateRefresher::Refresh(
     absl::MutexLock lock(&entry->mu);
     CertificateTracker* tracker =
         entry->deleted ? nullptr : entry->model->certificate();
-    if (tracker == nullptr) return absl::ZeroDuration();
+    // A model being moved to another shard changes in nothing until the move
+    // ends (its copy is compared with it byte for byte).
+    if (tracker == nullptr || entry->moving) return absl::ZeroDuration();
     generation = tracker->generation();
     const bool stale =
         entry->solver != nullptr && entry->solver_generation != generation;
@@ -159,6 +161,11 @@ bool CertificateRefresher::Install(ModelEntry& entry,
   CertificateTracker* tracker =
       entry.deleted ? nullptr : entry.model->certificate();
   if (tracker == nullptr) return false;
+  if (entry.moving) {
+    // Marked while this solve ran: solved again once the mark is lifted.
+    entry.solver_converged = false;
+    return false;
+  }
   tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
                    generation, std::move(basis));
   // Not awaited: a failed write fails the next batch's commit too.

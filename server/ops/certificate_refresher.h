@@ -48,9 +48,12 @@ class CertificateRefresher {
                          bool* freezing = nullptr);
   // Installs a solution in the model's tracker (under its lock) and stages
   // the log record that carries it; whether the tracker is still freezing.
+  // Nothing is installed in a model marked moving (SetMoving), which is
+  // then solved again once the mark is lifted.
   bool Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
                std::vector<double> sums, double lower, bool converged,
-               uint64_t covered, uint64_t generation, KeptRows basis);
+               uint64_t covered, uint64_t generation, KeptRows basis)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.solver_mu);
   void Loop();
 
   Registry* const registry_;

@@ -1,6 +1,7 @@
 #include "server/ops/model_ops.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/model/convert.h"
 
@@ -11,6 +12,20 @@ using google::protobuf::util::TimeUtil;
 
 absl::Status Deleted(const ModelEntry& entry) {
   return absl::NotFoundError(absl::StrCat("model ", entry.id, " was deleted"));
+}
+
+// OK if a call may change the model: it is not deleted, nor being moved to
+// another shard (SetMoving).
+absl::Status Changeable(const ModelEntry& entry)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  if (entry.deleted) return Deleted(entry);
+  if (entry.moving) {
+    return absl::UnavailableError(
+        absl::StrCat("model ", entry.id,
+                     " is being moved to another shard; nothing was applied: "
+                     "retry in a moment"));
+  }
+  return absl::OkStatus();
 }
 
 int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
@@ -212,7 +227,7 @@ absl::Status ApplyLearnItems(
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
@@ -245,7 +260,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     absl::StatusOr<ColumnRows> rows =
         ColumnRows::Of(columns, entry.model->config().dimension);
@@ -325,7 +340,7 @@ absl::Status ApplyReveals(
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
       absl::StatusOr<Outcome> o =
@@ -389,7 +404,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     options.on_example = [&entry](uint32_t, size_t, const Outcome& o)
                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
                                entry.Observe(o.mistake);
@@ -413,7 +428,7 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     entry.model->Reset();
     entry.ClearCurves();
     commit = persistence.Stage(entry);
@@ -515,7 +530,9 @@ void ExpirePending(ModelEntry& entry, Persistence& persistence,
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted || entry.model->pending_count() == 0) return;
+    if (entry.deleted || entry.moving || entry.model->pending_count() == 0) {
+      return;
+    }
     expired = entry.model->ExpirePending(absl::ToUnixNanos(absl::Now() - ttl));
     if (expired > 0) commit = persistence.Stage(entry);
     if (expired > 0) entry.updated_at = absl::Now();

@@ -23,6 +23,7 @@ constexpr RpcName kNames[kRpcCount] = {
     {kService, "GetModel", "unary"},
     {kService, "ListModels", "unary"},
     {kService, "DeleteModel", "unary"},
+    {kService, "SetMoving", "unary"},
     {kService, "ResetModel", "unary"},
     {kService, "Learn", "bidi_stream"},
     {kService, "Predict", "unary"},

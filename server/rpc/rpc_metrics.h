@@ -35,6 +35,7 @@ enum class Rpc {
   kGetModel,
   kListModels,
   kDeleteModel,
+  kSetMoving,
   kResetModel,
   kLearn,
   kPredict,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -110,9 +111,16 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> PerceptronServiceImpl::Find(
   return registry_->Get(id);
 }
 
+std::string PerceptronServiceImpl::NewServerId() {
+  absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen),
+                         absl::Uniform<uint64_t>(gen));
+}
+
 void PerceptronServiceImpl::FillModel(ModelEntry& entry, v1::Model* model) {
   model->set_model_id(entry.id);
   absl::MutexLock lock(&entry.mu);
+  model->set_moving(entry.moving);
   *model->mutable_config() = ConfigToProto(entry.model->config());
   *model->mutable_created_at() =
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
@@ -177,6 +185,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::CreateModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::Model* response) {
+  context->AddTrailingMetadata(kServerHeader, server_id_);
   return OnModel(context, Rpc::kGetModel, *request, Role::kRead,
                  [&](ModelEntry& entry) -> absl::Status {
                    FillModel(entry, response);
@@ -187,6 +196,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
+  context->AddTrailingMetadata(kServerHeader, server_id_);
   return Handle(
       context, Rpc::kListModels, Role::kRead, "", [&]() -> absl::Status {
         const size_t size = request->page_size() == 0
@@ -218,12 +228,30 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
     v1::DeleteModelResponse* response) {
-  return Handle(
-      context, Rpc::kDeleteModel, Role::kAdmin, request->model_id(),
-      [&]() -> absl::Status {
-        PERCEPTRON_RETURN_IF_ERROR(registry_->Delete(request->model_id()));
-        return persistence_->Deleted(request->model_id());
-      });
+  return Handle(context, Rpc::kDeleteModel, Role::kAdmin, request->model_id(),
+                [&]() -> absl::Status {
+                  PERCEPTRON_RETURN_IF_ERROR(registry_->Delete(
+                      request->model_id(), request->if_moving()));
+                  return persistence_->Deleted(request->model_id());
+                });
+}
+
+grpc::ServerUnaryReactor* PerceptronServiceImpl::SetMoving(
+    grpc::CallbackServerContext* context, const v1::SetMovingRequest* request,
+    v1::Model* response) {
+  return OnModel(context, Rpc::kSetMoving, *request, Role::kAdmin,
+                 [&](ModelEntry& entry) -> absl::Status {
+                   {
+                     absl::MutexLock lock(&entry.mu);
+                     if (entry.deleted) {
+                       return absl::NotFoundError(
+                           absl::StrCat("model ", entry.id, " was deleted"));
+                     }
+                     entry.moving = request->moving();
+                   }
+                   FillModel(entry, response);
+                   return absl::OkStatus();
+                 });
 }
 
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ResetModel(
@@ -417,10 +445,11 @@ PerceptronServiceImpl::ExportModelChunks(
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ImportModel(
     grpc::CallbackServerContext* context, const v1::ImportModelRequest* request,
     v1::Model* response) {
-  return Handle(
-      context, Rpc::kImportModel, Role::kAdmin, request->model_id(), [&] {
-        return Import(context, request->blob(), request->model_id(), response);
-      });
+  return Handle(context, Rpc::kImportModel, Role::kAdmin, request->model_id(),
+                [&] {
+                  return Import(context, request->blob(), request->model_id(),
+                                request->moving(), response);
+                });
 }
 
 grpc::ServerReadReactor<v1::ImportModelRequest>*
@@ -437,7 +466,7 @@ PerceptronServiceImpl::ImportModelChunks(grpc::CallbackServerContext* context,
       },
       [this, context](const v1::ImportModelRequest& first,
                       const std::string& blob, v1::Model* model) {
-        return Import(context, blob, first.model_id(), model);
+        return Import(context, blob, first.model_id(), first.moving(), model);
       },
       response);
 }
@@ -445,15 +474,20 @@ PerceptronServiceImpl::ImportModelChunks(grpc::CallbackServerContext* context,
 absl::Status PerceptronServiceImpl::Import(grpc::CallbackServerContext* context,
                                            const std::string& blob,
                                            const std::string& model_id,
-                                           v1::Model* response) {
+                                           bool moving, v1::Model* response) {
   if (streams_.stopped()) return absl::UnavailableError("shutting down");
   absl::StatusOr<std::shared_ptr<ModelEntry>> entry =
-      ImportBlob(blob, model_id, limits_.max_dimension);
+      ImportBlob(blob, model_id, limits_.max_dimension,
+                 /*keep_created_at=*/moving);
   if (!entry.ok()) return entry.status();
   // The id the model gets (the blob's own if the request names none) must be
   // covered too.
   if (absl::Status s = Allow(context, Role::kAdmin, (*entry)->id); !s.ok()) {
     return s;
+  }
+  if (moving) {
+    absl::MutexLock lock(&(*entry)->mu);
+    (*entry)->moving = true;
   }
   if (absl::Status s = registry_->Insert(*entry); !s.ok()) return s;
   if (absl::Status s = persistence_->Created(**entry); !s.ok()) {

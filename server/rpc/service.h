@@ -29,7 +29,14 @@ class PerceptronServiceImpl final
         persistence_(persistence),
         limits_(limits),
         auth_(auth),
-        rpc_metrics_(rpc_metrics) {}
+        rpc_metrics_(rpc_metrics),
+        server_id_(NewServerId()) {}
+
+  // The trailing metadata key of GetModel and ListModels that carries the
+  // server's instance id (docs/design.md section 9).
+  static constexpr char kServerHeader[] = "x-perceptron-server";
+  // This server's instance id: 32 hex digits, new at every start.
+  const std::string& server_id() const { return server_id_; }
 
   // Refuses new calls with UNAVAILABLE and ends open streams once their batch
   // is answered.
@@ -54,6 +61,9 @@ class PerceptronServiceImpl final
       grpc::CallbackServerContext* context,
       const v1::DeleteModelRequest* request,
       v1::DeleteModelResponse* response) override;
+  grpc::ServerUnaryReactor* SetMoving(grpc::CallbackServerContext* context,
+                                      const v1::SetMovingRequest* request,
+                                      v1::Model* response) override;
   grpc::ServerUnaryReactor* ResetModel(grpc::CallbackServerContext* context,
                                        const v1::ResetModelRequest* request,
                                        v1::Model* response) override;
@@ -127,17 +137,20 @@ class PerceptronServiceImpl final
   absl::Status Allow(grpc::CallbackServerContext* context, Role role,
                      absl::string_view model_id);
   // ImportModel's work for either form: the blob, the id asked for ("" for the
-  // blob's own), the model made.
+  // blob's own), whether to mark it moving, the model made.
   absl::Status Import(grpc::CallbackServerContext* context,
                       const std::string& blob, const std::string& model_id,
-                      v1::Model* response);
+                      bool moving, v1::Model* response);
 
   Registry* const registry_;
   Persistence* const persistence_;
   const Limits limits_;
   const Authorizer* const auth_;
   RpcMetrics* const rpc_metrics_;
+  const std::string server_id_;
   StreamSet streams_;
+
+  static std::string NewServerId();
 };
 
 }  // namespace perceptron::server

@@ -72,7 +72,8 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry, size_t max_bytes) {
 
 absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
                                                        const std::string& id,
-                                                       uint32_t max_dimension) {
+                                                       uint32_t max_dimension,
+                                                       bool keep_created_at) {
   v1::ExportedModel in;
   if (blob.empty() || !in.ParseFromString(blob)) {
     return absl::InvalidArgumentError(
@@ -121,8 +122,13 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
   }
   const std::string name = id.empty() ? in.model_id() : id;
   if (absl::Status v = ValidateModelId(name); !v.ok()) return v;
+  // absl::Time saturates where a blob's timestamp is out of range.
+  const absl::Time created_at =
+      keep_created_at ? absl::FromUnixSeconds(in.created_at().seconds()) +
+                            absl::Nanoseconds(in.created_at().nanos())
+                      : absl::Now();
   auto entry =
-      std::make_shared<ModelEntry>(name, *std::move(model), absl::Now());
+      std::make_shared<ModelEntry>(name, *std::move(model), created_at);
   absl::MutexLock lock(&entry->mu);
   entry->recent = std::move(recent);
   entry->history = std::move(history);

@@ -31,13 +31,15 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry,
                                        size_t max_bytes = kMaxBlobBytes);
 
 // A new entry (not yet in any registry) from `blob`, under `id` or, if empty,
-// the blob's id; its certificate keeps the examples the blob carries.
+// the blob's id; its certificate keeps the examples the blob carries. It is
+// created now, or when the blob's model was if `keep_created_at` (a model
+// moved to another shard is the same model).
 // INVALID_ARGUMENT for a blob that does not parse, fails its checksum, or holds
 // a state that does not fit its config; FAILED_PRECONDITION for an unknown
 // format version.
-absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
-                                                       const std::string& id,
-                                                       uint32_t max_dimension);
+absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(
+    const std::string& blob, const std::string& id, uint32_t max_dimension,
+    bool keep_created_at = false);
 
 }  // namespace perceptron::server
 

@@ -560,6 +560,110 @@ TEST(ServiceTest, IfExamplesAppliesAStreamOnlyAtThatCount) {
   EXPECT_EQ(WeightBits(*c, "cas"), CoreBits(*core));
 }
 
+TEST(ServiceTest, AModelMarkedMovingRefusesChangesAndIsDeletedOnlyWhileMarked) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  auto c = server->Connect();
+  ASSERT_TRUE(c->CreateModel("mv", Config(3)).ok());
+  std::mt19937_64 rng(6);
+  std::vector<Example> examples;
+  for (int t = 0; t < 30; ++t) examples.push_back(RandomExample(rng, 3, true));
+  auto send = [&](bool columnar, int from, int to) {
+    SessionOptions so = Batches(5);
+    so.columnar = columnar;
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("mv", so);
+    for (int t = from; t < to; ++t) s->AddLabeled(examples[t]).IgnoreError();
+    return s->Finish();
+  };
+  ASSERT_TRUE(send(true, 0, 10).ok());
+  // A prediction issued before the mark, revealed while it stands.
+  {
+    SessionOptions so;
+    so.columnar = false;
+    uint64_t id = 0;
+    so.on_response = [&](const v1::LearnResponse& r) {
+      for (const v1::ItemResult& item : r.results()) {
+        if (item.has_prediction()) id = item.prediction().prediction_id();
+      }
+    };
+    std::unique_ptr<LearnSession> s = c->OpenLearnSession("mv", so);
+    Example unlabeled = examples[10];
+    unlabeled.label.reset();
+    ASSERT_TRUE(s->AddExample(unlabeled).ok());
+    ASSERT_TRUE(s->Finish().ok());
+    ASSERT_NE(id, 0u);
+    // A model not marked is not deleted by a move's last step.
+    absl::Status d = c->DeleteModel("mv", /*if_moving=*/true);
+    EXPECT_EQ(d.code(), absl::StatusCode::kFailedPrecondition) << d;
+    EXPECT_THAT(d.message(), HasSubstr("not marked moving"));
+    absl::StatusOr<v1::Model> marked = c->SetMoving("mv", true);
+    ASSERT_TRUE(marked.ok()) << marked.status();
+    EXPECT_TRUE(marked->moving());
+    EXPECT_TRUE(c->GetModel("mv")->moving());
+    const std::string before = WeightBits(*c, "mv");
+    const std::string blob = *c->ExportModel("mv");
+    // Every change is refused with UNAVAILABLE, nothing applied: Learn in
+    // both encodings, Reveal, Train, ResetModel.
+    for (bool columnar : {true, false}) {
+      absl::StatusOr<client::SessionSummary> r = send(columnar, 10, 20);
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable)
+          << r.status();
+      EXPECT_THAT(r.status().message(), HasSubstr("being moved"));
+    }
+    absl::StatusOr<v1::RevealResponse> reveal =
+        c->Reveal("mv", {{id, *examples[10].label}});
+    EXPECT_EQ(reveal.status().code(), absl::StatusCode::kUnavailable)
+        << reveal.status();
+    absl::StatusOr<v1::TrainResponse> train =
+        c->Train("mv", {examples.begin(), examples.begin() + 5}, 1);
+    EXPECT_EQ(train.status().code(), absl::StatusCode::kUnavailable)
+        << train.status();
+    absl::StatusOr<v1::Model> reset = c->ResetModel("mv");
+    EXPECT_EQ(reset.status().code(), absl::StatusCode::kUnavailable)
+        << reset.status();
+    // Reads are answered, and the model is what it was.
+    EXPECT_EQ(c->GetStatus("mv")->stats().examples(), 10u);
+    EXPECT_TRUE(c->Predict("mv", {examples[0]}).ok());
+    EXPECT_EQ(WeightBits(*c, "mv"), before);
+    EXPECT_EQ(*c->ExportModel("mv"), blob);
+    // Its copy, imported marked too, keeps its created_at: equal byte for
+    // byte, and refusing changes as well.
+    auto other = StartServer();
+    ASSERT_NE(other, nullptr);
+    auto o = other->Connect();
+    absl::StatusOr<v1::Model> copy = o->ImportModel(blob, "mv", true);
+    ASSERT_TRUE(copy.ok()) << copy.status();
+    EXPECT_TRUE(copy->moving());
+    EXPECT_EQ(*o->ExportModel("mv"), blob);
+    EXPECT_EQ(o->ResetModel("mv").status().code(),
+              absl::StatusCode::kUnavailable);
+    // Each server says which it is, whatever the status of the call.
+    absl::StatusOr<std::string> here = c->ServerId();
+    absl::StatusOr<std::string> there = o->ServerId();
+    ASSERT_TRUE(here.ok() && there.ok());
+    EXPECT_NE(*here, *there);
+    EXPECT_EQ(*c->ServerFor("mv"), *here);
+    EXPECT_EQ(*o->ServerFor("no-such-model"), *there);
+    // The mark lifted: changes apply again, the reveal included.
+    ASSERT_FALSE(c->SetMoving("mv", false)->moving());
+    ASSERT_TRUE(c->Reveal("mv", {{id, *examples[10].label}}).ok());
+    ASSERT_TRUE(send(false, 11, 30).ok());
+    EXPECT_EQ(c->GetStatus("mv")->stats().examples(), 30u);
+    ModelConfig config;
+    config.dimension = 3;
+    auto core = *Model::Create(config);
+    for (const Example& e : examples)
+      ASSERT_TRUE(core->Learn(View(e), *e.label).ok());
+    EXPECT_EQ(WeightBits(*c, "mv"), CoreBits(*core));
+    // Marked again, the move's last step deletes it.
+    ASSERT_TRUE(c->SetMoving("mv", true).ok());
+    ASSERT_TRUE(c->DeleteModel("mv", /*if_moving=*/true).ok());
+    EXPECT_EQ(c->GetModel("mv").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(c->SetMoving("mv", true).status().code(),
+              absl::StatusCode::kNotFound);
+  }
+}
+
 TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);

@@ -18,6 +18,7 @@ int Delete(const Args& args);
 int Reset(const Args& args);
 int Weights(const Args& args);
 int Health(const Args& args);
+int RebalanceCommand(const Args& args);
 // A model configuration from the create flags (also for train --create).
 absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension);
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -276,7 +277,12 @@ int Train(const Args& args) {
   // Examples of this run the model held when the current stream opened, and
   // how often a broken stream was resumed.
   uint64_t done = 0;
-  int resumed = 0, stalled = 0;
+  int resumed = 0;
+  // While resumed streams make no progress (a model being moved to another
+  // shard refuses every batch with UNAVAILABLE until the proxy sends it to
+  // its new shard): since when, and the pause before the next try.
+  std::optional<absl::Time> stalled_since;
+  absl::Duration stalled_pause = absl::Milliseconds(100);
   while (true) {
     if (retry) so.if_examples = base + done;
     added = absl::OkStatus();
@@ -355,11 +361,18 @@ int Train(const Args& args) {
           ": it lost acknowledged examples (a server without durability?) or "
           "another client writes to it; not resuming")));
     }
-    stalled = held - base == done ? stalled + 1 : 0;
-    if (stalled > 10) {
-      std::fprintf(stderr, "perceptron: %s: no progress after %d resumptions\n",
-                   model.c_str(), stalled);
-      return Fail(summary.status());
+    if (held - base == done) {
+      if (!stalled_since) stalled_since = absl::Now();
+      if (absl::Now() - *stalled_since + stalled_pause > retry_for) {
+        std::fprintf(stderr, "perceptron: %s: no progress for %s\n",
+                     model.c_str(), absl::FormatDuration(retry_for).c_str());
+        return Fail(summary.status());
+      }
+      absl::SleepFor(stalled_pause);  // a retry's pause
+      stalled_pause = std::min(2 * stalled_pause, absl::Seconds(2));
+    } else {
+      stalled_since.reset();
+      stalled_pause = absl::Milliseconds(100);
     }
     done = held - base;
     ++resumed;

@@ -9,8 +9,16 @@
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of perceptrond");
 ABSL_FLAG(std::vector<std::string>, shards, {},
-          "list, health: the shards behind a proxy, host:port,host:port,... "
-          "(each asked directly; list merges their models)");
+          "list, health, rebalance: the shards behind a proxy, "
+          "host:port,host:port,... (each asked directly; list merges their "
+          "models)");
+ABSL_FLAG(std::string, live, "",
+          "rebalance: the proxy clients use, switched to the new shards once "
+          "the copies are made (default: --server, the proxy that routes by "
+          "the new shards)");
+ABSL_FLAG(absl::Duration, switch_timeout, absl::Minutes(10),
+          "rebalance: how long to wait for --live to route the moved models "
+          "to their new shards before putting them back");
 ABSL_FLAG(std::string, tls_ca, "",
           "Use TLS: the CA that signed the server's certificate (PEM)");
 ABSL_FLAG(std::string, tls_cert, "",

@@ -11,6 +11,8 @@
 
 ABSL_DECLARE_FLAG(std::string, server);
 ABSL_DECLARE_FLAG(std::vector<std::string>, shards);
+ABSL_DECLARE_FLAG(std::string, live);
+ABSL_DECLARE_FLAG(absl::Duration, switch_timeout);
 ABSL_DECLARE_FLAG(std::string, tls_ca);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);

@@ -20,6 +20,10 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron create MODEL --dim=D [--algorithm=classic|margin|averaged|voted|kernel]
              [--gamma=G --comparator_file=FILE] [--eta --bias --normalize --kernel ...]
   perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
+             (list, health: --shards=HOST:PORT,... asks each shard behind a proxy)
+  perceptron rebalance --server=NEXT_PROXY --shards=HOST:PORT,... [--live=PROXY]
+             (after shards are added or removed: moves every model to the shard NEXT_PROXY
+             routes it to; the old copies go once PROXY, switched, routes there too)
   perceptron train FILE --model=MODEL [--create] [--epochs=1] [--batch=64] [--positive=CLASS]
   perceptron fit FILE --model=MODEL [--create] [--max_epochs=100]
              (cyclic training to separation, in one Train request)
@@ -49,15 +53,25 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"create", Create}, {"list", List},
-    {"get", Get},       {"delete", Delete},
-    {"reset", Reset},   {"weights", Weights},
-    {"health", Health}, {"train", Train},
-    {"fit", Fit},       {"predict", Predict},
-    {"reveal", Reveal}, {"generate", Generate},
-    {"status", Status}, {"watch", Watch},
-    {"plot", Plot},     {"export", Export},
-    {"import", Import}, {"certificate", CertificateCommand},
+    {"create", Create},
+    {"list", List},
+    {"get", Get},
+    {"delete", Delete},
+    {"reset", Reset},
+    {"weights", Weights},
+    {"health", Health},
+    {"train", Train},
+    {"fit", Fit},
+    {"predict", Predict},
+    {"reveal", Reveal},
+    {"generate", Generate},
+    {"status", Status},
+    {"watch", Watch},
+    {"plot", Plot},
+    {"export", Export},
+    {"import", Import},
+    {"certificate", CertificateCommand},
+    {"rebalance", RebalanceCommand},
 };
 
 int Run(const std::string& name, const Args& args) {

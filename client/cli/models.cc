@@ -15,6 +15,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
+#include "client/rebalance.h"
 
 namespace perceptron::client::cli {
 
@@ -204,6 +205,34 @@ int Health(const Args& args) {
   if (!s.ok()) return Fail(s);
   std::printf("SERVING\n");
   return 0;
+}
+
+int RebalanceCommand(const Args& args) {
+  if (!args.empty()) return Usage("rebalance takes no arguments");
+  RebalanceOptions options;
+  options.shards = absl::GetFlag(FLAGS_shards);
+  if (options.shards.empty()) return Usage("rebalance needs --shards");
+  options.next = absl::GetFlag(FLAGS_server);
+  options.live = absl::GetFlag(FLAGS_live);
+  options.switch_timeout = absl::GetFlag(FLAGS_switch_timeout);
+  options.client = Options();
+  options.on_progress = [](absl::string_view line) {
+    std::fprintf(stderr, "perceptron: %.*s\n", static_cast<int>(line.size()),
+                 line.data());
+  };
+  absl::StatusOr<RebalanceReport> r = Rebalance(options);
+  if (!r.ok()) return Fail(r.status());
+  size_t bytes = 0;
+  for (const ModelMove& m : r->moved) bytes += m.bytes;
+  std::printf(
+      "rebalanced %zu models: %zu moved (%zu bytes), %zu left as they were; "
+      "copies made in %.3f s, %.3f s in all\n",
+      r->models, r->moved.size(), bytes, r->left.size(),
+      absl::ToDoubleSeconds(r->copying), absl::ToDoubleSeconds(r->total));
+  for (const std::string& why : r->left) {
+    std::printf("left: %s\n", why.c_str());
+  }
+  return r->left.empty() ? 0 : 1;
 }
 
 int Get(const Args& args) {

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 
 import perceptrond  # noqa: E402
 import perceptrond_process as pp  # noqa: E402
+from perceptron.v1 import perceptron_pb2 as pb, perceptron_pb2_grpc as pb_grpc  # noqa: E402
 
 SHARDS = 3
 
@@ -31,20 +32,8 @@ class Nginx:
     def __init__(self, shard_targets):
         self.dir = tempfile.TemporaryDirectory(prefix="nginx-")
         self.socket = os.path.join(self.dir.name, "grpc.sock")
-        with open(os.path.join(DEPLOY, "nginx", "nginx.conf")) as f:
-            conf = f.read()
-        servers = re.findall(r"^\s*server perceptrond-\d\.perceptrond:50051 max_fails=0;$", conf,
-                             re.M)
-        assert len(servers) == SHARDS, servers
-        for line, target in zip(servers, shard_targets):
-            conf = conf.replace(line, f"    server {target} max_fails=0;")
-        assert "listen 50051 http2;" in conf
-        conf = conf.replace("listen 50051 http2;", f"listen unix:{self.socket} http2;")
-        for temp in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            conf = conf.replace("http {", f"http {{\n  {temp}_temp_path {self.dir.name}/{temp};", 1)
         self.conf = os.path.join(self.dir.name, "nginx.conf")
-        with open(self.conf, "w") as f:
-            f.write(conf)
+        self.write_conf(shard_targets)
         self.log = os.path.join(self.dir.name, "error.log")
         self.proc = subprocess.Popen(
             ["nginx", "-p", self.dir.name, "-c", self.conf, "-g",
@@ -64,6 +53,27 @@ class Nginx:
                     raise AssertionError("nginx did not start: " + open(self.log).read())
                 time.sleep(0.05)  # a poll's pause
 
+    def write_conf(self, shard_targets):
+        with open(os.path.join(DEPLOY, "nginx", "nginx.conf")) as f:
+            conf = f.read()
+        servers = re.findall(r"^\s*server perceptrond-\d\.perceptrond:50051 max_fails=0;\n", conf,
+                             re.M)
+        assert len(servers) == SHARDS, servers
+        conf = conf.replace("".join(servers), "".join(
+            f"    server {target} max_fails=0;\n" for target in shard_targets))
+        assert "listen 50051 http2;" in conf
+        conf = conf.replace("listen 50051 http2;", f"listen unix:{self.socket} http2;")
+        for temp in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            conf = conf.replace("http {", f"http {{\n  {temp}_temp_path {self.dir.name}/{temp};", 1)
+        with open(self.conf, "w") as f:
+            f.write(conf)
+
+    def reload(self, shard_targets):
+        """Routes by `shard_targets` from now on: the configuration rewritten, then SIGHUP (new
+        workers take new connections; the old ones finish their calls and go)."""
+        self.write_conf(shard_targets)
+        self.proc.send_signal(signal.SIGHUP)
+
     def stop(self):
         self.proc.send_signal(signal.SIGQUIT)
         self.proc.wait(timeout=60)
@@ -72,6 +82,25 @@ class Nginx:
 
 def bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+def server_id(target, model_id=None):
+    """The instance id of the server at `target` or, given a model id, of the one that answers
+    for it there (through a proxy: the shard the proxy routes it to), from the trailing
+    metadata x-perceptron-server of ListModels or GetModel."""
+    with grpc.insecure_channel(target) as channel:
+        stub = pb_grpc.PerceptronServiceStub(channel)
+        try:
+            if model_id is None:
+                _, call = stub.ListModels.with_call(pb.ListModelsRequest(page_size=1), timeout=30)
+            else:
+                _, call = stub.GetModel.with_call(pb.GetModelRequest(model_id=model_id),
+                                                  metadata=[("x-perceptron-model", model_id)],
+                                                  timeout=30)
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.NOT_FOUND, e
+            call = e
+        return dict(call.trailing_metadata())["x-perceptron-server"]
 
 
 class ShardsTest(unittest.TestCase):
@@ -91,6 +120,21 @@ class ShardsTest(unittest.TestCase):
             if s is not None:
                 self.assertEqual(s.stop(), 0)
         self.data.cleanup()
+
+    def settle(self, ids):
+        """Waits until the certificate of every model in `ids` has settled: its refresher goes on
+        installing solutions after the last batch until one converges, and each install changes
+        the model's export."""
+        end = time.monotonic() + 120
+        for m in ids:
+            while True:
+                c = self.proxy.model(m).status().stats.certificate
+                if c.state in (pb.Certificate.OFF, pb.Certificate.FROZEN) or (
+                        c.state == pb.Certificate.KEEPING and c.converged
+                        and c.solved == c.examples):
+                    break
+                self.assertLess(time.monotonic(), end, f"{m}'s certificate did not settle: {c}")
+                time.sleep(0.01)  # a poll's pause
 
     def owners(self):
         """{model id: [shard indexes holding it]} asking each shard directly."""
@@ -321,6 +365,109 @@ class ShardsTest(unittest.TestCase):
         finally:
             single.stop()
         print(f"resumed through nginx: {err.strip()}", file=sys.stderr)
+
+    def rebalance_while_writing(self, targets, writer_to, label):
+        """Moves models to the shards `targets` (indexes into self.shards, some perhaps new):
+        a second nginx routes by them; `perceptron rebalance` copies through it while a `train`
+        through the live proxy writes 200,000 examples to a model that moves to shard
+        `writer_to`; the live proxy is switched (reloaded) when rebalance says so. Checks that
+        every model is then on the shard both proxies route it to, and only there, with its
+        export unchanged, and that the writer's model equals the file trained once on one
+        server. Returns the rebalance's and the writer's output."""
+        all_targets = [s.target for s in self.shards if s is not None]
+        new_targets = [self.shards[i].target for i in targets]
+        next_proxy = Nginx(new_targets)
+        try:
+            ids = {server_id(s.target): i for i, s in enumerate(self.shards) if s is not None}
+            # A model the move takes to `writer_to`, created where the live proxy sends it.
+            writer = next(w for w in (f"{label}-writer-{k}" for k in range(1000))
+                          if ids[server_id(next_proxy.target, w)] == writer_to
+                          and ids[server_id(self.nginx.target, w)] != writer_to)
+            self.proxy.create_model(writer, dimension=20)
+            self.assertNotEqual(self.owners()[writer], [writer_to])
+            quiet = [m for m in self.owners() if m != writer]
+            self.settle(quiet)
+            before = {m: self.proxy.export_model(m) for m in quiet}
+            data = os.path.join(self.data.name, label + ".svm")
+            subprocess.run([CLI, "generate", "--dim=20", "--count=200000", "--margin=0.05",
+                            "--noise=0.05", "--seed=9", "--out=" + data],
+                           check=True, stdout=subprocess.DEVNULL)
+            train = subprocess.Popen(
+                [CLI, "--server=" + self.nginx.target, "train", data, "--model=" + writer,
+                 "--batch=16", "--in_flight=4", "--retry_for=120s", "--progress=no"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            end = time.monotonic() + 120
+            while self.proxy.model(writer).status().stats.examples < 5000:
+                self.assertIsNone(train.poll(), "the writer ended before the rebalance")
+                self.assertLess(time.monotonic(), end, "the writer made no progress")
+                time.sleep(0.01)  # a poll's pause
+            rebalance = subprocess.Popen(
+                [CLI, "--server=" + next_proxy.target, "--live=" + self.nginx.target,
+                 "--shards=" + ",".join(all_targets), "--switch_timeout=120s", "rebalance"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            progress = []
+            for line in rebalance.stderr:
+                progress.append(line)
+                if "switch it now" in line:
+                    self.assertIsNone(train.poll(), "the writer ended before its model moved")
+                    self.nginx.reload(new_targets)
+            out, _ = rebalance.communicate(timeout=300)
+            self.assertEqual(rebalance.returncode, 0, "".join(progress) + out)
+            written, err = train.communicate(timeout=300)
+            self.assertEqual(train.returncode, 0, err)
+            self.assertIn("is being moved to another shard", err)
+            self.assertIn("resuming at example", err)
+            # Every model on exactly one shard, the one both proxies route it to, unchanged.
+            owners = self.owners()
+            self.assertEqual(sorted(owners), sorted(list(before) + [writer]))
+            for m, on in owners.items():
+                self.assertEqual(len(on), 1, f"{m} on shards {on}")
+                self.assertEqual(on[0], ids[server_id(self.nginx.target, m)], m)
+                self.assertEqual(on[0], ids[server_id(next_proxy.target, m)], m)
+            self.assertEqual(owners[writer], [writer_to])
+            self.assertEqual(set(targets), {on[0] for on in owners.values()})
+            for m, blob in before.items():
+                self.assertEqual(self.proxy.export_model(m), blob, m)
+            moved = int(re.search(r"(\d+) moved", out).group(1))
+            self.assertGreater(moved, 1)
+            self.assertEqual(sum(line.startswith("perceptron: moved ") for line in progress),
+                             moved)
+        finally:
+            next_proxy.stop()
+        # The file once through one server, uninterrupted: the same model bit for bit.
+        single = pp.Perceptrond(PERCEPTROND, "--durability=none")
+        try:
+            run = subprocess.run([CLI, "--server=" + single.target, "train", data,
+                                  "--model=" + writer, "--create", "--dim=20", "--progress=no"],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with perceptrond.Client(single.target) as direct:
+                got = self.proxy.model(writer).status().stats
+                want = direct.model(writer).status().stats
+                self.assertEqual(got.examples, 200000)
+                self.assertEqual((got.examples, got.mistakes, got.updates),
+                                 (want.examples, want.mistakes, want.updates))
+                self.assertEqual(bits(self.proxy.model(writer).weights()).tolist(),
+                                 bits(direct.model(writer).weights()).tolist())
+        finally:
+            single.stop()
+        return "".join(progress) + out, err
+
+    def test_rebalance_3_to_4_to_3_moves_models_while_a_stream_writes(self):
+        rng = np.random.default_rng(3)
+        for k in range(60):
+            m = self.proxy.create_model(f"model-{k:02d}", dimension=5)
+            x = rng.standard_normal((200, 5))
+            m.learn(x, np.where(x @ np.arange(1, 6) > 0, 1, -1))
+        self.shards.append(pp.Perceptrond(PERCEPTROND, "--durability=sync",
+                                          data_dir=os.path.join(self.data.name, "3")))
+        grow, grow_writer = self.rebalance_while_writing([0, 1, 2, 3], 3, "grow")
+        shrink, shrink_writer = self.rebalance_while_writing([0, 1, 2], 0, "shrink")
+        self.assertEqual(self.shards[3].stop(), 0)
+        self.shards[3] = None
+        for name, text in (("3 -> 4", grow), ("writer", grow_writer), ("4 -> 3", shrink),
+                           ("writer", shrink_writer)):
+            print(f"{name}:\n{text.strip()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -370,10 +370,11 @@ class ShardsTest(unittest.TestCase):
         """Moves models to the shards `targets` (indexes into self.shards, some perhaps new):
         a second nginx routes by them; `perceptron rebalance` copies through it while a `train`
         through the live proxy writes 200,000 examples to a model that moves to shard
-        `writer_to`; the live proxy is switched (reloaded) when rebalance says so. Checks that
-        every model is then on the shard both proxies route it to, and only there, with its
-        export unchanged, and that the writer's model equals the file trained once on one
-        server. Returns the rebalance's and the writer's output."""
+        `writer_to`; the live proxy is switched (reloaded) when rebalance says so, and a Python
+        `learn(retry_for=...)` starts then on another model being moved (so it meets the mark).
+        Checks that every model is then on the shard both proxies route it to, and only there,
+        with its export unchanged, and that both writers' models equal their data learned once
+        by one server. Returns the rebalance's and the writer's output."""
         all_targets = [s.target for s in self.shards if s is not None]
         new_targets = [self.shards[i].target for i in targets]
         next_proxy = Nginx(new_targets)
@@ -385,7 +386,25 @@ class ShardsTest(unittest.TestCase):
                           and ids[server_id(self.nginx.target, w)] != writer_to)
             self.proxy.create_model(writer, dimension=20)
             self.assertNotEqual(self.owners()[writer], [writer_to])
-            quiet = [m for m in self.owners() if m != writer]
+            pywriter = next(w for w in (f"{label}-py-{k}" for k in range(1000))
+                            if ids[server_id(next_proxy.target, w)]
+                            != ids[server_id(self.nginx.target, w)])
+            self.proxy.create_model(pywriter, dimension=20)
+            rng = np.random.default_rng(5)
+            px = rng.standard_normal((20000, 20))
+            py = np.where(px @ rng.standard_normal(20) > 0, 1, -1)
+            learned = {}
+
+            def learn_while_moving():
+                try:
+                    with perceptrond.Client(self.nginx.target, timeout=30) as c:
+                        learned["result"] = c.model(pywriter).learn(px, py, batch_size=256,
+                                                                    retry_for=120)
+                except Exception as e:  # reported by the test's thread
+                    learned["error"] = e
+
+            pythread = threading.Thread(target=learn_while_moving)
+            quiet = [m for m in self.owners() if m not in (writer, pywriter)]
             self.settle(quiet)
             before = {m: self.proxy.export_model(m) for m in quiet}
             data = os.path.join(self.data.name, label + ".svm")
@@ -410,16 +429,22 @@ class ShardsTest(unittest.TestCase):
                 progress.append(line)
                 if "switch it now" in line:
                     self.assertIsNone(train.poll(), "the writer ended before its model moved")
+                    pythread.start()
                     self.nginx.reload(new_targets)
             out, _ = rebalance.communicate(timeout=300)
             self.assertEqual(rebalance.returncode, 0, "".join(progress) + out)
             written, err = train.communicate(timeout=300)
             self.assertEqual(train.returncode, 0, err)
+            pythread.join(timeout=300)
+            self.assertFalse(pythread.is_alive())
+            self.assertNotIn("error", learned)
+            self.assertEqual(learned["result"].unanswered, [])
+            self.assertEqual(self.proxy.model(pywriter).status().stats.examples, len(py))
             self.assertIn("is being moved to another shard", err)
             self.assertIn("resuming at example", err)
             # Every model on exactly one shard, the one both proxies route it to, unchanged.
             owners = self.owners()
-            self.assertEqual(sorted(owners), sorted(list(before) + [writer]))
+            self.assertEqual(sorted(owners), sorted(list(before) + [writer, pywriter]))
             for m, on in owners.items():
                 self.assertEqual(len(on), 1, f"{m} on shards {on}")
                 self.assertEqual(on[0], ids[server_id(self.nginx.target, m)], m)
@@ -449,6 +474,11 @@ class ShardsTest(unittest.TestCase):
                                  (want.examples, want.mistakes, want.updates))
                 self.assertEqual(bits(self.proxy.model(writer).weights()).tolist(),
                                  bits(direct.model(writer).weights()).tolist())
+                once = direct.create_model(pywriter, dimension=20).learn(px, py)
+                self.assertEqual(bits(learned["result"].scores).tolist(),
+                                 bits(once.scores).tolist())
+                self.assertEqual(bits(self.proxy.model(pywriter).weights()).tolist(),
+                                 bits(direct.model(pywriter).weights()).tolist())
         finally:
             single.stop()
         return "".join(progress) + out, err

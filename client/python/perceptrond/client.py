@@ -294,7 +294,9 @@ class Model:
         no other client writes to the model meanwhile; the rows must then be ones the server
         accepts (checked here first: ValueError otherwise). An example a broken stream answered
         but did not commit is learned again, and its entry is the new stream's answer; one it
-        committed without an answer is listed in the result's `unanswered`."""
+        committed without an answer is listed in the result's `unanswered`. A model that
+        refuses every batch for a while (UNAVAILABLE while `perceptron rebalance` moves it to
+        another shard) is retried with growing pauses until `retry_for` passes with no progress."""
         kind, rows = _rows(x)
         n = rows.shape[0]
         labels = _labels(y, n)
@@ -321,6 +323,9 @@ class Model:
         stats = pb.ModelStats()
         unanswered = []
         done = 0  # examples of x the model held when the current stream opened
+        # While resumed streams make no progress (a model being moved to another shard refuses
+        # every batch with UNAVAILABLE until its move ends): since when, and the next pause.
+        stalled_since, stall_pause = None, 0.1
         while True:
             part = rows[done:]
             batches = [_wire.learn_request(self.id if i == 0 else "", columns,
@@ -370,6 +375,16 @@ class Model:
             # Learned by the broken stream, committed, but never answered.
             unanswered.extend(range(at, held))
             scores[at:held] = np.nan
+            if held == done:
+                now = time.monotonic()
+                stalled_since = now if stalled_since is None else stalled_since
+                if now - stalled_since + stall_pause > retry_for:
+                    raise PerceptronError(broke.code, f"{self.id}: no progress for {retry_for} s: "
+                                          f"{broke.message}")
+                time.sleep(stall_pause)  # a retry's pause
+                stall_pause = min(2 * stall_pause, 2.0)
+            else:
+                stalled_since, stall_pause = None, 0.1
             done = held
 
     def stream(self) -> "Stream":

@@ -80,6 +80,10 @@ data=$work/data
 mkdir -p "$data"
 chown nobody:nogroup "$data"
 as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+# The files exist before the server starts: the background job opens them itself, and tail below
+# would otherwise race it (and end at once on a file not yet there).
+: > "$work/out"
+: > "$work/err"
 "${as_nobody[@]}" env -i PATH=/usr/bin:/bin "$stage/usr/local/bin/perceptrond" \
   --flagfile=deploy/perceptrond.flags --port=0 --http_port=0 --data_dir="$data/data" \
   > "$work/out" 2> "$work/err" &

@@ -132,6 +132,21 @@ class KeptRows {
     const Block& b = blocks_[r.block];
     for (size_t k = r.begin; k < r.end; ++k) (*w)[b.index[k]] += a * b.value[k];
   }
+  // Asks the processor to fetch, ahead of their use, row t's label, square
+  // and place among the blocks; and, once its place has come, its non-zeros.
+  // A pass visits the rows in random order, and past the caches every row
+  // costs several misses: fetched ahead they overlap (nothing read changes).
+  void PrefetchPlace(size_t t) const {
+    __builtin_prefetch(&rows_[t]);
+    __builtin_prefetch(&labels_[t]);
+    __builtin_prefetch(&square_[t]);
+  }
+  void PrefetchValues(size_t t) const {
+    const Row& r = rows_[t];
+    const Block& b = blocks_[r.block];
+    Prefetch(b.index.get() + r.begin, b.index.get() + r.end);
+    Prefetch(b.value.get() + r.begin, b.value.get() + r.end);
+  }
   // Row t's non-zeros.
   absl::Span<const uint32_t> indices(size_t t) const {
     const Row& r = rows_[t];
@@ -157,6 +172,15 @@ class KeptRows {
     uint32_t begin;
     uint32_t end;
   };
+  // Every cache line of [begin, end).
+  template <typename T>
+  static void Prefetch(const T* begin, const T* end) {
+    if (begin == end) return;
+    const char* p = reinterpret_cast<const char*>(begin);
+    const char* last = reinterpret_cast<const char*>(end) - 1;
+    for (; p <= last; p += 64) __builtin_prefetch(p);
+    __builtin_prefetch(last);
+  }
   // The last block, with room for `n` more coordinates (a new one if needed).
   Block& Room(size_t n);
   // Ends the row written at the end of `b` (from `begin`), with its label

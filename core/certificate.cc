@@ -281,22 +281,30 @@ void KernelCertificateSolver::Add(KeptRows rows) {
     diagonal_[t] = KernelValue(kernel_.kernel(), rows_.square(t),
                                rows_.square(t), rows_.square(t));
   }
-  Recompute(from);
+  Recompute(from, alpha_, &q_);
+  if (!td_alpha_.empty()) {
+    td_alpha_.resize(rows_.size(), 0.0);
+    td_q_.resize(rows_.size(), 0.0);
+    Recompute(from, td_alpha_, &td_q_);
+  }
 }
 
 size_t KernelCertificateSolver::bytes() const {
-  return rows_.bytes() + (alpha_.capacity() + q_.capacity() +
-                          diagonal_.capacity() + row_.capacity()) *
-                             sizeof(double);
+  return rows_.bytes() +
+         (alpha_.capacity() + q_.capacity() + td_alpha_.capacity() +
+          td_q_.capacity() + diagonal_.capacity() + row_.capacity()) *
+             sizeof(double);
 }
 
-void KernelCertificateSolver::Recompute(size_t from) {
+void KernelCertificateSolver::Recompute(size_t from,
+                                        const std::vector<double>& alpha,
+                                        std::vector<double>* q) {
   KeptRows support;
   std::vector<double> c;
   for (size_t s = 0; s < rows_.size(); ++s) {
-    if (alpha_[s] == 0) continue;
+    if (alpha[s] == 0) continue;
     support.Add(rows_.indices(s), rows_.values(s), rows_.label(s));
-    c.push_back(alpha_[s] * rows_.label(s));
+    c.push_back(alpha[s] * rows_.label(s));
   }
   for (size_t t = from; t < rows_.size(); ++t) {
     double f = 0;
@@ -304,15 +312,42 @@ void KernelCertificateSolver::Recompute(size_t from) {
       kernel_.Against(support, rows_, t, &row_);
       for (size_t s = 0; s < c.size(); ++s) f += c[s] * row_[s];
     }
-    q_[t] = f;
+    (*q)[t] = f;
   }
 }
 
-void KernelCertificateSolver::Move(size_t t, double next) {
+void KernelCertificateSolver::Move(size_t t, double next,
+                                   std::vector<double>* alpha,
+                                   std::vector<double>* q) {
   kernel_.Against(rows_, rows_, t, &row_);
-  const double a = (next - alpha_[t]) * rows_.label(t);
-  for (size_t s = 0; s < rows_.size(); ++s) q_[s] += a * row_[s];
-  alpha_[t] = next;
+  const double a = (next - (*alpha)[t]) * rows_.label(t);
+  for (size_t s = 0; s < rows_.size(); ++s) (*q)[s] += a * row_[s];
+  (*alpha)[t] = next;
+}
+
+void KernelCertificateSolver::Pass(double cap, std::vector<double>* alpha,
+                                   std::vector<double>* q) {
+  const size_t n = rows_.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (size_t k = n; k > 1; --k) {
+    std::swap(order[k - 1], order[Next(&seed_) % k]);
+  }
+  for (size_t t : order) {
+    const double a = (*alpha)[t];
+    double next;
+    if (diagonal_[t] == 0) {
+      next = cap;  // no quadratic term: the dual gains most at the cap
+    } else {
+      const double g = rows_.label(t) * (*q)[t] - 1;
+      const double pg = a == 0     ? std::min(g, 0.0)
+                        : a == cap ? std::max(g, 0.0)
+                                   : g;
+      if (pg == 0) continue;
+      next = std::clamp(a - g / diagonal_[t], 0.0, cap);
+    }
+    if (next != a) Move(t, next, alpha, q);
+  }
 }
 
 KernelCertificate KernelCertificateSolver::Solve(
@@ -336,9 +371,8 @@ KernelCertificate KernelCertificateSolver::Solve(
   const double r2 = radius * radius;
   const double cap = 1 / r2;
   for (size_t t = 0; t < n; ++t) {
-    if (alpha_[t] > cap) Move(t, cap);
+    if (alpha_[t] > cap) Move(t, cap, &alpha_, &q_);
   }
-  std::vector<size_t> order(n);
   auto figures = [&] {
     double vv = 0, alphas = 0, hinge = 0;
     for (size_t t = 0; t < n; ++t) {
@@ -360,35 +394,108 @@ KernelCertificate KernelCertificateSolver::Solve(
   };
   const int passes = std::max(1, options.max_passes);
   for (c.passes = 1; c.passes <= passes; ++c.passes) {
-    std::iota(order.begin(), order.end(), size_t{0});
-    for (size_t k = n - 1; k > 0; --k) {
-      std::swap(order[k], order[Next(&seed_) % (k + 1)]);
-    }
-    for (size_t t : order) {
-      const double a = alpha_[t];
-      double next;
-      if (diagonal_[t] == 0) {
-        next = cap;
-      } else {
-        const double g = rows_.label(t) * q_[t] - 1;
-        const double pg = a == 0     ? std::min(g, 0.0)
-                          : a == cap ? std::max(g, 0.0)
-                                     : g;
-        if (pg == 0) continue;
-        next = std::clamp(a - g / diagonal_[t], 0.0, cap);
-      }
-      if (next != a) Move(t, next);
-    }
+    Pass(cap, &alpha_, &q_);
     figures();
     if (c.converged) break;
   }
   c.passes = std::min(c.passes, passes);
   // The figures of the iterate itself, from q summed afresh (so no drift of
   // the running q reaches a reported figure).
-  Recompute(0);
+  Recompute(0, alpha_, &q_);
   figures();
   for (size_t t = 0; t < n; ++t) c.coefficients[t] = alpha_[t] * rows_.label(t);
   return c;
+}
+
+LeastDistance KernelCertificateSolver::SolveLeastDistance(
+    double gamma, const CertificateOptions& options) {
+  LeastDistance d;
+  const size_t n = rows_.size();
+  d.u.assign(n, 0.0);
+  if (n == 0 || !(gamma > 0)) {
+    d.converged = n == 0;
+    return d;
+  }
+  // As CertificateSolver::SolveLeastDistance, in the feature space: the
+  // regularised SVM's v_C = sum_t alpha_t y_t phi(x^_t), with ||v_C||^2 =
+  // sum_t alpha_t y_t q_t, bisected on log C for ||v_C|| = rho.
+  const double rho = 1 / gamma;
+  if (td_alpha_.size() != n) {
+    td_alpha_.assign(n, 0.0);
+    td_q_.assign(n, 0.0);
+  }
+  auto norm_of = [&] {
+    double vv = 0;
+    for (size_t t = 0; t < n; ++t) {
+      vv += td_alpha_[t] * rows_.label(t) * td_q_[t];
+    }
+    return std::max(vv, 0.0);
+  };
+  // TD_gamma(u) for u = scale * v_C.
+  auto distance = [&](double scale) {
+    double td = 0;
+    for (size_t t = 0; t < n; ++t) {
+      td += std::max(0.0, gamma - rows_.label(t) * scale * td_q_[t]);
+    }
+    return td;
+  };
+  d.upper = gamma * static_cast<double>(n);  // u = 0
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  double log_c = 0;
+  const int passes = std::max(1, options.max_passes);
+  for (d.solves = 1; d.solves <= 200; ++d.solves) {
+    const double cap = std::exp(log_c);
+    for (size_t t = 0; t < n; ++t) {
+      if (td_alpha_[t] > cap) Move(t, cap, &td_alpha_, &td_q_);
+    }
+    for (int pass = 1; pass <= passes; ++pass) {
+      Pass(cap, &td_alpha_, &td_q_);
+      if (pass % 5 != 0) continue;
+      const double vv = norm_of();
+      double hinge = 0, alphas = 0;
+      for (size_t t = 0; t < n; ++t) {
+        hinge += std::max(0.0, 1 - rows_.label(t) * td_q_[t]);
+        alphas += td_alpha_[t];
+      }
+      if (vv / 2 + cap * hinge - (alphas - vv / 2) <=
+          1e-9 * (vv / 2 + cap * hinge)) {
+        break;
+      }
+    }
+    Recompute(0, td_alpha_, &td_q_);  // afresh: no drift in a figure
+    const double norm = std::sqrt(norm_of());
+    if (norm > 0) {
+      const double scale = gamma * std::min(1.0, rho / norm);
+      const double td = distance(scale);
+      if (td < d.upper) {
+        d.upper = td;
+        for (size_t t = 0; t < n; ++t) {
+          d.u[t] = scale * td_alpha_[t] * rows_.label(t);
+        }
+      }
+    }
+    const double alphas =
+        std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
+    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
+    if (d.upper - d.lower <= options.tolerance * d.upper + 1e-12) {
+      d.converged = true;
+      break;
+    }
+    (norm > rho ? high : low) = log_c;
+    if (std::isinf(high)) {
+      log_c += 2;  // the ball does not bind yet: a larger C
+      if (log_c > 100) break;
+    } else if (std::isinf(low)) {
+      log_c -= 2;
+      if (log_c < -100) break;
+    } else {
+      log_c = (low + high) / 2;
+      if (high - low < 1e-13) break;
+    }
+  }
+  d.solves = std::min(d.solves, 200);
+  return d;
 }
 
 CertificateSolver::CertificateSolver(uint32_t weight_dimension)

@@ -278,17 +278,28 @@ class KernelCertificateSolver {
   // every kept row), from the last solution.
   KernelCertificate Solve(double radius, const CertificateOptions& options);
 
+  // TD*_gamma in the feature space, as CertificateSolver's: `u` holds the
+  // comparator's coefficients over the kept rows, u = sum_t u_t phi(x^_t).
+  LeastDistance SolveLeastDistance(double gamma,
+                                   const CertificateOptions& options);
+
  private:
-  // alpha_t = next, keeping q.
-  void Move(size_t t, double next);
+  // alpha_t = next, keeping q (of the same dual variables).
+  void Move(size_t t, double next, std::vector<double>* alpha,
+            std::vector<double>* q);
   // q_t = sum_s alpha_s y_s k(x^_s, x^_t) (so y_t q_t = (Q alpha)_t), summed
   // afresh over the rows with alpha_s != 0, for rows [from, n).
-  void Recompute(size_t from);
+  void Recompute(size_t from, const std::vector<double>& alpha,
+                 std::vector<double>* q);
+  // One pass of dual coordinate descent over every row, alpha in [0, cap].
+  void Pass(double cap, std::vector<double>* alpha, std::vector<double>* q);
 
   KernelRows kernel_;
   KeptRows rows_;
   std::vector<double> alpha_;
   std::vector<double> q_;
+  std::vector<double> td_alpha_;  // SolveLeastDistance's
+  std::vector<double> td_q_;
   std::vector<double> diagonal_;  // k(x^_t, x^_t)
   std::vector<double> row_;       // scratch: one row of the kernel matrix
   uint64_t seed_ = 0x9e3779b97f4a7c15ull;

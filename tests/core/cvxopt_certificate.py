@@ -1,7 +1,11 @@
 """The certificate's independent solver (docs/design.md section 2.7): cvxopt's QP and cone solvers from
 Debian (python3-cvxopt) on the prepared examples that certificate_cvxopt_test writes.
 
-Input (argv[1]): blocks "stream K N W R GAMMA" followed by N lines "y x^_1 ... x^_W".
+Input (argv[1]): blocks "stream K N W R GAMMA [KERNEL DEGREE C0 SIGMA]" followed by N lines
+"y x^_1 ... x^_W". With a kernel (rbf, poly or linear, as sklearn_kernel_svc.py computes it with
+sklearn.metrics.pairwise), the problems are posed in its feature space over the span of the
+examples: the Gram matrix K = V diag(l) V^T (numpy's eigh) gives features Phi = V diag(sqrt(l))
+with Phi Phi^T = K, and Phi's rows stand for the examples below (R is then the feature space's).
 Output, per stream, with the solver's primal and dual objectives (floats as repr; "none" where cvxopt
 did not reach an optimal status):
   "soft K PRIMAL DUAL"  min 1/2 ||v||^2 + C sum xi  s.t. y v.x^ >= 1 - xi, xi >= 0, C = 1/R^2
@@ -13,6 +17,7 @@ import sys
 
 import numpy as np
 from cvxopt import matrix, solvers
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
 solvers.options["show_progress"] = False
 solvers.options["maxiters"] = 200
@@ -78,6 +83,18 @@ def td(X, y, gamma):
     return r["primal objective"], r["dual objective"]
 
 
+def features(X, kernel, degree, c0, sigma):
+    """Rows Phi with Phi Phi^T = K, the kernel's Gram matrix of X."""
+    if kernel == "rbf":
+        K = rbf_kernel(X, gamma=1.0 / (2.0 * float(sigma) ** 2))
+    elif kernel == "poly":
+        K = polynomial_kernel(X, degree=int(degree), gamma=1.0, coef0=float(c0))
+    else:
+        K = linear_kernel(X)
+    values, vectors = np.linalg.eigh((K + K.T) / 2)
+    return vectors * np.sqrt(np.maximum(values, 0.0))
+
+
 def main():
     lines = open(sys.argv[1]).read().split("\n")
     i = 0
@@ -86,12 +103,14 @@ def main():
         i += 1
         if not head:
             continue
-        _, k, n, w, radius, gamma = head
+        _, k, n, w, radius, gamma = head[:6]
         n, w, radius, gamma = int(n), int(w), float(radius), float(gamma)
         rows = np.array([[float(v) for v in lines[i + t].split()] for t in range(n)])
         i += n
         y, X = rows[:, 0], rows[:, 1:]
         assert X.shape == (n, w)
+        if len(head) > 6:
+            X = features(X, *head[6:])
         r = soft(X, y, 1.0 / (radius * radius))
         print("soft", k, *(("none", "none") if r is None else map(repr, r)))
         g = hard(X, y)

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -412,6 +413,141 @@ TEST(KernelCertificateTest, MatchesScikitLearnSvc) {
   quad.kernel.c0 = 0;
   CheckAgainstSvc("sphere d=5, 5% noise, raw, polynomial (x.x')^2", quad,
                   sphere);
+}
+
+// The kernel's B* and TD*_gamma against cvxopt's QP and cone solvers
+// (Debian's python3-cvxopt) posed in the feature space: the script computes
+// the Gram matrix itself (sklearn.metrics.pairwise) and features Phi with
+// Phi Phi^T = K from its eigenvectors. U and L bracket cvxopt's optimum, the
+// least distance's upper and lower values bracket its TD*_gamma, and the
+// comparator the least distance names has ||u|| <= 1 and the TD it claims,
+// recomputed from scratch.
+TEST(KernelCertificateTest, BracketsCvxoptsOptimaInTheFeatureSpace) {
+  struct Case {
+    ModelConfig config;
+    Set set;
+    double radius = 0;
+    double gamma = 0;
+  };
+  std::vector<Case> cases;
+  const std::string path = ::testing::TempDir() + "/kernel_cvxopt_rows.txt";
+  {
+    std::ofstream out(path);
+    out.precision(17);
+    for (uint64_t seed = 1; seed <= 60; ++seed) {
+      Case c;
+      const uint32_t d = 2 + seed % 5;
+      const bool rbf = seed % 2 == 0;
+      c.config =
+          KernelModel(d, rbf ? KernelType::kRbf : KernelType::kPolynomial);
+      c.config.normalize = seed % 3 != 0;
+      c.config.bias = seed % 4 != 0;
+      c.config.kernel.sigma = 0.5 + 0.25 * static_cast<double>(seed % 7);
+      c.config.kernel.degree = 2 + static_cast<int>(seed % 2);
+      c.config.kernel.c0 = static_cast<double>(seed % 3) / 2;
+      c.set = Sphere(d, 20 + seed * 7 % 50, seed % 3 == 0 ? 0.0 : 0.1, seed);
+      const Preparer preparer(c.config);
+      std::vector<std::vector<double>> rows;
+      for (const std::vector<double>& x : c.set.x) {
+        const Prepared p = *preparer.Prepare(FeatureView::Dense(x));
+        std::vector<double> row(c.config.weight_dimension());
+        double square = 0;
+        for (uint32_t i = 0; i < row.size(); ++i) {
+          row[i] = p.dense_at(i);
+          square += row[i] * row[i];
+        }
+        rows.push_back(std::move(row));
+        c.radius = std::max(
+            c.radius,
+            std::sqrt(KernelValue(c.config.kernel, square, square, square)));
+      }
+      c.gamma = 0.1 * c.radius;
+      out << "stream " << seed << ' ' << rows.size() << ' '
+          << c.config.weight_dimension() << ' ' << c.radius << ' ' << c.gamma
+          << ' ' << (rbf ? "rbf" : "poly") << ' ' << c.config.kernel.degree
+          << ' ' << c.config.kernel.c0 << ' ' << c.config.kernel.sigma << '\n';
+      for (size_t t = 0; t < rows.size(); ++t) {
+        out << c.set.y[t];
+        for (double v : rows[t]) out << ' ' << v;
+        out << '\n';
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+  const std::string output =
+      RunCommand(std::string(PERCEPTRON_PYTHON) + ' ' +
+                 PERCEPTRON_CVXOPT_SCRIPT + ' ' + path + " 2>&1");
+  std::map<std::string, std::pair<std::string, std::string>> peer;
+  {
+    std::istringstream lines(output);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream in(line);
+      std::string kind, k, a, b;
+      in >> kind >> k >> a >> b;
+      peer[kind + ' ' + k] = {a, b};
+    }
+  }
+  int soft_solved = 0, soft_close = 0, td_solved = 0, td_close = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string k = std::to_string(i + 1);
+    SCOPED_TRACE("stream " + k);
+    const Preparer preparer(c.config);
+    KeptRows rows;
+    for (size_t t = 0; t < c.set.x.size(); ++t) {
+      rows.Add(*preparer.Prepare(FeatureView::Dense(c.set.x[t])), c.set.y[t]);
+    }
+    KernelCertificateSolver solver(c.config.weight_dimension(),
+                                   c.config.kernel);
+    solver.Add(rows);
+    const KernelCertificate cert = solver.Solve(c.radius, {1e-6, 100000});
+    const LeastDistance d = solver.SolveLeastDistance(c.gamma, {1e-5, 2000});
+    EXPECT_LE(d.lower, d.upper * (1 + 1e-12));
+    // The comparator it names: in the unit ball, with the TD it claims.
+    KernelRows kernel(c.config.weight_dimension(), c.config.kernel);
+    double uu = 0, td = 0;
+    std::vector<double> column;
+    for (size_t t = 0; t < rows.size(); ++t) {
+      kernel.Against(rows, rows, t, &column);
+      double f = 0;
+      for (size_t s = 0; s < rows.size(); ++s) f += d.u[s] * column[s];
+      uu += d.u[t] * f;
+      td += std::max(0.0, c.gamma - rows.label(t) * f);
+    }
+    EXPECT_LE(uu, 1 + 1e-9);
+    EXPECT_NEAR(td, d.upper, 1e-9 * std::max(1.0, td));
+    ASSERT_TRUE(peer.count("soft " + k) && peer.count("td " + k)) << output;
+    const auto& [soft_primal, soft_dual] = peer["soft " + k];
+    if (soft_primal != "none") {
+      ++soft_solved;
+      const double r2 = 2 * c.radius * c.radius;
+      const double primal = std::strtod(soft_primal.c_str(), nullptr);
+      const double dual = std::strtod(soft_dual.c_str(), nullptr);
+      EXPECT_GE(cert.upper, r2 * dual * (1 - 1e-9));
+      EXPECT_LE(cert.lower, r2 * primal * (1 + 1e-9));
+      soft_close += std::abs(cert.upper - r2 * primal) <= 1e-3 * cert.upper;
+    }
+    const auto& [td_primal, td_dual] = peer["td " + k];
+    if (td_primal != "none") {
+      ++td_solved;
+      const double primal = std::strtod(td_primal.c_str(), nullptr);
+      const double dual = std::strtod(td_dual.c_str(), nullptr);
+      const double scale = std::max(1.0, std::abs(primal));
+      EXPECT_LE(d.lower, primal + 1e-9 * scale);
+      EXPECT_GE(d.upper, dual - 1e-9 * scale);
+      td_close += std::abs(d.upper - primal) <= 1e-4 * scale;
+    }
+  }
+  std::cout << cases.size() << " kernel streams; cvxopt solved B* on "
+            << soft_solved << ", U within 1e-3 of it on " << soft_close
+            << "; TD*_gamma on " << td_solved << ", ours within 1e-4 on "
+            << td_close << "\n";
+  const int n = static_cast<int>(cases.size());
+  EXPECT_GT(soft_solved, n * 8 / 10);
+  EXPECT_GT(soft_close, soft_solved * 95 / 100);
+  EXPECT_GT(td_solved, n * 8 / 10);
+  EXPECT_GT(td_close, td_solved * 95 / 100);
 }
 
 }  // namespace

@@ -20,6 +20,43 @@ uint64_t Next(uint64_t* state) {
   return x * 0x2545f4914f6cdd1dull;
 }
 
+// TD*_gamma's search for the C whose regularised SVM solution has
+// ||v_C|| = rho, on log C: from log C = 0 in steps of 2 until the norm is
+// bracketed, then by bisection.
+class LogCSearch {
+ public:
+  double log_c() const { return log_c_; }
+  // After the solve at the current C, with its dual variables' sum `alphas`
+  // and ||v_C|| = `norm`: raises d's lower value by the dual point alpha / C
+  // (in [0, 1]^n), and moves on; false once the gap is within `tolerance`
+  // (d converged) or the search ends (past e^100 or e^-100, or bracketed
+  // within 1e-13).
+  bool Next(double gamma, double alphas, double norm, double rho,
+            double tolerance, LeastDistance* d) {
+    d->lower = std::max(d->lower, (gamma * alphas - norm) / std::exp(log_c_));
+    if (d->upper - d->lower <= tolerance * d->upper + 1e-12) {
+      d->converged = true;
+      return false;
+    }
+    (norm > rho ? high_ : low_) = log_c_;
+    if (std::isinf(high_)) {
+      log_c_ += 2;  // the ball does not bind yet: a larger C
+      return log_c_ <= 100;
+    }
+    if (std::isinf(low_)) {
+      log_c_ -= 2;
+      return log_c_ >= -100;
+    }
+    log_c_ = (low_ + high_) / 2;
+    return high_ - low_ >= 1e-13;
+  }
+
+ private:
+  double low_ = -std::numeric_limits<double>::infinity();
+  double high_ = std::numeric_limits<double>::infinity();
+  double log_c_ = 0;
+};
+
 }  // namespace
 
 namespace {
@@ -440,12 +477,10 @@ LeastDistance KernelCertificateSolver::SolveLeastDistance(
     return td;
   };
   d.upper = gamma * static_cast<double>(n);  // u = 0
-  double low = -std::numeric_limits<double>::infinity();
-  double high = std::numeric_limits<double>::infinity();
-  double log_c = 0;
+  LogCSearch search;
   const int passes = std::max(1, options.max_passes);
   for (d.solves = 1; d.solves <= 200; ++d.solves) {
-    const double cap = std::exp(log_c);
+    const double cap = std::exp(search.log_c());
     for (size_t t = 0; t < n; ++t) {
       if (td_alpha_[t] > cap) Move(t, cap, &td_alpha_, &td_q_);
     }
@@ -477,22 +512,7 @@ LeastDistance KernelCertificateSolver::SolveLeastDistance(
     }
     const double alphas =
         std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
-    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
-    if (d.upper - d.lower <= options.tolerance * d.upper + 1e-12) {
-      d.converged = true;
-      break;
-    }
-    (norm > rho ? high : low) = log_c;
-    if (std::isinf(high)) {
-      log_c += 2;  // the ball does not bind yet: a larger C
-      if (log_c > 100) break;
-    } else if (std::isinf(low)) {
-      log_c -= 2;
-      if (log_c < -100) break;
-    } else {
-      log_c = (low + high) / 2;
-      if (high - low < 1e-13) break;
-    }
+    if (!search.Next(gamma, alphas, norm, rho, options.tolerance, &d)) break;
   }
   d.solves = std::min(d.solves, 200);
   return d;
@@ -725,12 +745,10 @@ LeastDistance CertificateSolver::SolveLeastDistance(
     }
     return td;
   };
-  double low = -std::numeric_limits<double>::infinity();
-  double high = std::numeric_limits<double>::infinity();
-  double log_c = 0;
+  LogCSearch search;
   const int passes = std::max(1, options.max_passes);
   for (d.solves = 1; d.solves <= 200; ++d.solves) {
-    const double cap = std::exp(log_c);
+    const double cap = std::exp(search.log_c());
     for (double& a : td_alpha_) a = std::min(a, cap);
     w = Primal(td_alpha_);
     for (int pass = 1; pass <= passes; ++pass) {
@@ -766,22 +784,7 @@ LeastDistance CertificateSolver::SolveLeastDistance(
     }
     const double alphas =
         std::accumulate(td_alpha_.begin(), td_alpha_.end(), 0.0);
-    d.lower = std::max(d.lower, (gamma * alphas - norm) / cap);
-    if (d.upper - d.lower <= options.tolerance * d.upper + 1e-12) {
-      d.converged = true;
-      break;
-    }
-    (norm > rho ? high : low) = log_c;
-    if (std::isinf(high)) {
-      log_c += 2;  // the ball does not bind yet: a larger C
-      if (log_c > 100) break;
-    } else if (std::isinf(low)) {
-      log_c -= 2;
-      if (log_c < -100) break;
-    } else {
-      log_c = (low + high) / 2;
-      if (high - low < 1e-13) break;
-    }
+    if (!search.Next(gamma, alphas, norm, rho, options.tolerance, &d)) break;
   }
   d.solves = std::min(d.solves, 200);
   return d;

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 from cvxopt import matrix, solvers
-from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
+from sklearn_kernel_svc import gram  # beside this file
 
 solvers.options["show_progress"] = False
 solvers.options["maxiters"] = 200
@@ -85,12 +85,7 @@ def td(X, y, gamma):
 
 def features(X, kernel, degree, c0, sigma):
     """Rows Phi with Phi Phi^T = K, the kernel's Gram matrix of X."""
-    if kernel == "rbf":
-        K = rbf_kernel(X, gamma=1.0 / (2.0 * float(sigma) ** 2))
-    elif kernel == "poly":
-        K = polynomial_kernel(X, degree=int(degree), gamma=1.0, coef0=float(c0))
-    else:
-        K = linear_kernel(X)
+    K = gram(X, kernel, degree, c0, sigma)
     values, vectors = np.linalg.eigh((K + K.T) / 2)
     return vectors * np.sqrt(np.maximum(values, 0.0))
 

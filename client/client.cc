@@ -437,10 +437,9 @@ absl::StatusOr<std::string> Client::ServerFor(const std::string& id) {
   v1::GetModelRequest request;
   request.set_model_id(id);
   v1::Model response;
+  // Whatever the status (NOT_FOUND, or UNAVAILABLE for a model moved away),
+  // a perceptrond names itself; a proxy's own error does not.
   const grpc::Status s = stub_->GetModel(&context, request, &response);
-  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND) {
-    return FromGrpc(s);
-  }
   return ServerIdOf(context, s);
 }
 

@@ -90,6 +90,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
   models_.emplace(id, entry);
+  moved_.erase(id);
   return entry;
 }
 
@@ -97,6 +98,7 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
   StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
+  moved_.erase(entry->id);
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();
 }
@@ -130,6 +132,12 @@ absl::Status Registry::Missing(const std::string& id) const {
         "model ", id,
         " could not be recovered and is set aside, its data kept untouched: ",
         it->second.message()));
+  }
+  if (moved_.contains(id)) {
+    return absl::UnavailableError(absl::StrCat(
+        "model ", id,
+        " was moved to another shard: retry through the proxy, which routes "
+        "it there"));
   }
   return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
 }
@@ -180,6 +188,7 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
     absl::MutexLock lock(&mu_);
     auto it = models_.find(id);
     if (it != models_.end() && it->second == entry) models_.erase(it);
+    if (if_moving) moved_.insert(id);
   }
   entry->NotifyDeleted();
   return absl::OkStatus();

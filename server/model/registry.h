@@ -23,6 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -173,6 +174,11 @@ class Registry {
   absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
       ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, absl::Status> set_aside_ ABSL_GUARDED_BY(mu_);
+  // Models moved to another shard (deleted with if_moving) and not created
+  // here since: calls naming them get UNAVAILABLE, not NOT_FOUND, since a
+  // proxy's old connections may still route them here for a moment after it
+  // was switched. Not stored: a restart forgets them.
+  absl::btree_set<std::string> moved_ ABSL_GUARDED_BY(mu_);
 
   // Starts the model's certificate, as the limits say.
   void StartCertificate(ModelEntry& entry) const;

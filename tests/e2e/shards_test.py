@@ -97,8 +97,8 @@ def server_id(target, model_id=None):
                 _, call = stub.GetModel.with_call(pb.GetModelRequest(model_id=model_id),
                                                   metadata=[("x-perceptron-model", model_id)],
                                                   timeout=30)
-        except grpc.RpcError as e:
-            assert e.code() == grpc.StatusCode.NOT_FOUND, e
+        except grpc.RpcError as e:  # NOT_FOUND, or UNAVAILABLE for a model moved away
+            assert e.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE), e
             call = e
         return dict(call.trailing_metadata())["x-perceptron-server"]
 
@@ -403,7 +403,8 @@ class ShardsTest(unittest.TestCase):
                 except Exception as e:  # reported by the test's thread
                     learned["error"] = e
 
-            pythread = threading.Thread(target=learn_while_moving)
+            # A daemon: should it hang, the test fails below rather than the process at exit.
+            pythread = threading.Thread(target=learn_while_moving, daemon=True)
             quiet = [m for m in self.owners() if m not in (writer, pywriter)]
             self.settle(quiet)
             before = {m: self.proxy.export_model(m) for m in quiet}

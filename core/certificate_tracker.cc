@@ -388,9 +388,9 @@ std::optional<KeptRows> CertificateTracker::RowsNow(
 
 bool CertificateTracker::AttachRows(KeptRows rows) {
   if (!unattached_ || rows.size() != unattached_->observed) return false;
-  const CertificateState s = *std::move(unattached_);
+  const CertificateState s = std::move(*unattached_);
   RestoreChecked(s, &rows);
-  return !unattached_.has_value();  // as it was again if they do not fit
+  return unattached_ == nullptr;  // as it was again if they do not fit
 }
 
 void CertificateTracker::RestoreChecked(const CertificateState& s,
@@ -427,7 +427,7 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
       RestoreRows(std::move(*rows));
       return;
     }
-    unattached_ = s;
+    unattached_ = std::make_unique<CertificateState>(s);
     unattached_->with_candidates = true;
     unattached_->candidates = candidates_;
     unattached_->basis = basis_;

@@ -330,8 +330,9 @@ class CertificateTracker {
   uint64_t taken_ = 0;  // of those, rows taken
   KeptRows queue_;      // kept rows not yet taken
   KeptRows restored_;   // rows kept before a Restore, not yet taken
-  // The state a Restore without rows froze (AttachRows).
-  std::optional<CertificateState> unattached_;
+  // The state a Restore without rows froze (AttachRows); behind a pointer,
+  // as it is rare and a tracker is kept for every model.
+  std::unique_ptr<CertificateState> unattached_;
   bool journaling_ = false;
   KeptRows journal_rows_;      // kept since the last TakeRows
   bool rows_cleared_ = false;  // since the last TakeRows

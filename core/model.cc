@@ -137,7 +137,7 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
   const uint64_t id = next_prediction_id_++;
   InsertPending(id, Pending{Features::Copy(x), score, now}, /*replace=*/false);
   if (journaling_) {
-    journal_.pending_added.push_back(
+    pending_delta_.added.push_back(
         {id, pending_.find(id)->second.features, score, now});
   }
   ++counters_.predictions;
@@ -164,7 +164,7 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   PERCEPTRON_ASSIGN_OR_RETURN(const bool updated, learner_->Learn(*p, label));
   const Outcome o = Account(*p, label, it->second.score, updated, hinge);
   ErasePending(it);
-  if (journaling_) journal_.pending_removed.push_back(prediction_id);
+  if (journaling_) pending_delta_.removed.push_back(prediction_id);
   return o;
 }
 
@@ -237,7 +237,7 @@ size_t Model::ExpirePending(int64_t cutoff) {
   size_t n = 0;
   for (auto it = pending_.begin();
        it != pending_.end() && it->second.issued_at < cutoff;) {
-    if (journaling_) journal_.pending_removed.push_back(it->first);
+    if (journaling_) pending_delta_.removed.push_back(it->first);
     it = ErasePending(it);
     ++n;
   }
@@ -252,9 +252,9 @@ void Model::Reset() {
   counters_ = Counters();
   ClearPending();
   if (journaling_) {
-    journal_.pending_cleared = true;
-    journal_.pending_added.clear();
-    journal_.pending_removed.clear();
+    pending_delta_.cleared = true;
+    pending_delta_.added.clear();
+    pending_delta_.removed.clear();
   }
   // Ids stay unique for the model's life, so a stale id from before the reset
   // is never matched.
@@ -278,14 +278,17 @@ ModelState Model::ExportState() const {
 
 void Model::SetJournaling(bool on) {
   journaling_ = on;
-  journal_ = Journal();
+  pending_delta_ = PendingDelta();
   learner_->SetJournaling(on);
   if (certificate_) certificate_->SetJournaling(on);
 }
 
 Journal Model::TakeJournal() {
-  Journal j = std::move(journal_);
-  journal_ = Journal();
+  Journal j;
+  j.pending_cleared = pending_delta_.cleared;
+  j.pending_added = std::move(pending_delta_.added);
+  j.pending_removed = std::move(pending_delta_.removed);
+  pending_delta_ = PendingDelta();
   j.learner = learner_->TakeDelta();
   j.counters = counters_;
   j.td_gamma = bound_.td_gamma();

@@ -299,7 +299,14 @@ class Model {
   bool journaling_ = false;
   // The certificate was disabled: the next journal says its rows are void.
   bool certificate_rows_dropped_ = false;
-  Journal journal_;  // the pending part, while journaling
+  // The pending part of the next journal, while journaling (a Journal's
+  // three fields, not a whole Journal: a model is kept for every id).
+  struct PendingDelta {
+    bool cleared = false;
+    std::vector<PendingPrediction> added;
+    std::vector<uint64_t> removed;
+  };
+  PendingDelta pending_delta_;
 };
 
 }  // namespace perceptron

@@ -67,6 +67,14 @@ ABSL_FLAG(bool, proxy_only, false,
           "Only the proxy's cost: W1 through nginx against direct, 3 shards");
 ABSL_FLAG(std::string, deploy, "deploy",
           "The deploy directory, for nginx/nginx.conf");
+ABSL_FLAG(bool, memory_only, false,
+          "Only memory: 10,000 models, durability sync streaming (with the "
+          "certificate on and off), open streams");
+ABSL_FLAG(std::string, paths, "",
+          "Only these paths (comma-separated: none, nocert, echo, sync, bare, "
+          "columnar, 'echo columnar', 'columnar nocert'), W1-W3 through each, "
+          "their rates and "
+          "server CPU printed: for profiling one path");
 ABSL_FLAG(int, in_flight, 64,
           "Batches in flight on a pipelined stream (every path alike)");
 
@@ -801,6 +809,101 @@ std::vector<Refresh> RefreshTable(int repeats) {
   return out;
 }
 
+struct MemoryFigures {
+  double models_mb = 0;       // 10,000 models of d=1000
+  double sync_growth_mb = 0;  // durability sync, W1 streamed
+};
+
+// Memory and threads: 10,000 models, durability sync streaming W1 (`w1_pool`)
+// for 60 s (also with the certificate off if `with_certificate_off`), 1,000
+// open streams.
+MemoryFigures Memory(const std::vector<grpc::ByteBuffer>& w1_pool,
+                     const std::vector<v1::LearnRequest>& w1_requests,
+                     bool quick, bool with_certificate_off) {
+  MemoryFigures m;
+  // Memory: 10,000 models of d=1000 in one server (default durability).
+  {
+    auto p = Perceptrond("sync");
+    const long before = RssAndThreads(p->pid).first;
+    const int models = quick ? 1000 : 10000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        auto stub =
+            perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
+        for (int i = t; i < models; i += 4)
+          CreateModel(*stub, absl::StrCat("m", i), 1000);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    auto [rss, th] = RssAndThreads(p->pid);
+    std::printf("\n## Memory and threads\n\n");
+    std::printf(
+        "- %d models of d=1000 in one server: RSS %.1f MB (%.1f MB before; "
+        "target: under 150 MB for 10,000), %ld threads\n",
+        models, rss / 1024.0, before / 1024.0, th);
+    m.models_mb = rss / 1024.0;
+  }
+  // Durability sync, streaming at full rate: the server's RSS sampled every
+  // 100 ms against its idle RSS (the model created, nothing streamed).
+  for (const bool certificate : {true, false}) {
+    if (!certificate && !with_certificate_off) break;
+    auto p = Perceptrond("sync", true, certificate);
+    CreateModel(p->target(), "bench", 20);
+    const long idle = RssAndThreads(p->pid).first;
+    std::atomic<long> peak = idle;
+    absl::Notification done;
+    std::thread sampler([&] {
+      do {
+        peak = std::max(peak.load(), RssAndThreads(p->pid).first);
+      } while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+    });
+    const double span = quick ? 10 : 60;
+    const double rate =
+        ServiceRate(p->target(), w1_pool, std::numeric_limits<int64_t>::max(),
+                    64, absl::Now() + absl::Seconds(span));
+    done.Notify();
+    sampler.join();
+    const double growth = (peak - idle) / 1024.0;
+    if (certificate) m.sync_growth_mb = growth;
+    std::printf(
+        "- durability sync%s, W1 streamed for %.0f s at %s examples/s: server "
+        "RSS %.1f MB idle, at most %.1f MB while streaming (%.1f MB above "
+        "idle; target: under 64 MB)\n",
+        certificate ? "" : ", certificate off", span, Si(rate).c_str(),
+        idle / 1024.0, peak / 1024.0, growth);
+  }
+  // 1,000 concurrent open Learn streams.
+  {
+    auto p = Perceptrond("none");
+    CreateModel(p->target(), "s", 20);
+    auto channel = Channel(p->target());
+    auto stub = perceptron::v1::PerceptronService::NewStub(channel);
+    const int streams = quick ? 200 : 1000;
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<Stream>> open;
+    perceptron::v1::LearnResponse r;
+    for (int i = 0; i < streams; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      open.push_back(stub->Learn(contexts.back().get()));
+      perceptron::v1::LearnRequest req = w1_requests[i % w1_requests.size()];
+      req.set_model_id("s");
+      if (!open.back()->Write(req) || !open.back()->Read(&r)) std::exit(1);
+    }
+    auto [rss, th] = RssAndThreads(p->pid);
+    std::printf(
+        "- %d Learn streams open at once (each answered a batch): server RSS "
+        "%.1f MB, "
+        "%ld threads\n",
+        streams, rss / 1024.0, th);
+    for (auto& s : open) {
+      s->WritesDone();
+      s->Finish();
+    }
+  }
+  return m;
+}
+
 }  // namespace
 }  // namespace perceptron::bench
 
@@ -835,6 +938,14 @@ int main(int argc, char** argv) {
     paths.push_back({"columnar", false, "none", true, true, true});
     paths.push_back({"echo columnar", true, "none", true, true, true});
   }
+  const std::string only = absl::GetFlag(FLAGS_paths);
+  if (!only.empty()) {
+    paths.push_back({"columnar nocert", false, "none", true, false, true});
+    const std::vector<std::string> names = absl::StrSplit(only, ',');
+    std::erase_if(paths, [&](const Path& p) {
+      return std::find(names.begin(), names.end(), p.name) == names.end();
+    });
+  }
   std::map<std::string, std::vector<double>> figures, server_us;
   std::vector<double> others;
   std::vector<Data> data;
@@ -848,6 +959,10 @@ int main(int argc, char** argv) {
     columnar_pools.push_back(
         Serialized(ColumnarRequests(w, data.back(), "bench")));
   }
+  if (absl::GetFlag(FLAGS_memory_only)) {
+    Memory(pools[0], requests[0], quick, true);
+    return 0;
+  }
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < workloads.size(); ++k) {
       const Workload& w = workloads[k];
@@ -859,7 +974,7 @@ int main(int argc, char** argv) {
         server_us[w.name + " " + path.name].push_back(m.server_us);
         others.push_back(m.others);
       }
-      if (!certificate_only) {
+      if (!certificate_only && only.empty()) {
         figures[w.name + " core"].push_back(CoreRate(w, data[k], w.examples));
       }
     }
@@ -872,6 +987,21 @@ int main(int argc, char** argv) {
         std::thread::hardware_concurrency());
   };
 
+  if (!only.empty()) {
+    std::printf(
+        "| workload | path | examples/s | server CPU us/example |\n"
+        "|---|---|---|---|\n");
+    for (const Workload& w : workloads) {
+      for (const Path& path : paths) {
+        const std::string key = w.name + " " + path.name;
+        std::printf("| %s | %s | %s | %.3f |\n", w.name.c_str(),
+                    path.name.c_str(), Si(Median(figures[key])).c_str(),
+                    Median(server_us[key]));
+      }
+    }
+    load();
+    return 0;
+  }
   std::printf(
       "## The certificate's cost (durability none, a fresh server each: the "
       "model's first 100,000 examples kept, then frozen)\n\n");
@@ -1019,84 +1149,7 @@ int main(int argc, char** argv) {
               Median(p50["bare"]), Median(p50["none"]) / Median(p50["bare"]));
   std::fflush(stdout);
 
-  double models_mb = 0, sync_growth_mb = 0;
-  // Memory: 10,000 models of d=1000 in one server (default durability).
-  {
-    auto p = Perceptrond("sync");
-    const long before = RssAndThreads(p->pid).first;
-    const int models = quick ? 1000 : 10000;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&, t] {
-        auto stub =
-            perceptron::v1::PerceptronService::NewStub(Channel(p->target()));
-        for (int i = t; i < models; i += 4)
-          CreateModel(*stub, absl::StrCat("m", i), 1000);
-      });
-    }
-    for (std::thread& t : threads) t.join();
-    auto [rss, th] = RssAndThreads(p->pid);
-    std::printf("\n## Memory and threads\n\n");
-    std::printf(
-        "- %d models of d=1000 in one server: RSS %.1f MB (%.1f MB before; "
-        "target: under 150 MB for 10,000), %ld threads\n",
-        models, rss / 1024.0, before / 1024.0, th);
-    models_mb = rss / 1024.0;
-  }
-  // Durability sync, streaming at full rate: the server's RSS sampled every
-  // 100 ms against its idle RSS (the model created, nothing streamed).
-  {
-    auto p = Perceptrond("sync");
-    CreateModel(p->target(), "bench", 20);
-    const long idle = RssAndThreads(p->pid).first;
-    std::atomic<long> peak = idle;
-    absl::Notification done;
-    std::thread sampler([&] {
-      do {
-        peak = std::max(peak.load(), RssAndThreads(p->pid).first);
-      } while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
-    });
-    const double span = quick ? 10 : 60;
-    const double rate =
-        ServiceRate(p->target(), pools[0], std::numeric_limits<int64_t>::max(),
-                    64, absl::Now() + absl::Seconds(span));
-    done.Notify();
-    sampler.join();
-    sync_growth_mb = (peak - idle) / 1024.0;
-    std::printf(
-        "- durability sync, W1 streamed for %.0f s at %s examples/s: server "
-        "RSS %.1f MB idle, at most %.1f MB while streaming (%.1f MB above "
-        "idle; target: under 64 MB)\n",
-        span, Si(rate).c_str(), idle / 1024.0, peak / 1024.0, sync_growth_mb);
-  }
-  // 1,000 concurrent open Learn streams.
-  {
-    auto p = Perceptrond("none");
-    CreateModel(p->target(), "s", 20);
-    auto channel = Channel(p->target());
-    auto stub = perceptron::v1::PerceptronService::NewStub(channel);
-    const int streams = quick ? 200 : 1000;
-    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-    std::vector<std::unique_ptr<Stream>> open;
-    perceptron::v1::LearnResponse r;
-    for (int i = 0; i < streams; ++i) {
-      contexts.push_back(std::make_unique<grpc::ClientContext>());
-      open.push_back(stub->Learn(contexts.back().get()));
-      perceptron::v1::LearnRequest req = requests[0][i % requests[0].size()];
-      req.set_model_id("s");
-      if (!open.back()->Write(req) || !open.back()->Read(&r)) return 1;
-    }
-    auto [rss, th] = RssAndThreads(p->pid);
-    std::printf(
-        "- %d Learn streams open at once (each answered a batch): server RSS "
-        "%.1f MB, "
-        "%ld threads\n",
-        streams, rss / 1024.0, th);
-    for (auto& s : open) {
-      s->WritesDone();
-      s->Finish();
-    }
-  }
+  const MemoryFigures memory = Memory(pools[0], requests[0], quick, false);
   std::fflush(stdout);
 
   // How cost grows with d (one stream, durability none) and with the number of
@@ -1218,11 +1271,13 @@ int main(int argc, char** argv) {
            false);
   } else {
     target("10,000 models of d=1000 under 150 MB",
-           absl::StrFormat("%.1f MB", models_mb), models_mb < 150);
+           absl::StrFormat("%.1f MB", memory.models_mb),
+           memory.models_mb < 150);
   }
   target("durability sync streaming for 60 s: under 64 MB above idle",
-         absl::StrFormat("%.1f MB%s", sync_growth_mb, quick ? " (10 s)" : ""),
-         sync_growth_mb < 64);
+         absl::StrFormat("%.1f MB%s", memory.sync_growth_mb,
+                         quick ? " (10 s)" : ""),
+         memory.sync_growth_mb < 64);
   std::printf("\n");
   ProxyTable(workloads[0], repeats);
   return 0;

@@ -120,6 +120,18 @@ class Learner {
     return score;
   }
 
+  // For a learner whose ScoreAndLearn starts from w . x^ over its weights w
+  // (the linear ones): w, so that the caller may compute w . x in the same
+  // pass as ||x||^2 (Model::Learn) and call ScoreAndLearnFrom. Null otherwise.
+  virtual const std::vector<double>* dot_weights() const { return nullptr; }
+  // ScoreAndLearn, given w_dot = Dot(*dot_weights(), x) on the current state:
+  // the same result and state bit for bit.
+  virtual absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
+                                                   double w_dot,
+                                                   bool* updated) {
+    return ScoreAndLearn(x, y, updated);
+  }
+
   // The primal weight vector w (weight dimension entries); empty for the kernel
   // learner.
   virtual absl::Span<const double> weights() const = 0;

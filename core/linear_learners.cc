@@ -50,9 +50,14 @@ absl::StatusOr<bool> ClassicLearner::Learn(const Prepared& x, int y) {
 
 absl::StatusOr<double> ClassicLearner::ScoreAndLearn(const Prepared& x, int y,
                                                      bool* updated) {
-  const double s = Dot(w_, x);
-  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, s));
-  return s;
+  return ClassicLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
+}
+
+absl::StatusOr<double> ClassicLearner::ScoreAndLearnFrom(const Prepared& x,
+                                                         int y, double w_dot,
+                                                         bool* updated) {
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, w_dot));
+  return w_dot;
 }
 
 LearnerState ClassicLearner::ExportState() const {
@@ -122,9 +127,14 @@ absl::StatusOr<bool> MarginLearner::Learn(const Prepared& x, int y) {
 
 absl::StatusOr<double> MarginLearner::ScoreAndLearn(const Prepared& x, int y,
                                                     bool* updated) {
-  const double s = Dot(w_, x);
-  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, s));
-  return s;
+  return MarginLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
+}
+
+absl::StatusOr<double> MarginLearner::ScoreAndLearnFrom(const Prepared& x,
+                                                        int y, double w_dot,
+                                                        bool* updated) {
+  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, w_dot));
+  return w_dot;
 }
 
 LearnerState MarginLearner::ExportState() const {
@@ -221,7 +231,12 @@ absl::StatusOr<bool> AveragedLearner::Learn(const Prepared& x, int y) {
 
 absl::StatusOr<double> AveragedLearner::ScoreAndLearn(const Prepared& x, int y,
                                                       bool* updated) {
-  const double w_dot = Dot(w_, x);
+  return AveragedLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
+}
+
+absl::StatusOr<double> AveragedLearner::ScoreAndLearnFrom(const Prepared& x,
+                                                          int y, double w_dot,
+                                                          bool* updated) {
   const double score = AverageScore(w_dot, x);
   if (!std::isfinite(score)) return NonFiniteScore(score);
   PERCEPTRON_ASSIGN_OR_RETURN(*updated, Step(x, y, w_dot));

@@ -19,6 +19,10 @@ class ClassicLearner : public Learner {
   absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
   absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
                                        bool* updated) override;
+  const std::vector<double>* dot_weights() const override { return &w_; }
+  absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
+                                           double w_dot,
+                                           bool* updated) override;
   absl::Span<const double> weights() const override { return w_; }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
@@ -52,6 +56,10 @@ class MarginLearner : public Learner {
   absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
   absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
                                        bool* updated) override;
+  const std::vector<double>* dot_weights() const override { return &w_; }
+  absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
+                                           double w_dot,
+                                           bool* updated) override;
   absl::Span<const double> weights() const override { return w_; }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
@@ -84,6 +92,9 @@ class AveragedLearner : public ClassicLearner {
   absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
   absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
                                        bool* updated) override;
+  absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
+                                           double w_dot,
+                                           bool* updated) override;
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;

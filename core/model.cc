@@ -170,12 +170,28 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
 
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
-  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  const std::vector<double>* w = learner_->dot_weights();
+  if (w == nullptr || x.sparse) {
+    PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+    const double hinge = bound_.Hinge(p, label);
+    PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(p, hinge));
+    bool updated = false;
+    PERCEPTRON_ASSIGN_OR_RETURN(const double score,
+                                learner_->ScoreAndLearn(p, label, &updated));
+    return Account(p, label, score, updated, hinge);
+  }
+  // A dense x and a linear learner: w . x and ||x||^2 in one pass, each summed
+  // as Dot and Prepare sum them.
+  PERCEPTRON_RETURN_IF_ERROR(ValidateStructure(x, config_.dimension));
+  double w_dot_x = 0, x_dot_x = 0;
+  DenseDots(w->data(), x.values.data(), x.values.size(), &w_dot_x, &x_dot_x);
+  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, preparer_.Prepare(x, x_dot_x));
   const double hinge = bound_.Hinge(p, label);
   PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(p, hinge));
   bool updated = false;
-  PERCEPTRON_ASSIGN_OR_RETURN(const double score,
-                              learner_->ScoreAndLearn(p, label, &updated));
+  PERCEPTRON_ASSIGN_OR_RETURN(
+      const double score,
+      learner_->ScoreAndLearnFrom(p, label, DotFrom(w_dot_x, *w, p), &updated));
   return Account(p, label, score, updated, hinge);
 }
 

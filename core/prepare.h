@@ -53,6 +53,10 @@ class Preparer {
   // infinite; if the squared norm of the augmented vector overflows; or if the
   // model normalizes and it is zero. The result borrows `x`.
   absl::StatusOr<Prepared> Prepare(const FeatureView& x) const;
+  // Prepare, given sum_squares = DenseDot(x.values, x.values) for a dense x
+  // (computed with another sum: DenseDots). The same result bit for bit.
+  absl::StatusOr<Prepared> Prepare(const FeatureView& x,
+                                   double sum_squares) const;
 
  private:
   uint32_t dimension_;
@@ -63,6 +67,13 @@ class Preparer {
 
 // w . x^, where w has the model's weight dimension.
 double Dot(absl::Span<const double> w, const Prepared& x);
+// Dot(w, x), given raw = DenseDot(w, x.x.values) for a dense x: the bias and
+// the scale applied as Dot applies them.
+inline double DotFrom(double raw, absl::Span<const double> w,
+                      const Prepared& x) {
+  if (x.has_bias) raw += w[x.dimension] * x.bias_value;
+  return x.scale * raw;
+}
 
 // w <- w + a * x^.
 void AddScaled(double a, const Prepared& x, absl::Span<double> w);
@@ -81,6 +92,11 @@ absl::Status NonFiniteUpdate(absl::string_view what);
 // sum_i a_i b_i over two dense arrays of length n, with a fixed summation
 // order.
 double DenseDot(const double* a, const double* b, size_t n);
+// DenseDot(w, x, n) and DenseDot(x, x, n) in one pass over x, each sum in
+// DenseDot's order (the same results bit for bit): the two chains of
+// additions overlap instead of waiting on each other's latency.
+void DenseDots(const double* w, const double* x, size_t n, double* w_dot_x,
+               double* x_dot_x);
 
 }  // namespace perceptron
 

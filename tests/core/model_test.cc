@@ -3,9 +3,12 @@
 #include "core/model.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
+#include "core/learner.h"
+#include "core/prepare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/drivers.h"
@@ -473,6 +476,63 @@ TEST(ModelTest, TheLastPredictionIdIsNeverIssuedTwiceOrWrapped) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("every prediction id"));
   EXPECT_EQ(StateBits(m->ExportState()), StateBits(before));
   ASSERT_TRUE(m->Reveal(last->prediction_id, 1).ok());
+}
+
+}  // namespace
+}  // namespace perceptron
+
+namespace perceptron {
+namespace {
+
+// Model::Learn computes w . x and ||x||^2 in one pass for a dense x and a
+// linear learner (DenseDots); the score, the outcome and every weight equal
+// the separate sums of Preparer::Prepare and Learner::ScoreAndLearn, bit for
+// bit, with every remainder of the eight-wide sums.
+TEST(ModelTest, LearnsDenseExamplesAsTheSeparateSumsDoBitForBit) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (Algorithm algorithm :
+       {Algorithm::kClassic, Algorithm::kMargin, Algorithm::kAveraged}) {
+    for (uint32_t d : {1u, 7u, 8u, 13u, 20u}) {
+      for (bool bias : {false, true}) {
+        ModelConfig config;
+        config.dimension = d;
+        config.algorithm = algorithm;
+        config.bias = bias;
+        config.normalize = algorithm == Algorithm::kMargin || bias;
+        if (algorithm == Algorithm::kMargin) config.gamma = 0.1;
+        auto model = *Model::Create(config);
+        const Preparer preparer(model->config());
+        std::unique_ptr<Learner> reference = MakeLearner(model->config());
+        std::vector<double> truth(d);
+        for (double& t : truth) t = normal(rng);
+        int updates = 0;
+        for (int t = 0; t < 300; ++t) {
+          std::vector<double> v(d);
+          for (double& x : v) x = normal(rng) * 3;
+          double dot = 0;
+          for (uint32_t i = 0; i < d; ++i) dot += truth[i] * v[i];
+          // One label in ten flipped, so that updates go on.
+          const int y = (dot >= 0) != (t % 10 == 3) ? 1 : -1;
+          const FeatureView x = FeatureView::Dense(v);
+          const Outcome o = *model->Learn(x, y);
+          bool updated = false;
+          const double score =
+              *reference->ScoreAndLearn(*preparer.Prepare(x), y, &updated);
+          ASSERT_EQ(std::memcmp(&o.score, &score, sizeof score), 0)
+              << static_cast<int>(algorithm) << " d=" << d << " t=" << t;
+          ASSERT_EQ(o.updated, updated);
+          updates += updated;
+        }
+        EXPECT_GT(updates, 10);
+        const absl::Span<const double> a = model->weights(),
+                                       b = reference->weights();
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)),
+                  0);
+      }
+    }
+  }
 }
 
 }  // namespace

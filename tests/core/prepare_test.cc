@@ -1,6 +1,9 @@
 #include "core/prepare.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -97,6 +100,77 @@ TEST(PrepareTest, DenseDotHandlesEveryRemainder) {
     for (size_t i = 0; i < n; ++i)
       a[i] = i + 1, b[i] = 2, expect += 2 * (i + 1);
     EXPECT_EQ(DenseDot(a.data(), b.data(), n), expect) << n;
+  }
+}
+
+// The same double, bit for bit (so +0 and -0 differ, and NaN equals itself).
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(PrepareTest, DenseDotsSumsAsDenseDotBitForBit) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  for (size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 20, 21, 63, 64, 65, 1000}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<double> w(n), x(n);
+      // Magnitudes spread widely, so that a different order of additions
+      // would round differently.
+      for (size_t i = 0; i < n; ++i) {
+        w[i] = std::ldexp(normal(rng), exponent(rng));
+        x[i] = std::ldexp(normal(rng), exponent(rng));
+      }
+      double w_dot_x = -1, x_dot_x = -1;
+      DenseDots(w.data(), x.data(), n, &w_dot_x, &x_dot_x);
+      EXPECT_TRUE(SameBits(w_dot_x, DenseDot(w.data(), x.data(), n))) << n;
+      EXPECT_TRUE(SameBits(x_dot_x, DenseDot(x.data(), x.data(), n))) << n;
+    }
+  }
+}
+
+TEST(PrepareTest, PreparedWithTheSquaresGivenEqualsPrepared) {
+  for (bool bias : {false, true}) {
+    for (bool normalize : {false, true}) {
+      const Preparer preparer(Config(bias, normalize, 2.5));
+      const std::vector<double> v = {0.1, -3e5, 7.25};
+      const FeatureView x = FeatureView::Dense(v);
+      const Prepared a = *preparer.Prepare(x);
+      const Prepared b =
+          *preparer.Prepare(x, DenseDot(v.data(), v.data(), v.size()));
+      EXPECT_TRUE(SameBits(a.scale, b.scale));
+      EXPECT_TRUE(SameBits(a.norm, b.norm));
+      const std::vector<double> w = {0.5, 1e-6, -2, 0.25};
+      double raw = 0, squares = 0;
+      DenseDots(w.data(), v.data(), v.size(), &raw, &squares);
+      EXPECT_TRUE(SameBits(DotFrom(raw, w, a), Dot(w, a)));
+    }
+  }
+  // Given a non-finite sum of squares, the value is still named.
+  const std::vector<double> bad = {1, std::nan(""), 2};
+  EXPECT_THAT(Preparer(Config(false, false))
+                  .Prepare(FeatureView::Dense(bad), std::nan(""))
+                  .status()
+                  .message(),
+              testing::HasSubstr("position 1"));
+}
+
+TEST(PrepareTest, AddScaledStaysFiniteFindsAnOverflowAtEveryPosition) {
+  // Every position, in the eight-wide part of the check and in its tail.
+  for (size_t n : {1, 5, 8, 13, 16, 21, 40}) {
+    ModelConfig c;
+    c.dimension = static_cast<uint32_t>(n);
+    const std::vector<double> v(n, 1.0);
+    const Prepared x = *Preparer(c).Prepare(FeatureView::Dense(v));
+    EXPECT_TRUE(AddScaledStaysFinite(1.0, x, std::vector<double>(n, 1.0)));
+    for (size_t i = 0; i < n; ++i) {
+      for (double big : {std::numeric_limits<double>::max(),
+                         -std::numeric_limits<double>::max()}) {
+        std::vector<double> w(n, 1.0);
+        w[i] = big;
+        // big + big overflows; big - big is 0, and 1 - big is finite.
+        EXPECT_FALSE(AddScaledStaysFinite(big, x, w)) << n << " " << i;
+        EXPECT_TRUE(AddScaledStaysFinite(-big, x, w)) << n << " " << i;
+      }
+    }
   }
 }
 

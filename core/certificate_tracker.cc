@@ -120,6 +120,21 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       const double h = 1 - label * f;
       if (h > 0) sums_[k] += h;
     }
+  } else if (!x.x.sparse && candidates_.size() > 1) {
+    // Every candidate's w . x in one pass over a dense x (the same bits as
+    // Dot's).
+    constexpr size_t kChunk = 8;
+    const double* vs[kChunk];
+    double raw[kChunk];
+    for (size_t k0 = 0; k0 < candidates_.size(); k0 += kChunk) {
+      const size_t m = std::min(kChunk, candidates_.size() - k0);
+      for (size_t k = 0; k < m; ++k) vs[k] = candidates_[k0 + k].data();
+      DenseDotsOf(vs, m, x.x.values.data(), x.x.values.size(), raw);
+      for (size_t k = 0; k < m; ++k) {
+        const double h = 1 - label * DotFrom(raw[k], candidates_[k0 + k], x);
+        if (h > 0) sums_[k0 + k] += h;
+      }
+    }
   } else {
     for (size_t k = 0; k < candidates_.size(); ++k) {
       const double h = 1 - label * Dot(candidates_[k], x);

@@ -40,13 +40,13 @@ namespace {
 // keeps each sum in one register instead of reshuffling the arrays.
 using Lanes = double __attribute__((vector_size(32)));
 
-Lanes Load(const double* p) {
+[[gnu::always_inline]] inline Lanes Load(const double* p) {
   Lanes v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
 
-double Combine(Lanes lo, Lanes hi) {
+[[gnu::always_inline]] inline double Combine(Lanes lo, Lanes hi) {
   return ((lo[0] + lo[1]) + (lo[2] + lo[3])) +
          ((hi[0] + hi[1]) + (hi[2] + hi[3]));
 }
@@ -72,6 +72,51 @@ PERCEPTRON_DENSE_CLONES void DenseDots(const double* w, const double* x,
   }
   *w_dot_x = Combine(s_lo, s_hi);
   *x_dot_x = Combine(q_lo, q_hi);
+}
+
+namespace {
+
+// DenseDotsOf for M <= 4 vectors: two lanes of sums each, in registers.
+// Inlined into each of DenseDotsOf's clones, so that it is built for AVX2 too.
+template <int M>
+[[gnu::always_inline]] inline void DotsOf(const double* const* vs,
+                                          const double* x, size_t n,
+                                          double* out) {
+  Lanes lo[M], hi[M];
+  for (int k = 0; k < M; ++k) lo[k] = hi[k] = Lanes{0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const Lanes x_lo = Load(x + i), x_hi = Load(x + i + 4);
+    for (int k = 0; k < M; ++k) {
+      lo[k] += Load(vs[k] + i) * x_lo;
+      hi[k] += Load(vs[k] + i + 4) * x_hi;
+    }
+  }
+  for (; i < n; ++i) {
+    for (int k = 0; k < M; ++k) lo[k][0] += vs[k][i] * x[i];
+  }
+  for (int k = 0; k < M; ++k) out[k] = Combine(lo[k], hi[k]);
+}
+
+}  // namespace
+
+PERCEPTRON_DENSE_CLONES void DenseDotsOf(const double* const* vs, size_t m,
+                                         const double* x, size_t n,
+                                         double* out) {
+  for (; m >= 4; m -= 4, vs += 4, out += 4) DotsOf<4>(vs, x, n, out);
+  switch (m) {
+    case 3:
+      DotsOf<3>(vs, x, n, out);
+      break;
+    case 2:
+      DotsOf<2>(vs, x, n, out);
+      break;
+    case 1:
+      DotsOf<1>(vs, x, n, out);
+      break;
+    default:
+      break;
+  }
 }
 
 namespace {

@@ -97,6 +97,10 @@ double DenseDot(const double* a, const double* b, size_t n);
 // additions overlap instead of waiting on each other's latency.
 void DenseDots(const double* w, const double* x, size_t n, double* w_dot_x,
                double* x_dot_x);
+// DenseDot(vs[k], x, n) into out[k] for each of the m vectors vs, in one pass
+// over x per four of them, each sum in DenseDot's order (the same bits).
+void DenseDotsOf(const double* const* vs, size_t m, const double* x, size_t n,
+                 double* out);
 
 }  // namespace perceptron
 

@@ -9,6 +9,7 @@
 
 #include "benchmark/benchmark.h"
 #include "core/certificate.h"
+#include "core/certificate_tracker.h"
 
 namespace perceptron {
 namespace {
@@ -125,6 +126,46 @@ BENCHMARK(BM_KernelColdSolve)
     ->Arg(500)
     ->Arg(2000)
     ->Unit(benchmark::kMillisecond);
+
+// A frozen tracker's cost per labeled example on the learning path: the hinge
+// terms of its candidates (the six CandidatesFrom gives a separable
+// solution), for a dense x of dimension state.range(0).
+void BM_ObserveFrozen(benchmark::State& state) {
+  const uint32_t d = static_cast<uint32_t>(state.range(0));
+  ModelConfig c;
+  c.dimension = d;
+  const Preparer preparer(c);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  std::vector<std::vector<double>> xs(256, std::vector<double>(d));
+  for (auto& x : xs)
+    for (double& v : x) v = normal(rng);
+  CertificateTracker tracker(/*limit=*/1, /*slack=*/1);
+  tracker.Observe(*preparer.Prepare(FeatureView::Dense(xs[0])), 1);
+  KeptRows rows = tracker.Take();
+  std::vector<std::vector<double>> vs;
+  for (int k = 0; k < 6; ++k) {
+    std::vector<double> v(c.weight_dimension());
+    for (double& e : v) e = normal(rng);
+    vs.push_back(std::move(v));
+  }
+  const std::vector<double> sums = HingeSums(rows, vs);
+  tracker.Install(vs, sums, 0, /*converged=*/true, tracker.taken(),
+                  tracker.generation());
+  if (tracker.phase() != CertificatePhase::kFrozen) {
+    state.SkipWithError("the tracker did not freeze");
+    return;
+  }
+  std::vector<Prepared> prepared;
+  for (const auto& x : xs)
+    prepared.push_back(*preparer.Prepare(FeatureView::Dense(x)));
+  size_t t = 0;
+  for (auto _ : state) {
+    tracker.Observe(prepared[t++ % prepared.size()], 1);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ObserveFrozen)->Arg(20)->Arg(1000);
 
 }  // namespace
 }  // namespace perceptron

@@ -127,6 +127,31 @@ TEST(PrepareTest, DenseDotsSumsAsDenseDotBitForBit) {
   }
 }
 
+TEST(PrepareTest, DenseDotsOfSumsEachAsDenseDotBitForBit) {
+  std::mt19937_64 rng(8);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  for (size_t n : {0, 1, 7, 8, 9, 21, 64, 1001}) {
+    for (size_t m = 0; m <= 9; ++m) {
+      std::vector<std::vector<double>> vs(m, std::vector<double>(n));
+      std::vector<double> x(n);
+      for (double& v : x) v = std::ldexp(normal(rng), exponent(rng));
+      std::vector<const double*> pointers;
+      for (auto& v : vs) {
+        for (double& e : v) e = std::ldexp(normal(rng), exponent(rng));
+        pointers.push_back(v.data());
+      }
+      std::vector<double> out(m + 1, -7.0);
+      DenseDotsOf(pointers.data(), m, x.data(), n, out.data());
+      for (size_t k = 0; k < m; ++k) {
+        EXPECT_TRUE(SameBits(out[k], DenseDot(vs[k].data(), x.data(), n)))
+            << n << " " << m << " " << k;
+      }
+      EXPECT_EQ(out[m], -7.0);  // nothing written past the m sums
+    }
+  }
+}
+
 TEST(PrepareTest, PreparedWithTheSquaresGivenEqualsPrepared) {
   for (bool bias : {false, true}) {
     for (bool normalize : {false, true}) {

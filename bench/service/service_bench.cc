@@ -1152,7 +1152,7 @@ int main(int argc, char** argv) {
               Median(p50["bare"]), Median(p50["none"]) / Median(p50["bare"]));
   std::fflush(stdout);
 
-  const MemoryFigures memory = Memory(pools[0], requests[0], quick, false);
+  const MemoryFigures memory = Memory(pools[0], requests[0], quick, true);
   std::fflush(stdout);
 
   // How cost grows with d (one stream, durability none) and with the number of

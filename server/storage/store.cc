@@ -97,8 +97,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   options.paranoid_checks = false;
   // LevelDB's memory, bounded: a memtable of at most 4 MiB and one being
   // written out, and its open tables (a few hundred bytes each); its 8 MiB
-  // block cache stays empty, as no read fills it (Verified). A larger memtable showed in RSS while streaming: with 64 MiB,
-  // 10 s of W1 in durability sync took the server 69 MB above idle.
+  // block cache stays empty, as no read fills it (Verified). A larger memtable
+  // showed in RSS while streaming: with 64 MiB, 10 s of W1 in durability sync
+  // took the server 69 MB above idle.
   options.write_buffer_size = 4 << 20;
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(options, path, &raw);

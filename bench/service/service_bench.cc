@@ -1078,6 +1078,34 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::filesystem::remove_all(dir);
+  // The Python package: numpy columns against per-item messages built in
+  // Python (python_bench.py), a fresh server each repeat.
+  std::vector<double> py_items, py_columns;
+  for (int r = 0; r < repeats; ++r) {
+    auto server = Perceptrond("none");
+    const std::string here =
+        std::filesystem::path(__FILE__).parent_path().string();
+    const std::string py_cmd = absl::StrCat(
+        "PYTHONPATH=", here, "/../../client/python:", bin, "/python ",
+        absl::GetFlag(FLAGS_python), " ", here, "/python_bench.py ",
+        server->target(), " ", quick ? 50000 : 200000);
+    FILE* p = popen(py_cmd.c_str(), "r");
+    while (p != nullptr && fgets(line, sizeof line, p) != nullptr) {
+      std::vector<std::string> f =
+          absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
+      double v = 0;
+      if (f.size() == 2 && absl::SimpleAtod(f[1], &v)) {
+        (f[0] == "items" ? py_items : py_columns).push_back(v);
+      }
+    }
+    if (p == nullptr || pclose(p) != 0 ||
+        py_items.size() != static_cast<size_t>(r + 1) ||
+        py_columns.size() != static_cast<size_t>(r + 1)) {
+      std::fprintf(stderr, "the Python client benchmark failed: %s\n",
+                   py_cmd.c_str());
+      return 1;
+    }
+  }
 
   std::printf(
       "## Throughput, examples/s (the client sends bytes serialized before "
@@ -1126,6 +1154,14 @@ int main(int argc, char** argv) {
                 Median(server_us[w.name + " none"]),
                 Median(server_us[w.name + " columnar"]));
   }
+  std::printf(
+      "\n## The Python package (W1's shape, d=20, durability none, a fresh "
+      "server each; examples/s, the messages built while streaming)\n\n"
+      "| per-item messages, batches of 64 (the Python client before columns) "
+      "| numpy columns, batches of 1024 (the package's default) | columns / "
+      "per-item |\n|---|---|---|\n| %s | %s | %.1f |\n",
+      Si(Median(py_items)).c_str(), Si(Median(py_columns)).c_str(),
+      Median(py_columns) / Median(py_items));
   std::printf(
       "\n## W4: one example at a time, predict then reveal (round trip per "
       "request)\n\n");
@@ -1243,6 +1279,8 @@ int main(int argc, char** argv) {
         median("W3 columnar") / median("W3 none"), 2);
   ratio("columnar / core in-process, W2 >= 0.3",
         median("W2 columnar") / median("W2 core"), 0.3);
+  ratio("Python package: numpy columns / per-item messages >= 10",
+        Median(py_columns) / Median(py_items), 10);
   ratio("core / scikit-learn epoch, W1 >= 5",
         median("W1 core") / sk_epoch["W1"], 5);
   ratio("core / scikit-learn epoch, W2 >= 5",

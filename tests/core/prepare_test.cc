@@ -181,8 +181,10 @@ TEST(PrepareTest, PreparedWithTheSquaresGivenEqualsPrepared) {
 TEST(PrepareTest, AddScaledStaysFiniteFindsAnOverflowAtEveryPosition) {
   // Every position, in the eight-wide part of the check and in its tail.
   for (size_t n : {1, 5, 8, 13, 16, 21, 40}) {
-    ModelConfig c;
+    ModelConfig c;  // no bias coordinate, no normalization: x^ = x
     c.dimension = static_cast<uint32_t>(n);
+    c.bias = false;
+    c.normalize = false;
     const std::vector<double> v(n, 1.0);
     const Prepared x = *Preparer(c).Prepare(FeatureView::Dense(v));
     EXPECT_TRUE(AddScaledStaysFinite(1.0, x, std::vector<double>(n, 1.0)));

@@ -40,13 +40,14 @@ namespace {
 // keeps each sum in one register instead of reshuffling the arrays.
 using Lanes = double __attribute__((vector_size(32)));
 
-[[gnu::always_inline]] inline Lanes Load(const double* p) {
-  Lanes v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
+// Lanes go by reference, never by value: a vector of 32 bytes passed by value
+// has another ABI with AVX than without (clang refuses it in the default
+// build).
+[[gnu::always_inline]] inline void Load(const double* p, Lanes* v) {
+  __builtin_memcpy(v, p, sizeof *v);
 }
 
-[[gnu::always_inline]] inline double Combine(Lanes lo, Lanes hi) {
+[[gnu::always_inline]] inline double Combine(const Lanes& lo, const Lanes& hi) {
   return ((lo[0] + lo[1]) + (lo[2] + lo[3])) +
          ((hi[0] + hi[1]) + (hi[2] + hi[3]));
 }
@@ -60,9 +61,13 @@ PERCEPTRON_DENSE_CLONES void DenseDots(const double* w, const double* x,
   Lanes q_lo = {0, 0, 0, 0}, q_hi = {0, 0, 0, 0};
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const Lanes x_lo = Load(x + i), x_hi = Load(x + i + 4);
-    s_lo += Load(w + i) * x_lo;
-    s_hi += Load(w + i + 4) * x_hi;
+    Lanes x_lo, x_hi, w_lo, w_hi;
+    Load(x + i, &x_lo);
+    Load(x + i + 4, &x_hi);
+    Load(w + i, &w_lo);
+    Load(w + i + 4, &w_hi);
+    s_lo += w_lo * x_lo;
+    s_hi += w_hi * x_hi;
     q_lo += x_lo * x_lo;
     q_hi += x_hi * x_hi;
   }
@@ -86,10 +91,15 @@ template <int M>
   for (int k = 0; k < M; ++k) lo[k] = hi[k] = Lanes{0, 0, 0, 0};
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const Lanes x_lo = Load(x + i), x_hi = Load(x + i + 4);
+    Lanes x_lo, x_hi;
+    Load(x + i, &x_lo);
+    Load(x + i + 4, &x_hi);
     for (int k = 0; k < M; ++k) {
-      lo[k] += Load(vs[k] + i) * x_lo;
-      hi[k] += Load(vs[k] + i + 4) * x_hi;
+      Lanes v_lo, v_hi;
+      Load(vs[k] + i, &v_lo);
+      Load(vs[k] + i + 4, &v_hi);
+      lo[k] += v_lo * x_lo;
+      hi[k] += v_hi * x_hi;
     }
   }
   for (; i < n; ++i) {
@@ -227,8 +237,13 @@ PERCEPTRON_DENSE_CLONES bool AddScaledStaysFinite(double a, const Prepared& p,
     Lanes z_lo = {0, 0, 0, 0}, z_hi = {0, 0, 0, 0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-      const Lanes y_lo = Load(in + i) + f * Load(v + i);
-      const Lanes y_hi = Load(in + i + 4) + f * Load(v + i + 4);
+      Lanes w_lo, w_hi, v_lo, v_hi;
+      Load(in + i, &w_lo);
+      Load(in + i + 4, &w_hi);
+      Load(v + i, &v_lo);
+      Load(v + i + 4, &v_hi);
+      const Lanes y_lo = w_lo + f * v_lo;
+      const Lanes y_hi = w_hi + f * v_hi;
       z_lo += y_lo - y_lo;
       z_hi += y_hi - y_hi;
     }

@@ -24,9 +24,6 @@ absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
 
 // ---- ClassicLearner ----
 
-ClassicLearner::ClassicLearner(const ModelConfig& config)
-    : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
-
 absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
                                                     double s) {
   if (!std::isfinite(s)) return NonFiniteScore(s);
@@ -42,22 +39,6 @@ absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
 void ClassicLearner::Update(const Prepared& x, int y) {
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
   dirty_w_.Mark(x);
-}
-
-absl::StatusOr<bool> ClassicLearner::Learn(const Prepared& x, int y) {
-  return LearnFromScore(x, y, Dot(w_, x));
-}
-
-absl::StatusOr<double> ClassicLearner::ScoreAndLearn(const Prepared& x, int y,
-                                                     bool* updated) {
-  return ClassicLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
-}
-
-absl::StatusOr<double> ClassicLearner::ScoreAndLearnFrom(const Prepared& x,
-                                                         int y, double w_dot,
-                                                         bool* updated) {
-  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, w_dot));
-  return w_dot;
 }
 
 LearnerState ClassicLearner::ExportState() const {
@@ -77,14 +58,6 @@ void ClassicLearner::Reset() {
   dirty_w_.MarkAll();
 }
 
-void ClassicLearner::SetJournaling(bool on) {
-  if (on) {
-    dirty_w_.Enable(w_.size());
-  } else {
-    dirty_w_.Disable();
-  }
-}
-
 LearnerDelta ClassicLearner::TakeDelta() {
   LearnerDelta d;
   d.weights = dirty_w_.Take(w_);
@@ -100,9 +73,7 @@ absl::Status ClassicLearner::ApplyDelta(const LearnerDelta& d) {
 // ---- MarginLearner ----
 
 MarginLearner::MarginLearner(const ModelConfig& config)
-    : eta_(config.eta),
-      half_gamma_(*config.gamma / 2),
-      w_(config.weight_dimension(), 0.0) {}
+    : WeightVectorLearner(config), half_gamma_(*config.gamma / 2) {}
 
 absl::StatusOr<bool> MarginLearner::LearnFromScore(const Prepared& x, int y,
                                                    double s) {
@@ -119,22 +90,6 @@ absl::StatusOr<bool> MarginLearner::LearnFromScore(const Prepared& x, int y,
   AddScaled(a, x, absl::MakeSpan(w_));
   dirty_w_.Mark(x);
   return true;
-}
-
-absl::StatusOr<bool> MarginLearner::Learn(const Prepared& x, int y) {
-  return LearnFromScore(x, y, Dot(w_, x));
-}
-
-absl::StatusOr<double> MarginLearner::ScoreAndLearn(const Prepared& x, int y,
-                                                    bool* updated) {
-  return MarginLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
-}
-
-absl::StatusOr<double> MarginLearner::ScoreAndLearnFrom(const Prepared& x,
-                                                        int y, double w_dot,
-                                                        bool* updated) {
-  PERCEPTRON_ASSIGN_OR_RETURN(*updated, LearnFromScore(x, y, w_dot));
-  return w_dot;
 }
 
 LearnerState MarginLearner::ExportState() const {
@@ -160,14 +115,6 @@ void MarginLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
   norm_sq_ = 0;
   dirty_w_.MarkAll();
-}
-
-void MarginLearner::SetJournaling(bool on) {
-  if (on) {
-    dirty_w_.Enable(w_.size());
-  } else {
-    dirty_w_.Disable();
-  }
 }
 
 LearnerDelta MarginLearner::TakeDelta() {

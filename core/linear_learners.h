@@ -6,76 +6,102 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/journal.h"
 #include "core/learner.h"
+#include "core/prepare.h"
 
 namespace perceptron {
 
-// w <- w + eta*y*x^ whenever y*(w . x^) <= 0 on the current w.
-class ClassicLearner : public Learner {
+// What the classic and margin rules share: one weight vector w, the score
+// w . x^, and a rule that decides from that score. `Rule` (the derived class)
+// supplies LearnFromScore(x, y, s): the update for a score s = w . x^ computed
+// on the current w, with the errors of Learn; called directly, not virtually.
+template <typename Rule>
+class WeightVectorLearner : public Learner {
  public:
-  explicit ClassicLearner(const ModelConfig& config);
-
   double Score(const Prepared& x) const override { return Dot(w_, x); }
-  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
+  absl::StatusOr<bool> Learn(const Prepared& x, int y) override {
+    return rule().LearnFromScore(x, y, Dot(w_, x));
+  }
   absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
-                                       bool* updated) override;
+                                       bool* updated) override {
+    return WeightVectorLearner::ScoreAndLearnFrom(x, y, Dot(w_, x), updated);
+  }
   const std::vector<double>* dot_weights() const override { return &w_; }
   absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
                                            double w_dot,
-                                           bool* updated) override;
+                                           bool* updated) override {
+    absl::StatusOr<bool> learned = rule().LearnFromScore(x, y, w_dot);
+    if (!learned.ok()) return learned.status();
+    *updated = *learned;
+    return w_dot;
+  }
   absl::Span<const double> weights() const override { return w_; }
+  void SetJournaling(bool on) override {
+    if (on) {
+      dirty_w_.Enable(w_.size());
+    } else {
+      dirty_w_.Disable();
+    }
+  }
+
+ protected:
+  explicit WeightVectorLearner(const ModelConfig& config)
+      : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
+
+  double eta_;
+  std::vector<double> w_;
+  DirtyTracker dirty_w_;
+
+ private:
+  Rule& rule() { return static_cast<Rule&>(*this); }
+};
+
+// w <- w + eta*y*x^ whenever y*(w . x^) <= 0 on the current w.
+class ClassicLearner : public WeightVectorLearner<ClassicLearner> {
+ public:
+  explicit ClassicLearner(const ModelConfig& config)
+      : WeightVectorLearner(config) {}
+
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
-  void SetJournaling(bool on) override;
   LearnerDelta TakeDelta() override;
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  protected:
+  friend class WeightVectorLearner<ClassicLearner>;
+  // The update for a score s = w . x^ computed on the current w; the errors
+  // of Learn.
+  absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
   // Whether the rule updates for a score s = w . x^ computed on the current w.
   static bool Mistaken(const Prepared& x, int y, double s) {
     return y * s <= 0 && x.norm != 0;
   }
-  // Applies the update for a score s = w . x^ already computed on the current
-  // w; the errors of Learn.
-  absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
   // w <- w + eta y x^ (checked by the caller).
   void Update(const Prepared& x, int y);
-
-  double eta_;
-  std::vector<double> w_;
-  DirtyTracker dirty_w_;
 };
 
 // Seed 001 section 1.3: update when w = 0 or y*(w . x^)/||w|| <= gamma/2.
-class MarginLearner : public Learner {
+class MarginLearner : public WeightVectorLearner<MarginLearner> {
  public:
   explicit MarginLearner(const ModelConfig& config);
 
-  double Score(const Prepared& x) const override { return Dot(w_, x); }
-  absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
-  absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
-                                       bool* updated) override;
-  const std::vector<double>* dot_weights() const override { return &w_; }
-  absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
-                                           double w_dot,
-                                           bool* updated) override;
-  absl::Span<const double> weights() const override { return w_; }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
-  void SetJournaling(bool on) override;
   LearnerDelta TakeDelta() override;
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
  private:
+  friend class WeightVectorLearner<MarginLearner>;
+  // As ClassicLearner's.
   absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
 
-  double eta_;
   double half_gamma_;
-  std::vector<double> w_;
   double norm_sq_ = 0;  // ||w||^2, kept incrementally in O(nnz) per update
-  DirtyTracker dirty_w_;
 };
 
 // Learns as classic; scores with the average of w over the labeled examples

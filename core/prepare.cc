@@ -43,8 +43,27 @@ using Lanes = double __attribute__((vector_size(32)));
 // Lanes go by reference, never by value: a vector of 32 bytes passed by value
 // has another ABI with AVX than without (clang refuses it in the default
 // build).
-[[gnu::always_inline]] inline void Load(const double* p, Lanes* v) {
-  __builtin_memcpy(v, p, sizeof *v);
+// Loads p[0..7] into lanes 0-3 (`lo`) and 4-7 (`hi`).
+[[gnu::always_inline]] inline void LoadEight(const double* p, Lanes* lo,
+                                             Lanes* hi) {
+  __builtin_memcpy(lo, p, sizeof *lo);
+  __builtin_memcpy(hi, p + 4, sizeof *hi);
+}
+
+// Calls f(a_lo, a_hi, b_lo, b_hi) on a[i..i+7] and b[i..i+7] for each whole
+// block of eight (i = 0, 8, ...); returns where the tail begins.
+template <typename F>
+[[gnu::always_inline]] inline size_t ForEachEight(const double* a,
+                                                  const double* b, size_t n,
+                                                  F f) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Lanes a_lo, a_hi, b_lo, b_hi;
+    LoadEight(a + i, &a_lo, &a_hi);
+    LoadEight(b + i, &b_lo, &b_hi);
+    f(a_lo, a_hi, b_lo, b_hi);
+  }
+  return i;
 }
 
 [[gnu::always_inline]] inline double Combine(const Lanes& lo, const Lanes& hi) {
@@ -59,18 +78,15 @@ PERCEPTRON_DENSE_CLONES void DenseDots(const double* w, const double* x,
                                        double* x_dot_x) {
   Lanes s_lo = {0, 0, 0, 0}, s_hi = {0, 0, 0, 0};
   Lanes q_lo = {0, 0, 0, 0}, q_hi = {0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    Lanes x_lo, x_hi, w_lo, w_hi;
-    Load(x + i, &x_lo);
-    Load(x + i + 4, &x_hi);
-    Load(w + i, &w_lo);
-    Load(w + i + 4, &w_hi);
-    s_lo += w_lo * x_lo;
-    s_hi += w_hi * x_hi;
-    q_lo += x_lo * x_lo;
-    q_hi += x_hi * x_hi;
-  }
+  size_t i = ForEachEight(
+      w, x, n,
+      [&](const Lanes& w_lo, const Lanes& w_hi, const Lanes& x_lo,
+          const Lanes& x_hi) __attribute__((always_inline)) {
+        s_lo += w_lo * x_lo;
+        s_hi += w_hi * x_hi;
+        q_lo += x_lo * x_lo;
+        q_hi += x_hi * x_hi;
+      });
   for (; i < n; ++i) {
     s_lo[0] += w[i] * x[i];
     q_lo[0] += x[i] * x[i];
@@ -92,12 +108,10 @@ template <int M>
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     Lanes x_lo, x_hi;
-    Load(x + i, &x_lo);
-    Load(x + i + 4, &x_hi);
+    LoadEight(x + i, &x_lo, &x_hi);
     for (int k = 0; k < M; ++k) {
       Lanes v_lo, v_hi;
-      Load(vs[k] + i, &v_lo);
-      Load(vs[k] + i + 4, &v_hi);
+      LoadEight(vs[k] + i, &v_lo, &v_hi);
       lo[k] += v_lo * x_lo;
       hi[k] += v_hi * x_hi;
     }
@@ -235,18 +249,15 @@ PERCEPTRON_DENSE_CLONES bool AddScaledStaysFinite(double a, const Prepared& p,
     // y - y is 0 for a finite y and NaN otherwise: sums of them, in lanes as
     // DenseDots keeps its sums, check eight coordinates at a time.
     Lanes z_lo = {0, 0, 0, 0}, z_hi = {0, 0, 0, 0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      Lanes w_lo, w_hi, v_lo, v_hi;
-      Load(in + i, &w_lo);
-      Load(in + i + 4, &w_hi);
-      Load(v + i, &v_lo);
-      Load(v + i + 4, &v_hi);
-      const Lanes y_lo = w_lo + f * v_lo;
-      const Lanes y_hi = w_hi + f * v_hi;
-      z_lo += y_lo - y_lo;
-      z_hi += y_hi - y_hi;
-    }
+    size_t i = ForEachEight(
+        in, v, n,
+        [&](const Lanes& w_lo, const Lanes& w_hi, const Lanes& v_lo,
+            const Lanes& v_hi) __attribute__((always_inline)) {
+          const Lanes y_lo = w_lo + f * v_lo;
+          const Lanes y_hi = w_hi + f * v_hi;
+          z_lo += y_lo - y_lo;
+          z_hi += y_hi - y_hi;
+        });
     for (; i < n; ++i) finite &= std::isfinite(in[i] + f * v[i]);
     finite &= Combine(z_lo, z_hi) == 0;
   }

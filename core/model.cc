@@ -168,6 +168,17 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   return o;
 }
 
+void Model::Prefetch(const FeatureView& x) const {
+  if (!x.sparse) return;
+  const std::vector<double>* w = learner_->dot_weights();
+  if (w == nullptr) return;
+  const double* data = w->data();
+  const size_t size = w->size();
+  for (const uint32_t i : x.indices) {
+    if (i < size) __builtin_prefetch(data + i);
+  }
+}
+
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
   const std::vector<double>* w = learner_->dot_weights();

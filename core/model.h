@@ -176,6 +176,11 @@ class Model {
   // A labeled example: predict, then reveal at once (the prequential path).
   absl::StatusOr<Outcome> Learn(const FeatureView& x, int label);
 
+  // Asks the processor to fetch the weights a sparse `x` will touch, so that
+  // a loop over a batch may call it for the next example while it learns
+  // this one. Changes nothing; does nothing for a dense `x` or a kernel model.
+  void Prefetch(const FeatureView& x) const;
+
   // Cyclic training to separation (docs/design.md section 2, 3): passes over
   // `data` in order, each example a labeled example as in Learn, until a pass
   // makes no update or max_epochs passes are made. Every example is validated

@@ -84,10 +84,12 @@ void Run(benchmark::State& state, const Workload& w, Algorithm algorithm,
   const bool sparse = w.nonzeros > 0;
   size_t t = 0;
   for (auto _ : state) {
+    const size_t next = t + 1 == data.labels.size() ? 0 : t + 1;
+    model->Prefetch(View(data, next, sparse));  // as the server's batches do
     absl::StatusOr<Outcome> o =
         model->Learn(View(data, t, sparse), data.labels[t]);
     benchmark::DoNotOptimize(o);
-    if (++t == data.labels.size()) t = 0;
+    t = next;
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["mistake_rate"] =

@@ -411,12 +411,15 @@ double CoreRate(const Workload& w, const Data& d, int64_t examples) {
   c.dimension = w.dimension;
   auto model = *Model::Create(c);
   const absl::Time start = absl::Now();
+  auto view = [&](size_t t) {
+    return w.nonzeros == 0 ? FeatureView::Dense(d.values[t])
+                           : FeatureView::Sparse(d.indices[t], d.values[t]);
+  };
   for (int64_t k = 0; k < examples; ++k) {
     const size_t t = k % d.labels.size();
-    const FeatureView x = w.nonzeros == 0
-                              ? FeatureView::Dense(d.values[t])
-                              : FeatureView::Sparse(d.indices[t], d.values[t]);
-    if (!model->Learn(x, d.labels[t]).ok()) std::exit(1);
+    // The next example's weights fetched ahead, as the server's batches do.
+    model->Prefetch(view((k + 1) % d.labels.size()));
+    if (!model->Learn(view(t), d.labels[t]).ok()) std::exit(1);
   }
   return examples / absl::ToDoubleSeconds(absl::Now() - start);
 }

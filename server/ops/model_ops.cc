@@ -77,6 +77,16 @@ absl::StatusOr<Outcome> LearnOne(ModelEntry& entry, const FeatureView& x,
   return o;
 }
 
+// Model::Prefetch for an item's features, if it has any.
+void Prefetch(const Model& model, const v1::LearnItem& item) {
+  const v1::Features* f = item.has_labeled()   ? &item.labeled().features()
+                          : item.has_example() ? &item.example()
+                                               : nullptr;
+  if (f == nullptr || !f->has_sparse()) return;
+  absl::StatusOr<FeatureView> x = FeaturesFromProto(*f);
+  if (x.ok()) model.Prefetch(*x);
+}
+
 // Applies one Learn item. On success fills `result` and returns true if the
 // model changed.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
@@ -232,6 +242,7 @@ absl::Status ApplyLearnItems(
     const int64_t now = NowNanos();
     results->Reserve(items.size());
     for (int i = 0; i < items.size(); ++i) {
+      if (i + 1 < items.size()) Prefetch(*entry.model, items[i + 1]);
       v1::ItemResult* result = results->Add();
       absl::StatusOr<bool> applied =
           ApplyItem(entry, items[i], limits, now, result);
@@ -298,6 +309,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
     uint64_t next_id = 0;
     for (size_t i = 0; i < rows->rows(); ++i) {
       const size_t k = reveals + i;
+      if (i + 1 < rows->rows()) entry.model->Prefetch(rows->row(i + 1));
       if (labeled) {
         outcome(k, LearnOne(entry, rows->row(i), columns.labels(i)));
         continue;

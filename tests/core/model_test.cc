@@ -2,6 +2,7 @@
 // (2.3, seed 002), counters, bad input (6) and rebuilding from state (2.5, 5).
 #include "core/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -531,6 +532,68 @@ TEST(ModelTest, LearnsDenseExamplesAsTheSeparateSumsDoBitForBit) {
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)),
                   0);
       }
+    }
+  }
+}
+
+// Model::Prefetch only asks for memory: a model that is asked for each next
+// example's weights (an index out of range among them) learns and ends as
+// one that is not, bit for bit, with and without a comparator.
+TEST(ModelTest, PrefetchChangesNothing) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal;
+  constexpr uint32_t kDimension = 1u << 16;
+  std::vector<std::vector<uint32_t>> indices(400);
+  std::vector<std::vector<double>> values(400);
+  std::vector<int> labels(400);
+  for (size_t t = 0; t < indices.size(); ++t) {
+    while (indices[t].size() < 16) {
+      const auto i = static_cast<uint32_t>(rng() % kDimension);
+      if (std::find(indices[t].begin(), indices[t].end(), i) !=
+          indices[t].end()) {
+        continue;
+      }
+      indices[t].push_back(i);
+      values[t].push_back(normal(rng));
+    }
+    labels[t] = rng() % 2 == 0 ? 1 : -1;
+  }
+  indices[100].back() = kDimension + 5;  // refused by Learn, fetched by none
+  for (Algorithm algorithm :
+       {Algorithm::kClassic, Algorithm::kAveraged, Algorithm::kKernel}) {
+    for (bool comparator : {false, true}) {
+      ModelConfig config;
+      config.dimension = kDimension;
+      config.algorithm = algorithm;
+      if (algorithm == Algorithm::kKernel) {
+        config.kernel.type = KernelType::kPolynomial;
+      }
+      if (comparator && algorithm != Algorithm::kKernel) {
+        config.gamma = 0.1;
+        config.comparator.assign(kDimension, 1.0);
+      }
+      auto fetched = *Model::Create(config);
+      auto plain = *Model::Create(config);
+      int refused = 0;
+      for (size_t t = 0; t < indices.size(); ++t) {
+        if (t + 1 < indices.size()) {
+          fetched->Prefetch(FeatureView::Sparse(indices[t + 1], values[t + 1]));
+        }
+        const FeatureView x = FeatureView::Sparse(indices[t], values[t]);
+        const absl::StatusOr<Outcome> a = fetched->Learn(x, labels[t]);
+        const absl::StatusOr<Outcome> b = plain->Learn(x, labels[t]);
+        ASSERT_EQ(a.ok(), b.ok()) << t;
+        if (!a.ok()) {
+          ++refused;
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(&a->score, &b->score, sizeof a->score), 0) << t;
+        ASSERT_EQ(a->updated, b->updated) << t;
+      }
+      EXPECT_EQ(refused, 1);
+      EXPECT_EQ(StateBits(fetched->ExportState()),
+                StateBits(plain->ExportState()));
+      EXPECT_GT(fetched->counters().updates, 10u);
     }
   }
 }

@@ -18,8 +18,30 @@ absl::Status Repeated(uint32_t index, size_t first, size_t second) {
                                                  first, " and ", second));
 }
 
+// Up to this many indices are first passed through a filter of 8192 bits
+// (each index sets one, chosen by a hash, without a branch): when no index
+// finds its bit already set, none repeats. Only when one does (a repeat, or
+// for 32 distinct indices about one vector in sixteen, two that share a bit)
+// does the exact check below run.
+constexpr size_t kFilteredDuplicateCheck = 64;
+
+bool MayRepeat(absl::Span<const uint32_t> indices) {
+  uint64_t seen[8192 / 64] = {};
+  uint64_t hit = 0;
+  for (const uint32_t key : indices) {
+    const uint32_t h = (key * 2654435761u) >> (32 - 13);
+    const uint64_t bit = uint64_t{1} << (h & 63);
+    hit |= seen[h >> 6] & bit;
+    seen[h >> 6] |= bit;
+  }
+  return hit != 0;
+}
+
 absl::Status CheckDuplicates(absl::Span<const uint32_t> indices) {
   const size_t n = indices.size();
+  if (n <= kFilteredDuplicateCheck && !MayRepeat(indices)) {
+    return absl::OkStatus();
+  }
   if (n <= kHashedDuplicateCheck) {
     constexpr uint32_t kEmpty =
         0xffffffffu;  // never an index: indices are < 2^24

@@ -176,9 +176,10 @@ class Model {
   // A labeled example: predict, then reveal at once (the prequential path).
   absl::StatusOr<Outcome> Learn(const FeatureView& x, int label);
 
-  // Asks the processor to fetch the weights a sparse `x` will touch, so that
-  // a loop over a batch may call it for the next example while it learns
-  // this one. Changes nothing; does nothing for a dense `x` or a kernel model.
+  // Asks the processor to fetch the weights (and the comparator's entries) a
+  // sparse `x` will touch, so that a loop over a batch may call it for the
+  // next example while it learns this one. Changes nothing; does nothing for
+  // a dense `x`.
   void Prefetch(const FeatureView& x) const;
 
   // Cyclic training to separation (docs/design.md section 2, 3): passes over

@@ -92,6 +92,13 @@ struct LearnerFigures {
   uint64_t dropped = 0;  // voted/kernel: removed by the cap or budget
 };
 
+// Fetches ahead the entries of `v` at a sparse `x`'s indices (those in range).
+inline void PrefetchAt(const std::vector<double>& v, const FeatureView& x) {
+  for (const uint32_t i : x.indices) {
+    if (i < v.size()) __builtin_prefetch(v.data() + i);
+  }
+}
+
 class Learner {
  public:
   virtual ~Learner() = default;
@@ -135,6 +142,11 @@ class Learner {
   // The primal weight vector w (weight dimension entries); empty for the kernel
   // learner.
   virtual absl::Span<const double> weights() const = 0;
+
+  // Asks the processor to fetch the entries of the learner's arrays that a
+  // sparse `x` (its indices as given) will touch; changes nothing. None by
+  // default.
+  virtual void Prefetch(const FeatureView& /*x*/) const {}
 
   virtual LearnerFigures figures() const { return {}; }
 

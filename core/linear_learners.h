@@ -39,6 +39,7 @@ class WeightVectorLearner : public Learner {
     return w_dot;
   }
   absl::Span<const double> weights() const override { return w_; }
+  void Prefetch(const FeatureView& x) const override { PrefetchAt(w_, x); }
   void SetJournaling(bool on) override {
     if (on) {
       dirty_w_.Enable(w_.size());
@@ -115,6 +116,10 @@ class AveragedLearner : public ClassicLearner {
   explicit AveragedLearner(const ModelConfig& config);
 
   double Score(const Prepared& x) const override;
+  void Prefetch(const FeatureView& x) const override {
+    ClassicLearner::Prefetch(x);
+    PrefetchAt(acc_, x);
+  }
   absl::StatusOr<bool> Learn(const Prepared& x, int y) override;
   absl::StatusOr<double> ScoreAndLearn(const Prepared& x, int y,
                                        bool* updated) override;

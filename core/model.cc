@@ -173,19 +173,8 @@ void Model::Prefetch(const FeatureView& x) const {
   // The comparator's entries too (u . x^ is summed for every labeled
   // example); not the certificate's candidates: five more arrays' worth of
   // requests made the server slower.
-  const std::vector<double>& u = bound_.comparator();
-  if (!u.empty()) {
-    for (const uint32_t i : x.indices) {
-      if (i < u.size()) __builtin_prefetch(u.data() + i);
-    }
-  }
-  const std::vector<double>* w = learner_->dot_weights();
-  if (w == nullptr) return;
-  const double* data = w->data();
-  const size_t size = w->size();
-  for (const uint32_t i : x.indices) {
-    if (i < size) __builtin_prefetch(data + i);
-  }
+  if (!bound_.comparator().empty()) PrefetchAt(bound_.comparator(), x);
+  learner_->Prefetch(x);
 }
 
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {

@@ -77,14 +77,17 @@ absl::StatusOr<Outcome> LearnOne(ModelEntry& entry, const FeatureView& x,
   return o;
 }
 
+// Model::Prefetch for sparse features.
+void Prefetch(const Model& model, const v1::Features& f) {
+  if (!f.has_sparse()) return;
+  absl::StatusOr<FeatureView> x = FeaturesFromProto(f);
+  if (x.ok()) model.Prefetch(*x);
+}
+
 // Model::Prefetch for an item's features, if it has any.
 void Prefetch(const Model& model, const v1::LearnItem& item) {
-  const v1::Features* f = item.has_labeled()   ? &item.labeled().features()
-                          : item.has_example() ? &item.example()
-                                               : nullptr;
-  if (f == nullptr || !f->has_sparse()) return;
-  absl::StatusOr<FeatureView> x = FeaturesFromProto(*f);
-  if (x.ok()) model.Prefetch(*x);
+  if (item.has_labeled()) Prefetch(model, item.labeled().features());
+  if (item.has_example()) Prefetch(model, item.example());
 }
 
 // Applies one Learn item. On success fills `result` and returns true if the
@@ -378,6 +381,9 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
   absl::MutexLock lock(&entry.mu);
   if (entry.deleted) return Deleted(entry);
   for (int i = 0; i < request.examples_size(); ++i) {
+    if (i + 1 < request.examples_size()) {
+      Prefetch(*entry.model, request.examples(i + 1));
+    }
     absl::StatusOr<FeatureView> x = FeaturesFromProto(request.examples(i));
     absl::StatusOr<Prediction> p =
         x.ok() ? entry.model->Predict(*x) : x.status();

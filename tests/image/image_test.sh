@@ -69,6 +69,33 @@ wait_healthy() {
   seconds_since "$2"
 }
 published() { podman port "$1" "$2/tcp" | head -1 | sed 's/^0\.0\.0\.0:/127.0.0.1:/'; }
+# N distinct free loopback ports below the kernel's ephemeral range, for podman to publish on.
+# Not podman's own choice: it takes a free port from the ephemeral range and routes it to the
+# container by a DNAT rule on the host's output, which the kernel does not see as a bound port,
+# so it may hand the same port to another program's bind(0) (a test's server on port 0 beside
+# this test), whose clients then reach the container, or nothing, instead of it.
+free_ports() {
+  /usr/bin/python3 - "$1" <<'PY'
+import random, socket, sys
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+ports = []
+for _ in range(10000):
+    p = random.randrange(max(1024, low - 12000), low)
+    if p in ports:
+        continue
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+    ports.append(p)
+    if len(ports) == int(sys.argv[1]):
+        break
+if len(ports) < int(sys.argv[1]):
+    sys.exit("image_test: no free port below the ephemeral range")
+print(*ports)
+PY
+}
 
 scripts/image_base.sh
 
@@ -100,7 +127,9 @@ say "ldd: all $(grep -c '=>' <<< "$libs") library references resolve"
 # The first container.
 podman volume create "$run" > /dev/null
 start=$(date +%s%N)
-podman_run -d --name "$run-1" -p 127.0.0.1::50051 -p 127.0.0.1::8080 \
+ports=$(free_ports 2) || fail "no free ports to publish on"
+read -r grpc_port http_port <<< "$ports"
+podman_run -d --name "$run-1" -p "127.0.0.1:$grpc_port:50051" -p "127.0.0.1:$http_port:8080" \
   -v "$run:/var/lib/perceptrond" "$image" > /dev/null
 containers+=("$run-1")
 grpc=$(published "$run-1" 50051)
@@ -164,7 +193,9 @@ say "SIGTERM: exit 0 in $took s"
 
 # A second container on the same volume.
 start=$(date +%s%N)
-podman_run -d --name "$run-2" -p 127.0.0.1::50051 -v "$run:/var/lib/perceptrond" "$image" \
+grpc_port=$(free_ports 1) || fail "no free port to publish on"
+podman_run -d --name "$run-2" -p "127.0.0.1:$grpc_port:50051" -v "$run:/var/lib/perceptrond" \
+  "$image" \
   > /dev/null
 containers+=("$run-2")
 grpc=$(published "$run-2" 50051)
@@ -179,7 +210,7 @@ for m in inside outside; do
 done
 podman stop -t 30 "$run-2" > /dev/null 2>> "$work/podman.err"
 
-# The compose file: the server, the demo stream and Prometheus, on ports chosen by podman.
+# The compose file: the server, the demo stream and Prometheus, on ports chosen as above.
 podman tag "$image" localhost/perceptrond:latest
 start=$(date +%s%N)
 buildah bud --quiet --isolation=chroot --pull=never --layers --format=docker \
@@ -190,8 +221,10 @@ buildah bud --quiet --isolation=chroot --pull=never --layers --format=docker \
 say "Prometheus image built in $(seconds_since "$start") s"
 say "podman-compose: deploy/docker-compose.yml (perceptrond, demo, prometheus)"
 touch "$work/compose-up"
-export PERCEPTROND_GRPC_PUBLISH=127.0.0.1: PERCEPTROND_HTTP_PUBLISH=127.0.0.1:
-export PROMETHEUS_PUBLISH=127.0.0.1: GRAFANA_PUBLISH=127.0.0.1:
+ports=$(free_ports 4) || fail "no free ports to publish on"
+read -r grpc_port http_port prometheus_port grafana_port <<< "$ports"
+export PERCEPTROND_GRPC_PUBLISH=127.0.0.1:$grpc_port PERCEPTROND_HTTP_PUBLISH=127.0.0.1:$http_port
+export PROMETHEUS_PUBLISH=127.0.0.1:$prometheus_port GRAFANA_PUBLISH=127.0.0.1:$grafana_port
 (cd deploy && podman-compose -p "$project" up -d perceptrond prometheus) \
   > "$work/compose.log" 2>&1 ||
   { tail -30 "$work/compose.log" >&2; fail "podman-compose up"; }

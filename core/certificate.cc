@@ -199,12 +199,54 @@ size_t KeptRows::bytes() const {
          labels_.capacity() + square_.capacity() * sizeof(double);
 }
 
+namespace {
+
+// p if `v` is p times `of` coordinate by coordinate, for a power of two p > 0;
+// 0 if not.
+double PowerOfTwoMultiple(const std::vector<double>& v,
+                          const std::vector<double>& of) {
+  if (v.size() != of.size()) return 0;
+  size_t i = 0;
+  while (i < of.size() && of[i] == 0) ++i;
+  if (i == of.size()) return 0;
+  const double p = v[i] / of[i];
+  int exponent = 0;
+  if (!(p > 0) || !std::isfinite(p) || std::frexp(p, &exponent) != 0.5) {
+    return 0;
+  }
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (v[j] != p * of[j]) return 0;
+  }
+  return p;
+}
+
+}  // namespace
+
+ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
+  for (uint32_t k = 0; k < vs.size(); ++k) {
+    bool found = false;
+    for (uint32_t of : summed_) {
+      const double p = PowerOfTwoMultiple(vs[k], vs[of]);
+      if (p > 0) {
+        multiples_.push_back({k, of, p});
+        found = true;
+        break;
+      }
+    }
+    if (!found) summed_.push_back(k);
+  }
+}
+
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);
+  const ScaledCandidates scaled(vs);
+  std::vector<double> scores(vs.size());
   for (size_t t = 0; t < rows.size(); ++t) {
+    for (uint32_t k : scaled.summed()) scores[k] = rows.Dot(t, vs[k]);
+    scaled.Spread(scores.data());
     for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - rows.label(t) * rows.Dot(t, vs[k]);
+      const double h = 1 - rows.label(t) * scores[k];
       if (h > 0) sums[k] += h;
     }
   }
@@ -280,13 +322,19 @@ std::vector<double> KernelHingeSums(
     const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);
   if (vs.empty()) return sums;
+  const ScaledCandidates scaled(vs);
+  std::vector<double> scores(vs.size());
   std::vector<double> k;
   for (size_t t = 0; t < rows.size(); ++t) {
     kernel->Against(basis, rows, t, &k);
-    for (size_t j = 0; j < vs.size(); ++j) {
+    for (uint32_t j : scaled.summed()) {
       double f = 0;
       for (size_t s = 0; s < k.size(); ++s) f += vs[j][s] * k[s];
-      const double h = 1 - rows.label(t) * f;
+      scores[j] = f;
+    }
+    scaled.Spread(scores.data());
+    for (size_t j = 0; j < vs.size(); ++j) {
+      const double h = 1 - rows.label(t) * scores[j];
       if (h > 0) sums[j] += h;
     }
   }

@@ -56,6 +56,11 @@ std::vector<double> CertificateTracker::Sums(
   return HingeSums(rows, vs);
 }
 
+void CertificateTracker::Scale() {
+  scaled_ = ScaledCandidates(candidates_);
+  scores_.assign(candidates_.size(), 0.0);
+}
+
 bool CertificateTracker::Reserve(uint64_t bytes) {
   if (budget_ == nullptr) return true;
   if (used_ + bytes > held_) {
@@ -82,6 +87,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   tail_bytes_ = 0;
   Release();
   candidates_.clear();
+  Scale();
   basis_.Clear();
   squares_.clear();
   sums_.clear();
@@ -110,36 +116,38 @@ CertificateTracker::RowsDelta CertificateTracker::TakeRows() {
 
 void CertificateTracker::Observe(const Prepared& x, int label) {
   ++observed_;
+  const std::vector<uint32_t>& summed = scaled_.summed();
   if (kernel_ && !candidates_.empty()) {
     kernel_rows_->Against(basis_, x, &kernel_values_);
-    for (size_t k = 0; k < candidates_.size(); ++k) {
+    for (uint32_t k : summed) {
       double f = 0;
       for (size_t s = 0; s < kernel_values_.size(); ++s) {
         f += candidates_[k][s] * kernel_values_[s];
       }
-      const double h = 1 - label * f;
-      if (h > 0) sums_[k] += h;
+      scores_[k] = f;
     }
-  } else if (!x.x.sparse && candidates_.size() > 1) {
-    // Every candidate's w . x in one pass over a dense x (the same bits as
-    // Dot's).
+  } else if (!x.x.sparse && summed.size() > 1) {
+    // The summed candidates' w . x in one pass over a dense x (the same bits
+    // as Dot's).
     constexpr size_t kChunk = 8;
     const double* vs[kChunk];
     double raw[kChunk];
-    for (size_t k0 = 0; k0 < candidates_.size(); k0 += kChunk) {
-      const size_t m = std::min(kChunk, candidates_.size() - k0);
-      for (size_t k = 0; k < m; ++k) vs[k] = candidates_[k0 + k].data();
+    for (size_t k0 = 0; k0 < summed.size(); k0 += kChunk) {
+      const size_t m = std::min(kChunk, summed.size() - k0);
+      for (size_t k = 0; k < m; ++k) vs[k] = candidates_[summed[k0 + k]].data();
       DenseDotsOf(vs, m, x.x.values.data(), x.x.values.size(), raw);
       for (size_t k = 0; k < m; ++k) {
-        const double h = 1 - label * DotFrom(raw[k], candidates_[k0 + k], x);
-        if (h > 0) sums_[k0 + k] += h;
+        const uint32_t c = summed[k0 + k];
+        scores_[c] = DotFrom(raw[k], candidates_[c], x);
       }
     }
   } else {
-    for (size_t k = 0; k < candidates_.size(); ++k) {
-      const double h = 1 - label * Dot(candidates_[k], x);
-      if (h > 0) sums_[k] += h;
-    }
+    for (uint32_t k : summed) scores_[k] = Dot(candidates_[k], x);
+  }
+  scaled_.Spread(scores_.data());
+  for (size_t k = 0; k < candidates_.size(); ++k) {
+    const double h = 1 - label * scores_[k];
+    if (h > 0) sums_[k] += h;
   }
   if (phase_ != CertificatePhase::kKeeping &&
       phase_ != CertificatePhase::kFreezing) {
@@ -212,6 +220,7 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
   squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
+  Scale();
   basis_ = std::move(basis);
   candidates_changed_ = true;
   sums_ = std::move(sums);
@@ -430,6 +439,7 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   converged_ = s.converged;
   if (s.with_candidates) {
     candidates_ = s.candidates;
+    Scale();
     basis_ = s.basis;
     squares_ = Squares(candidates_, basis_);
   }

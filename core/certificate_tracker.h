@@ -185,7 +185,8 @@ class CertificateTracker {
   void TurnOff(std::string reason, bool permanent = false);
 
   // Accounts one labeled example (prepared as the model does). O(nnz) per
-  // candidate, plus a copy of x^ while keeping.
+  // candidate that is not a power of two times another (ScaledCandidates),
+  // plus a copy of x^ while keeping.
   void Observe(const Prepared& x, int label);
 
   // The rows kept since the last Take, in order; taken() counts all taken.
@@ -302,6 +303,8 @@ class CertificateTracker {
   std::vector<double> Sums(const KeptRows& rows,
                            const std::vector<std::vector<double>>& vs,
                            const KeptRows& basis) const;
+  // Finds which candidates are multiples of others (after they change).
+  void Scale();
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
   // false, and nothing kept, if the budget is taken.
   bool Reserve(uint64_t bytes);
@@ -339,6 +342,8 @@ class CertificateTracker {
   KeptRows tail_;              // rows after the limit, while freezing
   uint64_t tail_bytes_ = 0;    // their RowBytes
   std::vector<std::vector<double>> candidates_;
+  ScaledCandidates scaled_;      // of candidates_
+  std::vector<double> scores_;   // scratch: each candidate's v . x^
   KeptRows basis_;               // a kernel model's candidates' rows
   std::vector<double> squares_;  // ||v||^2 of each candidate
   std::vector<double> sums_;     // their hinge sums

@@ -128,8 +128,7 @@ BENCHMARK(BM_KernelColdSolve)
     ->Unit(benchmark::kMillisecond);
 
 // A frozen tracker's cost per labeled example on the learning path: the hinge
-// terms of its candidates (the six CandidatesFrom gives a separable
-// solution), for a dense x of dimension state.range(0).
+// terms of its candidates, for a dense x of dimension state.range(0).
 void BM_ObserveFrozen(benchmark::State& state) {
   const uint32_t d = static_cast<uint32_t>(state.range(0));
   ModelConfig c;
@@ -143,11 +142,22 @@ void BM_ObserveFrozen(benchmark::State& state) {
   CertificateTracker tracker(/*limit=*/1, /*slack=*/1);
   tracker.Observe(*preparer.Prepare(FeatureView::Dense(xs[0])), 1);
   KeptRows rows = tracker.Take();
+  // The five candidates a refresher installs (v and four multiples, three of
+  // them scored from others: ScaledCandidates), or, as the second argument
+  // 0 asks, five unrelated vectors, each summed.
   std::vector<std::vector<double>> vs;
-  for (int k = 0; k < 6; ++k) {
-    std::vector<double> v(c.weight_dimension());
-    for (double& e : v) e = normal(rng);
-    vs.push_back(std::move(v));
+  if (state.range(1) != 0) {
+    Certificate solution;
+    solution.u.resize(c.weight_dimension());
+    for (double& e : solution.u) e = normal(rng);
+    solution.gamma = 0.25;
+    vs = CandidatesFrom(solution);
+  } else {
+    for (int k = 0; k < 5; ++k) {
+      std::vector<double> v(c.weight_dimension());
+      for (double& e : v) e = normal(rng);
+      vs.push_back(std::move(v));
+    }
   }
   const std::vector<double> sums = HingeSums(rows, vs);
   tracker.Install(vs, sums, 0, /*converged=*/true, tracker.taken(),
@@ -165,7 +175,12 @@ void BM_ObserveFrozen(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ObserveFrozen)->Arg(20)->Arg(1000);
+BENCHMARK(BM_ObserveFrozen)
+    ->ArgNames({"d", "scaled"})
+    ->Args({20, 1})
+    ->Args({1000, 1})
+    ->Args({20, 0})
+    ->Args({1000, 0});
 
 }  // namespace
 }  // namespace perceptron

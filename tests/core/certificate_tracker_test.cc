@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <memory>
+#include <random>
+#include <vector>
 
 #include "core/model.h"
 #include "gmock/gmock.h"
@@ -689,6 +691,106 @@ TEST(CertificateTrackerTest,
       } else {
         EXPECT_FALSE(r.margin_bound_available) << "gamma above gamma*";
       }
+    }
+  }
+}
+
+// The five candidates CandidatesFrom gives are v and four multiples of it,
+// three of which (0.5 v and 2 v of v, 1.41 v of 0.71 v) are scored from
+// another's v . x^; a frozen tracker's sums, and HingeSums over kept rows,
+// are those of summing each candidate on its own, bit for bit, on dense and
+// sparse examples. Vectors that are not exactly a positive power of two times
+// another (one coordinate a step off, -v, 3 v) are summed.
+TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  constexpr uint32_t kDim = 40;
+  ModelConfig config;
+  config.dimension = kDim;
+  const Preparer preparer(config);
+  Certificate solution;
+  solution.u.resize(config.weight_dimension());
+  for (double& e : solution.u) e = 3 * normal(rng);
+  solution.gamma = 0.37;
+  std::vector<std::vector<double>> vs = CandidatesFrom(solution);
+  ASSERT_EQ(vs.size(), 5u);
+  std::vector<double> off = vs[0];
+  for (double& e : off) e *= 2;
+  off[7] = std::nextafter(off[7], 1e300);
+  std::vector<double> negative = vs[0];
+  for (double& e : negative) e = -e;
+  std::vector<double> three = vs[0];
+  for (double& e : three) e *= 3;
+  vs.push_back(off);
+  vs.push_back(negative);
+  vs.push_back(three);
+  EXPECT_THAT(ScaledCandidates(vs).summed(),
+              ::testing::ElementsAre(0, 2, 5, 6, 7));
+
+  for (const bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    // 2,000 examples, a third of them small (scores near 0, hinge terms near
+    // 1).
+    std::vector<std::vector<double>> dense;
+    std::vector<std::vector<uint32_t>> indices;
+    std::vector<std::vector<double>> values;
+    std::vector<int> labels;
+    for (int t = 0; t < 2000; ++t) {
+      std::vector<double> x(kDim, 0.0);
+      std::vector<uint32_t> idx;
+      std::vector<double> val;
+      for (uint32_t i = 0; i < kDim; ++i) {
+        if (sparse && rng() % 4 != 0) continue;
+        x[i] = normal(rng) * (t % 3 == 0 ? 1e-3 : 1.0);
+        idx.push_back(i);
+        val.push_back(x[i]);
+      }
+      dense.push_back(x);
+      indices.push_back(idx);
+      values.push_back(val);
+      labels.push_back(rng() % 2 ? 1 : -1);
+    }
+    auto prepare = [&](size_t t) {
+      return *preparer.Prepare(sparse
+                                   ? FeatureView::Sparse(indices[t], values[t])
+                                   : FeatureView::Dense(dense[t]));
+    };
+    std::vector<double> expected(vs.size(), 0.0);
+    std::vector<size_t> positive(vs.size(), 0);
+    KeptRows rows;
+    for (size_t t = 0; t < 1000; ++t) rows.Add(prepare(t), labels[t]);
+    for (size_t t = 0; t < rows.size(); ++t) {
+      for (size_t k = 0; k < vs.size(); ++k) {
+        const double h = 1 - rows.label(t) * rows.Dot(t, vs[k]);
+        if (h > 0) expected[k] += h;
+      }
+    }
+    const std::vector<double> prefix = HingeSums(rows, vs);
+    EXPECT_EQ(prefix, expected);
+
+    CertificateTracker tracker(/*limit=*/1000, /*slack=*/1);
+    for (size_t t = 0; t < 1000; ++t) tracker.Observe(prepare(t), labels[t]);
+    const KeptRows taken = tracker.Take();
+    ASSERT_EQ(taken.size(), 1000u);
+    tracker.Install(vs, prefix, 0, /*converged=*/true, tracker.taken(),
+                    tracker.generation());
+    ASSERT_EQ(tracker.phase(), CertificatePhase::kFrozen);
+    for (size_t t = 1000; t < dense.size(); ++t) {
+      const Prepared x = prepare(t);
+      tracker.Observe(x, labels[t]);
+      for (size_t k = 0; k < vs.size(); ++k) {
+        const double h = 1 - labels[t] * Dot(vs[k], x);
+        if (h > 0) expected[k] += h;
+        positive[k] += h > 0;
+      }
+    }
+    const std::vector<double> sums = tracker.Save().sums;
+    EXPECT_EQ(sums, expected);
+    // Each candidate's terms after the freeze were 0 for some examples and
+    // positive for others.
+    for (size_t k = 0; k < vs.size(); ++k) {
+      EXPECT_GT(positive[k], 100u);
+      EXPECT_LT(positive[k], 900u);
     }
   }
 }

@@ -480,6 +480,11 @@ KernelCertificate KernelCertificateSolver::Solve(
   const int passes = std::max(1, options.max_passes);
   for (c.passes = 1; c.passes <= passes; ++c.passes) {
     Pass(cap, &alpha_, &q_);
+    if (options.stop && options.stop()) {
+      c.stopped = true;
+      c.converged = false;
+      return c;
+    }
     figures();
     if (c.converged) break;
   }
@@ -750,6 +755,11 @@ Certificate CertificateSolver::Solve(double radius,
   const int passes = std::max(1, options.max_passes);
   for (c.passes = 1; c.passes <= passes; ++c.passes) {
     Pass(cap, &alpha_, &w_);
+    if (options.stop && options.stop()) {
+      c.stopped = true;
+      c.converged = false;
+      return c;
+    }
     // Checked with the running w_; once it looks converged, v is summed
     // afresh and checked again, so that no drift of w_ reaches a figure.
     figures();

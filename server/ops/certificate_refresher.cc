@@ -107,7 +107,25 @@ absl::Duration CertificateRefresher::Refresh(
     if (config.algorithm == Algorithm::kKernel) kernel = config.kernel;
   }
   CertificateOptions options;
+  options.tolerance = kConvergedGap;
   options.max_passes = kPassesPerRefresh;
+  // A solve the tracker would throw away ends at the next pass: the model
+  // froze (its tail of rows filled first), turned off, was reset, deleted or
+  // marked for a move. Its solver is then dropped, or solved again later.
+  options.stop = [&entry, generation] {
+    absl::MutexLock lock(&entry->mu);
+    const CertificateTracker* tracker =
+        entry->deleted ? nullptr : entry->model->certificate();
+    return tracker == nullptr || entry->moving ||
+           tracker->generation() != generation ||
+           (tracker->phase() != CertificatePhase::kKeeping &&
+            tracker->phase() != CertificatePhase::kFreezing);
+  };
+  auto stopped = [&] {
+    entry->solver_converged = false;
+    solver_lock.Release();
+    return std::max(absl::Now() - start, absl::Nanoseconds(1));
+  };
   if (kernel) {
     if (entry->kernel_solver == nullptr) {
       entry->kernel_solver =
@@ -117,6 +135,7 @@ absl::Duration CertificateRefresher::Refresh(
     KernelCertificateSolver& solver = *entry->kernel_solver;
     solver.Add(std::move(rows));
     const KernelCertificate c = solver.Solve(radius, options);
+    if (c.stopped) return stopped();
     KernelCandidates k = KernelCandidatesFrom(c, solver.rows());
     std::vector<double> sums =
         KernelHingeSums(solver.rows(), k.basis, solver.kernel(), k.vs);
@@ -136,6 +155,7 @@ absl::Duration CertificateRefresher::Refresh(
   CertificateSolver& solver = *entry->solver;
   solver.Add(std::move(rows));
   const Certificate c = solver.Solve(radius, options);
+  if (c.stopped) return stopped();
   // The margin rule's bound needs a comparator that separates every example
   // with the model's margin: the hard-margin solution, when it separates.
   std::optional<HardMargin> hard;

@@ -202,6 +202,51 @@ TEST(KernelCertificateTest, TheLinearKernelAgreesWithTheLinearSolver) {
   }
 }
 
+// A solve asked to stop ends after the pass it was asked at, says so and
+// converges nothing; solved again without the stop, each solver goes on from
+// where it stopped to a solution that brackets the same optimum as a solver
+// never stopped (linear and kernel solvers alike).
+TEST(KernelCertificateTest, AStoppedSolveEndsThereAndTheNextGoesOn) {
+  const Set s = Sphere(5, 400, 0.1, 3);
+  const ModelConfig config = KernelModel(5, KernelType::kLinear);
+  const Preparer preparer(config);
+  CertificateSolver linear(config.weight_dimension());
+  CertificateSolver plain(config.weight_dimension());
+  KeptRows rows;
+  double radius = 0;
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
+    linear.Add(p, s.y[t]);
+    plain.Add(p, s.y[t]);
+    rows.Add(p, s.y[t]);
+    radius = std::max(radius, p.norm);
+  }
+  KernelCertificateSolver kernel(config.weight_dimension(), config.kernel);
+  kernel.Add(rows);
+  int asked = 0;
+  CertificateOptions stopping;
+  stopping.stop = [&asked] { return ++asked == 3; };
+  const Certificate a = linear.Solve(radius, stopping);
+  EXPECT_TRUE(a.stopped);
+  EXPECT_FALSE(a.converged);
+  EXPECT_EQ(a.passes, 3);
+  asked = 0;
+  const KernelCertificate b = kernel.Solve(radius, stopping);
+  EXPECT_TRUE(b.stopped);
+  EXPECT_FALSE(b.converged);
+  EXPECT_EQ(b.passes, 3);
+
+  const Certificate a2 = linear.Solve(radius, {});
+  const KernelCertificate b2 = kernel.Solve(radius, {});
+  const Certificate never = plain.Solve(radius, {});
+  ASSERT_TRUE(a2.converged && b2.converged && never.converged);
+  EXPECT_FALSE(a2.stopped || b2.stopped || never.stopped);
+  for (double upper : {a2.upper, b2.upper}) {
+    EXPECT_LE(never.lower, upper * (1 + 1e-12));
+    EXPECT_LE(upper, never.upper * (1 + 2e-4));
+  }
+}
+
 // A stream ten times what a kernel model may keep: frozen at the limit with
 // the exact certificate there, U valid at every example after; and its state,
 // saved and restored (as over a restart), reports the same figures.

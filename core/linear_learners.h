@@ -11,6 +11,7 @@
 #include "core/journal.h"
 #include "core/learner.h"
 #include "core/prepare.h"
+#include "core/status_macros.h"
 
 namespace perceptron {
 
@@ -33,9 +34,7 @@ class WeightVectorLearner : public Learner {
   absl::StatusOr<double> ScoreAndLearnFrom(const Prepared& x, int y,
                                            double w_dot,
                                            bool* updated) override {
-    absl::StatusOr<bool> learned = rule().LearnFromScore(x, y, w_dot);
-    if (!learned.ok()) return learned.status();
-    *updated = *learned;
+    PERCEPTRON_ASSIGN_OR_RETURN(*updated, rule().LearnFromScore(x, y, w_dot));
     return w_dot;
   }
   absl::Span<const double> weights() const override { return w_; }

@@ -37,12 +37,12 @@ namespace {
 
 // Four doubles (GCC's vector extension): lanes 0-3 or 4-7 of DenseDot's eight
 // partial sums, each lane summed in the same order, so that the compiler
-// keeps each sum in one register instead of reshuffling the arrays.
+// keeps each sum in one register instead of reshuffling the arrays. The
+// helpers below take Lanes by reference, never by value: a vector of 32 bytes
+// passed by value has another ABI with AVX than without (clang refuses it in
+// the default build).
 using Lanes = double __attribute__((vector_size(32)));
 
-// Lanes go by reference, never by value: a vector of 32 bytes passed by value
-// has another ABI with AVX than without (clang refuses it in the default
-// build).
 // Loads p[0..7] into lanes 0-3 (`lo`) and 4-7 (`hi`).
 [[gnu::always_inline]] inline void LoadEight(const double* p, Lanes* lo,
                                              Lanes* hi) {

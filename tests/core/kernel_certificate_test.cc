@@ -6,6 +6,7 @@
 // solver; the tracker freezes and carries it over a restart like a linear
 // model's; and scikit-learn's SVC (libsvm) finds the same optimum on
 // breast_cancer.csv and a synthetic set (run live through Debian's Python).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/certificate.h"
@@ -173,23 +175,36 @@ TEST(KernelCertificateTest, PropertyOverRandomStreamsAndKernels) {
   EXPECT_EQ(converged, streams);
 }
 
-TEST(KernelCertificateTest, TheLinearKernelAgreesWithTheLinearSolver) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
-    const Set s = Sphere(3 + seed % 5, 150, 0.1, seed);
-    ModelConfig config = KernelModel(3 + seed % 5, KernelType::kLinear);
-    config.normalize = seed % 2;
+// A linear kernel model's examples of `s`, prepared, given to a linear solver
+// and a kernel one; R is their largest norm.
+struct BothSolvers {
+  BothSolvers(const Set& s, const ModelConfig& config)
+      : linear(config.weight_dimension()),
+        kernel(config.weight_dimension(), config.kernel) {
     const Preparer preparer(config);
-    CertificateSolver linear(config.weight_dimension());
     KeptRows rows;
-    double radius = 0;
     for (size_t t = 0; t < s.x.size(); ++t) {
       const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
       linear.Add(p, s.y[t]);
       rows.Add(p, s.y[t]);
       radius = std::max(radius, p.norm);
     }
-    KernelCertificateSolver kernel(config.weight_dimension(), config.kernel);
-    kernel.Add(rows);
+    kernel.Add(std::move(rows));
+  }
+  CertificateSolver linear;
+  KernelCertificateSolver kernel;
+  double radius = 0;
+};
+
+TEST(KernelCertificateTest, TheLinearKernelAgreesWithTheLinearSolver) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Set s = Sphere(3 + seed % 5, 150, 0.1, seed);
+    ModelConfig config = KernelModel(3 + seed % 5, KernelType::kLinear);
+    config.normalize = seed % 2;
+    BothSolvers both(s, config);
+    CertificateSolver& linear = both.linear;
+    KernelCertificateSolver& kernel = both.kernel;
+    const double radius = both.radius;
     CertificateOptions tight;
     tight.tolerance = 1e-8;
     tight.max_passes = 100000;
@@ -209,20 +224,10 @@ TEST(KernelCertificateTest, TheLinearKernelAgreesWithTheLinearSolver) {
 TEST(KernelCertificateTest, AStoppedSolveEndsThereAndTheNextGoesOn) {
   const Set s = Sphere(5, 400, 0.1, 3);
   const ModelConfig config = KernelModel(5, KernelType::kLinear);
-  const Preparer preparer(config);
-  CertificateSolver linear(config.weight_dimension());
-  CertificateSolver plain(config.weight_dimension());
-  KeptRows rows;
-  double radius = 0;
-  for (size_t t = 0; t < s.x.size(); ++t) {
-    const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
-    linear.Add(p, s.y[t]);
-    plain.Add(p, s.y[t]);
-    rows.Add(p, s.y[t]);
-    radius = std::max(radius, p.norm);
-  }
-  KernelCertificateSolver kernel(config.weight_dimension(), config.kernel);
-  kernel.Add(rows);
+  BothSolvers stopped(s, config), never_stopped(s, config);
+  CertificateSolver& linear = stopped.linear;
+  KernelCertificateSolver& kernel = stopped.kernel;
+  const double radius = stopped.radius;
   int asked = 0;
   CertificateOptions stopping;
   stopping.stop = [&asked] { return ++asked == 3; };
@@ -238,7 +243,7 @@ TEST(KernelCertificateTest, AStoppedSolveEndsThereAndTheNextGoesOn) {
 
   const Certificate a2 = linear.Solve(radius, {});
   const KernelCertificate b2 = kernel.Solve(radius, {});
-  const Certificate never = plain.Solve(radius, {});
+  const Certificate never = never_stopped.linear.Solve(radius, {});
   ASSERT_TRUE(a2.converged && b2.converged && never.converged);
   EXPECT_FALSE(a2.stopped || b2.stopped || never.stopped);
   for (double upper : {a2.upper, b2.upper}) {

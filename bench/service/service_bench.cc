@@ -1332,6 +1332,8 @@ int main(int argc, char** argv) {
         median("W2 core") / sk_epoch["W2"], 5);
   ratio("certificate on / off, W1 >= 0.8",
         median("W1 none") / median("W1 nocert"), 0.8);
+  ratio("certificate on / off, W2 >= 0.8",
+        median("W2 none") / median("W2 nocert"), 0.8);
   ratio("certificate on / off, W3 >= 0.8",
         median("W3 none") / median("W3 nocert"), 0.8);
   target(

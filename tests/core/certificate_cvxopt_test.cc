@@ -135,8 +135,8 @@ TEST(CertificateCvxoptTest, BracketsTheOptimaOfAnIndependentSolver) {
     // B* = 2 R^2 P*; cvxopt's dual value is below P*, its primal above.
     const double r2 = 2 * c.radius * c.radius;
     const Certificate cert = solver.Solve(c.radius, {});
-    const HardMargin h = solver.SolveHardMargin({1e-6, 5000});
-    const LeastDistance d = solver.SolveLeastDistance(c.gamma, {1e-4, 300});
+    const HardMargin h = solver.SolveHardMargin({1e-6, 5000, {}});
+    const LeastDistance d = solver.SolveLeastDistance(c.gamma, {1e-4, 300, {}});
     if (h.separable && !p.separable) ++separable_unsolved;
     if (p.soft) {
       ++soft_solved;

@@ -551,8 +551,9 @@ TEST(KernelCertificateTest, BracketsCvxoptsOptimaInTheFeatureSpace) {
     KernelCertificateSolver solver(c.config.weight_dimension(),
                                    c.config.kernel);
     solver.Add(rows);
-    const KernelCertificate cert = solver.Solve(c.radius, {1e-6, 100000});
-    const LeastDistance d = solver.SolveLeastDistance(c.gamma, {1e-5, 2000});
+    const KernelCertificate cert = solver.Solve(c.radius, {1e-6, 100000, {}});
+    const LeastDistance d =
+        solver.SolveLeastDistance(c.gamma, {1e-5, 2000, {}});
     EXPECT_LE(d.lower, d.upper * (1 + 1e-12));
     // The comparator it names: in the unit ball, with the TD it claims.
     KernelRows kernel(c.config.weight_dimension(), c.config.kernel);

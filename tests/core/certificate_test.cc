@@ -324,5 +324,131 @@ TEST(KeptRowsTest, BlocksHoldTheSameRowsHoweverTheyWereAdded) {
   }
 }
 
+// A dense x^ with no zero is kept as its values alone; every other row (a
+// dense one with a zero, a sparse one) as its non-zeros. Either way a row
+// reads back the same: its non-zeros, label and square, the same w . x^ and
+// w + a x^ bit for bit as summed over its non-zeros in order; copies, taken
+// blocks and rows rebuilt from what they read back stay so. Rows of both kinds
+// in turn fill a block of each kind, not a block a row.
+TEST(KeptRowsTest, DenseRowsKeepTheirValuesAloneAndReadAsEveryRowDoes) {
+  constexpr uint32_t kDim = 30;
+  ModelConfig config;
+  config.dimension = kDim;
+  const Preparer preparer(config);  // bias and normalization on
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  KeptRows kept;
+  std::vector<std::vector<uint32_t>> want_index;
+  std::vector<std::vector<double>> want_value;
+  std::vector<bool> want_dense;
+  size_t coordinates = 0;
+  for (int t = 0; t < 3000; ++t) {
+    std::vector<double> x(kDim);
+    for (double& v : x) v = normal(rng);
+    std::vector<uint32_t> index;
+    std::vector<double> value;
+    Prepared p;
+    if (t % 3 == 2) {  // sparse: 5 coordinates
+      for (uint32_t i = 0; i < 5; ++i) index.push_back(6 * i + t % 6);
+      for (uint32_t i : index) value.push_back(x[i]);
+      p = *preparer.Prepare(FeatureView::Sparse(index, value));
+    } else {
+      if (t % 3 == 1) x[t % kDim] = 0;  // dense with a zero
+      p = *preparer.Prepare(FeatureView::Dense(x));
+    }
+    kept.Add(p, t % 2 == 0 ? 1 : -1);
+    // x^'s non-zeros, the bias last.
+    std::vector<uint32_t> nz_index;
+    std::vector<double> nz_value;
+    auto keep = [&](uint32_t i, double v) {
+      if (v == 0) return;
+      nz_index.push_back(i);
+      nz_value.push_back(v);
+    };
+    if (p.x.sparse) {
+      for (size_t k = 0; k < p.x.indices.size(); ++k) {
+        keep(p.x.indices[k], p.scale * p.x.values[k]);
+      }
+    } else {
+      for (uint32_t i = 0; i < kDim; ++i) keep(i, p.scale * p.x.values[i]);
+    }
+    keep(kDim, p.scale * p.bias_value);
+    want_dense.push_back(t % 3 == 0);
+    coordinates += nz_index.size();
+    want_index.push_back(std::move(nz_index));
+    want_value.push_back(std::move(nz_value));
+  }
+  std::vector<double> w(kDim + 1);
+  for (double& v : w) v = normal(rng);
+  auto check = [&](const KeptRows& rows) {
+    ASSERT_EQ(rows.size(), want_index.size());
+    for (size_t t = 0; t < rows.size(); ++t) {
+      ASSERT_EQ(rows.dense(t), want_dense[t]) << t;
+      ASSERT_EQ(
+          std::vector<uint32_t>(rows.indices(t).begin(), rows.indices(t).end()),
+          want_index[t])
+          << t;
+      ASSERT_EQ(
+          std::vector<double>(rows.values(t).begin(), rows.values(t).end()),
+          want_value[t])
+          << t;
+      ASSERT_EQ(rows.label(t), t % 2 == 0 ? 1 : -1);
+      double dot = 0, square = 0;
+      std::vector<double> added = w, want_added = w;
+      for (size_t k = 0; k < want_index[t].size(); ++k) {
+        dot += w[want_index[t][k]] * want_value[t][k];
+        square += want_value[t][k] * want_value[t][k];
+        want_added[want_index[t][k]] += 0.37 * want_value[t][k];
+      }
+      ASSERT_EQ(rows.Dot(t, w), dot) << t;
+      ASSERT_EQ(rows.square(t), square) << t;
+      rows.AddTo(t, 0.37, &added);
+      ASSERT_EQ(added, want_added) << t;
+    }
+  };
+  check(kept);
+  // 8 bytes a coordinate for the dense rows, 12 for the others, with room
+  // to spare in the blocks: within twice that, not a block a row.
+  size_t dense_coordinates = 0;
+  for (size_t t = 0; t < want_index.size(); ++t) {
+    if (want_dense[t]) dense_coordinates += want_index[t].size();
+  }
+  const size_t tight = dense_coordinates * 8 +
+                       (coordinates - dense_coordinates) * 12 +
+                       want_index.size() * 21;
+  EXPECT_LT(kept.bytes(), 2 * tight);
+  // 20,000 dense rows against as many with one zero each (kept as their 30
+  // non-zeros with indices): 8 * 31 against 12 * 30 bytes a row, in blocks
+  // that grow alike.
+  KeptRows all_dense, one_zero;
+  for (int t = 0; t < 20000; ++t) {
+    std::vector<double> x(kDim);
+    for (double& v : x) v = normal(rng);
+    all_dense.Add(*preparer.Prepare(FeatureView::Dense(x)), 1);
+    x[t % kDim] = 0;
+    one_zero.Add(*preparer.Prepare(FeatureView::Dense(x)), 1);
+  }
+  EXPECT_LT(static_cast<double>(all_dense.bytes()),
+            0.75 * static_cast<double>(one_zero.bytes()));
+
+  const KeptRows copied = kept;
+  check(copied);
+  KeptRows taken;
+  taken.Add(std::vector<uint32_t>{3}, std::vector<double>{1.0}, 1);
+  KeptRows moved = kept;
+  taken.Append(std::move(moved));
+  KeptRows rebuilt;
+  rebuilt.Add(std::vector<uint32_t>{3}, std::vector<double>{1.0}, 1);
+  for (size_t t = 0; t < kept.size(); ++t) {
+    rebuilt.Add(kept.indices(t), kept.values(t), kept.label(t));
+  }
+  EXPECT_TRUE(taken == rebuilt);
+  for (size_t t = 0; t < kept.size(); ++t) {
+    ASSERT_EQ(rebuilt.dense(t + 1), want_dense[t]);
+    ASSERT_EQ(taken.dense(t + 1), want_dense[t]);
+    ASSERT_EQ(rebuilt.Dot(t + 1, w), kept.Dot(t, w));
+  }
+}
+
 }  // namespace
 }  // namespace perceptron

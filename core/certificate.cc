@@ -218,11 +218,7 @@ void KeptRows::Append(const KeptRows& more) {
     const absl::Span<const uint32_t> index = more.indices(t);
     const absl::Span<const double> value = more.values(t);
     if (more.dense(t)) {
-      Block& b = Room(value.size(), /*dense=*/true);
-      const size_t begin = b.size;
-      std::copy(value.begin(), value.end(), b.value.get() + begin);
-      b.size += value.size();
-      Close(b, begin, more.labels_[t], more.square_[t]);
+      AddDense(value, more.labels_[t]);  // its square summed as it was
       continue;
     }
     Block& b = Room(index.size(), /*dense=*/false);

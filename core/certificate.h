@@ -216,8 +216,8 @@ class KeptRows {
     for (; p <= last; p += 64) __builtin_prefetch(p);
     __builtin_prefetch(last);
   }
-  // The last block, with room for `n` more coordinates (a new one if needed),
-  // of dense rows or not.
+  // The open block of dense rows (or of the others), with room for `n` more
+  // coordinates (a new one if needed).
   Block& Room(size_t n, bool dense);
   // 0, 1, ..., n-1: the indices of a dense row of n coordinates (a table
   // shared by every KeptRows, grown by powers of two and never freed).

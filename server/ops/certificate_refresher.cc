@@ -70,6 +70,10 @@ absl::Duration CertificateRefresher::Refresh(
     const std::shared_ptr<ModelEntry>& entry, bool* freezing) {
   bool still_freezing = false;
   const absl::Time start = absl::Now();
+  // The time this refresh took (at least a nanosecond: it did work).
+  auto busy = [start] {
+    return std::max(absl::Now() - start, absl::Nanoseconds(1));
+  };
   absl::ReleasableMutexLock solver_lock(&entry->solver_mu);
   KeptRows rows;
   uint64_t generation = 0;
@@ -124,7 +128,7 @@ absl::Duration CertificateRefresher::Refresh(
   auto stopped = [&] {
     entry->solver_converged = false;
     solver_lock.Release();
-    return std::max(absl::Now() - start, absl::Nanoseconds(1));
+    return busy();
   };
   if (kernel) {
     if (entry->kernel_solver == nullptr) {
@@ -146,7 +150,7 @@ absl::Duration CertificateRefresher::Refresh(
     solver_lock.Release();
     if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();
-    return std::max(absl::Now() - start, absl::Nanoseconds(1));
+    return busy();
   }
   if (entry->solver == nullptr) {
     entry->solver = std::make_unique<CertificateSolver>(dimension);
@@ -169,7 +173,7 @@ absl::Duration CertificateRefresher::Refresh(
   solver_lock.Release();
   if (freezing != nullptr) *freezing = still_freezing;
   entry->NotifyChanged();
-  return std::max(absl::Now() - start, absl::Nanoseconds(1));
+  return busy();
 }
 
 bool CertificateRefresher::Install(ModelEntry& entry,

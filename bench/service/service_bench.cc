@@ -915,8 +915,9 @@ MemoryFigures Memory(const std::vector<grpc::ByteBuffer>& w1_pool,
         "- durability sync%s, W1 streamed for %.0f s at %s examples/s: server "
         "RSS %.1f MB idle, at most %.1f MB while streaming (%.1f MB above "
         "idle; target: under 64 MB); at most %.1f MB more of its own memory "
-        "(RssAnon) and %.1f MB more of mapped files (RssFile: LevelDB's "
-        "tables, pages the kernel may drop)\n",
+        "(RssAnon) and %.1f MB more of mapped files (RssFile; LevelDB's "
+        "tables are read with pread, so their pages are the kernel's page "
+        "cache, not in it)\n",
         certificate ? "" : ", certificate off", span, Si(rate).c_str(),
         idle / 1024.0, peak / 1024.0, growth, (peak_anon - idle_anon) / 1024.0,
         (peak_file - idle_file) / 1024.0);

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "core/model.h"
 #include "leveldb/db.h"
+#include "leveldb/env.h"
 #include "perceptron/v1/state.pb.h"
 #include "server/model/history.h"
 
@@ -113,11 +114,13 @@ class Store {
   uint64_t ApproximateSize();
 
  private:
-  explicit Store(std::unique_ptr<leveldb::DB> db) : db_(std::move(db)) {}
+  Store(std::unique_ptr<leveldb::Env> env, std::unique_ptr<leveldb::DB> db)
+      : env_(std::move(env)), db_(std::move(db)) {}
   absl::StatusOr<RecoveredModel> RecoverModel(const std::string& id,
                                               uint32_t max_dimension);
   std::vector<std::pair<uint64_t, std::string>> Keys(const std::string& prefix);
 
+  std::unique_ptr<leveldb::Env> env_;  // outlives db_, which uses it
   std::unique_ptr<leveldb::DB> db_;
 };
 

@@ -3,6 +3,7 @@
 // one; foreign directories are refused.
 #include "server/storage/store.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <random>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "gmock/gmock.h"
@@ -448,6 +451,91 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   const std::string file = file_dir.path() + "/a-file";
   std::ofstream(file) << "x";
   EXPECT_FALSE(Store::Open(file).ok());
+}
+
+// Paths under /proc/self that name a table file of `dir` (*.ldb): the
+// process's mappings (`maps`) or its open descriptors (`fd`).
+int TablesIn(const std::string& what, const std::string& dir) {
+  const std::string canonical = std::filesystem::canonical(dir).string();
+  int n = 0;
+  if (what == "maps") {
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      n += line.find(canonical) != std::string::npos &&
+           line.find(".ldb") != std::string::npos;
+    }
+    return n;
+  }
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    const std::string target =
+        std::filesystem::read_symlink(e.path(), error).string();
+    n += !error && target.rfind(canonical, 0) == 0 &&
+         target.find(".ldb") != std::string::npos;
+  }
+  return n;
+}
+
+// LevelDB's tables are read with pread, never mapped (their pages stay the
+// kernel's page cache, not the server's memory), and past the descriptors the
+// store may hold (a quarter of RLIMIT_NOFILE) a table is opened for each read:
+// recovery over more tables than that rebuilds every model bit for bit.
+TEST(StoreTest, TablesAreReadWithoutMappingsAndPastTheDescriptorsHeld) {
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
+  // The limit of descriptors lowered for the test (10 held), then restored.
+  struct LowLimit {
+    LowLimit() {
+      getrlimit(RLIMIT_NOFILE, &saved);
+      rlimit low = saved;
+      low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 40);
+      set = setrlimit(RLIMIT_NOFILE, &low) == 0;
+    }
+    ~LowLimit() { setrlimit(RLIMIT_NOFILE, &saved); }
+    rlimit saved{};
+    bool set = false;
+  } limit;
+  ASSERT_TRUE(limit.set);
+  // 60 models of 100,000 random weights (incompressible): about 48 MB of
+  // snapshots, in tables of at most 4 MiB (a memtable).
+  ModelConfig config;
+  config.dimension = 100000;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  std::vector<std::string> expected;
+  {
+    auto store = *Store::Open(dir);
+    for (int m = 0; m < 60; ++m) {
+      const std::string id = absl::StrCat("m", m);
+      auto model = NewModel(config);
+      ASSERT_TRUE(
+          store->PutModel(id, absl::UnixEpoch(), model->ExportState()).ok());
+      std::vector<double> x(config.dimension);
+      for (double& v : x) v = normal(rng);
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(x), 1).ok());
+      ASSERT_TRUE(store->PutSnapshot(id, 0, model->ExportState()).ok());
+      expected.push_back(StateBits(model->ExportState()));
+    }
+  }
+  int tables = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    tables += e.path().extension() == ".ldb";
+  ASSERT_GT(tables, 10) << "too few tables to pass the descriptors held";
+  {
+    auto store = *Store::Open(dir);
+    absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
+    ASSERT_TRUE(models.ok()) << models.status();
+    ASSERT_EQ(models->size(), expected.size());
+    for (const RecoveredModel& r : *models) {
+      int m = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(r.id.substr(1), &m)) << r.id;
+      EXPECT_EQ(StateBits(r.model->ExportState()), expected[m]) << r.id;
+    }
+    EXPECT_EQ(TablesIn("maps", dir), 0);
+    EXPECT_LE(TablesIn("fd", dir), 10);
+    EXPECT_GT(TablesIn("fd", dir), 0);
+  }
+  EXPECT_EQ(TablesIn("fd", dir), 0);  // every one closed with the store
 }
 
 }  // namespace

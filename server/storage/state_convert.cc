@@ -269,43 +269,74 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
   return j;
 }
 
-void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out) {
+void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out, bool compact) {
   std::string* labels = out->mutable_labels();
   labels->reserve(in.size());
+  std::string* dense = compact ? out->mutable_dense() : nullptr;
+  // Room for every non-zero at once: grown a row at a time, the arrays were
+  // copied again at each doubling.
+  size_t values = 0, indices = 0;
+  for (size_t t = 0; t < in.size(); ++t) {
+    values += in.values(t).size();
+    if (!compact || !in.dense(t)) indices += in.values(t).size();
+  }
+  out->mutable_indices()->Reserve(static_cast<int>(indices));
+  out->mutable_values()->Reserve(static_cast<int>(values));
+  out->mutable_ends()->Reserve(static_cast<int>(in.size()));
+  if (dense != nullptr) dense->reserve(in.size());
   uint64_t end = 0;
   for (size_t t = 0; t < in.size(); ++t) {
-    const absl::Span<const uint32_t> index = in.indices(t);
     const absl::Span<const double> value = in.values(t);
-    out->mutable_indices()->Add(index.begin(), index.end());
     out->mutable_values()->Add(value.begin(), value.end());
-    end += index.size();
+    if (dense != nullptr) dense->push_back(in.dense(t) ? 1 : 0);
+    if (dense == nullptr || !in.dense(t)) {
+      const absl::Span<const uint32_t> index = in.indices(t);
+      out->mutable_indices()->Add(index.begin(), index.end());
+    }
+    end += value.size();
     out->add_ends(end);
     labels->push_back(in.label(t) > 0 ? 1 : 0);
   }
 }
 
 absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
+  const bool marked = !in.dense().empty();
   if (in.ends_size() != static_cast<int>(in.labels().size()) ||
-      in.indices_size() != in.values_size()) {
+      (marked && in.ends_size() != static_cast<int>(in.dense().size())) ||
+      (!marked && in.indices_size() != in.values_size())) {
     return absl::InvalidArgumentError(
-        "certificate rows: ends, labels, indices and values disagree in "
-        "length");
+        "certificate rows: ends, labels, dense marks, indices and values "
+        "disagree in length");
   }
-  uint64_t begin = 0;
+  std::vector<uint32_t> iota;  // the indices of a dense row
+  uint64_t begin = 0, index_begin = 0;
   for (int t = 0; t < in.ends_size(); ++t) {
     const uint64_t end = in.ends(t);
     const char label = in.labels()[t];
-    if (end < begin || end > static_cast<uint64_t>(in.indices_size()) ||
-        (label != 0 && label != 1)) {
+    const char dense = marked ? in.dense()[t] : 0;
+    if (end < begin || end > static_cast<uint64_t>(in.values_size()) ||
+        (label != 0 && label != 1) || (dense != 0 && dense != 1) ||
+        (dense == 0 && end - begin > static_cast<uint64_t>(in.indices_size()) -
+                                         index_begin)) {
       return absl::InvalidArgumentError(
           absl::StrCat("certificate rows: row ", t, " is malformed"));
     }
-    out->Add(absl::MakeConstSpan(in.indices().data() + begin, end - begin),
-             absl::MakeConstSpan(in.values().data() + begin, end - begin),
+    const size_t n = end - begin;
+    absl::Span<const uint32_t> indices;
+    if (dense == 1) {
+      for (size_t i = iota.size(); i < n; ++i)
+        iota.push_back(static_cast<uint32_t>(i));
+      indices = absl::MakeConstSpan(iota.data(), n);
+    } else {
+      indices = absl::MakeConstSpan(in.indices().data() + index_begin, n);
+      index_begin += n;
+    }
+    out->Add(indices, absl::MakeConstSpan(in.values().data() + begin, n),
              label == 1 ? 1 : -1);
     begin = end;
   }
-  if (begin != static_cast<uint64_t>(in.indices_size())) {
+  if (begin != static_cast<uint64_t>(in.values_size()) ||
+      index_begin != static_cast<uint64_t>(in.indices_size())) {
     return absl::InvalidArgumentError(
         "certificate rows: non-zeros after the last row");
   }

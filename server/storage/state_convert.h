@@ -18,8 +18,11 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
                                           uint32_t max_dimension);
 
 void JournalToProto(const Journal& in, v1::Journal* out);
-// The certificate's kept rows (Journal::certificate_rows, ...).
-void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out);
+// The certificate's kept rows (Journal::certificate_rows, ...). `compact`:
+// a dense row's indices (0, 1, ..., n-1) are left out and marked in `dense`
+// (the store's rows); export blobs give every index, as older servers read.
+void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out,
+                     bool compact = false);
 // Appends the rows of `in` to `out`; INVALID_ARGUMENT (some may be appended)
 // if they are malformed. Their indices and values are checked by the tracker
 // that takes them (CertificateTracker::Restore).

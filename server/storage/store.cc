@@ -53,12 +53,14 @@ uint32_t Crc(absl::string_view bytes) {
 
 // A value: 4 bytes of CRC-32 (little-endian) and the serialized message.
 std::string Seal(const google::protobuf::Message& m) {
-  const std::string payload = m.SerializeAsString();
-  const uint32_t crc = Crc(payload);
+  // Serialized after room for the CRC, which is filled in after: one copy of
+  // the message, however large.
   std::string out(4, '\0');
+  m.AppendToString(&out);
+  const uint32_t crc = Crc(absl::string_view(out).substr(4));
   for (int i = 0; i < 4; ++i)
     out[i] = static_cast<char>((crc >> (8 * i)) & 0xff);
-  return out + payload;
+  return out;
 }
 
 bool Unseal(absl::string_view value, google::protobuf::Message* m) {
@@ -414,7 +416,7 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   if (certificate_rows != nullptr && certificate_rows->size() > 0) {
     v1::StoredRows rows;
     rows.set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
-    KeptRowsToProto(*certificate_rows, rows.mutable_rows());
+    KeptRowsToProto(*certificate_rows, rows.mutable_rows(), /*compact=*/true);
     batch.Put(SeqKey(RowsPrefix(id), 0), Seal(rows));
   }
   leveldb::WriteOptions sync;
@@ -452,7 +454,8 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
     if (r->journal.certificate_rows.size() > 0) {
       rows.Clear();
       rows.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
-      KeptRowsToProto(r->journal.certificate_rows, rows.mutable_rows());
+      KeptRowsToProto(r->journal.certificate_rows, rows.mutable_rows(),
+                      /*compact=*/true);
       std::string key = SeqKey(RowsPrefix(r->id), r->seq);
       batch.Put(key, Seal(rows));
       rows_put[r->id].push_back(std::move(key));

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "leveldb/db.h"
+#include "server/storage/state_convert.h"
 #include "tests/core/drivers.h"
 #include "tests/core/state_bits.h"
 #include "tests/scoped_dir.h"
@@ -451,6 +452,62 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   const std::string file = file_dir.path() + "/a-file";
   std::ofstream(file) << "x";
   EXPECT_FALSE(Store::Open(file).ok());
+}
+
+// The store keeps a dense row's values alone (its indices 0, 1, ..., n-1
+// marked, not written); export blobs give every index, as older servers read.
+// Both read back as the same rows, as do rows written before the mark; rows
+// whose marks, indices or values do not add up are refused.
+TEST(StoreTest, TheCertificatesDenseRowsAreStoredWithoutTheirIndices) {
+  KeptRows rows;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  for (int t = 0; t < 300; ++t) {
+    std::vector<uint32_t> indices;
+    std::vector<double> values;
+    const int kind = t % 3;  // dense, dense with a zero, sparse
+    for (uint32_t i = 0; i < 40; ++i) {
+      if ((kind == 1 && i == 7) || (kind == 2 && i % 3 != 0)) continue;
+      indices.push_back(i);
+      values.push_back(normal(rng));
+    }
+    rows.Add(indices, values, t % 2 == 0 ? 1 : -1);
+  }
+  v1::KeptRowsState compact, full;
+  KeptRowsToProto(rows, &compact, /*compact=*/true);
+  KeptRowsToProto(rows, &full);
+  ASSERT_EQ(compact.dense().size(), rows.size());
+  EXPECT_TRUE(full.dense().empty());
+  EXPECT_EQ(full.indices_size(), full.values_size());
+  // 100 dense rows of 40: their 4,000 indices are not written.
+  EXPECT_EQ(compact.indices_size(), full.indices_size() - 4000);
+  EXPECT_LT(compact.ByteSizeLong(), full.ByteSizeLong());
+  for (const v1::KeptRowsState* state : {&compact, &full}) {
+    KeptRows back;
+    ASSERT_TRUE(KeptRowsFromProto(*state, &back).ok());
+    EXPECT_TRUE(back == rows);
+    for (size_t t = 0; t < rows.size(); ++t)
+      ASSERT_EQ(back.dense(t), t % 3 == 0) << t;
+  }
+  auto refused = [](const v1::KeptRowsState& state) {
+    KeptRows back;
+    return !KeptRowsFromProto(state, &back).ok();
+  };
+  v1::KeptRowsState bad = compact;
+  (*bad.mutable_dense())[4] = 2;  // neither 0 nor 1
+  EXPECT_TRUE(refused(bad));
+  bad = compact;
+  bad.mutable_dense()->pop_back();  // a mark short
+  EXPECT_TRUE(refused(bad));
+  bad = compact;
+  bad.mutable_indices()->RemoveLast();  // the last sparse row short
+  EXPECT_TRUE(refused(bad));
+  bad = compact;
+  bad.add_indices(1);  // an index after the last row
+  EXPECT_TRUE(refused(bad));
+  bad = compact;
+  (*bad.mutable_dense())[1] = 1;  // a sparse row marked dense
+  EXPECT_TRUE(refused(bad));
 }
 
 // Paths under /proc/self that name a table file of `dir` (*.ldb): the

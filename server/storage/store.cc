@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -237,14 +238,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
         FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
                     absl::StrCat("cannot initialize the store in ", path));
     if (!init.ok()) return init;
-    return store;
-  }
-  if (!s.ok()) return FromLevelDb(s, "cannot read the store's format");
-  if (format != kStoreFormat) {
+  } else if (!s.ok()) {
+    return FromLevelDb(s, "cannot read the store's format");
+  } else if (format != kStoreFormat) {
     return absl::FailedPreconditionError(
         absl::StrCat("the data directory ", path, " has format \"", format,
                      "\"; this server reads \"", kStoreFormat, "\""));
   }
+  absl::StatusOr<std::unique_ptr<RowsFiles>> rows =
+      RowsFiles::Open(absl::StrCat(path, "/rows"));
+  if (!rows.ok()) return rows.status();
+  store->rows_ = *std::move(rows);
   return store;
 }
 
@@ -353,6 +357,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
                   absl::ToUnixNanos(r.created_at) &&
               KeptRowsFromProto(stored_rows.rows(), &rows).ok();
   }
+  rows_->Recover(id, r.created_at, r.seq, &rows, &rows_ok);
   if (rows_ok) {
     r.certificate_rows = rows.size();
     r.certificate_rows_attached =
@@ -384,14 +389,20 @@ absl::StatusOr<Recovery> Store::Recover(uint32_t max_dimension) {
       return FromLevelDb(it->status(), "reading the store");
   }
   Recovery out;
+  rows_->List();
+  absl::flat_hash_set<std::string> set_aside;
   for (const std::string& id : ids) {
     absl::StatusOr<RecoveredModel> r = RecoverModel(id, max_dimension);
     if (r.ok()) {
       out.models.push_back(*std::move(r));
     } else {
       out.set_aside.push_back({id, r.status()});
+      set_aside.insert(id);
     }
   }
+  // Rows files of models no longer stored (deleted, or replaced, before
+  // their files were) go; those of models set aside stay with their records.
+  rows_->RemoveUnclaimed(set_aside);
   return out;
 }
 
@@ -413,16 +424,12 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   StateToProto(state, snap.mutable_state());
   *snap.mutable_state()->mutable_curves() = curves;
   batch.Put(SeqKey(SnapshotPrefix(id), 0), Seal(snap));
-  if (certificate_rows != nullptr && certificate_rows->size() > 0) {
-    v1::StoredRows rows;
-    rows.set_created_at_unix_nanos(absl::ToUnixNanos(created_at));
-    KeptRowsToProto(*certificate_rows, rows.mutable_rows(), /*compact=*/true);
-    batch.Put(SeqKey(RowsPrefix(id), 0), Seal(rows));
-  }
   leveldb::WriteOptions sync;
   sync.sync = true;
-  return FromLevelDb(db_->Write(sync, &batch),
-                     absl::StrCat("storing model ", id));
+  return rows_->Put(id, created_at, certificate_rows, [&] {
+    return FromLevelDb(db_->Write(sync, &batch),
+                       absl::StrCat("storing model ", id));
+  });
 }
 
 absl::Status Store::DeleteModel(const std::string& id) {
@@ -433,33 +440,26 @@ absl::Status Store::DeleteModel(const std::string& id) {
   for (const auto& [seq, key] : Keys(RowsPrefix(id))) batch.Delete(key);
   leveldb::WriteOptions sync;
   sync.sync = true;
-  return FromLevelDb(db_->Write(sync, &batch),
-                     absl::StrCat("deleting model ", id));
+  return rows_->Delete(id, [&] {
+    return FromLevelDb(db_->Write(sync, &batch),
+                       absl::StrCat("deleting model ", id));
+  });
 }
 
 absl::Status Store::Append(const std::vector<const Record*>& records,
                            bool sync) {
   leveldb::WriteBatch batch;
   v1::LogRecord record;
-  v1::StoredRows rows;
-  // Rows keys written by this batch, by model: a later record of the same
-  // model that clears its rows deletes them too.
-  absl::flat_hash_map<std::string, std::vector<std::string>> rows_put;
+  std::vector<RowsFiles::Change> changes;
+  changes.reserve(records.size());
   for (const Record* r : records) {
     if (r->journal.certificate_rows_cleared) {
+      // Rows an earlier version stored in LevelDB.
       for (const auto& [seq, key] : Keys(RowsPrefix(r->id))) batch.Delete(key);
-      for (const std::string& key : rows_put[r->id]) batch.Delete(key);
-      rows_put[r->id].clear();
     }
-    if (r->journal.certificate_rows.size() > 0) {
-      rows.Clear();
-      rows.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
-      KeptRowsToProto(r->journal.certificate_rows, rows.mutable_rows(),
-                      /*compact=*/true);
-      std::string key = SeqKey(RowsPrefix(r->id), r->seq);
-      batch.Put(key, Seal(rows));
-      rows_put[r->id].push_back(std::move(key));
-    }
+    changes.push_back({&r->id, r->created_at, r->seq,
+                       r->journal.certificate_rows_cleared,
+                       &r->journal.certificate_rows});
     record.Clear();
     record.set_seq(r->seq);
     record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));
@@ -469,7 +469,9 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
   }
   leveldb::WriteOptions options;
   options.sync = sync;
-  return FromLevelDb(db_->Write(options, &batch), "logging");
+  return rows_->Append(changes, sync, [&] {
+    return FromLevelDb(db_->Write(options, &batch), "logging");
+  });
 }
 
 absl::Status Store::Append(const std::string& id, absl::Time created_at,
@@ -479,6 +481,7 @@ absl::Status Store::Append(const std::string& id, absl::Time created_at,
 }
 
 absl::Status Store::Sync() {
+  if (absl::Status s = rows_->Sync(); !s.ok()) return s;
   leveldb::WriteBatch empty;
   leveldb::WriteOptions sync;
   sync.sync = true;
@@ -518,7 +521,7 @@ uint64_t Store::ApproximateSize() {
   leveldb::Range all("", "\xff");
   uint64_t size = 0;
   db_->GetApproximateSizes(&all, 1, &size);
-  return size;
+  return size + rows_->Bytes();
 }
 
 }  // namespace perceptron::server

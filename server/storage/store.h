@@ -1,6 +1,7 @@
 // The data directory: an embedded LevelDB holding, per model, its identity,
-// snapshots, a log of what each batch changed, and the examples its
-// certificate keeps (docs/design.md section 5).
+// snapshots and a log of what each batch changed, and beside it the examples
+// its certificate keeps (server/storage/rows_files.h; docs/design.md section
+// 5).
 // Values carry a CRC-32 of their own besides LevelDB's checksums; anything that
 // fails a check is never applied.
 //
@@ -24,6 +25,7 @@
 #include "leveldb/env.h"
 #include "perceptron/v1/state.pb.h"
 #include "server/model/history.h"
+#include "server/storage/rows_files.h"
 
 namespace perceptron::server {
 
@@ -69,6 +71,7 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
   // Every model, rebuilt from its newest valid snapshot and the log after it.
+  // Called once, before any write (it finds the certificates' rows files).
   // Drops (and deletes) log records after a gap or a failed check. A model
   // that cannot be rebuilt (no valid snapshot, a damaged identity record) is
   // set aside with the reason, its records untouched; one model never fails
@@ -122,6 +125,10 @@ class Store {
 
   std::unique_ptr<leveldb::Env> env_;  // outlives db_, which uses it
   std::unique_ptr<leveldb::DB> db_;
+  // The certificate's kept rows (rows/ in the directory). Rows written by
+  // earlier versions, in LevelDB under m/<id>/r/, are read and deleted as
+  // before.
+  std::unique_ptr<RowsFiles> rows_;
 };
 
 }  // namespace perceptron::server

@@ -6,9 +6,11 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "absl/strings/numbers.h"
@@ -194,6 +196,7 @@ TEST(StoreTest, TheCertificatesRowsGoWhenTheyNoLongerCount) {
   {
     // A reset clears them; a record after a gap is dropped with its rows.
     auto store = *Store::Open(scoped.path());
+    ASSERT_TRUE(store->Recover(1000).ok());  // before writing, as the server
     r.model->Reset();
     Drive(*r.model, *store, "c", 2, 5);
     Drive(*r.model, *store, "c", 1, 8);  // seq 7 is missing
@@ -207,12 +210,217 @@ TEST(StoreTest, TheCertificatesRowsGoWhenTheyNoLongerCount) {
   EXPECT_EQ(r.model->certificate()->observed(), r.certificate_rows);
   {
     auto store = *Store::Open(scoped.path());
+    ASSERT_TRUE(store->Recover(1000).ok());
     r.model->DisableCertificate();
     Drive(*r.model, *store, "c", 1, 7);
   }
   r = recover();
   EXPECT_EQ(r.records_applied, 7u);  // 1 to 7; 8 was dropped
   EXPECT_EQ(r.certificate_rows, 0u);
+}
+
+// The rows files under `dir`/rows, by name, with their sizes.
+std::map<std::string, uintmax_t> RowsFiles(const std::string& dir) {
+  std::map<std::string, uintmax_t> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/rows"))
+    out[e.path().filename().string()] = e.file_size();
+  return out;
+}
+
+// Keys of `dir`'s LevelDB that start with `prefix` (the store closed).
+int KeysWith(const std::string& dir, const std::string& prefix) {
+  leveldb::DB* raw;
+  EXPECT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+  std::unique_ptr<leveldb::Iterator> it(
+      raw->NewIterator(leveldb::ReadOptions()));
+  int n = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    ++n;
+  }
+  it.reset();
+  delete raw;
+  return n;
+}
+
+// The certificate's rows go to a file of their own, beside LevelDB (never
+// through its memtable and compactions), chunk by chunk with their records:
+// recovery takes the chunks of the records it applied, and truncates those of
+// records never committed and a damaged tail; when the rows no longer count
+// the file goes.
+TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
+  const testing::ScopedDir scoped("store-rows-file");
+  const std::string& dir = scoped.path();
+  ModelConfig config;
+  config.dimension = 6;
+  auto recover = [&] {
+    auto store = *Store::Open(dir);
+    absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
+    EXPECT_TRUE(models.ok()) << models.status();
+    RecoveredModel r = models.ok() && models->size() == 1
+                           ? std::move((*models)[0])
+                           : RecoveredModel();
+    if (r.model != nullptr) r.model->SetJournaling(true);
+    return r;
+  };
+  {
+    auto model = NewModel(config);
+    model->EnableCertificate(100000, 1000);
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    ASSERT_TRUE(
+        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    Drive(*model, *store, "c", 6);
+  }
+  std::map<std::string, uintmax_t> files = RowsFiles(dir);
+  ASSERT_EQ(files.size(), 1u);
+  ASSERT_TRUE(files.contains("c.0.rows"));
+  const uintmax_t six = files["c.0.rows"];
+  EXPECT_EQ(KeysWith(dir, "m/c/r/"), 0) << "no rows in LevelDB";
+  EXPECT_EQ(KeysWith(dir, "m/c/l/"), 6);
+
+  // Records 5 and 6 never committed (their LevelDB batch lost): their rows
+  // chunks are on disk, and go.
+  {
+    leveldb::DB* raw;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+    for (const char* key :
+         {"m/c/l/00000000000000000005", "m/c/l/00000000000000000006"}) {
+      ASSERT_TRUE(raw->Delete(leveldb::WriteOptions(), key).ok());
+    }
+    delete raw;
+  }
+  RecoveredModel r = recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_EQ(r.seq, 4u);
+  EXPECT_GT(r.certificate_rows, 10u);
+  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
+  EXPECT_TRUE(r.certificate_rows_attached);
+  const uintmax_t four = RowsFiles(dir)["c.0.rows"];
+  EXPECT_LT(four, six);
+  EXPECT_GE(four, r.certificate_rows * 7 * 8) << "each row's 7 values";
+  // The stream goes on after them: records 5 and 6 again.
+  {
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    Drive(*r.model, *store, "c", 2, 5, 5);
+  }
+  r = recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_EQ(r.seq, 6u);
+  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
+  EXPECT_TRUE(r.certificate_rows_attached);
+  const uintmax_t again = RowsFiles(dir)["c.0.rows"];
+  EXPECT_GT(again, four);
+
+  // A flipped byte in the last chunk: it fails its check and goes, with
+  // nothing after it; its record's rows are then missing, so the certificate
+  // does not take the others (it freezes where the stream ends).
+  {
+    std::fstream f(dir + "/rows/c.0.rows",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(again - 3));
+    f.put('\x5a');
+  }
+  r = recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_EQ(r.seq, 6u);
+  EXPECT_LT(r.certificate_rows, r.model->counters().examples);
+  EXPECT_FALSE(r.certificate_rows_attached);
+  const uintmax_t damaged = RowsFiles(dir)["c.0.rows"];
+  EXPECT_LT(damaged, again);
+  EXPECT_GT(damaged, four);
+
+  // Rows that no longer count: the file goes with the record that says so.
+  {
+    auto model = NewModel(config);
+    model->EnableCertificate(100000, 1000);
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    ASSERT_TRUE(
+        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    Drive(*model, *store, "c", 2);
+    EXPECT_EQ(RowsFiles(dir).size(), 1u);
+    model->DisableCertificate();
+    Drive(*model, *store, "c", 1, 3);
+    EXPECT_TRUE(RowsFiles(dir).empty());
+    ASSERT_TRUE(store->DeleteModel("c").ok());
+  }
+  r = recover();
+  EXPECT_EQ(r.model, nullptr);
+}
+
+// Rows a server before the rows files stored in LevelDB (StoredRows under
+// m/<id>/r/<seq>) are read before the file's, and deleted when they no
+// longer count.
+TEST(StoreTest, RowsStoredInLevelDbByEarlierServersAreStillRead) {
+  const testing::ScopedDir scoped("store-rows-leveldb");
+  const std::string& dir = scoped.path();
+  ModelConfig config;
+  config.dimension = 6;
+  auto model = NewModel(config);
+  model->EnableCertificate(100000, 1000);
+  KeptRows earlier;
+  {
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    ASSERT_TRUE(
+        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    testing::Driver driver(6, /*sparse=*/false, 3);
+    std::vector<Issued> open;
+    for (uint64_t seq = 1; seq <= 3; ++seq) {
+      for (int i = 0; i < 5; ++i) driver.Step(*model, &open);
+      Journal j = model->TakeJournal();
+      earlier.Append(j.certificate_rows);
+      j.certificate_rows.Clear();  // as if written the earlier way, below
+      ASSERT_TRUE(store->Append("c", absl::UnixEpoch(), seq, j, true).ok());
+    }
+  }
+  ASSERT_GT(earlier.size(), 5u);
+  {
+    v1::StoredRows stored;
+    stored.set_created_at_unix_nanos(0);
+    KeptRowsToProto(earlier, stored.mutable_rows());
+    const std::string payload = stored.SerializeAsString();
+    const uint32_t crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(payload.data()),
+              static_cast<uInt>(payload.size())));
+    std::string value(4, '\0');
+    for (int i = 0; i < 4; ++i) value[i] = static_cast<char>(crc >> (8 * i));
+    value += payload;
+    leveldb::DB* raw;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+    ASSERT_TRUE(
+        raw->Put(leveldb::WriteOptions(), "m/c/r/00000000000000000003", value)
+            .ok());
+    delete raw;
+  }
+  {
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    Drive(*model, *store, "c", 2, 4);  // the rows of records 4 and 5: a file
+  }
+  EXPECT_EQ(RowsFiles(dir).size(), 1u);
+  {
+    auto store = *Store::Open(dir);
+    absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(*store);
+    ASSERT_TRUE(models.ok()) << models.status();
+    ASSERT_EQ(models->size(), 1u);
+    RecoveredModel& r = (*models)[0];
+    EXPECT_EQ(r.seq, 5u);
+    EXPECT_GT(r.certificate_rows, earlier.size());
+    EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
+    EXPECT_TRUE(r.certificate_rows_attached);
+    EXPECT_EQ(StateBits(r.model->ExportState()),
+              StateBits(model->ExportState()));
+    // A reset: both the stored rows and the file go.
+    r.model->SetJournaling(true);
+    r.model->Reset();
+    Drive(*r.model, *store, "c", 1, 6);
+  }
+  EXPECT_EQ(KeysWith(dir, "m/c/r/"), 0);
+  const std::map<std::string, uintmax_t> files = RowsFiles(dir);
+  ASSERT_EQ(files.size(), 1u) << "the rows kept after the reset";
 }
 
 // The newest file named *.log in `dir`: LevelDB's write-ahead log.
@@ -385,6 +593,10 @@ TEST(StoreTest,
                     .ok());
     delete raw;
   }
+  // Rows files: the set-aside model's stays as it is; those of a model not
+  // stored, and of an earlier incarnation of "a", go.
+  for (const char* name : {"m.0.rows", "gone.0.rows", "a.5.rows"})
+    std::ofstream(dir + "/rows/" + name) << "kept";
   for (int round = 0; round < 2; ++round) {  // the second: nothing was changed
     absl::StatusOr<Recovery> r = (*Store::Open(dir))->Recover(1 << 20);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -396,6 +608,8 @@ TEST(StoreTest,
     EXPECT_EQ(r->set_aside[0].reason.code(), absl::StatusCode::kDataLoss);
     EXPECT_THAT(std::string(r->set_aside[0].reason.message()),
                 HasSubstr("model m: no valid snapshot"));
+    EXPECT_EQ(RowsFiles(dir),
+              (std::map<std::string, uintmax_t>{{"m.0.rows", 4}}));
   }
   leveldb::DB* raw;
   ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());

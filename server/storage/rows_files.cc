@@ -1,0 +1,529 @@
+#include "server/storage/rows_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
+namespace perceptron::server {
+namespace {
+
+// Counts and labels are written byte by byte; indices and values are copied
+// as they are in memory, which is their little-endian form here.
+static_assert(std::endian::native == std::endian::little);
+
+// A chunk: CRC-32 of everything after it (4 bytes), payload length (4), type
+// (1), record sequence number (8), payload; integers little-endian.
+constexpr size_t kChunkHeader = 17;
+enum ChunkType : uint8_t { kHeader = 0, kRows = 1, kCleared = 2 };
+constexpr absl::string_view kSuffix = ".rows";
+
+void PutLittle(char* at, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint64_t GetLittle(const char* at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(at[i])) << (8 * i);
+  return v;
+}
+uint32_t Crc(const char* data, size_t n) {
+  uLong crc = crc32(0, nullptr, 0);
+  while (n > 0) {  // zlib takes at most 4 GiB at a time
+    const uInt step = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), step);
+    data += step;
+    n -= step;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// Starts a chunk at the end of `out`; returns where it starts.
+size_t BeginChunk(std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + kChunkHeader);
+  return at;
+}
+void EndChunk(std::string* out, size_t at, ChunkType type, uint64_t seq) {
+  char* h = out->data() + at;
+  PutLittle(h + 4, out->size() - at - kChunkHeader, 4);
+  h[8] = static_cast<char>(type);
+  PutLittle(h + 9, seq, 8);
+  PutLittle(h, Crc(h + 4, out->size() - at - 4), 4);
+}
+void AddChunk(std::string* out, ChunkType type, uint64_t seq,
+              absl::string_view payload) {
+  const size_t at = BeginChunk(out);
+  out->append(payload.data(), payload.size());
+  EndChunk(out, at, type, seq);
+}
+// A rows chunk's payload: the number of rows n (4 bytes); n labels (1 byte,
+// +1 or -1); n marks (1 byte: 1 if the row is dense, its non-zeros
+// coordinates 0, 1, ..., k-1, whose indices are then not written); n counts
+// of non-zeros (4 bytes); the sparse rows' indices (4 bytes each), then
+// every row's values (8-byte doubles), rows in order. Written from the
+// rows' blocks in one copy.
+void AddRows(std::string* out, uint64_t seq, const KeptRows& rows) {
+  const size_t n = rows.size();
+  size_t indices = 0, values = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const size_t k = rows.values(t).size();
+    values += k;
+    if (!rows.dense(t)) indices += k;
+  }
+  const size_t at = BeginChunk(out);
+  const size_t start = out->size();
+  out->resize(start + 4 + 6 * n + 4 * indices + 8 * values);
+  char* w = out->data() + start;
+  PutLittle(w, n, 4);
+  char* label = w + 4;
+  char* dense = label + n;
+  char* count = dense + n;
+  char* index = count + 4 * n;
+  char* value = index + 4 * indices;
+  for (size_t t = 0; t < n; ++t) {
+    label[t] = static_cast<char>(rows.label(t) > 0 ? 1 : -1);
+    dense[t] = static_cast<char>(rows.dense(t) ? 1 : 0);
+    const absl::Span<const double> v = rows.values(t);
+    PutLittle(count + 4 * t, v.size(), 4);
+    if (!rows.dense(t)) {
+      std::memcpy(index, rows.indices(t).data(), 4 * v.size());
+      index += 4 * v.size();
+    }
+    std::memcpy(value, v.data(), 8 * v.size());
+    value += 8 * v.size();
+  }
+  EndChunk(out, at, kRows, seq);
+}
+
+// Appends the rows of a payload written by AddRows to `rows`; false (some may
+// be appended) if it does not add up. Their indices and values are checked by
+// the certificate that takes them (CertificateTracker::Restore).
+bool ParseRows(absl::string_view p, KeptRows* rows) {
+  if (p.size() < 4) return false;
+  const uint64_t n = GetLittle(p.data(), 4);
+  if (n > (p.size() - 4) / 6) return false;
+  const char* label = p.data() + 4;
+  const char* dense = label + n;
+  const char* count = dense + n;
+  uint64_t indices = 0, values = 0;
+  for (uint64_t t = 0; t < n; ++t) {
+    if ((label[t] != 1 && label[t] != -1) || (dense[t] != 0 && dense[t] != 1))
+      return false;
+    const uint64_t k = GetLittle(count + 4 * t, 4);
+    values += k;
+    if (dense[t] == 0) indices += k;
+  }
+  if (4 + 6 * n + 4 * indices + 8 * values != p.size()) return false;
+  const char* index = count + 4 * n;
+  const char* value = index + 4 * indices;
+  std::vector<uint32_t> ix;
+  std::vector<double> vx;
+  for (uint64_t t = 0; t < n; ++t) {
+    const size_t k = GetLittle(count + 4 * t, 4);
+    ix.resize(k);
+    vx.resize(k);
+    if (dense[t] == 1) {
+      for (size_t i = 0; i < k; ++i) ix[i] = static_cast<uint32_t>(i);
+    } else {
+      std::memcpy(ix.data(), index, 4 * k);
+      index += 4 * k;
+    }
+    std::memcpy(vx.data(), value, 8 * k);
+    value += 8 * k;
+    rows->Add(ix, vx, label[t]);
+  }
+  return true;
+}
+
+std::string HeaderPayload(const std::string& id, int64_t created_at) {
+  return absl::StrCat(id, "\n", created_at);
+}
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::UnavailableError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+bool WriteAll(int fd, const std::string& bytes, uint64_t offset) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                               static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReadAll(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok) {
+    out->resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (ok && done < out->size()) {
+      const ssize_t n = ::pread(fd, out->data() + done, out->size() - done,
+                                static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        out->resize(done);  // shorter than it said: read what is there
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RowsFiles>> RowsFiles::Open(std::string dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Errno("cannot create", dir);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open", dir);
+  return std::unique_ptr<RowsFiles>(new RowsFiles(std::move(dir), fd, 64));
+}
+
+RowsFiles::~RowsFiles() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, f] : files_) Close(f);
+  ::close(dir_fd_);
+}
+
+std::string RowsFiles::PathOf(const std::string& id, int64_t created_at) const {
+  // Model ids are [A-Za-z0-9._-] (server/model/model_id.h): a file name.
+  return absl::StrCat(dir_, "/", id, ".", created_at, kSuffix);
+}
+
+absl::Status RowsFiles::OpenForWrite(File& f, bool create) {
+  if (f.fd >= 0) return absl::OkStatus();
+  f.fd = ::open(f.path.c_str(),
+                O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
+  if (f.fd < 0) return Errno("cannot open", f.path);
+  ++held_;
+  return absl::OkStatus();
+}
+
+void RowsFiles::Close(File& f) {
+  if (f.fd < 0) return;
+  ::close(f.fd);
+  f.fd = -1;
+  --held_;
+}
+
+absl::Status RowsFiles::SyncDir() {
+  if (::fsync(dir_fd_) != 0) return Errno("cannot sync", dir_);
+  dir_dirty_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
+                               const std::function<absl::Status()>& commit) {
+  absl::MutexLock lock(&mu_);
+  struct Touched {
+    std::string bytes;
+    uint64_t size_before = 0;
+    bool created = false;
+    bool live = false;
+  };
+  // By model id; a model's earlier incarnation's file to delete after commit.
+  absl::flat_hash_map<std::string, Touched> touched;
+  std::vector<std::string> replaced;
+  for (const Change& c : changes) {
+    const int64_t created_at = absl::ToUnixNanos(c.created_at);
+    auto it = files_.find(*c.id);
+    if (it != files_.end() && it->second.created_at != created_at &&
+        !touched.contains(*c.id)) {
+      // Records of a new incarnation (a model deleted and created again):
+      // the old file goes after this commit.
+      Close(it->second);
+      replaced.push_back(it->second.path);
+      files_.erase(it);
+      it = files_.end();
+    }
+    const bool rows = c.rows != nullptr && c.rows->size() > 0;
+    if (!rows && (!c.cleared || it == files_.end())) continue;
+    if (it == files_.end()) {
+      File f;
+      f.path = PathOf(*c.id, created_at);
+      f.created_at = created_at;
+      it = files_.emplace(*c.id, std::move(f)).first;
+      Touched& t = touched[*c.id];
+      t.created = true;
+      AddChunk(&t.bytes, kHeader, 0, HeaderPayload(*c.id, created_at));
+    }
+    Touched& t = touched.try_emplace(*c.id).first->second;
+    if (t.bytes.empty() && !t.created) {
+      t.size_before = it->second.size;
+      t.live = it->second.live;
+    }
+    if (c.cleared) {
+      AddChunk(&t.bytes, kCleared, c.seq, "");
+      t.live = false;
+    }
+    if (rows) {
+      AddRows(&t.bytes, c.seq, *c.rows);
+      t.live = true;
+    }
+  }
+
+  // Undoes the writes of this call: files created are deleted, the others
+  // truncated to where they were.
+  auto roll_back = [&](absl::Status why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (auto& [id, t] : touched) {
+      File& f = files_[id];
+      if (t.created) {
+        Close(f);
+        ::unlink(f.path.c_str());
+        files_.erase(id);
+      } else if (f.fd >= 0 || OpenForWrite(f, false).ok()) {
+        (void)!::ftruncate(f.fd, static_cast<off_t>(t.size_before));
+      }
+    }
+    return why;
+  };
+  bool created = false;
+  for (auto& [id, t] : touched) {
+    File& f = files_[id];
+    absl::Status s = OpenForWrite(f, t.created);
+    if (s.ok() && !WriteAll(f.fd, t.bytes, t.size_before))
+      s = Errno("cannot write", f.path);
+    if (s.ok() && sync && ::fdatasync(f.fd) != 0)
+      s = Errno("cannot sync", f.path);
+    if (!s.ok()) return roll_back(s);
+    created |= t.created;
+  }
+  if (created) dir_dirty_ = true;
+  if (sync && dir_dirty_) {
+    if (absl::Status s = SyncDir(); !s.ok()) return roll_back(s);
+  }
+  if (absl::Status s = commit(); !s.ok()) return roll_back(s);
+
+  for (auto& [id, t] : touched) {
+    File& f = files_[id];
+    f.size = t.size_before + t.bytes.size();
+    f.live = t.live;
+    f.dirty = !sync;
+    if (!f.live) {
+      // Its rows no longer count: the chunk saying so is on disk, should
+      // the file outlive a crash.
+      Close(f);
+      ::unlink(f.path.c_str());
+      files_.erase(id);
+      dir_dirty_ = true;
+    }
+  }
+  for (const std::string& path : replaced) {
+    ::unlink(path.c_str());
+    dir_dirty_ = true;
+  }
+  // Descriptors past the limit are closed (reopened at the next write).
+  for (auto& [id, f] : files_) {
+    if (held_ <= max_held_) break;
+    if (!f.dirty) Close(f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
+                            const KeptRows* rows,
+                            const std::function<absl::Status()>& commit) {
+  absl::MutexLock lock(&mu_);
+  const int64_t nanos = absl::ToUnixNanos(created_at);
+  File f;
+  f.path = PathOf(id, nanos);
+  f.created_at = nanos;
+  auto old = files_.find(id);
+  if (old != files_.end() && old->second.path == f.path) {
+    // The same incarnation stored again: its file is rewritten (should the
+    // commit fail, that model's rows are no longer stored).
+    Close(old->second);
+    ::unlink(f.path.c_str());
+    files_.erase(old);
+    old = files_.end();
+  }
+  const bool has_rows = rows != nullptr && rows->size() > 0;
+  if (has_rows) {
+    std::string bytes;
+    AddChunk(&bytes, kHeader, 0, HeaderPayload(id, nanos));
+    AddRows(&bytes, 0, *rows);
+    absl::Status s = OpenForWrite(f, /*create=*/true);
+    if (s.ok() && !WriteAll(f.fd, bytes, 0)) s = Errno("cannot write", f.path);
+    if (s.ok() && ::fdatasync(f.fd) != 0) s = Errno("cannot sync", f.path);
+    if (s.ok()) s = SyncDir();
+    if (!s.ok()) {
+      Close(f);
+      ::unlink(f.path.c_str());
+      return s;
+    }
+    f.size = bytes.size();
+    f.live = true;
+  }
+  if (absl::Status s = commit(); !s.ok()) {
+    if (has_rows) {
+      Close(f);
+      ::unlink(f.path.c_str());
+    }
+    return s;
+  }
+  if (old != files_.end()) {
+    Close(old->second);
+    ::unlink(old->second.path.c_str());
+    files_.erase(old);
+    dir_dirty_ = true;
+  }
+  if (has_rows) {
+    if (held_ > max_held_) Close(f);
+    files_.emplace(id, std::move(f));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowsFiles::Delete(const std::string& id,
+                               const std::function<absl::Status()>& commit) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = commit(); !s.ok()) return s;
+  if (auto it = files_.find(id); it != files_.end()) {
+    Close(it->second);
+    ::unlink(it->second.path.c_str());
+    files_.erase(it);
+    dir_dirty_ = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowsFiles::Sync() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, f] : files_) {
+    if (!f.dirty) continue;
+    if (absl::Status s = OpenForWrite(f, false); !s.ok()) return s;
+    if (::fdatasync(f.fd) != 0) return Errno("cannot sync", f.path);
+    f.dirty = false;
+  }
+  if (dir_dirty_) return SyncDir();
+  return absl::OkStatus();
+}
+
+void RowsFiles::List() {
+  absl::MutexLock lock(&mu_);
+  listed_.clear();
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    absl::string_view name(e->d_name);
+    if (!absl::ConsumeSuffix(&name, kSuffix)) continue;
+    const size_t dot = name.rfind('.');
+    int64_t created_at = 0;
+    if (dot == absl::string_view::npos ||
+        !absl::SimpleAtoi(name.substr(dot + 1), &created_at)) {
+      continue;
+    }
+    listed_[std::string(name.substr(0, dot))].emplace_back(
+        created_at, absl::StrCat(dir_, "/", e->d_name));
+  }
+  ::closedir(d);
+}
+
+bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
+                        uint64_t last_seq, KeptRows* rows, bool* ok) {
+  absl::MutexLock lock(&mu_);
+  const int64_t nanos = absl::ToUnixNanos(created_at);
+  auto listed = listed_.find(id);
+  if (listed == listed_.end()) return false;
+  std::string path;
+  for (const auto& [at, p] : listed->second) {
+    if (at == nanos) {
+      path = p;
+    } else {
+      ::unlink(p.c_str());  // an earlier incarnation's
+    }
+  }
+  listed_.erase(listed);
+  std::string bytes;
+  if (path.empty() || !ReadAll(path, &bytes)) return false;
+
+  size_t at = 0, good_end = 0;
+  bool header = false, live = false;
+  while (at + kChunkHeader <= bytes.size()) {
+    const char* h = bytes.data() + at;
+    const uint64_t length = GetLittle(h + 4, 4);
+    if (length > bytes.size() - at - kChunkHeader) break;  // torn
+    if (GetLittle(h, 4) != Crc(h + 4, kChunkHeader - 4 + length)) break;
+    const auto type = static_cast<uint8_t>(h[8]);
+    const uint64_t seq = GetLittle(h + 9, 8);
+    const absl::string_view payload(h + kChunkHeader, length);
+    if (!header) {
+      if (type != kHeader || payload != HeaderPayload(id, nanos)) break;
+      header = true;
+    } else if (seq > last_seq || type == kHeader) {
+      break;  // a record not applied, and everything after it
+    } else if (type == kCleared) {
+      rows->Clear();
+      *ok = true;
+      live = false;
+    } else if (type == kRows) {
+      *ok = *ok && ParseRows(payload, rows);
+      live = true;
+    } else {
+      break;
+    }
+    at += kChunkHeader + length;
+    good_end = at;
+  }
+  if (!header || !live) {
+    // Nothing that counts: no file is the same.
+    ::unlink(path.c_str());
+    return header;
+  }
+  File f;
+  f.path = path;
+  f.created_at = nanos;
+  f.size = good_end;
+  f.live = true;
+  if (good_end < bytes.size()) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (::ftruncate(fd, static_cast<off_t>(good_end)) == 0) ::fdatasync(fd);
+      ::close(fd);
+    }
+  }
+  files_[id] = std::move(f);
+  return true;
+}
+
+void RowsFiles::RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, found] : listed_) {
+    if (keep.contains(id)) continue;
+    for (const auto& [at, path] : found) ::unlink(path.c_str());
+  }
+  listed_.clear();
+}
+
+uint64_t RowsFiles::Bytes() {
+  absl::MutexLock lock(&mu_);
+  uint64_t n = 0;
+  for (const auto& [id, f] : files_) n += f.size;
+  return n;
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,116 @@
+// The certificate's kept rows, stored beside LevelDB: one append-only file
+// per model under the data directory's rows/ (docs/design.md section 5).
+// A kept row is written once, synced with the records it goes with, and
+// deleted with its file when the rows no longer count (the certificate
+// froze, the model was reset or deleted); it is never copied by LevelDB's
+// memtable flushes and compactions, which is what kept rows cost in LevelDB
+// (a W2 stream keeps about 88 MB before its certificate freezes).
+//
+// A file is a sequence of chunks, each with its own CRC-32: a header naming
+// the model and its incarnation, then the rows of a log record, or a mark
+// that the rows before it no longer count, each tagged with its record's
+// sequence number. Recovery reads the chunks of the records it applied, up to
+// the first that fails its check (a torn tail), and truncates the rest.
+// Chunks are written before the LevelDB batch that holds their records (and
+// synced before it with durability sync), so that an applied record always
+// has its rows on disk.
+//
+// Thread-safe. Used by Store, which serializes its writes to it.
+#ifndef PERCEPTRON_SERVER_STORAGE_ROWS_FILES_H_
+#define PERCEPTRON_SERVER_STORAGE_ROWS_FILES_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/certificate.h"
+
+namespace perceptron::server {
+
+class RowsFiles {
+ public:
+  // Opens (creating if absent) the directory `dir`.
+  static absl::StatusOr<std::unique_ptr<RowsFiles>> Open(std::string dir);
+  ~RowsFiles();
+
+  // What one log record does to its model's rows.
+  struct Change {
+    const std::string* id;
+    absl::Time created_at;
+    uint64_t seq;
+    bool cleared;          // the rows before this record no longer count
+    const KeptRows* rows;  // then these are kept (may be empty)
+  };
+  // Writes the changes' chunks (synced if `sync`), then runs `commit` (the
+  // LevelDB batch holding their records). If either fails, every file is
+  // truncated back to where it was and the error returned. After a commit,
+  // files whose rows no longer count are deleted.
+  absl::Status Append(const std::vector<Change>& changes, bool sync,
+                      const std::function<absl::Status()>& commit);
+  // A model stored anew under `id` (created or imported) with `rows` (may be
+  // null or empty): its file is written and synced, then `commit` runs; after
+  // it, any earlier file of `id` is deleted. An earlier file of the same
+  // incarnation (the same created_at) is deleted first.
+  absl::Status Put(const std::string& id, absl::Time created_at,
+                   const KeptRows* rows,
+                   const std::function<absl::Status()>& commit);
+  // Runs `commit` (the model's deletion), then deletes its file.
+  absl::Status Delete(const std::string& id,
+                      const std::function<absl::Status()>& commit);
+  // Makes every earlier write durable (durability async).
+  absl::Status Sync();
+
+  // Recovery. Lists the files on disk; then for each model, Recover reads
+  // the rows of its records up to `last_seq` after `rows` (whose content a
+  // chunk that clears them replaces). Returns whether a file was found;
+  // `*ok` is false if a chunk of an applied record failed to parse. Chunks
+  // after `last_seq` or after one that fails its check are truncated.
+  void List();
+  bool Recover(const std::string& id, absl::Time created_at, uint64_t last_seq,
+               KeptRows* rows, bool* ok);
+  // Deletes the files listed that no recovered model took, except those of
+  // `keep` (models set aside, left untouched).
+  void RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep);
+
+  uint64_t Bytes();
+
+ private:
+  struct File {
+    std::string path;
+    int64_t created_at = 0;  // unix nanoseconds
+    int fd = -1;
+    uint64_t size = 0;
+    bool live = false;   // rows after its last clear
+    bool dirty = false;  // written since the last sync
+  };
+  explicit RowsFiles(std::string dir, int dir_fd, int max_held)
+      : dir_(std::move(dir)), dir_fd_(dir_fd), max_held_(max_held) {}
+  std::string PathOf(const std::string& id, int64_t created_at) const;
+  absl::Status OpenForWrite(File& f, bool create)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Close(File& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SyncDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string dir_;
+  const int dir_fd_;
+  const int max_held_;  // descriptors kept open between writes
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, File> files_ ABSL_GUARDED_BY(mu_);
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
+  bool dir_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  // Recovery: files on disk by model id, not yet taken.
+  absl::flat_hash_map<std::string, std::vector<std::pair<int64_t, std::string>>>
+      listed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_STORAGE_ROWS_FILES_H_

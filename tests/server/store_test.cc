@@ -243,6 +243,18 @@ int KeysWith(const std::string& dir, const std::string& prefix) {
   return n;
 }
 
+// A model of `config` whose certificate keeps every example, stored as "c"
+// in `store` (recovered first, as the server does before writing).
+std::unique_ptr<Model> PutKeepingModel(Store& store,
+                                       const ModelConfig& config) {
+  auto model = NewModel(config);
+  model->EnableCertificate(100000, 1000);
+  EXPECT_TRUE(store.Recover(1000).ok());
+  EXPECT_TRUE(
+      store.PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+  return model;
+}
+
 // The certificate's rows go to a file of their own, beside LevelDB (never
 // through its memtable and compactions), chunk by chunk with their records:
 // recovery takes the chunks of the records it applied, and truncates those of
@@ -264,13 +276,8 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
     return r;
   };
   {
-    auto model = NewModel(config);
-    model->EnableCertificate(100000, 1000);
     auto store = *Store::Open(dir);
-    ASSERT_TRUE(store->Recover(1000).ok());
-    ASSERT_TRUE(
-        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
-    Drive(*model, *store, "c", 6);
+    Drive(*PutKeepingModel(*store, config), *store, "c", 6);
   }
   std::map<std::string, uintmax_t> files = RowsFiles(dir);
   ASSERT_EQ(files.size(), 1u);
@@ -290,13 +297,24 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
     }
     delete raw;
   }
-  RecoveredModel r = recover();
-  ASSERT_NE(r.model, nullptr);
-  EXPECT_EQ(r.seq, 4u);
-  EXPECT_GT(r.certificate_rows, 10u);
-  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
-  EXPECT_TRUE(r.certificate_rows_attached);
-  const uintmax_t four = RowsFiles(dir)["c.0.rows"];
+  // Recovers `r`: records 1 to `seq` applied, the rows of every example
+  // given back and taken (or, if not `whole`, fewer, and not taken). Returns
+  // the rows file's size after.
+  RecoveredModel r;
+  auto recovered = [&](uint64_t seq, bool whole) -> uintmax_t {
+    r = recover();
+    if (r.model == nullptr) {
+      ADD_FAILURE() << "not recovered";
+      return 0;
+    }
+    EXPECT_EQ(r.seq, seq);
+    EXPECT_GT(r.certificate_rows, 10u);
+    EXPECT_EQ(r.certificate_rows == r.model->counters().examples, whole);
+    EXPECT_LE(r.certificate_rows, r.model->counters().examples);
+    EXPECT_EQ(r.certificate_rows_attached, whole);
+    return RowsFiles(dir)["c.0.rows"];
+  };
+  const uintmax_t four = recovered(4, true);
   EXPECT_LT(four, six);
   EXPECT_GE(four, r.certificate_rows * 7 * 8) << "each row's 7 values";
   // The stream goes on after them: records 5 and 6 again.
@@ -305,12 +323,7 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
     ASSERT_TRUE(store->Recover(1000).ok());
     Drive(*r.model, *store, "c", 2, 5, 5);
   }
-  r = recover();
-  ASSERT_NE(r.model, nullptr);
-  EXPECT_EQ(r.seq, 6u);
-  EXPECT_EQ(r.certificate_rows, r.model->counters().examples);
-  EXPECT_TRUE(r.certificate_rows_attached);
-  const uintmax_t again = RowsFiles(dir)["c.0.rows"];
+  const uintmax_t again = recovered(6, true);
   EXPECT_GT(again, four);
 
   // A flipped byte in the last chunk: it fails its check and goes, with
@@ -322,23 +335,14 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
     f.seekp(static_cast<std::streamoff>(again - 3));
     f.put('\x5a');
   }
-  r = recover();
-  ASSERT_NE(r.model, nullptr);
-  EXPECT_EQ(r.seq, 6u);
-  EXPECT_LT(r.certificate_rows, r.model->counters().examples);
-  EXPECT_FALSE(r.certificate_rows_attached);
-  const uintmax_t damaged = RowsFiles(dir)["c.0.rows"];
+  const uintmax_t damaged = recovered(6, false);
   EXPECT_LT(damaged, again);
   EXPECT_GT(damaged, four);
 
   // Rows that no longer count: the file goes with the record that says so.
   {
-    auto model = NewModel(config);
-    model->EnableCertificate(100000, 1000);
     auto store = *Store::Open(dir);
-    ASSERT_TRUE(store->Recover(1000).ok());
-    ASSERT_TRUE(
-        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    auto model = PutKeepingModel(*store, config);
     Drive(*model, *store, "c", 2);
     EXPECT_EQ(RowsFiles(dir).size(), 1u);
     model->DisableCertificate();
@@ -358,14 +362,11 @@ TEST(StoreTest, RowsStoredInLevelDbByEarlierServersAreStillRead) {
   const std::string& dir = scoped.path();
   ModelConfig config;
   config.dimension = 6;
-  auto model = NewModel(config);
-  model->EnableCertificate(100000, 1000);
+  std::unique_ptr<Model> model;
   KeptRows earlier;
   {
     auto store = *Store::Open(dir);
-    ASSERT_TRUE(store->Recover(1000).ok());
-    ASSERT_TRUE(
-        store->PutModel("c", absl::UnixEpoch(), model->ExportState()).ok());
+    model = PutKeepingModel(*store, config);
     testing::Driver driver(6, /*sparse=*/false, 3);
     std::vector<Issued> open;
     for (uint64_t seq = 1; seq <= 3; ++seq) {

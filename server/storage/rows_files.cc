@@ -245,21 +245,17 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     bool created = false;
     bool live = false;
   };
-  // By model id; a model's earlier incarnation's file to delete after commit.
-  absl::flat_hash_map<std::string, Touched> touched;
-  std::vector<std::string> replaced;
+  absl::flat_hash_map<std::string, Touched> touched;  // by model id
   for (const Change& c : changes) {
     const int64_t created_at = absl::ToUnixNanos(c.created_at);
-    auto it = files_.find(*c.id);
-    if (it != files_.end() && it->second.created_at != created_at &&
-        !touched.contains(*c.id)) {
-      // Records of a new incarnation (a model deleted and created again):
-      // the old file goes after this commit.
-      Close(it->second);
-      replaced.push_back(it->second.path);
-      files_.erase(it);
-      it = files_.end();
+    if (auto stored = incarnations_.find(*c.id);
+        stored == incarnations_.end() || stored->second != created_at) {
+      // Records of a model deleted or replaced since they were queued: never
+      // applied (recovery checks their created_at), so their rows are not
+      // kept either.
+      continue;
     }
+    auto it = files_.find(*c.id);
     const bool rows = c.rows != nullptr && c.rows->size() > 0;
     if (!rows && (!c.cleared || it == files_.end())) continue;
     if (it == files_.end()) {
@@ -332,10 +328,6 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       dir_dirty_ = true;
     }
   }
-  for (const std::string& path : replaced) {
-    ::unlink(path.c_str());
-    dir_dirty_ = true;
-  }
   // Descriptors past the limit are closed (reopened at the next write).
   for (auto& [id, f] : files_) {
     if (held_ <= max_held_) break;
@@ -391,6 +383,7 @@ absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
     files_.erase(old);
     dir_dirty_ = true;
   }
+  incarnations_[id] = nanos;
   if (has_rows) {
     if (held_ > max_held_) Close(f);
     files_.emplace(id, std::move(f));
@@ -402,6 +395,7 @@ absl::Status RowsFiles::Delete(const std::string& id,
                                const std::function<absl::Status()>& commit) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = commit(); !s.ok()) return s;
+  incarnations_.erase(id);
   if (auto it = files_.find(id); it != files_.end()) {
     Close(it->second);
     ::unlink(it->second.path.c_str());
@@ -447,6 +441,7 @@ bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
                         uint64_t last_seq, KeptRows* rows, bool* ok) {
   absl::MutexLock lock(&mu_);
   const int64_t nanos = absl::ToUnixNanos(created_at);
+  incarnations_[id] = nanos;
   auto listed = listed_.find(id);
   if (listed == listed_.end()) return false;
   std::string path;

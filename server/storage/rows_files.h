@@ -50,7 +50,9 @@ class RowsFiles {
     const KeptRows* rows;  // then these are kept (may be empty)
   };
   // Writes the changes' chunks (synced if `sync`), then runs `commit` (the
-  // LevelDB batch holding their records). If either fails, every file is
+  // LevelDB batch holding their records). Changes of a model not stored (put
+  // or recovered) under that created_at are left out: their records are never
+  // applied. If either fails, every file is
   // truncated back to where it was and the error returned. After a commit,
   // files whose rows no longer count are deleted.
   absl::Status Append(const std::vector<Change>& changes, bool sync,
@@ -103,6 +105,9 @@ class RowsFiles {
   const int dir_fd_;
   const int max_held_;  // descriptors kept open between writes
   absl::Mutex mu_;
+  // Every model stored (put or recovered), by id: its created_at. Records of
+  // another incarnation are not this model's.
+  absl::flat_hash_map<std::string, int64_t> incarnations_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, File> files_ ABSL_GUARDED_BY(mu_);
   int held_ ABSL_GUARDED_BY(mu_) = 0;
   bool dir_dirty_ ABSL_GUARDED_BY(mu_) = false;

@@ -348,10 +348,25 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
     model->DisableCertificate();
     Drive(*model, *store, "c", 1, 3);
     EXPECT_TRUE(RowsFiles(dir).empty());
+    // Rows of a model deleted, or replaced by another of the same id, since
+    // its records were queued are not kept (nor are those records applied).
+    auto deleted = PutKeepingModel(*store, config);
+    Drive(*deleted, *store, "c", 1);
     ASSERT_TRUE(store->DeleteModel("c").ok());
+    EXPECT_TRUE(RowsFiles(dir).empty());
+    Drive(*deleted, *store, "c", 1, 2);
+    EXPECT_TRUE(RowsFiles(dir).empty());
+    ASSERT_TRUE(store
+                    ->PutModel("c", absl::UnixEpoch() + absl::Seconds(1),
+                               NewModel(config)->ExportState())
+                    .ok());
+    Drive(*deleted, *store, "c", 1, 3);
+    EXPECT_TRUE(RowsFiles(dir).empty());
   }
   r = recover();
-  EXPECT_EQ(r.model, nullptr);
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_EQ(r.created_at, absl::UnixEpoch() + absl::Seconds(1));
+  EXPECT_EQ(r.seq, 0u);
 }
 
 // Rows a server before the rows files stored in LevelDB (StoredRows under

@@ -90,7 +90,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
   models_.emplace(id, entry);
-  moved_.erase(id);
+  Unmoved(id);
   return entry;
 }
 
@@ -98,7 +98,7 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
   StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
-  moved_.erase(entry->id);
+  Unmoved(entry->id);
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();
 }
@@ -124,6 +124,13 @@ absl::Status Registry::CheckFree(const std::string& id) const {
         "the server holds its maximum of ", limits_.max_models, " models"));
   }
   return absl::OkStatus();
+}
+
+void Registry::Unmoved(const std::string& id) {
+  if (auto it = moved_.find(id); it != moved_.end()) {
+    moved_order_.erase(it->second);
+    moved_.erase(it);
+  }
 }
 
 absl::Status Registry::Missing(const std::string& id) const {
@@ -188,7 +195,14 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
     absl::MutexLock lock(&mu_);
     auto it = models_.find(id);
     if (it != models_.end() && it->second == entry) models_.erase(it);
-    if (if_moving) moved_.insert(id);
+    if (if_moving) {
+      Unmoved(id);
+      moved_.emplace(id, moved_order_.insert(moved_order_.end(), id));
+      while (moved_.size() > std::max<size_t>(limits_.max_models, 1)) {
+        moved_.erase(moved_order_.front());
+        moved_order_.pop_front();
+      }
+    }
   }
   entry->NotifyDeleted();
   return absl::OkStatus();

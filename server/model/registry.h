@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,7 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -177,8 +178,13 @@ class Registry {
   // Models moved to another shard (deleted with if_moving) and not created
   // here since: calls naming them get UNAVAILABLE, not NOT_FOUND, since a
   // proxy's old connections may still route them here for a moment after it
-  // was switched. Not stored: a restart forgets them.
-  absl::btree_set<std::string> moved_ ABSL_GUARDED_BY(mu_);
+  // was switched. Not stored: a restart forgets them. At most as many as
+  // models the server may hold (limits.max_models), the oldest forgotten
+  // first, so a server that moves models away for good does not grow.
+  std::list<std::string> moved_order_ ABSL_GUARDED_BY(mu_);  // oldest first
+  absl::flat_hash_map<std::string, std::list<std::string>::iterator> moved_
+      ABSL_GUARDED_BY(mu_);
+  void Unmoved(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Starts the model's certificate, as the limits say.
   void StartCertificate(ModelEntry& entry) const;

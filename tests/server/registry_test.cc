@@ -67,6 +67,41 @@ TEST(RegistryTest, TheModelLimitIsEnforced) {
               ::testing::HasSubstr("maximum of 2 models"));
 }
 
+// A model moved to another shard answers UNAVAILABLE (the proxy may still
+// route it here for a moment) until created here again; the marks are at
+// most as many as models the server may hold, the oldest forgotten first.
+TEST(RegistryTest, MovedModelsAreRememberedUpToTheModelLimit) {
+  Limits limits;
+  limits.max_models = 2;
+  Registry r(limits);
+  auto move = [&](const std::string& id) {
+    absl::StatusOr<std::shared_ptr<ModelEntry>> e = r.Create(id, Dim(1));
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(r.Delete(id, /*if_moving=*/true).code(),
+              absl::StatusCode::kFailedPrecondition)
+        << "not marked moving: not deleted";
+    {
+      absl::MutexLock lock(&(*e)->mu);
+      (*e)->moving = true;
+    }
+    ASSERT_TRUE(r.Delete(id, /*if_moving=*/true).ok());
+  };
+  move("a");
+  move("b");
+  EXPECT_EQ(r.Get("a").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(r.Get("b").status().code(), absl::StatusCode::kUnavailable);
+  move("a");  // moved again: now the newest mark
+  move("c");  // over the limit of 2: b's mark, the oldest, goes
+  EXPECT_EQ(r.Get("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.Get("a").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(r.Get("c").status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(r.Create("c", Dim(1)).ok());  // created here again
+  EXPECT_TRUE(r.Get("c").ok());
+  ASSERT_TRUE(r.Delete("c").ok());
+  EXPECT_EQ(r.Get("c").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.Get("a").status().code(), absl::StatusCode::kUnavailable);
+}
+
 TEST(RecentWindowTest, RateOverTheLastExamples) {
   RecentWindow w(4);
   EXPECT_EQ(w.rate(), 0);

@@ -303,14 +303,22 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     absl::Status s = OpenForWrite(f, t.created);
     if (s.ok() && !WriteAll(f.fd, t.bytes, t.size_before))
       s = Errno("cannot write", f.path);
-    if (s.ok() && sync && ::fdatasync(f.fd) != 0)
-      s = Errno("cannot sync", f.path);
     if (!s.ok()) return roll_back(s);
     created |= t.created;
   }
   if (created) dir_dirty_ = true;
-  if (sync && dir_dirty_) {
-    if (absl::Status s = SyncDir(); !s.ok()) return roll_back(s);
+  if (sync) {
+    absl::Status s;
+    if (touched.size() > 1) {
+      s = SyncAll();
+    } else {
+      for (auto& [id, t] : touched) {
+        File& f = files_[id];
+        if (::fdatasync(f.fd) != 0) s = Errno("cannot sync", f.path);
+      }
+      if (s.ok() && dir_dirty_) s = SyncDir();
+    }
+    if (!s.ok()) return roll_back(s);
   }
   if (absl::Status s = commit(); !s.ok()) return roll_back(s);
 
@@ -405,8 +413,19 @@ absl::Status RowsFiles::Delete(const std::string& id,
   return absl::OkStatus();
 }
 
+absl::Status RowsFiles::SyncAll() {
+  if (::syncfs(dir_fd_) != 0)
+    return Errno("cannot sync the file system of", dir_);
+  for (auto& [id, f] : files_) f.dirty = false;
+  dir_dirty_ = false;
+  return absl::OkStatus();
+}
+
 absl::Status RowsFiles::Sync() {
   absl::MutexLock lock(&mu_);
+  size_t dirty = 0;
+  for (auto& [id, f] : files_) dirty += f.dirty;
+  if (dirty > 1) return SyncAll();
   for (auto& [id, f] : files_) {
     if (!f.dirty) continue;
     if (absl::Status s = OpenForWrite(f, false); !s.ok()) return s;

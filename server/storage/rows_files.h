@@ -100,6 +100,13 @@ class RowsFiles {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Close(File& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SyncDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes every file (and the directory) durable at once: syncfs(2) on the
+  // directory's file system. Several files' fdatasync take one journal
+  // commit each (0.19 ms a file on this machine's ext4: 64 files 11.7 ms);
+  // syncfs commits once (64 files 1.3 ms), flushing whatever else of that
+  // file system is not yet on disk too (the data directory's own volume, in
+  // the deployments).
+  absl::Status SyncAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   const int dir_fd_;

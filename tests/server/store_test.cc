@@ -369,6 +369,59 @@ TEST(StoreTest, TheCertificatesRowsAreAFileTruncatedToTheRecordsApplied) {
   EXPECT_EQ(r.seq, 0u);
 }
 
+// One group commit of several models' records writes each model's rows to
+// its file, made durable together (one syncfs), and each model recovers its
+// own.
+TEST(StoreTest, OneGroupOfSeveralModelsWritesEachModelsRows) {
+  const testing::ScopedDir scoped("store-rows-group");
+  const std::string& dir = scoped.path();
+  ModelConfig config;
+  config.dimension = 6;
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::string> ids = {"a", "b", "c"};
+  {
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(store->Recover(1000).ok());
+    std::vector<testing::Driver> drivers;
+    for (const std::string& id : ids) {
+      models.push_back(NewModel(config));
+      models.back()->EnableCertificate(100000, 1000);
+      ASSERT_TRUE(
+          store->PutModel(id, absl::UnixEpoch(), models.back()->ExportState())
+              .ok());
+      drivers.emplace_back(6, /*sparse=*/id == "b", 3 + drivers.size());
+    }
+    std::vector<std::vector<Issued>> open(ids.size());
+    for (uint64_t seq = 1; seq <= 4; ++seq) {
+      std::vector<Store::Record> records;
+      for (size_t m = 0; m < ids.size(); ++m) {
+        for (int i = 0; i < 5; ++i) drivers[m].Step(*models[m], &open[m]);
+        records.push_back(Store::Record{
+            ids[m], absl::UnixEpoch(), seq, models[m]->TakeJournal(), {}});
+      }
+      std::vector<const Store::Record*> group;
+      for (const Store::Record& r : records) group.push_back(&r);
+      ASSERT_TRUE(store->Append(group, /*sync=*/true).ok());
+    }
+  }
+  EXPECT_EQ(RowsFiles(dir).size(), ids.size());
+  auto store = *Store::Open(dir);
+  absl::StatusOr<std::vector<RecoveredModel>> recovered = RecoverAll(*store);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(recovered->size(), ids.size());
+  for (size_t m = 0; m < ids.size(); ++m) {
+    const RecoveredModel& r = (*recovered)[m];
+    EXPECT_EQ(r.id, ids[m]);
+    EXPECT_EQ(r.seq, 4u);
+    EXPECT_GT(r.certificate_rows, 0u) << r.id;
+    EXPECT_EQ(r.certificate_rows, r.model->counters().examples) << r.id;
+    EXPECT_TRUE(r.certificate_rows_attached) << r.id;
+    EXPECT_EQ(StateBits(r.model->ExportState()),
+              StateBits(models[m]->ExportState()))
+        << r.id;
+  }
+}
+
 // Rows a server before the rows files stored in LevelDB (StoredRows under
 // m/<id>/r/<seq>) are read before the file's, and deleted when they no
 // longer count.

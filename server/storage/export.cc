@@ -1,7 +1,5 @@
 #include "server/storage/export.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <optional>
 
@@ -10,6 +8,7 @@
 #include "perceptron/v1/state.pb.h"
 #include "server/model/curves.h"
 #include "server/model/model_id.h"
+#include "server/storage/crc.h"
 #include "server/storage/state_convert.h"
 
 namespace perceptron::server {
@@ -17,17 +16,11 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-uint32_t Crc(const std::string& bytes) {
-  return static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
-            static_cast<uInt>(bytes.size())));
-}
-
 }  // namespace
 
 uint32_t BlobCrc(const v1::ExportedModel& blob) {
   // Each field with its length, so no two blobs give the same bytes.
-  return Crc(absl::StrCat(
+  return Crc32(absl::StrCat(
       blob.format_version(), "|", blob.model_id().size(), ":", blob.model_id(),
       "|", blob.created_at().seconds(), ".", blob.created_at().nanos(), "|",
       blob.producer().size(), ":", blob.producer(), "|", blob.state()));
@@ -84,7 +77,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
         "import: the blob has format version ", in.format_version(),
         "; this server reads versions 1 and ", kExportFormatVersion));
   }
-  if (in.format_version() == 1 ? Crc(in.state()) != in.state_crc32()
+  if (in.format_version() == 1 ? Crc32(in.state()) != in.state_crc32()
                                : BlobCrc(in) != in.crc32()) {
     return absl::InvalidArgumentError(
         "import: the blob fails its checksum (damaged)");

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "server/storage/crc.h"
 
 namespace perceptron::server {
 namespace {
@@ -30,27 +30,6 @@ constexpr size_t kChunkHeader = 17;
 enum ChunkType : uint8_t { kHeader = 0, kRows = 1, kCleared = 2 };
 constexpr absl::string_view kSuffix = ".rows";
 
-void PutLittle(char* at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i)
-    at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t GetLittle(const char* at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(at[i])) << (8 * i);
-  return v;
-}
-uint32_t Crc(const char* data, size_t n) {
-  uLong crc = crc32(0, nullptr, 0);
-  while (n > 0) {  // zlib takes at most 4 GiB at a time
-    const uInt step = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), step);
-    data += step;
-    n -= step;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
 // Starts a chunk at the end of `out`; returns where it starts.
 size_t BeginChunk(std::string* out) {
   const size_t at = out->size();
@@ -62,7 +41,7 @@ void EndChunk(std::string* out, size_t at, ChunkType type, uint64_t seq) {
   PutLittle(h + 4, out->size() - at - kChunkHeader, 4);
   h[8] = static_cast<char>(type);
   PutLittle(h + 9, seq, 8);
-  PutLittle(h, Crc(h + 4, out->size() - at - 4), 4);
+  PutLittle(h, Crc32(absl::string_view(h + 4, out->size() - at - 4)), 4);
 }
 void AddChunk(std::string* out, ChunkType type, uint64_t seq,
               absl::string_view payload) {
@@ -170,28 +149,62 @@ bool WriteAll(int fd, const std::string& bytes, uint64_t offset) {
   return true;
 }
 
-bool ReadAll(const std::string& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  bool ok = ::fstat(fd, &st) == 0;
-  if (ok) {
-    out->resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < out->size()) {
-      const ssize_t n = ::pread(fd, out->data() + done, out->size() - done,
-                                static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        out->resize(done);  // shorter than it said: read what is there
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
+// Reads a file's chunks one at a time, so that recovering a model holds one
+// chunk (one record's rows) besides the rows themselves.
+class ChunkReader {
+ public:
+  explicit ChunkReader(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    struct stat st;
+    if (fd_ >= 0 && ::fstat(fd_, &st) == 0)
+      size_ = static_cast<uint64_t>(st.st_size);
   }
-  ::close(fd);
-  return ok;
-}
+  ~ChunkReader() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool opened() const { return fd_ >= 0; }
+  uint64_t size() const { return size_; }
+  uint64_t end() const { return at_; }  // after the last chunk read
+
+  // The next chunk whole and passing its check, or false (the end, a torn
+  // chunk or one whose CRC-32 fails).
+  bool Next(uint8_t* type, uint64_t* seq, absl::string_view* payload) {
+    if (size_ - at_ < kChunkHeader) return false;
+    buffer_.resize(kChunkHeader);
+    if (!ReadAt(at_, buffer_.data(), kChunkHeader)) return false;
+    const uint64_t length = GetLittle(buffer_.data() + 4, 4);
+    if (length > size_ - at_ - kChunkHeader) return false;  // torn
+    buffer_.resize(kChunkHeader + length);
+    if (!ReadAt(at_ + kChunkHeader, buffer_.data() + kChunkHeader, length) ||
+        GetLittle(buffer_.data(), 4) !=
+            Crc32(absl::string_view(buffer_).substr(4))) {
+      return false;
+    }
+    *type = static_cast<uint8_t>(buffer_[8]);
+    *seq = GetLittle(buffer_.data() + 9, 8);
+    *payload = absl::string_view(buffer_).substr(kChunkHeader);
+    at_ += kChunkHeader + length;
+    return true;
+  }
+
+ private:
+  bool ReadAt(uint64_t offset, char* out, size_t n) {
+    while (n > 0) {
+      const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;  // shorter than it said
+      out += got;
+      offset += static_cast<uint64_t>(got);
+      n -= static_cast<size_t>(got);
+    }
+    return true;
+  }
+
+  const int fd_;
+  uint64_t size_ = 0;
+  uint64_t at_ = 0;
+  std::string buffer_;
+};
 
 }  // namespace
 
@@ -456,13 +469,13 @@ void RowsFiles::List() {
   ::closedir(d);
 }
 
-bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
+void RowsFiles::Recover(const std::string& id, absl::Time created_at,
                         uint64_t last_seq, KeptRows* rows, bool* ok) {
   absl::MutexLock lock(&mu_);
   const int64_t nanos = absl::ToUnixNanos(created_at);
   incarnations_[id] = nanos;
   auto listed = listed_.find(id);
-  if (listed == listed_.end()) return false;
+  if (listed == listed_.end()) return;
   std::string path;
   for (const auto& [at, p] : listed->second) {
     if (at == nanos) {
@@ -472,19 +485,16 @@ bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
     }
   }
   listed_.erase(listed);
-  std::string bytes;
-  if (path.empty() || !ReadAll(path, &bytes)) return false;
+  if (path.empty()) return;
+  ChunkReader chunks(path);
+  if (!chunks.opened()) return;
 
-  size_t at = 0, good_end = 0;
   bool header = false, live = false;
-  while (at + kChunkHeader <= bytes.size()) {
-    const char* h = bytes.data() + at;
-    const uint64_t length = GetLittle(h + 4, 4);
-    if (length > bytes.size() - at - kChunkHeader) break;  // torn
-    if (GetLittle(h, 4) != Crc(h + 4, kChunkHeader - 4 + length)) break;
-    const auto type = static_cast<uint8_t>(h[8]);
-    const uint64_t seq = GetLittle(h + 9, 8);
-    const absl::string_view payload(h + kChunkHeader, length);
+  uint8_t type;
+  uint64_t seq;
+  absl::string_view payload;
+  uint64_t good_end = 0;
+  while (chunks.Next(&type, &seq, &payload)) {
     if (!header) {
       if (type != kHeader || payload != HeaderPayload(id, nanos)) break;
       header = true;
@@ -500,20 +510,19 @@ bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
     } else {
       break;
     }
-    at += kChunkHeader + length;
-    good_end = at;
+    good_end = chunks.end();
   }
   if (!header || !live) {
     // Nothing that counts: no file is the same.
     ::unlink(path.c_str());
-    return header;
+    return;
   }
   File f;
   f.path = path;
   f.created_at = nanos;
   f.size = good_end;
   f.live = true;
-  if (good_end < bytes.size()) {
+  if (good_end < chunks.size()) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
       if (::ftruncate(fd, static_cast<off_t>(good_end)) == 0) ::fdatasync(fd);
@@ -521,7 +530,6 @@ bool RowsFiles::Recover(const std::string& id, absl::Time created_at,
     }
   }
   files_[id] = std::move(f);
-  return true;
 }
 
 void RowsFiles::RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep) {
@@ -531,13 +539,6 @@ void RowsFiles::RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep) {
     for (const auto& [at, path] : found) ::unlink(path.c_str());
   }
   listed_.clear();
-}
-
-uint64_t RowsFiles::Bytes() {
-  absl::MutexLock lock(&mu_);
-  uint64_t n = 0;
-  for (const auto& [id, f] : files_) n += f.size;
-  return n;
 }
 
 }  // namespace perceptron::server

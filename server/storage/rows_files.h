@@ -72,17 +72,15 @@ class RowsFiles {
 
   // Recovery. Lists the files on disk; then for each model, Recover reads
   // the rows of its records up to `last_seq` after `rows` (whose content a
-  // chunk that clears them replaces). Returns whether a file was found;
-  // `*ok` is false if a chunk of an applied record failed to parse. Chunks
-  // after `last_seq` or after one that fails its check are truncated.
+  // chunk that clears them replaces), one chunk in memory at a time. `*ok`
+  // is false if a chunk of an applied record failed to parse. Chunks after
+  // `last_seq` or after one that fails its check are truncated.
   void List();
-  bool Recover(const std::string& id, absl::Time created_at, uint64_t last_seq,
+  void Recover(const std::string& id, absl::Time created_at, uint64_t last_seq,
                KeptRows* rows, bool* ok);
   // Deletes the files listed that no recovered model took, except those of
   // `keep` (models set aside, left untouched).
   void RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep);
-
-  uint64_t Bytes();
 
  private:
   struct File {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +19,7 @@
 #include "leveldb/write_batch.h"
 #include "perceptron/v1/state.pb.h"
 #include "server/model/curves.h"
+#include "server/storage/crc.h"
 #include "server/storage/state_convert.h"
 
 namespace perceptron::server {
@@ -46,31 +46,20 @@ std::string SeqKey(const std::string& prefix, uint64_t seq) {
   return absl::StrFormat("%s%020u", prefix, seq);
 }
 
-uint32_t Crc(absl::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
-            static_cast<uInt>(bytes.size())));
-}
-
 // A value: 4 bytes of CRC-32 (little-endian) and the serialized message.
 std::string Seal(const google::protobuf::Message& m) {
   // Serialized after room for the CRC, which is filled in after: one copy of
   // the message, however large.
   std::string out(4, '\0');
   m.AppendToString(&out);
-  const uint32_t crc = Crc(absl::string_view(out).substr(4));
-  for (int i = 0; i < 4; ++i)
-    out[i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  PutLittle(out.data(), Crc32(absl::string_view(out).substr(4)), 4);
   return out;
 }
 
 bool Unseal(absl::string_view value, google::protobuf::Message* m) {
   if (value.size() < 4) return false;
-  uint32_t crc = 0;
-  for (int i = 0; i < 4; ++i)
-    crc |= static_cast<uint32_t>(static_cast<uint8_t>(value[i])) << (8 * i);
   const absl::string_view payload = value.substr(4);
-  return Crc(payload) == crc &&
+  return Crc32(payload) == GetLittle(value.data(), 4) &&
          m->ParseFromArray(payload.data(), static_cast<int>(payload.size()));
 }
 
@@ -515,13 +504,6 @@ absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
   }
   return FromLevelDb(db_->Write(leveldb::WriteOptions(), &prune),
                      "pruning the log");
-}
-
-uint64_t Store::ApproximateSize() {
-  leveldb::Range all("", "\xff");
-  uint64_t size = 0;
-  db_->GetApproximateSizes(&all, 1, &size);
-  return size + rows_->Bytes();
 }
 
 }  // namespace perceptron::server

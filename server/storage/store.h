@@ -113,9 +113,6 @@ class Store {
                            const ModelState& state,
                            const v1::CurvesState& curves = v1::CurvesState());
 
-  // Bytes of the store on disk (approximate).
-  uint64_t ApproximateSize();
-
  private:
   Store(std::unique_ptr<leveldb::Env> env, std::unique_ptr<leveldb::DB> db)
       : env_(std::move(env)), db_(std::move(db)) {}

@@ -30,7 +30,7 @@ absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
   // A zero x^ (possible only without bias and normalization) leaves w
   // unchanged: no update.
   if (!Mistaken(x, y, s)) return false;
-  if (!AddScaledStaysFinite(eta_ * y, x, w_))
+  if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_))
     return NonFiniteUpdate("a weight");
   Update(x, y);
   return true;
@@ -38,6 +38,7 @@ absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
 
 void ClassicLearner::Update(const Prepared& x, int y) {
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  w_bound_.Added(eta_ * y, x);
   dirty_w_.Mark(x);
 }
 
@@ -50,11 +51,13 @@ LearnerState ClassicLearner::ExportState() const {
 absl::Status ClassicLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
   w_ = std::move(state.weights);
+  w_bound_.Set(w_);
   return absl::OkStatus();
 }
 
 void ClassicLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
+  w_bound_.Clear();
   dirty_w_.MarkAll();
 }
 
@@ -67,6 +70,7 @@ LearnerDelta ClassicLearner::TakeDelta() {
 absl::Status ClassicLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
   perceptron::ApplyDelta(d.weights, &w_);
+  RaiseBound(d.weights, &w_bound_);
   return absl::OkStatus();
 }
 
@@ -85,9 +89,11 @@ absl::StatusOr<bool> MarginLearner::LearnFromScore(const Prepared& x, int y,
   const double norm_sq =
       std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
   if (!std::isfinite(norm_sq)) return NonFiniteUpdate("||w||^2");
-  if (!AddScaledStaysFinite(a, x, w_)) return NonFiniteUpdate("a weight");
+  if (!UpdateStaysFinite(w_bound_, a, x, w_))
+    return NonFiniteUpdate("a weight");
   norm_sq_ = norm_sq;
   AddScaled(a, x, absl::MakeSpan(w_));
+  w_bound_.Added(a, x);
   dirty_w_.Mark(x);
   return true;
 }
@@ -107,12 +113,14 @@ absl::Status MarginLearner::ImportState(LearnerState state) {
                                                    " is not a squared norm"));
   }
   w_ = std::move(state.weights);
+  w_bound_.Set(w_);
   norm_sq_ = state.weight_norm_sq;
   return absl::OkStatus();
 }
 
 void MarginLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
+  w_bound_.Clear();
   norm_sq_ = 0;
   dirty_w_.MarkAll();
 }
@@ -131,6 +139,7 @@ absl::Status MarginLearner::ApplyDelta(const LearnerDelta& d) {
         "journal: weight_norm_sq is not a squared norm");
   }
   perceptron::ApplyDelta(d.weights, &w_);
+  RaiseBound(d.weights, &w_bound_);
   norm_sq_ = d.weight_norm_sq;
   return absl::OkStatus();
 }
@@ -153,7 +162,7 @@ absl::StatusOr<bool> AveragedLearner::Step(const Prepared& x, int y,
   // The update of example steps_ + 1 adds that many times eta y x^ to acc_.
   const double a = eta_ * y * static_cast<double>(steps_ + 1);
   if (update) {
-    if (!AddScaledStaysFinite(eta_ * y, x, w_)) {
+    if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_)) {
       return NonFiniteUpdate("a weight");
     }
     if (!AddScaledStaysFinite(a, x, acc_)) {
@@ -202,6 +211,7 @@ absl::Status AveragedLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector(
       "average_accumulator", state.average_accumulator, acc_.size()));
   w_ = std::move(state.weights);
+  w_bound_.Set(w_);
   acc_ = std::move(state.average_accumulator);
   steps_ = state.average_steps;
   return absl::OkStatus();
@@ -235,6 +245,7 @@ absl::Status AveragedLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(
       CheckDelta("average_accumulator", d.average_accumulator, acc_.size()));
   perceptron::ApplyDelta(d.weights, &w_);
+  RaiseBound(d.weights, &w_bound_);
   perceptron::ApplyDelta(d.average_accumulator, &acc_);
   steps_ = d.average_steps;
   return absl::OkStatus();

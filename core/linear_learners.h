@@ -53,6 +53,7 @@ class WeightVectorLearner : public Learner {
 
   double eta_;
   std::vector<double> w_;
+  MagnitudeBound w_bound_;  // kept with every change to w_
   DirtyTracker dirty_w_;
 
  private:

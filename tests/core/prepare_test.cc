@@ -201,5 +201,63 @@ TEST(PrepareTest, AddScaledStaysFiniteFindsAnOverflowAtEveryPosition) {
   }
 }
 
+TEST(PrepareTest, MagnitudeBoundStaysAboveEveryWeightItCovers) {
+  // Random updates of every size up to near overflow, bias and normalization
+  // on and off, dense and sparse: after each update the bound is at least
+  // every |w_i|, and an update it covers leaves w finite (the exact check
+  // agrees). One non-zero makes a coordinate of x^ as large as its norm.
+  std::mt19937_64 rng(20261126);
+  auto uniform = [&](double a, double b) {
+    return std::uniform_real_distribution<double>(a, b)(rng);
+  };
+  int covered = 0, not_covered = 0;
+  for (int stream = 0; stream < 400; ++stream) {
+    const bool bias = stream % 2 == 0, normalize = stream % 4 < 2;
+    const Preparer preparer(
+        Config(bias, normalize, std::pow(10.0, uniform(-3, 3))));
+    std::vector<double> w(4, 0.0);
+    MagnitudeBound bound;
+    const double top = uniform(0, 306);  // this stream's largest values
+    for (int step = 0; step < 60; ++step) {
+      std::vector<double> v(3, 0.0);
+      const int nonzeros = static_cast<int>(rng() % 3) + 1;
+      for (int k = 0; k < nonzeros; ++k) {
+        v[rng() % 3] = (rng() % 2 ? 1 : -1) * std::pow(10.0, uniform(-5, top));
+      }
+      const std::vector<uint32_t> index = {0, 1, 2};
+      const FeatureView x = stream % 3 == 0 ? FeatureView::Sparse(index, v)
+                                            : FeatureView::Dense(v);
+      absl::StatusOr<Prepared> p = preparer.Prepare(x);
+      if (!p.ok() || p->norm == 0) continue;
+      const double a = (rng() % 2 ? 1 : -1) * std::pow(10.0, uniform(-3, 3));
+      const bool exact = AddScaledStaysFinite(a, *p, w);
+      if (bound.Covers(a, *p)) {
+        ++covered;
+        EXPECT_TRUE(exact) << stream << " " << step;
+      } else {
+        ++not_covered;
+      }
+      if (!exact) continue;  // refused: nothing changes
+      AddScaled(a, *p, absl::MakeSpan(w));
+      bound.Added(a, *p);
+      for (double wi : w) {
+        ASSERT_TRUE(std::isfinite(wi)) << stream << " " << step;
+        ASSERT_GE(bound.value(), std::abs(wi)) << stream << " " << step;
+      }
+    }
+    // Set and Raise give the largest magnitude itself.
+    MagnitudeBound set;
+    set.Set(w);
+    double largest = 0;
+    for (double wi : w) largest = std::max(largest, std::abs(wi));
+    EXPECT_EQ(set.value(), largest);
+    set.Raise(std::vector<double>{-2 * largest - 1});
+    EXPECT_EQ(set.value(), 2 * largest + 1);
+  }
+  // Both answers were exercised.
+  EXPECT_GT(covered, 1000);
+  EXPECT_GT(not_covered, 100);
+}
+
 }  // namespace
 }  // namespace perceptron

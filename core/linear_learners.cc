@@ -165,7 +165,7 @@ absl::StatusOr<bool> AveragedLearner::Step(const Prepared& x, int y,
     if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_)) {
       return NonFiniteUpdate("a weight");
     }
-    if (!AddScaledStaysFinite(a, x, acc_)) {
+    if (!UpdateStaysFinite(acc_bound_, a, x, acc_)) {
       return NonFiniteUpdate("the average's accumulator");
     }
   }
@@ -173,6 +173,7 @@ absl::StatusOr<bool> AveragedLearner::Step(const Prepared& x, int y,
   if (!update) return false;
   Update(x, y);
   AddScaled(a, x, absl::MakeSpan(acc_));
+  acc_bound_.Added(a, x);
   dirty_acc_.Mark(x);
   return true;
 }
@@ -213,6 +214,7 @@ absl::Status AveragedLearner::ImportState(LearnerState state) {
   w_ = std::move(state.weights);
   w_bound_.Set(w_);
   acc_ = std::move(state.average_accumulator);
+  acc_bound_.Set(acc_);
   steps_ = state.average_steps;
   return absl::OkStatus();
 }
@@ -220,6 +222,7 @@ absl::Status AveragedLearner::ImportState(LearnerState state) {
 void AveragedLearner::Reset() {
   ClassicLearner::Reset();
   std::fill(acc_.begin(), acc_.end(), 0.0);
+  acc_bound_.Clear();
   steps_ = 0;
   dirty_acc_.MarkAll();
 }
@@ -247,6 +250,7 @@ absl::Status AveragedLearner::ApplyDelta(const LearnerDelta& d) {
   perceptron::ApplyDelta(d.weights, &w_);
   RaiseBound(d.weights, &w_bound_);
   perceptron::ApplyDelta(d.average_accumulator, &acc_);
+  RaiseBound(d.average_accumulator, &acc_bound_);
   steps_ = d.average_steps;
   return absl::OkStatus();
 }

@@ -138,6 +138,7 @@ class AveragedLearner : public ClassicLearner {
   absl::StatusOr<bool> Step(const Prepared& x, int y, double w_dot);
 
   std::vector<double> acc_;
+  MagnitudeBound acc_bound_;  // kept with every change to acc_
   uint64_t steps_ = 0;
   DirtyTracker dirty_acc_;
 };

@@ -28,11 +28,12 @@ absl::StatusOr<bool> VotedLearner::Learn(const Prepared& x, int y) {
     ++survived_;
     return false;
   }
-  if (!AddScaledStaysFinite(eta_ * y, x, w_))
+  if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_))
     return NonFiniteUpdate("a weight");
   if (survived_ > 0) past_.Push({w_, survived_});
   survived_ = 0;
   AddScaled(eta_ * y, x, absl::MakeSpan(w_));
+  w_bound_.Added(eta_ * y, x);
   dirty_w_.Mark(x);
   return true;
 }
@@ -65,6 +66,7 @@ absl::Status VotedLearner::ImportState(LearnerState state) {
                                            state.voted[k].weights, w_.size()));
   }
   w_ = std::move(state.weights);
+  w_bound_.Set(w_);
   survived_ = state.current_survived;
   past_.Assign(std::move(state.voted), state.dropped);
   return absl::OkStatus();
@@ -72,6 +74,7 @@ absl::Status VotedLearner::ImportState(LearnerState state) {
 
 void VotedLearner::Reset() {
   std::fill(w_.begin(), w_.end(), 0.0);
+  w_bound_.Clear();
   survived_ = 0;
   past_.Clear();
   dirty_w_.MarkAll();
@@ -106,6 +109,7 @@ absl::Status VotedLearner::ApplyDelta(const LearnerDelta& d) {
     return absl::InvalidArgumentError("journal: voted vectors do not add up");
   }
   perceptron::ApplyDelta(d.weights, &w_);
+  RaiseBound(d.weights, &w_bound_);
   past_.Apply(d.voted_added, d.voted_removed, d.dropped);
   survived_ = d.current_survived;
   return absl::OkStatus();

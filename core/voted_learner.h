@@ -32,6 +32,7 @@ class VotedLearner : public Learner {
  private:
   double eta_;
   std::vector<double> w_;
+  MagnitudeBound w_bound_;  // kept with every change to w_
   uint64_t survived_ = 0;
   CappedDeque<VotedVector> past_;
   DirtyTracker dirty_w_;  // while journaling: the changed coordinates of w

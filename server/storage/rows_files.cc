@@ -156,13 +156,15 @@ class ChunkReader {
   explicit ChunkReader(const std::string& path)
       : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     struct stat st;
-    if (fd_ >= 0 && ::fstat(fd_, &st) == 0)
-      size_ = static_cast<uint64_t>(st.st_size);
+    ok_ = fd_ >= 0 && ::fstat(fd_, &st) == 0;
+    if (ok_) size_ = static_cast<uint64_t>(st.st_size);
   }
   ~ChunkReader() {
     if (fd_ >= 0) ::close(fd_);
   }
-  bool opened() const { return fd_ >= 0; }
+  // Whether the file could be opened and its size read (if not, nothing
+  // about it is known, and it is left as it is).
+  bool opened() const { return ok_; }
   uint64_t size() const { return size_; }
   uint64_t end() const { return at_; }  // after the last chunk read
 
@@ -201,6 +203,7 @@ class ChunkReader {
   }
 
   const int fd_;
+  bool ok_ = false;
   uint64_t size_ = 0;
   uint64_t at_ = 0;
   std::string buffer_;

@@ -324,17 +324,9 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
   }
   if (created) dir_dirty_ = true;
   if (sync) {
-    absl::Status s;
-    if (touched.size() > 1) {
-      s = SyncAll();
-    } else {
-      for (auto& [id, t] : touched) {
-        File& f = files_[id];
-        if (::fdatasync(f.fd) != 0) s = Errno("cannot sync", f.path);
-      }
-      if (s.ok() && dir_dirty_) s = SyncDir();
-    }
-    if (!s.ok()) return roll_back(s);
+    std::vector<File*> written;
+    for (auto& [id, t] : touched) written.push_back(&files_[id]);
+    if (absl::Status s = SyncFiles(written); !s.ok()) return roll_back(s);
   }
   if (absl::Status s = commit(); !s.ok()) return roll_back(s);
 
@@ -437,19 +429,27 @@ absl::Status RowsFiles::SyncAll() {
   return absl::OkStatus();
 }
 
-absl::Status RowsFiles::Sync() {
-  absl::MutexLock lock(&mu_);
-  size_t dirty = 0;
-  for (auto& [id, f] : files_) dirty += f.dirty;
-  if (dirty > 1) return SyncAll();
-  for (auto& [id, f] : files_) {
-    if (!f.dirty) continue;
-    if (absl::Status s = OpenForWrite(f, false); !s.ok()) return s;
-    if (::fdatasync(f.fd) != 0) return Errno("cannot sync", f.path);
-    f.dirty = false;
+absl::Status RowsFiles::SyncFiles(absl::Span<File* const> files) {
+  if (files.size() > 1) return SyncAll();
+  for (File* f : files) {
+    if (absl::Status s = OpenForWrite(*f, false); !s.ok()) return s;
+    if (::fdatasync(f->fd) != 0) return Errno("cannot sync", f->path);
   }
   if (dir_dirty_) return SyncDir();
   return absl::OkStatus();
+}
+
+absl::Status RowsFiles::Sync() {
+  absl::MutexLock lock(&mu_);
+  std::vector<File*> dirty;
+  for (auto& [id, f] : files_) {
+    if (f.dirty) dirty.push_back(&f);
+  }
+  absl::Status s = SyncFiles(dirty);
+  if (s.ok()) {
+    for (File* f : dirty) f->dirty = false;
+  }
+  return s;
 }
 
 void RowsFiles::List() {
@@ -525,12 +525,10 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
   f.created_at = nanos;
   f.size = good_end;
   f.live = true;
-  if (good_end < chunks.size()) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      if (::ftruncate(fd, static_cast<off_t>(good_end)) == 0) ::fdatasync(fd);
-      ::close(fd);
-    }
+  if (good_end < chunks.size() && OpenForWrite(f, false).ok()) {
+    // The torn tail goes now: the next append writes after good_end.
+    if (::ftruncate(f.fd, static_cast<off_t>(good_end)) == 0) ::fdatasync(f.fd);
+    if (held_ > max_held_) Close(f);
   }
   files_[id] = std::move(f);
 }

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/certificate.h"
 
 namespace perceptron::server {
@@ -105,6 +106,10 @@ class RowsFiles {
   // file system is not yet on disk too (the data directory's own volume, in
   // the deployments).
   absl::Status SyncAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes `files` (and the directory, if it changed) durable: one file's
+  // fdatasync, or SyncAll for several.
+  absl::Status SyncFiles(absl::Span<File* const> files)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   const int dir_fd_;

@@ -38,14 +38,6 @@ void ApplyDelta(const VectorDelta& d, std::vector<double>* v) {
     (*v)[d.indices[k]] = d.values[k];
 }
 
-void RaiseBound(const VectorDelta& d, MagnitudeBound* bound) {
-  if (d.full) {
-    bound->Set(d.values);
-  } else {
-    bound->Raise(d.values);
-  }
-}
-
 void DirtyTracker::Enable(size_t size) {
   enabled_ = true;
   all_ = false;

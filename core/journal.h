@@ -37,9 +37,6 @@ absl::Status CheckDelta(absl::string_view what, const VectorDelta& d,
                         size_t size);
 // Applies a checked delta.
 void ApplyDelta(const VectorDelta& d, std::vector<double>* v);
-// Raises `bound` to cover the values a delta applied (all of them if it was
-// full: then they are the whole vector).
-void RaiseBound(const VectorDelta& d, MagnitudeBound* bound);
 
 // Tracks which coordinates of one vector change while enabled. Not thread-safe.
 class DirtyTracker {

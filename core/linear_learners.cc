@@ -70,7 +70,7 @@ LearnerDelta ClassicLearner::TakeDelta() {
 absl::Status ClassicLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(CheckDelta("weights", d.weights, w_.size()));
   perceptron::ApplyDelta(d.weights, &w_);
-  RaiseBound(d.weights, &w_bound_);
+  w_bound_.Raise(d.weights);
   return absl::OkStatus();
 }
 
@@ -139,7 +139,7 @@ absl::Status MarginLearner::ApplyDelta(const LearnerDelta& d) {
         "journal: weight_norm_sq is not a squared norm");
   }
   perceptron::ApplyDelta(d.weights, &w_);
-  RaiseBound(d.weights, &w_bound_);
+  w_bound_.Raise(d.weights);
   norm_sq_ = d.weight_norm_sq;
   return absl::OkStatus();
 }
@@ -248,9 +248,9 @@ absl::Status AveragedLearner::ApplyDelta(const LearnerDelta& d) {
   PERCEPTRON_RETURN_IF_ERROR(
       CheckDelta("average_accumulator", d.average_accumulator, acc_.size()));
   perceptron::ApplyDelta(d.weights, &w_);
-  RaiseBound(d.weights, &w_bound_);
+  w_bound_.Raise(d.weights);
   perceptron::ApplyDelta(d.average_accumulator, &acc_);
-  RaiseBound(d.average_accumulator, &acc_bound_);
+  acc_bound_.Raise(d.average_accumulator);
   steps_ = d.average_steps;
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "absl/types/span.h"
 #include "core/journal.h"
 #include "core/learner.h"
+#include "core/magnitude_bound.h"
 #include "core/prepare.h"
 #include "core/status_macros.h"
 

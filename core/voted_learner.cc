@@ -109,7 +109,7 @@ absl::Status VotedLearner::ApplyDelta(const LearnerDelta& d) {
     return absl::InvalidArgumentError("journal: voted vectors do not add up");
   }
   perceptron::ApplyDelta(d.weights, &w_);
-  RaiseBound(d.weights, &w_bound_);
+  w_bound_.Raise(d.weights);
   past_.Apply(d.voted_added, d.voted_removed, d.dropped);
   survived_ = d.current_survived;
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 
 #include "core/capped_deque.h"
 #include "core/learner.h"
+#include "core/magnitude_bound.h"
 
 namespace perceptron {
 

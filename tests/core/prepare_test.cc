@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "core/magnitude_bound.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -74,6 +74,9 @@ ABSL_FLAG(std::string, deploy, "deploy",
 ABSL_FLAG(bool, memory_only, false,
           "Only memory: 10,000 models, durability sync streaming (with the "
           "certificate on and off), open streams");
+ABSL_FLAG(bool, w4_only, false,
+          "Only W4's round trips, through every path --paths names (or the "
+          "per-item ones), with the certificate on or off as each path says");
 ABSL_FLAG(std::string, paths, "",
           "Only these paths (comma-separated: none, nocert, echo, sync, "
           "'sync nocert', bare, columnar, 'echo columnar', 'columnar nocert'), "
@@ -522,6 +525,38 @@ Measured Fresh(const Path& path, const Workload& w,
   m.others = std::max(
       0.0, (MachineBusySeconds() - busy0 - server_cpu - self_cpu) / seconds);
   return m;
+}
+
+// W4 ping-pong through each of `paths` (columnar ones left out), interleaved,
+// a fresh server each: every repeat's p50 and p99 by path name.
+std::pair<std::map<std::string, std::vector<double>>,
+          std::map<std::string, std::vector<double>>>
+W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
+  const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
+  std::map<std::string, std::vector<double>> p50, p99;
+  for (int r = 0; r < repeats; ++r) {
+    const int n = quick ? 500 : 2000;
+    for (const Path& path : paths) {
+      if (path.columnar) continue;
+      std::unique_ptr<Process> server = Start(path);
+      grpc::ClientContext c;
+      Latency l;
+      if (path.echo) {
+        auto stub = Echo::NewStub(Channel(server->target()));
+        auto s = stub->Stream(&c);
+        l = PingPong(s.get(), w4, n, true);
+      } else {
+        CreateModel(server->target(), "w4", 20);
+        auto stub = perceptron::v1::PerceptronService::NewStub(
+            Channel(server->target()));
+        auto s = stub->Learn(&c);
+        l = PingPong(s.get(), w4, n, false);
+      }
+      p50[path.name].push_back(l.p50);
+      p99[path.name].push_back(l.p99);
+    }
+  }
+  return {std::move(p50), std::move(p99)};
 }
 
 void WriteForSklearn(const std::string& dir, const Workload& w, const Data& d) {
@@ -998,6 +1033,16 @@ int main(int argc, char** argv) {
       return std::find(names.begin(), names.end(), p.name) == names.end();
     });
   }
+  if (absl::GetFlag(FLAGS_w4_only)) {
+    const auto [p50, p99] = W4Latencies(paths, repeats, quick);
+    std::printf("| path | p50 us | p99 us |\n|---|---|---|\n");
+    for (const Path& path : paths) {
+      if (path.columnar) continue;
+      std::printf("| %s | %.0f | %.0f |\n", path.name.c_str(),
+                  Median(p50.at(path.name)), Median(p99.at(path.name)));
+    }
+    return 0;
+  }
   std::map<std::string, std::vector<double>> figures, server_us;
   std::vector<double> others;
   std::vector<Data> data;
@@ -1080,32 +1125,12 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  // W4 ping-pong, interleaved, a fresh server each.
-  const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
-  std::map<std::string, std::vector<double>> p50, p99;
-  for (int r = 0; r < repeats; ++r) {
-    const int n = quick ? 500 : 2000;
-    for (const Path& path : paths) {
-      // W4 with the defaults: the certificate on, items one at a time.
-      if (!path.certificate || path.columnar) continue;
-      std::unique_ptr<Process> server = Start(path);
-      grpc::ClientContext c;
-      Latency l;
-      if (path.echo) {
-        auto stub = Echo::NewStub(Channel(server->target()));
-        auto s = stub->Stream(&c);
-        l = PingPong(s.get(), w4, n, true);
-      } else {
-        CreateModel(server->target(), "w4", 20);
-        auto stub = perceptron::v1::PerceptronService::NewStub(
-            Channel(server->target()));
-        auto s = stub->Learn(&c);
-        l = PingPong(s.get(), w4, n, false);
-      }
-      p50[path.name].push_back(l.p50);
-      p99[path.name].push_back(l.p99);
-    }
+  // W4 with the defaults: the certificate on, items one at a time.
+  std::vector<Path> w4_paths;
+  for (const Path& path : paths) {
+    if (path.certificate && !path.columnar) w4_paths.push_back(path);
   }
+  auto [p50, p99] = W4Latencies(w4_paths, repeats, quick);
   // scikit-learn on the same data (a file each, read by numpy).
   std::string dir =
       std::filesystem::temp_directory_path() / "perceptron-sklearn-XXXXXX";

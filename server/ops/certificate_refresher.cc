@@ -1,6 +1,11 @@
 #include "server/ops/certificate_refresher.h"
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -17,6 +22,25 @@ namespace {
 constexpr int kPassesPerRefresh = 20;
 // How long the refresher waits when no model has work.
 constexpr absl::Duration kIdle = absl::Milliseconds(100);
+// How much nicer than the server the refresher's thread runs: a core it
+// shares with a thread serving requests goes to that thread first (about a
+// tenth of the core is left to the refresher when both want all of it).
+// Without it, a request arriving while the refresher solves waited for the
+// scheduler: W4's p99 round trip with the certificate on was 415-553 us, the
+// echo's 139-208 us; with it 203-269 us (bench/run --w4_only).
+constexpr int kNicer = 10;
+
+// Names this thread "certificate" (as top -H and /proc show it) and lowers
+// its priority by kNicer. Either may fail (nothing else depends on them).
+void MarkAsBackground() {
+  (void)!::pthread_setname_np(::pthread_self(), "certificate");
+  const id_t tid = static_cast<id_t>(::gettid());
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) {
+    (void)!::setpriority(PRIO_PROCESS, tid, std::min(nice + kNicer, 19));
+  }
+}
 
 }  // namespace
 
@@ -27,7 +51,15 @@ CertificateRefresher::CertificateRefresher(Registry* registry,
 
 void CertificateRefresher::Start() {
   if (limits_.certificate_examples == 0 || thread_.joinable()) return;
-  thread_ = std::thread([this] { Loop(); });
+  // Started marked: from the moment Start returns (before the server takes
+  // requests), the refresher yields to the threads serving them.
+  absl::Notification marked;
+  thread_ = std::thread([this, &marked] {
+    MarkAsBackground();
+    marked.Notify();
+    Loop();
+  });
+  marked.WaitForNotification();
 }
 
 void CertificateRefresher::Stop() {

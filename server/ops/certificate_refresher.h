@@ -4,7 +4,8 @@
 // adds them to the model's solver and solves warm-started off that lock, then
 // installs the candidates under the lock again, journaling them (so that a
 // restart finds the last solution). It sleeps between models so that it uses
-// at most its share of one core.
+// at most its share of one core, on a thread named "certificate" that runs
+// nicer than the server's (it yields a core to a thread serving requests).
 //
 //   CertificateRefresher refresher(&registry, &persistence, limits);
 //   refresher.Start();

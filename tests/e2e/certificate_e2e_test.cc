@@ -4,9 +4,17 @@
 // comparator (GetCertificate) gives the same bound when set as a model's
 // comparator, it freezes on a stream ten times longer than the model may keep
 // and stays valid, and it says when it is off and why.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/certificate.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
@@ -187,6 +195,60 @@ TEST(CertificateE2eTest, OffSaysWhy) {
   EXPECT_EQ(off->certificate().state(), v1::Certificate::OFF);
   EXPECT_NE(off->certificate().reason().find("--certificate_examples=0"),
             std::string::npos);
+}
+
+// The nice value in a /proc stat file ("pid (comm) state ppid ...": the
+// 19th field, the 17th after the command's closing parenthesis); nullopt if
+// it cannot be read.
+std::optional<int> NiceOf(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string stat = text.str();
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  const std::vector<std::string> fields =
+      absl::StrSplit(stat.substr(close + 2), ' ');
+  int nice = 0;
+  if (fields.size() < 17 || !absl::SimpleAtoi(fields[16], &nice))
+    return std::nullopt;
+  return nice;
+}
+
+// The nice values of the threads of process `pid` named `name`.
+std::vector<int> NiceOfThreads(pid_t pid, const std::string& name) {
+  std::vector<int> out;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    std::getline(comm, line);
+    if (line != name) continue;
+    std::optional<int> nice = NiceOf(task.path() / "stat");
+    EXPECT_TRUE(nice.has_value()) << task.path();
+    if (nice) out.push_back(*nice);
+  }
+  return out;
+}
+
+// The refresher solves on one thread, "certificate", ten steps nicer than
+// the server (a core it shares with a thread serving requests goes to that
+// thread first), from before the server takes requests; none without the
+// certificate.
+TEST(CertificateE2eTest, TheRefresherRunsNicerThanTheServer) {
+  auto server = StartServer({"--durability=none"});
+  ASSERT_NE(server, nullptr);
+  const std::optional<int> base =
+      NiceOf(absl::StrCat("/proc/", server->pid(), "/stat"));
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(NiceOfThreads(server->pid(), "certificate"),
+            std::vector<int>{std::min(*base + 10, 19)});
+  // The main thread, found the same way.
+  EXPECT_FALSE(NiceOfThreads(server->pid(), "perceptrond").empty());
+
+  auto none = StartServer({"--durability=none", "--certificate_examples=0"});
+  ASSERT_NE(none, nullptr);
+  EXPECT_TRUE(NiceOfThreads(none->pid(), "certificate").empty());
 }
 
 // A kernel model gets its certificate in the kernel's feature space: U bounds

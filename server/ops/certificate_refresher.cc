@@ -27,7 +27,7 @@ constexpr absl::Duration kIdle = absl::Milliseconds(100);
 // tenth of the core is left to the refresher when both want all of it).
 // Without it, a request arriving while the refresher solves waited for the
 // scheduler: W4's p99 round trip with the certificate on was 415-553 us, the
-// echo's 139-208 us; with it 203-269 us (bench/run --w4_only).
+// echo's 139-208 us; with it 184-269 us (bench/run --w4_only).
 constexpr int kNicer = 10;
 
 // Names this thread "certificate" (as top -H and /proc show it) and lowers

@@ -74,6 +74,8 @@ ABSL_FLAG(std::string, deploy, "deploy",
 ABSL_FLAG(bool, memory_only, false,
           "Only memory: 10,000 models, durability sync streaming (with the "
           "certificate on and off), open streams");
+ABSL_FLAG(std::string, workloads, "",
+          "With --paths: only these of W1, W2, W3 (comma-separated)");
 ABSL_FLAG(bool, w4_only, false,
           "Only W4's round trips, through every path --paths names (or the "
           "per-item ones), with the certificate on or off as each path says");
@@ -999,11 +1001,21 @@ int main(int argc, char** argv) {
   const bool quick = absl::GetFlag(FLAGS_quick);
   const int repeats = quick ? 1 : absl::GetFlag(FLAGS_repeats);
   const std::string bin = absl::GetFlag(FLAGS_bin);
-  const std::vector<Workload> workloads = {
+  std::vector<Workload> workloads = {
       {"W1", 20, 0, 64, 512, quick ? 200000 : 1000000},
       {"W2", 1000, 0, 64, 64, quick ? 20000 : 100000},
       {"W3", 1u << 20, 32, 256, 128, quick ? 100000 : 500000},
   };
+  if (const std::string only = absl::GetFlag(FLAGS_workloads); !only.empty()) {
+    if (absl::GetFlag(FLAGS_paths).empty()) {
+      std::fprintf(stderr, "--workloads goes with --paths\n");
+      return 2;
+    }
+    const std::vector<std::string> names = absl::StrSplit(only, ',');
+    std::erase_if(workloads, [&](const Workload& w) {
+      return std::find(names.begin(), names.end(), w.name) == names.end();
+    });
+  }
   std::printf("# perceptrond benchmark (docs/design.md section 7)\n\n");
   std::printf(
       "machine: %u cores; medians of %d repeats, modes and paths "

@@ -11,7 +11,7 @@ set -euo pipefail
 build_packages=(
   cmake g++ make pkg-config ca-certificates
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libleveldb-dev libsnappy-dev zlib1g-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
+  libleveldb-dev libsnappy-dev libisal-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   libgoogle-perftools-dev
 )
 
@@ -27,8 +27,9 @@ packages=(
   # The wire contract, the server and the client: gRPC, protobuf and their code generators
   # (libgrpc++-dev alone does not bring the compilers).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  # The data directory: LevelDB, and zlib's CRC-32 for our own record checks.
-  libleveldb-dev libsnappy-dev zlib1g-dev
+  # The data directory: LevelDB, and ISA-L's CRC-32 for our own record checks (zlib's, the tests'
+  # independent check of it).
+  libleveldb-dev libsnappy-dev libisal-dev zlib1g-dev
   # The programs' allocator: tcmalloc (CMakeLists.txt's PERCEPTRON_MALLOC).
   libgoogle-perftools-dev
   # The Python package (client/python): built by pip with setuptools, tested with pytest; sparse

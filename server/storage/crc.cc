@@ -1,22 +1,17 @@
 #include "server/storage/crc.h"
 
-#include <zlib.h>
-
-#include <algorithm>
+#include <isa-l/crc.h>
 
 namespace perceptron::server {
 
+// ISA-L's crc32_gzip_refl computes zlib's CRC-32 (the reflected IEEE
+// polynomial, inverted before and after) with carry-less multiplication when
+// the processor has it: 16x zlib's rate on 8 KiB here (42.6 against 2.6 GB/s).
+// zlib's took 2% of the server's CPU samples streaming W1 and W2 with
+// durability sync while the certificate kept its rows (8 KB each on W2).
 uint32_t Crc32(absl::string_view bytes) {
-  const char* data = bytes.data();
-  size_t n = bytes.size();
-  uLong crc = crc32(0, nullptr, 0);
-  while (n > 0) {
-    const uInt step = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), step);
-    data += step;
-    n -= step;
-  }
-  return static_cast<uint32_t>(crc);
+  return crc32_gzip_refl(
+      0, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
 }
 
 }  // namespace perceptron::server

@@ -1,6 +1,6 @@
-// The data directory's checksums and little-endian integers: CRC-32 (zlib's,
-// the one gzip and PNG use) over bytes of any length, and fixed-width
-// integers in the byte order every stored format here uses.
+// The data directory's checksums and little-endian integers: CRC-32 (the one
+// zlib, gzip and PNG use; ISA-L's implementation) over bytes of any length,
+// and fixed-width integers in the byte order every stored format here uses.
 #ifndef PERCEPTRON_SERVER_STORAGE_CRC_H_
 #define PERCEPTRON_SERVER_STORAGE_CRC_H_
 
@@ -11,7 +11,7 @@
 
 namespace perceptron::server {
 
-// CRC-32 of `bytes`, however long (zlib takes at most 4 GiB at a time).
+// CRC-32 of `bytes` (zlib's crc32(0, bytes, n), bit for bit).
 uint32_t Crc32(absl::string_view bytes);
 
 // Writes the low `bytes` bytes of `v` at `at`, least significant first.

@@ -147,6 +147,18 @@ class KeptRows {
     for (size_t k = r.begin; k < r.end; ++k) s += w[b.index[k]] * b.value[k];
     return s;
   }
+  // w . x^_t as DenseDot sums a dense row (eight partial sums, which hide the
+  // latency of addition: at d = 1000 several times faster than Dot's one
+  // chain, not the same bits); a sparse row as Dot does. For the solver,
+  // whose iterates and figures depend on no particular order of a sum.
+  double DotUnordered(size_t t, const std::vector<double>& w) const {
+    const Row& r = rows_[t];
+    const Block& b = blocks_[r.block];
+    if (b.index == nullptr) {
+      return DenseDot(w.data(), b.value.get() + r.begin, r.end - r.begin);
+    }
+    return Dot(t, w);
+  }
   // w <- w + a x^_t.
   void AddTo(size_t t, double a, std::vector<double>* w) const {
     const Row& r = rows_[t];
@@ -415,7 +427,7 @@ class CertificateSolver {
 
  private:
   double DotRow(size_t t, const std::vector<double>& w) const {
-    return rows_.Dot(t, w);
+    return rows_.DotUnordered(t, w);
   }
   void AddRow(size_t t, double a, std::vector<double>* w) const {
     rows_.AddTo(t, a, w);

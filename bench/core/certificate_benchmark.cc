@@ -1,8 +1,9 @@
 // The certificate solver (core/certificate.h) on issue 14's shape: 10^5
 // kept examples of d = 20 (normalized, bias on), labels from a random
 // separator with 10% flipped. Reports the passes to the 1e-4 gap and the
-// cost of a cold solve and of a warm refresh after 1% more examples; and a
-// kernel model's cold solve at its limit of kept examples.
+// cost of a cold solve and of a warm refresh after 1% more examples; the
+// cold solve of W2's shape (d = 1000, 5,000 kept: a model's 64 MiB holds about
+// 5,500); and a kernel model's cold solve at its limit of kept examples.
 // Run: build/release/bench/core/certificate_benchmark
 #include <random>
 #include <vector>
@@ -21,17 +22,16 @@ struct Data {
   std::vector<int> y;
 };
 
-Data MakeData(size_t n) {
+Data MakeData(size_t n, uint32_t dim = kDim) {
   std::mt19937_64 rng(42);
   std::normal_distribution<double> normal;
-  std::vector<double> separator(kDim);
+  std::vector<double> separator(dim);
   for (double& v : separator) v = normal(rng);
   Data d;
   for (size_t t = 0; t < n; ++t) {
-    std::vector<double> x(kDim);
+    std::vector<double> x(dim);
     double s = 0;
-    for (uint32_t i = 0; i < kDim; ++i)
-      s += separator[i] * (x[i] = normal(rng));
+    for (uint32_t i = 0; i < dim; ++i) s += separator[i] * (x[i] = normal(rng));
     d.x.push_back(std::move(x));
     d.y.push_back((s >= 0) == (rng() % 10 != 0) ? 1 : -1);
   }
@@ -45,19 +45,20 @@ void Fill(const Data& d, size_t from, size_t to, const Preparer& preparer,
   }
 }
 
-ModelConfig Config() {
+ModelConfig Config(uint32_t dim = kDim) {
   ModelConfig c;
-  c.dimension = kDim;
+  c.dimension = dim;
   return c;
 }
 
 void BM_ColdSolve(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  const Data data = MakeData(n);
-  const Preparer preparer(Config());
+  const uint32_t dim = static_cast<uint32_t>(state.range(1));
+  const Data data = MakeData(n, dim);
+  const Preparer preparer(Config(dim));
   for (auto _ : state) {
     state.PauseTiming();
-    CertificateSolver solver(kDim + 1);
+    CertificateSolver solver(dim + 1);
     Fill(data, 0, n, preparer, &solver);
     state.ResumeTiming();
     const Certificate c = solver.Solve(1.0, {});
@@ -75,9 +76,11 @@ void BM_ColdSolve(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_ColdSolve)
-    ->Arg(10000)
-    ->Arg(100000)
-    ->Arg(300000)
+    ->ArgNames({"n", "d"})
+    ->Args({10000, kDim})
+    ->Args({100000, kDim})
+    ->Args({300000, kDim})
+    ->Args({5000, 1000})
     ->Unit(benchmark::kMillisecond);
 
 void BM_WarmRefresh(benchmark::State& state) {

@@ -320,7 +320,7 @@ std::vector<double> HingeSums(const KeptRows& rows,
   const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size());
   for (size_t t = 0; t < rows.size(); ++t) {
-    for (uint32_t k : scaled.summed()) scores[k] = rows.Dot(t, vs[k]);
+    for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
     scaled.Spread(scores.data());
     for (size_t k = 0; k < vs.size(); ++k) {
       const double h = 1 - rows.label(t) * scores[k];

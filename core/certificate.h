@@ -280,7 +280,8 @@ class ScaledCandidates {
 
 // sum_t max(0, 1 - y_t v . x^_t) over `rows`, for each v of `vs`: the hinge
 // sums that make TD_gamma(u) = gamma * sum for u = v / ||v||, gamma = 1/||v||.
-// Scores of scaled candidates are shared as ScaledCandidates says.
+// Each v . x^_t is KeptRows::DotUnordered's; scores of scaled candidates are
+// shared as ScaledCandidates says.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
 

@@ -761,7 +761,7 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
     for (size_t t = 0; t < 1000; ++t) rows.Add(prepare(t), labels[t]);
     for (size_t t = 0; t < rows.size(); ++t) {
       for (size_t k = 0; k < vs.size(); ++k) {
-        const double h = 1 - rows.label(t) * rows.Dot(t, vs[k]);
+        const double h = 1 - rows.label(t) * rows.DotUnordered(t, vs[k]);
         if (h > 0) expected[k] += h;
       }
     }

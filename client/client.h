@@ -67,6 +67,12 @@ struct ClientOptions {
   // 1 s, so a wait of a few seconds lets one failed attempt be retried.
   // Default: 0 (no wait; calls fail at the first failed attempt).
   absl::Duration connect_timeout = absl::ZeroDuration();
+  // Whether the client opens a connection of its own instead of sharing the
+  // one gRPC keeps for every channel of the process to the same target. A
+  // proxy reloaded with a new configuration (nginx) serves the connections
+  // opened before the reload by the old one for as long as they stay open.
+  // Default: false (shared).
+  bool own_connection = false;
 };
 
 struct SessionOptions {

@@ -39,9 +39,12 @@ class Rebalancer {
   void Say(absl::string_view line) const {
     if (options_.on_progress) options_.on_progress(line);
   }
-  std::unique_ptr<Client> Connect(const std::string& target) const {
+  // A client of `target`; with `own_connection`, on a connection of its own.
+  std::unique_ptr<Client> Connect(const std::string& target,
+                                  bool own_connection = false) const {
     ClientOptions o = options_.client;
     o.target = target;
+    o.own_connection = own_connection;
     return Client::Connect(o);
   }
   // Marks, exports, imports and verifies; on failure puts the model back
@@ -124,7 +127,6 @@ absl::StatusOr<RebalanceReport> Rebalancer::Run() {
   // The old copies go once the live proxy routes their ids to the new owners.
   const std::string live_target =
       options_.live.empty() ? options_.next : options_.live;
-  std::unique_ptr<Client> live = Connect(live_target);
   if (!copied.empty()) {
     Say(absl::StrCat("copied ", copied.size(), " models in ",
                      absl::FormatDuration(report_.copying), "; waiting up to ",
@@ -135,6 +137,12 @@ absl::StatusOr<RebalanceReport> Rebalancer::Run() {
   const absl::Time deadline = absl::Now() + options_.switch_timeout;
   absl::Duration pause = absl::Milliseconds(50);
   while (!copied.empty()) {
+    // Asked on a new connection each round: nginx's old workers go on routing
+    // the connections they hold by the old configuration after a reload, and
+    // one connection kept for the whole wait may stay with them (shards_test's
+    // rebalance waited out its 2 minutes in 2 runs of 30 beside a build).
+    std::unique_ptr<Client> live =
+        Connect(live_target, /*own_connection=*/true);
     std::vector<Copied> waiting;
     for (Copied& c : copied) {
       absl::StatusOr<std::string> at = live->ServerFor(c.move.model);

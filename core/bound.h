@@ -10,6 +10,7 @@
 #ifndef PERCEPTRON_CORE_BOUND_H_
 #define PERCEPTRON_CORE_BOUND_H_
 
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -62,6 +63,11 @@ class BoundTracker {
     return hinge > 0 ? hinge : 0;
   }
   absl::Status CheckObserve(const Prepared& x, double hinge) const;
+  // Whether CheckObserve(x, hinge) is OK, inline.
+  bool CanObserve(const Prepared& x, double hinge) const {
+    return std::isfinite(x.norm) && std::isfinite(hinge) &&
+           std::isfinite(td_gamma_ + hinge);
+  }
   void Observe(const Prepared& x, double hinge) {
     if (x.norm > radius_) radius_ = x.norm;
     if (hinge > 0) td_gamma_ += hinge;

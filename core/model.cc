@@ -178,7 +178,7 @@ void Model::Prefetch(const FeatureView& x) const {
 }
 
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
-  PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
+  if (label != 1 && label != -1) return ValidateLabel(label);
   const std::vector<double>* w = learner_->dot_weights();
   if (w == nullptr || x.sparse) {
     PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
@@ -191,12 +191,16 @@ absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   }
   // A dense x and a linear learner: w . x and ||x||^2 in one pass, each summed
   // as Dot and Prepare sum them.
-  PERCEPTRON_RETURN_IF_ERROR(ValidateStructure(x, config_.dimension));
+  if (x.values.size() != config_.dimension)
+    return ValidateStructure(x, config_.dimension);
   double w_dot_x = 0, x_dot_x = 0;
   DenseDots(w->data(), x.values.data(), x.values.size(), &w_dot_x, &x_dot_x);
-  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, preparer_.Prepare(x, x_dot_x));
+  Prepared p;
+  if (!preparer_.TryPrepare(x, x_dot_x, &p)) {
+    PERCEPTRON_ASSIGN_OR_RETURN(p, preparer_.Prepare(x, x_dot_x));
+  }
   const double hinge = bound_.Hinge(p, label);
-  PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(p, hinge));
+  if (!bound_.CanObserve(p, hinge)) return bound_.CheckObserve(p, hinge);
   bool updated = false;
   PERCEPTRON_ASSIGN_OR_RETURN(
       const double score,

@@ -180,6 +180,7 @@ absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x) const {
 absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x,
                                            double sum_squares) const {
   Prepared p;
+  if (TryPrepare(x, sum_squares, &p)) return p;
   p.x = x;
   p.dimension = dimension_;
   p.has_bias = bias_;

@@ -15,6 +15,7 @@
 #ifndef PERCEPTRON_CORE_PREPARE_H_
 #define PERCEPTRON_CORE_PREPARE_H_
 
+#include <cmath>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
@@ -57,6 +58,27 @@ class Preparer {
   // (computed with another sum: DenseDots). The same result bit for bit.
   absl::StatusOr<Prepared> Prepare(const FeatureView& x,
                                    double sum_squares) const;
+  // Prepare(x, sum_squares)'s common case inline: fills `p` and returns true
+  // when the squared norm is finite (and not zero if the model normalizes);
+  // else returns false and Prepare gives the error or the scaled norm.
+  bool TryPrepare(const FeatureView& x, double sum_squares, Prepared* p) const {
+    p->x = x;
+    p->dimension = dimension_;
+    p->has_bias = bias_;
+    p->bias_value = bias_ ? bias_constant_ : 0.0;
+    const double norm_sq = sum_squares + p->bias_value * p->bias_value;
+    if (!std::isfinite(norm_sq)) return false;
+    const double norm = std::sqrt(norm_sq);
+    if (normalize_) {
+      if (norm == 0) return false;
+      p->scale = 1.0 / norm;
+      p->norm = 1.0;
+    } else {
+      p->scale = 1.0;
+      p->norm = norm;
+    }
+    return true;
+  }
 
  private:
   uint32_t dimension_;

@@ -444,6 +444,23 @@ Latency PingPong(Stream* s, const Data& d, int examples, bool echo) {
   return Percentiles(us);
 }
 
+// Runs `cmd` and calls f(fields) for each line it prints, the line split at
+// spaces and a number parsed from its last field (lines without one are
+// skipped). False if it could not run or did not exit 0.
+template <typename F>
+bool ForEachOutputLine(const std::string& cmd, F f) {
+  FILE* out = popen(cmd.c_str(), "r");
+  if (out == nullptr) return false;
+  char line[256];
+  while (fgets(line, sizeof line, out) != nullptr) {
+    const std::vector<std::string> fields =
+        absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
+    double v = 0;
+    if (absl::SimpleAtod(fields.back(), &v)) f(fields, v);
+  }
+  return pclose(out) == 0;
+}
+
 double CoreRate(const Workload& w, const Data& d, int64_t examples) {
   ModelConfig c;
   c.dimension = w.dimension;
@@ -1159,17 +1176,12 @@ int main(int argc, char** argv) {
         absl::StrCat(absl::GetFlag(FLAGS_python), " ",
                      std::filesystem::path(__FILE__).parent_path().string(),
                      "/sklearn_bench.py ", dir, " ", w.name);
-    FILE* py = popen(cmd.c_str(), "r");
-    char line[256];
-    while (py != nullptr && fgets(line, sizeof line, py) != nullptr) {
-      std::vector<std::string> f =
-          absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
-      double v = 0;
-      if (f.size() == 3 && absl::SimpleAtod(f[2], &v)) {
-        (f[1] == "epoch" ? sk_epoch : sk_partial)[f[0]] = v;
-      }
-    }
-    if (py == nullptr || pclose(py) != 0 || !sk_epoch.contains(w.name)) {
+    const bool ran = ForEachOutputLine(
+        cmd, [&](const std::vector<std::string>& f, double v) {
+          if (f.size() == 3)
+            (f[1] == "epoch" ? sk_epoch : sk_partial)[f[0]] = v;
+        });
+    if (!ran || !sk_epoch.contains(w.name)) {
       std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n",
                    cmd.c_str());
       return 1;
@@ -1192,18 +1204,12 @@ int main(int argc, char** argv) {
         "PYTHONPATH=", here, "/../../client/python:", bin, "/python ",
         absl::GetFlag(FLAGS_python), " ", here, "/python_bench.py ",
         server->target(), " ", quick ? 50000 : 200000);
-    FILE* p = popen(py_cmd.c_str(), "r");
-    char line[256];
-    while (p != nullptr && fgets(line, sizeof line, p) != nullptr) {
-      std::vector<std::string> f =
-          absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
-      double v = 0;
-      if (f.size() == 2 && absl::SimpleAtod(f[1], &v)) {
-        (f[0] == "items" ? py_items : py_columns).push_back(v);
-      }
-    }
-    if (p == nullptr || pclose(p) != 0 ||
-        py_items.size() != static_cast<size_t>(r + 1) ||
+    const bool ran = ForEachOutputLine(
+        py_cmd, [&](const std::vector<std::string>& f, double v) {
+          if (f.size() == 2)
+            (f[0] == "items" ? py_items : py_columns).push_back(v);
+        });
+    if (!ran || py_items.size() != static_cast<size_t>(r + 1) ||
         py_columns.size() != static_cast<size_t>(r + 1)) {
       std::fprintf(stderr, "the Python client benchmark failed: %s\n",
                    py_cmd.c_str());

@@ -49,15 +49,13 @@ BoundReport BoundTracker::Report(const ModelConfig& config,
 }
 
 absl::Status BoundTracker::CheckObserve(const Prepared& x, double hinge) const {
+  if (CanObserve(x, hinge)) return absl::OkStatus();
   if (!std::isfinite(x.norm)) {
     return absl::InvalidArgumentError(
         "features: the example's norm overflows a double");
   }
-  if (!std::isfinite(hinge) || !std::isfinite(td_gamma_ + hinge)) {
-    return absl::InvalidArgumentError(
-        "features: TD_gamma would overflow a double with this example");
-  }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "features: TD_gamma would overflow a double with this example");
 }
 
 absl::Status BoundTracker::Restore(double td_gamma, double radius) {

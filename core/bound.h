@@ -63,7 +63,7 @@ class BoundTracker {
     return hinge > 0 ? hinge : 0;
   }
   absl::Status CheckObserve(const Prepared& x, double hinge) const;
-  // Whether CheckObserve(x, hinge) is OK, inline.
+  // Whether CheckObserve(x, hinge) is OK (its condition), inline.
   bool CanObserve(const Prepared& x, double hinge) const {
     return std::isfinite(x.norm) && std::isfinite(hinge) &&
            std::isfinite(td_gamma_ + hinge);

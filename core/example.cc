@@ -150,7 +150,7 @@ absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension) {
 }
 
 absl::Status ValidateLabel(int label) {
-  if (label == 1 || label == -1) return absl::OkStatus();
+  if (IsLabel(label)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("label ", label, " must be -1 or +1"));
 }

@@ -67,7 +67,9 @@ absl::Status ValidateFeatures(const FeatureView& x, uint32_t dimension);
 absl::Status ValidateStructure(const FeatureView& x, uint32_t dimension);
 absl::Status ValidateValues(const FeatureView& x);
 
-// OK if `label` is -1 or +1, else INVALID_ARGUMENT naming it.
+// Whether `label` is -1 or +1 (ValidateLabel's condition, inline).
+inline bool IsLabel(int label) { return label == 1 || label == -1; }
+// OK if IsLabel(label), else INVALID_ARGUMENT naming it.
 absl::Status ValidateLabel(int label);
 
 }  // namespace perceptron

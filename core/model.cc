@@ -178,7 +178,7 @@ void Model::Prefetch(const FeatureView& x) const {
 }
 
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
-  if (label != 1 && label != -1) return ValidateLabel(label);
+  if (!IsLabel(label)) return ValidateLabel(label);
   const std::vector<double>* w = learner_->dot_weights();
   if (w == nullptr || x.sparse) {
     PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));

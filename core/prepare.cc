@@ -181,13 +181,10 @@ absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x,
                                            double sum_squares) const {
   Prepared p;
   if (TryPrepare(x, sum_squares, &p)) return p;
-  p.x = x;
-  p.dimension = dimension_;
-  p.has_bias = bias_;
-  p.bias_value = bias_ ? bias_constant_ : 0.0;
-  const double norm_sq = sum_squares + p.bias_value * p.bias_value;
-  double norm = std::sqrt(norm_sq);
-  if (!std::isfinite(norm_sq)) {
+  // Every field is set but the scale and norm: the squared norm is not
+  // finite, or it is zero and the model normalizes.
+  double norm = 0;
+  if (!std::isfinite(sum_squares + p.bias_value * p.bias_value)) {
     // A NaN or infinity makes the sum non-finite too: name it if there is one.
     if (absl::Status s = ValidateValues(x); !s.ok()) return s;
     // Finite values whose squares overflow: the norm scaled by the largest.
@@ -197,17 +194,10 @@ absl::StatusOr<Prepared> Preparer::Prepare(const FeatureView& x,
           "features: the norm overflows a double");
     }
   }
-  if (normalize_) {
-    if (norm == 0) {
-      return absl::InvalidArgumentError(
-          "features: the example is zero and cannot be normalized to unit "
-          "length");
-    }
-    p.scale = 1.0 / norm;
-    p.norm = 1.0;
-  } else {
-    p.scale = 1.0;
-    p.norm = norm;
+  if (!SetNorm(norm, &p)) {
+    return absl::InvalidArgumentError(
+        "features: the example is zero and cannot be normalized to unit "
+        "length");
   }
   return p;
 }

@@ -67,8 +67,13 @@ class Preparer {
     p->has_bias = bias_;
     p->bias_value = bias_ ? bias_constant_ : 0.0;
     const double norm_sq = sum_squares + p->bias_value * p->bias_value;
-    if (!std::isfinite(norm_sq)) return false;
-    const double norm = std::sqrt(norm_sq);
+    return std::isfinite(norm_sq) && SetNorm(std::sqrt(norm_sq), p);
+  }
+
+ private:
+  // Sets p's scale and norm for the norm of [x, c]; false, with nothing set,
+  // if it is zero and the model normalizes.
+  bool SetNorm(double norm, Prepared* p) const {
     if (normalize_) {
       if (norm == 0) return false;
       p->scale = 1.0 / norm;
@@ -80,7 +85,6 @@ class Preparer {
     return true;
   }
 
- private:
   uint32_t dimension_;
   bool bias_;
   double bias_constant_;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernel_learner.h"
 #include "core/status_macros.h"
@@ -100,19 +101,20 @@ absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
       x);  // finds non-finite values in the same pass as the norm
 }
 
-Outcome Model::Account(const Prepared& x, int label, double score, bool updated,
-                       double hinge) {
-  Outcome o;
-  o.score = score;
-  o.predicted = PredictedLabel(score);
-  o.mistake = label * score <= 0;
-  o.updated = updated;
+void Model::Account(const Prepared& x, int label, double score, bool updated,
+                    double hinge, Outcome* o) {
+  // Field by field: a whole Outcome built aside and copied in would be read
+  // back before its parts are stored, which stalls the processor.
+  const bool mistake = label * score <= 0;
+  o->score = score;
+  o->predicted = PredictedLabel(score);
+  o->mistake = mistake;
+  o->updated = updated;
   ++counters_.examples;
-  counters_.mistakes += o.mistake;
-  counters_.updates += o.updated;
+  counters_.mistakes += mistake;
+  counters_.updates += updated;
   bound_.Observe(x, hinge);
   if (certificate_) certificate_->Observe(x, label);
-  return o;
 }
 
 absl::StatusOr<double> Model::FiniteScore(const Prepared& p) const {
@@ -162,7 +164,8 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(*p, hinge));
   // On error the prediction stays pending and nothing changes.
   PERCEPTRON_ASSIGN_OR_RETURN(const bool updated, learner_->Learn(*p, label));
-  const Outcome o = Account(*p, label, it->second.score, updated, hinge);
+  Outcome o;
+  Account(*p, label, it->second.score, updated, hinge, &o);
   ErasePending(it);
   if (journaling_) pending_delta_.removed.push_back(prediction_id);
   return o;
@@ -187,7 +190,9 @@ absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
     bool updated = false;
     PERCEPTRON_ASSIGN_OR_RETURN(const double score,
                                 learner_->ScoreAndLearn(p, label, &updated));
-    return Account(p, label, score, updated, hinge);
+    Outcome o;
+    Account(p, label, score, updated, hinge, &o);
+    return o;
   }
   // A dense x and a linear learner: w . x and ||x||^2 in one pass, each summed
   // as Dot and Prepare sum them.
@@ -196,16 +201,92 @@ absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   double w_dot_x = 0, x_dot_x = 0;
   DenseDots(w->data(), x.values.data(), x.values.size(), &w_dot_x, &x_dot_x);
   Prepared p;
-  if (!preparer_.TryPrepare(x, x_dot_x, &p)) {
-    PERCEPTRON_ASSIGN_OR_RETURN(p, preparer_.Prepare(x, x_dot_x));
+  const bool prepared = preparer_.TryPrepare(x, x_dot_x, &p);
+  Outcome o;
+  PERCEPTRON_RETURN_IF_ERROR(
+      LearnDenseFrom(p, prepared, x_dot_x, w_dot_x, *w, label, &o));
+  return o;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status Model::LearnDenseFrom(
+    Prepared& p, bool prepared, double x_dot_x, double w_dot_x,
+    const std::vector<double>& w, int label, Outcome* o) {
+  if (!prepared) {
+    PERCEPTRON_ASSIGN_OR_RETURN(p, preparer_.Prepare(p.x, x_dot_x));
   }
   const double hinge = bound_.Hinge(p, label);
   if (!bound_.CanObserve(p, hinge)) return bound_.CheckObserve(p, hinge);
   bool updated = false;
   PERCEPTRON_ASSIGN_OR_RETURN(
       const double score,
-      learner_->ScoreAndLearnFrom(p, label, DotFrom(w_dot_x, *w, p), &updated));
-  return Account(p, label, score, updated, hinge);
+      learner_->ScoreAndLearnFrom(p, label, DotFrom(w_dot_x, w, p), &updated));
+  Account(p, label, score, updated, hinge, o);
+  return absl::OkStatus();
+}
+
+absl::Status Model::LearnDense(
+    absl::Span<const double> values, absl::Span<const int> labels,
+    absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each) {
+  const size_t d = config_.dimension, n = labels.size();
+  if (values.size() != n * d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a dense batch of ", values.size(), " values and ", n,
+                     " labels does not fit ", n, " rows of dimension ", d));
+  }
+  auto row = [&](size_t i) {
+    return FeatureView::Dense(values.subspan(i * d, d));
+  };
+  const std::vector<double>* w = learner_->dot_weights();
+  if (w == nullptr) {
+    for (size_t i = 0; i < n; ++i) each(i, Learn(row(i), labels[i]));
+    return absl::OkStatus();
+  }
+  // Learn's dense path. For short rows, the squared norms and preparations
+  // (which do not depend on w) of a block of rows are done before the block
+  // is learned: their square roots and divisions then overlap one another
+  // instead of each waiting on the learning before it (DenseDot sums x . x
+  // in DenseDots' order: the same bits). Long rows are summed as Learn sums
+  // them, w . x and x . x in one pass: there the pass costs more than the
+  // division.
+  constexpr size_t kBlock = 8, kLongRow = 64;
+  const bool ahead = d < kLongRow;
+  Prepared slot[kBlock];
+  double sum_squares[kBlock];
+  bool prepared[kBlock];
+  absl::StatusOr<Outcome> r;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t m = std::min(kBlock, n - begin);
+    for (size_t k = 0; ahead && k < m; ++k) {
+      const double* x = values.data() + (begin + k) * d;
+      sum_squares[k] = DenseDot(x, x, d);
+      prepared[k] =
+          preparer_.TryPrepare(row(begin + k), sum_squares[k], &slot[k]);
+    }
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = begin + k;
+      if (!IsLabel(labels[i])) {
+        r = ValidateLabel(labels[i]);
+        each(i, r);
+        continue;
+      }
+      const double* x = values.data() + i * d;
+      double w_dot_x = 0;
+      if (ahead) {
+        w_dot_x = DenseDot(w->data(), x, d);
+      } else {
+        DenseDots(w->data(), x, d, &w_dot_x, &sum_squares[k]);
+        prepared[k] = preparer_.TryPrepare(row(i), sum_squares[k], &slot[k]);
+      }
+      // Filled in place: an Outcome built aside and copied in would be read
+      // back before its parts are stored, which stalls the processor.
+      Outcome& o = r.emplace();
+      absl::Status s = LearnDenseFrom(slot[k], prepared[k], sum_squares[k],
+                                      w_dot_x, *w, labels[i], &o);
+      if (!s.ok()) r = std::move(s);
+      each(i, r);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
@@ -251,7 +332,8 @@ absl::StatusOr<TrainResult> Model::RunTrain(
             absl::StrCat("epoch ", result.epochs, ", example ", i, ": "),
             score.status());
       }
-      const Outcome o = Account(prepared[i], y, *score, updated, hinge);
+      Outcome o;
+      Account(prepared[i], y, *score, updated, hinge, &o);
       result.mistakes += o.mistake;
       epoch_updates += o.updated;
       if (options.on_example) options.on_example(result.epochs, i, o);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/bound.h"
@@ -176,6 +177,19 @@ class Model {
   // A labeled example: predict, then reveal at once (the prequential path).
   absl::StatusOr<Outcome> Learn(const FeatureView& x, int label);
 
+  // A batch of labeled dense examples: `values` holds labels.size() rows of
+  // config().dimension values each, one after another. Learns from them in
+  // order exactly as Learn(FeatureView::Dense(row i), labels[i]) would for
+  // each i, and after each calls each(i, r) with what that call would return:
+  // the same state (the model as it is right after row i), outcomes and
+  // errors, bit for bit. Faster than those calls for a linear learner: the
+  // norms of short rows, which do not depend on the weights, are computed
+  // ahead. INVALID_ARGUMENT, with nothing changed and `each` not called, if
+  // the sizes do not fit.
+  absl::Status LearnDense(
+      absl::Span<const double> values, absl::Span<const int> labels,
+      absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each);
+
   // Asks the processor to fetch the weights (and the comparator's entries) a
   // sparse `x` will touch, so that a loop over a batch may call it for the
   // next example while it learns this one. Changes nothing; does nothing for
@@ -275,12 +289,18 @@ class Model {
   absl::StatusOr<TrainResult> RunTrain(absl::Span<const Prepared> prepared,
                                        absl::Span<const LabeledExample> data,
                                        const TrainOptions& options);
+  // Learn's dense path for a linear learner (dot_weights() == &w) once x's
+  // squared norm and w . x are summed: `prepared` is TryPrepare's answer, p
+  // what it filled. Sets *o unless it fails.
+  absl::Status LearnDenseFrom(Prepared& p, bool prepared, double x_dot_x,
+                              double w_dot_x, const std::vector<double>& w,
+                              int label, Outcome* o);
   // The learner's score for x^; INVALID_ARGUMENT if it is not finite.
   absl::StatusOr<double> FiniteScore(const Prepared& p) const;
   // Counts a labeled example whose learning succeeded; `hinge` is
-  // bound_.Hinge(x, label), already checked.
-  Outcome Account(const Prepared& x, int label, double score, bool updated,
-                  double hinge);
+  // bound_.Hinge(x, label), already checked. Sets *o.
+  void Account(const Prepared& x, int label, double score, bool updated,
+               double hinge, Outcome* o);
 
   ModelConfig config_;
   Preparer preparer_;

@@ -97,6 +97,39 @@ void Run(benchmark::State& state, const Workload& w, Algorithm algorithm,
       model->counters().examples;
 }
 
+// Model::LearnDense on batches of 64 rows (the server's columnar path), the
+// pool's rows packed one after another.
+void RunDense(benchmark::State& state, const Workload& w, bool comparator) {
+  const Data data = MakeData(w);
+  ModelConfig config;
+  config.dimension = w.dimension;
+  if (comparator) {
+    config.gamma = 0.05;
+    config.comparator = data.separator;
+  }
+  auto model = *Model::Create(config);
+  constexpr size_t kBatch = 64;
+  std::vector<double> packed;
+  for (const std::vector<double>& row : data.values)
+    packed.insert(packed.end(), row.begin(), row.end());
+  size_t t = 0;
+  for (auto _ : state) {
+    const absl::Status s =
+        model->LearnDense(absl::MakeConstSpan(packed).subspan(
+                              t * w.dimension, kBatch * w.dimension),
+                          absl::MakeConstSpan(data.labels).subspan(t, kBatch),
+                          [](size_t, const absl::StatusOr<Outcome>& r) {
+                            benchmark::DoNotOptimize(r);
+                          });
+    benchmark::DoNotOptimize(s);
+    t = t + 2 * kBatch > data.labels.size() ? 0 : t + kBatch;
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["mistake_rate"] =
+      static_cast<double>(model->counters().mistakes) /
+      model->counters().examples;
+}
+
 void Predict(benchmark::State& state, const Workload& w) {
   const Data data = MakeData(w);
   ModelConfig config;
@@ -122,6 +155,10 @@ BENCHMARK_CAPTURE(Run, W3_classic_bound, kW3, Algorithm::kClassic, true);
 BENCHMARK_CAPTURE(Run, W1_classic, kW1, Algorithm::kClassic, false);
 BENCHMARK_CAPTURE(Run, W2_classic, kW2, Algorithm::kClassic, false);
 BENCHMARK_CAPTURE(Run, W3_classic, kW3, Algorithm::kClassic, false);
+// Batches of dense rows.
+BENCHMARK_CAPTURE(RunDense, W1_classic, kW1, false);
+BENCHMARK_CAPTURE(RunDense, W2_classic, kW2, false);
+BENCHMARK_CAPTURE(RunDense, W1_classic_bound, kW1, true);
 // The averaged learner keeps a second accumulator.
 BENCHMARK_CAPTURE(Run, W1_averaged_bound, kW1, Algorithm::kAveraged, true);
 BENCHMARK_CAPTURE(Run, W2_averaged_bound, kW2, Algorithm::kAveraged, true);

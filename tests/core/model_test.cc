@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "core/learner.h"
 #include "core/prepare.h"
@@ -534,6 +535,138 @@ TEST(ModelTest, LearnsDenseExamplesAsTheSeparateSumsDoBitForBit) {
       }
     }
   }
+}
+
+// Model::LearnDense learns a batch of dense rows exactly as Learn learns
+// them one by one: the same answer or error for every row and the same state,
+// bit for bit, for every algorithm, short rows (prepared ahead in blocks) and
+// long ones, with and without the certificate, batches of every size
+// (remainders of the blocks of eight), rows refused for their label or a
+// value that is not finite, a squared norm that overflows (prepared by
+// Prepare's scaled sum) and zero rows.
+TEST(ModelTest, LearnDenseLearnsABatchAsLearnLearnsEachRowBitForBit) {
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal;
+  for (uint32_t d : {3u, 20u, 70u}) {
+    for (const Variant& v : Variants(d)) {
+      for (bool certificate : {false, true}) {
+        SCOPED_TRACE(v.name + " d=" + std::to_string(d) +
+                     (certificate ? " certificate" : ""));
+        auto batched = *Model::Create(v.config);
+        auto single = *Model::Create(v.config);
+        if (certificate) {
+          batched->EnableCertificate(50, 10);
+          single->EnableCertificate(50, 10);
+        }
+        std::vector<double> values;
+        std::vector<int> labels;
+        for (int t = 0; t < 400; ++t) {
+          std::vector<double> x(d);
+          double s = 0;
+          for (uint32_t i = 0; i < d; ++i) {
+            x[i] = normal(rng);
+            s += (i % 2 ? 1 : -1) * x[i];
+          }
+          int y = (s > 0) == (t % 10 != 3) ? 1 : -1;
+          switch (t % 37) {
+            case 5:
+              y = 0;
+              break;
+            case 9:
+              y = 2;
+              break;
+            case 14:
+              x[d / 2] = std::nan("");
+              break;
+            case 19:
+              x[0] = std::numeric_limits<double>::infinity();
+              break;
+            case 23:  // ||x||^2 overflows
+              x[d - 1] = 1e200;
+              break;
+            case 29:
+              std::fill(x.begin(), x.end(), 0.0);
+              break;
+            default:
+              break;
+          }
+          values.insert(values.end(), x.begin(), x.end());
+          labels.push_back(y);
+        }
+        size_t errors = 0, updates = 0;
+        const size_t sizes[] = {1, 5, 8, 9, 0, 64, 17, 16};
+        for (size_t begin = 0, b = 0; begin < labels.size(); ++b) {
+          const size_t n = std::min(sizes[b % 8], labels.size() - begin);
+          std::vector<absl::StatusOr<Outcome>> out;
+          // What each row's call finds: the model right after that row.
+          std::vector<Counters> counters;
+          ASSERT_TRUE(
+              batched
+                  ->LearnDense(
+                      absl::MakeConstSpan(values).subspan(begin * d, n * d),
+                      absl::MakeConstSpan(labels).subspan(begin, n),
+                      [&](size_t i, const absl::StatusOr<Outcome>& r) {
+                        EXPECT_EQ(i, out.size());
+                        out.push_back(r);
+                        counters.push_back(batched->counters());
+                      })
+                  .ok());
+          ASSERT_EQ(out.size(), n);
+          for (size_t k = 0; k < n; ++k) {
+            const size_t i = begin + k;
+            const absl::StatusOr<Outcome> want = single->Learn(
+                FeatureView::Dense(
+                    absl::MakeConstSpan(values).subspan(i * d, d)),
+                labels[i]);
+            ASSERT_EQ(out[k].status(), want.status()) << "row " << i;
+            ASSERT_EQ(counters[k], single->counters()) << "row " << i;
+            if (!want.ok()) {
+              ++errors;
+              continue;
+            }
+            ASSERT_EQ(
+                std::memcmp(&out[k]->score, &want->score, sizeof want->score),
+                0)
+                << "row " << i;
+            ASSERT_EQ(out[k]->predicted, want->predicted) << "row " << i;
+            ASSERT_EQ(out[k]->mistake, want->mistake) << "row " << i;
+            ASSERT_EQ(out[k]->updated, want->updated) << "row " << i;
+            updates += want->updated;
+          }
+          begin += n;
+        }
+        EXPECT_GE(errors, 40u);  // 4 of every 37 rows, at least
+        EXPECT_GT(updates, 20u);
+        const ModelState a = batched->ExportState(), b = single->ExportState();
+        EXPECT_EQ(StateBits(a), StateBits(b));
+        EXPECT_TRUE(a == b);
+        EXPECT_EQ(batched->certificate() != nullptr, certificate);
+      }
+    }
+  }
+}
+
+// The batch's sizes must fit: refused with nothing changed.
+TEST(ModelTest, LearnDenseRefusesSizesThatDoNotFitWithNothingChanged) {
+  auto model = *Model::Create(Dim(2));
+  const std::vector<double> values = {1, 2, 3, 4, 5};
+  const std::vector<int> labels = {1, -1};
+  int calls = 0;
+  const absl::Status s = model->LearnDense(
+      values, labels, [&](size_t, const absl::StatusOr<Outcome>&) { ++calls; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("does not fit 2 rows of dimension 2"));
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(model->counters().examples, 0u);
+  ASSERT_TRUE(model
+                  ->LearnDense(absl::MakeConstSpan(values).first(4), labels,
+                               [&](size_t, const absl::StatusOr<Outcome>& r) {
+                                 EXPECT_TRUE(r.ok());
+                                 ++calls;
+                               })
+                  .ok());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(model->counters().examples, 2u);
 }
 
 // Model::Prefetch only asks for memory: a model that is asked for each next

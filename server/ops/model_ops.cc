@@ -188,6 +188,7 @@ class ColumnRows {
   }
 
   size_t rows() const { return rows_; }
+  bool dense() const { return !sparse_; }
   FeatureView row(size_t i) const {
     if (!sparse_) {
       return FeatureView::Dense(
@@ -309,8 +310,21 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
           k, RevealOne(entry, columns.reveal_ids(k), columns.reveal_labels(k)));
     }
     const bool labeled = !columns.labels().empty();
+    // Dense labeled rows in one call, learned as one by one
+    // (Model::LearnDense); the others (sparse rows, examples to predict) one
+    // by one.
+    const bool batched = labeled && rows->dense();
+    if (batched) {
+      PERCEPTRON_RETURN_IF_ERROR(entry.model->LearnDense(
+          columns.dense(), columns.labels(),
+          [&](size_t i, const absl::StatusOr<Outcome>& o)
+              ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+                if (o.ok()) entry.Observe(o->mistake);
+                outcome(reveals + i, o);
+              }));
+    }
     uint64_t next_id = 0;
-    for (size_t i = 0; i < rows->rows(); ++i) {
+    for (size_t i = 0; !batched && i < rows->rows(); ++i) {
       const size_t k = reveals + i;
       if (i + 1 < rows->rows()) entry.model->Prefetch(rows->row(i + 1));
       if (labeled) {

@@ -26,14 +26,15 @@ absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
 
 absl::StatusOr<bool> ClassicLearner::LearnFromScore(const Prepared& x, int y,
                                                     double s) {
+  const int r = TryLearnFromScore(x, y, s);
+  if (r < 0) return Refusal(x, y, s);
+  return r == 1;
+}
+
+absl::Status ClassicLearner::Refusal(const Prepared& /*x*/, int /*y*/,
+                                     double s) const {
   if (!std::isfinite(s)) return NonFiniteScore(s);
-  // A zero x^ (possible only without bias and normalization) leaves w
-  // unchanged: no update.
-  if (!Mistaken(x, y, s)) return false;
-  if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_))
-    return NonFiniteUpdate("a weight");
-  Update(x, y);
-  return true;
+  return NonFiniteUpdate("a weight");
 }
 
 void ClassicLearner::Update(const Prepared& x, int y) {
@@ -81,21 +82,22 @@ MarginLearner::MarginLearner(const ModelConfig& config)
 
 absl::StatusOr<bool> MarginLearner::LearnFromScore(const Prepared& x, int y,
                                                    double s) {
+  const int r = TryLearnFromScore(x, y, s);
+  if (r < 0) return Refusal(x, y, s);
+  return r == 1;
+}
+
+absl::Status MarginLearner::Refusal(const Prepared& x, int y, double s) const {
   if (!std::isfinite(s)) return NonFiniteScore(s);
-  if (x.norm == 0) return false;
-  if (norm_sq_ > 0 && y * s > half_gamma_ * std::sqrt(norm_sq_)) return false;
-  // ||w + a x^||^2 = ||w||^2 + 2 a (w . x^) + a^2 ||x^||^2.
-  const double a = eta_ * y;
-  const double norm_sq =
-      std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
-  if (!std::isfinite(norm_sq)) return NonFiniteUpdate("||w||^2");
-  if (!UpdateStaysFinite(w_bound_, a, x, w_))
-    return NonFiniteUpdate("a weight");
-  norm_sq_ = norm_sq;
+  if (!std::isfinite(NormSqAfter(eta_ * y, x, s)))
+    return NonFiniteUpdate("||w||^2");
+  return NonFiniteUpdate("a weight");
+}
+
+void MarginLearner::Update(double a, const Prepared& x) {
   AddScaled(a, x, absl::MakeSpan(w_));
   w_bound_.Added(a, x);
   dirty_w_.Mark(x);
-  return true;
 }
 
 LearnerState MarginLearner::ExportState() const {

@@ -4,6 +4,8 @@
 #ifndef PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 #define PERCEPTRON_CORE_LINEAR_LEARNERS_H_
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,6 +75,21 @@ class ClassicLearner : public WeightVectorLearner<ClassicLearner> {
   LearnerDelta TakeDelta() override;
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
+  // LearnFromScore for a caller that knows the learner's type (a batch of
+  // rows, Model::LearnDense): inline, with the answer as a number. 1 for an
+  // update, 0 for none, -1 where LearnFromScore refuses, with nothing
+  // changed; Refusal(x, y, s) is then its error.
+  int TryLearnFromScore(const Prepared& x, int y, double s) {
+    if (!std::isfinite(s)) return -1;
+    // A zero x^ (possible only without bias and normalization) leaves w
+    // unchanged: no update.
+    if (!Mistaken(x, y, s)) return 0;
+    if (!UpdateStaysFinite(w_bound_, eta_ * y, x, w_)) return -1;
+    Update(x, y);
+    return 1;
+  }
+  absl::Status Refusal(const Prepared& x, int y, double s) const;
+
  protected:
   friend class WeightVectorLearner<ClassicLearner>;
   // The update for a score s = w . x^ computed on the current w; the errors
@@ -97,10 +114,31 @@ class MarginLearner : public WeightVectorLearner<MarginLearner> {
   LearnerDelta TakeDelta() override;
   absl::Status ApplyDelta(const LearnerDelta& delta) override;
 
+  // As ClassicLearner's.
+  int TryLearnFromScore(const Prepared& x, int y, double s) {
+    if (!std::isfinite(s)) return -1;
+    if (x.norm == 0) return 0;
+    if (norm_sq_ > 0 && y * s > half_gamma_ * std::sqrt(norm_sq_)) return 0;
+    const double a = eta_ * y;
+    const double norm_sq = NormSqAfter(a, x, s);
+    if (!std::isfinite(norm_sq) || !UpdateStaysFinite(w_bound_, a, x, w_))
+      return -1;
+    norm_sq_ = norm_sq;
+    Update(a, x);
+    return 1;
+  }
+  absl::Status Refusal(const Prepared& x, int y, double s) const;
+
  private:
   friend class WeightVectorLearner<MarginLearner>;
   // As ClassicLearner's.
   absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double s);
+  // ||w + a x^||^2 = ||w||^2 + 2 a (w . x^) + a^2 ||x^||^2, for s = w . x^.
+  double NormSqAfter(double a, const Prepared& x, double s) const {
+    return std::max(0.0, norm_sq_ + 2 * a * s + a * a * x.norm * x.norm);
+  }
+  // w <- w + a x^ (checked by the caller).
+  void Update(double a, const Prepared& x);
 
   double half_gamma_;
   double norm_sq_ = 0;  // ||w||^2, kept incrementally in O(nnz) per update

@@ -8,6 +8,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernel_learner.h"
+#include "core/linear_learners.h"
 #include "core/status_macros.h"
 
 namespace perceptron {
@@ -17,7 +18,58 @@ absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
 }
 
+// One step of a linear learner's rule, given s = w . x^ on its current w:
+// sets *score and answers 1 (an update), 0 (none) or -1 (refused, nothing
+// changed; Refusal is the error). For the classic and margin rules the step
+// is the learner's own, inlined (RuleStep); any other linear learner is
+// called through Learner::ScoreAndLearnFrom (VirtualStep).
+template <typename Rule>
+struct RuleStep {
+  Rule& rule;
+  int operator()(const Prepared& x, int y, double s, double* score) {
+    *score = s;
+    return rule.TryLearnFromScore(x, y, s);
+  }
+  absl::Status Refusal(const Prepared& x, int y, double s) const {
+    return rule.Refusal(x, y, s);
+  }
+};
+
+struct VirtualStep {
+  Learner& learner;
+  absl::Status refusal;
+  int operator()(const Prepared& x, int y, double s, double* score) {
+    bool updated = false;
+    absl::StatusOr<double> r = learner.ScoreAndLearnFrom(x, y, s, &updated);
+    if (!r.ok()) {
+      refusal = r.status();
+      return -1;
+    }
+    *score = *r;
+    return updated ? 1 : 0;
+  }
+  absl::Status Refusal(const Prepared&, int, double) const { return refusal; }
+};
+
 }  // namespace
+
+template <typename F>
+decltype(auto) Model::WithDenseStep(F f) {
+  switch (config_.algorithm) {
+    case Algorithm::kClassic: {
+      RuleStep<ClassicLearner> step{static_cast<ClassicLearner&>(*learner_)};
+      return f(step);
+    }
+    case Algorithm::kMargin: {
+      RuleStep<MarginLearner> step{static_cast<MarginLearner&>(*learner_)};
+      return f(step);
+    }
+    default: {
+      VirtualStep step{*learner_, absl::OkStatus()};
+      return f(step);
+    }
+  }
+}
 
 Model::Model(const ModelConfig& config)
     : config_(config),
@@ -203,24 +255,26 @@ absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
   Prepared p;
   const bool prepared = preparer_.TryPrepare(x, x_dot_x, &p);
   Outcome o;
-  PERCEPTRON_RETURN_IF_ERROR(
-      LearnDenseFrom(p, prepared, x_dot_x, w_dot_x, *w, label, &o));
+  PERCEPTRON_RETURN_IF_ERROR(WithDenseStep([&](auto& step) {
+    return LearnDenseFrom(step, p, prepared, x_dot_x, w_dot_x, *w, label, &o);
+  }));
   return o;
 }
 
+template <typename Step>
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status Model::LearnDenseFrom(
-    Prepared& p, bool prepared, double x_dot_x, double w_dot_x,
+    Step& step, Prepared& p, bool prepared, double x_dot_x, double w_dot_x,
     const std::vector<double>& w, int label, Outcome* o) {
   if (!prepared) {
     PERCEPTRON_ASSIGN_OR_RETURN(p, preparer_.Prepare(p.x, x_dot_x));
   }
   const double hinge = bound_.Hinge(p, label);
   if (!bound_.CanObserve(p, hinge)) return bound_.CheckObserve(p, hinge);
-  bool updated = false;
-  PERCEPTRON_ASSIGN_OR_RETURN(
-      const double score,
-      learner_->ScoreAndLearnFrom(p, label, DotFrom(w_dot_x, w, p), &updated));
-  Account(p, label, score, updated, hinge, o);
+  const double s = DotFrom(w_dot_x, w, p);
+  double score;
+  const int updated = step(p, label, s, &score);
+  if (updated < 0) return step.Refusal(p, label, s);
+  Account(p, label, score, updated == 1, hinge, o);
   return absl::OkStatus();
 }
 
@@ -233,14 +287,28 @@ absl::Status Model::LearnDense(
         absl::StrCat("a dense batch of ", values.size(), " values and ", n,
                      " labels does not fit ", n, " rows of dimension ", d));
   }
+  const std::vector<double>* w = learner_->dot_weights();
+  if (w == nullptr) {
+    for (size_t i = 0; i < n; ++i)
+      each(i, Learn(FeatureView::Dense(values.subspan(i * d, d)), labels[i]));
+    return absl::OkStatus();
+  }
+  WithDenseStep([&](auto& step) {
+    LearnDenseRows(step, *w, values, labels, each);
+    return 0;
+  });
+  return absl::OkStatus();
+}
+
+template <typename Step>
+void Model::LearnDenseRows(
+    Step& step, const std::vector<double>& w, absl::Span<const double> values,
+    absl::Span<const int> labels,
+    absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each) {
+  const size_t d = config_.dimension, n = labels.size();
   auto row = [&](size_t i) {
     return FeatureView::Dense(values.subspan(i * d, d));
   };
-  const std::vector<double>* w = learner_->dot_weights();
-  if (w == nullptr) {
-    for (size_t i = 0; i < n; ++i) each(i, Learn(row(i), labels[i]));
-    return absl::OkStatus();
-  }
   // Learn's dense path. For short rows, the squared norms and preparations
   // (which do not depend on w) of a block of rows are done before the block
   // is learned: their square roots and divisions then overlap one another
@@ -272,21 +340,21 @@ absl::Status Model::LearnDense(
       const double* x = values.data() + i * d;
       double w_dot_x = 0;
       if (ahead) {
-        w_dot_x = DenseDot(w->data(), x, d);
+        w_dot_x = DenseDot(w.data(), x, d);
       } else {
-        DenseDots(w->data(), x, d, &w_dot_x, &sum_squares[k]);
+        DenseDots(w.data(), x, d, &w_dot_x, &sum_squares[k]);
         prepared[k] = preparer_.TryPrepare(row(i), sum_squares[k], &slot[k]);
       }
       // Filled in place: an Outcome built aside and copied in would be read
       // back before its parts are stored, which stalls the processor.
       Outcome& o = r.emplace();
-      absl::Status s = LearnDenseFrom(slot[k], prepared[k], sum_squares[k],
-                                      w_dot_x, *w, labels[i], &o);
+      absl::Status s =
+          LearnDenseFrom(step, slot[k], prepared[k], sum_squares[k], w_dot_x, w,
+                         labels[i], &o);
       if (!s.ok()) r = std::move(s);
       each(i, r);
     }
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,

@@ -289,12 +289,24 @@ class Model {
   absl::StatusOr<TrainResult> RunTrain(absl::Span<const Prepared> prepared,
                                        absl::Span<const LabeledExample> data,
                                        const TrainOptions& options);
+  // Calls f(step) with a step of this model's linear learner's rule (model.cc)
+  // and returns what f returns.
+  template <typename F>
+  decltype(auto) WithDenseStep(F f);
   // Learn's dense path for a linear learner (dot_weights() == &w) once x's
   // squared norm and w . x are summed: `prepared` is TryPrepare's answer, p
-  // what it filled. Sets *o unless it fails.
-  absl::Status LearnDenseFrom(Prepared& p, bool prepared, double x_dot_x,
-                              double w_dot_x, const std::vector<double>& w,
-                              int label, Outcome* o);
+  // what it filled; `step` learns. Sets *o unless it fails.
+  template <typename Step>
+  absl::Status LearnDenseFrom(Step& step, Prepared& p, bool prepared,
+                              double x_dot_x, double w_dot_x,
+                              const std::vector<double>& w, int label,
+                              Outcome* o);
+  // LearnDense's rows for a linear learner with weights w, once checked.
+  template <typename Step>
+  void LearnDenseRows(
+      Step& step, const std::vector<double>& w, absl::Span<const double> values,
+      absl::Span<const int> labels,
+      absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each);
   // The learner's score for x^; INVALID_ARGUMENT if it is not finite.
   absl::StatusOr<double> FiniteScore(const Prepared& p) const;
   // Counts a labeled example whose learning succeeded; `hinge` is

@@ -6,12 +6,14 @@
 // INVALID_ARGUMENT and changes nothing; after every operation the whole state
 // is finite and rebuilds (the path recovery and import take), and every journal
 // applied to a copy gives the same state.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/state_bits.h"
@@ -203,6 +205,63 @@ TEST(FiniteTest, ExtremeFiniteInputsNeverMakeANonFiniteNumber) {
               ops, ok, refused);
   EXPECT_GT(refused, ops / 20);  // the extremes were reached
   EXPECT_GT(ok, ops / 4);
+}
+
+// Model::LearnDense on the same extremes answers each row as Learn does: the
+// same errors (the learner's refusals among them), the same outcomes, the same
+// state after each batch.
+TEST(FiniteTest, LearnDenseAnswersExtremeInputsAsLearnDoes) {
+  Rng r{std::mt19937_64(20261126)};
+  int rows = 0, refused = 0, refused_by_learner = 0;
+  for (int stream = 0; stream < 2000; ++stream) {
+    const ModelConfig config = RandomConfig(r);
+    std::unique_ptr<Model> batch = *Model::Create(config);
+    std::unique_ptr<Model> single = *Model::Create(config);
+    for (int b = 0; b < 12; ++b) {
+      const size_t n = r.Int(0, 12);
+      std::vector<double> values(n * config.dimension);
+      for (double& v : values) v = r.Value();
+      std::vector<int> labels(n);
+      for (int& y : labels) y = r.Chance(0.5) ? 1 : -1;
+      const std::string where =
+          "stream " + std::to_string(stream) + " batch " + std::to_string(b);
+      std::vector<absl::StatusOr<Outcome>> answers;
+      ASSERT_TRUE(
+          batch
+              ->LearnDense(values, labels,
+                           [&](size_t, const absl::StatusOr<Outcome>& o) {
+                             answers.push_back(o);
+                           })
+              .ok())
+          << where;
+      ASSERT_EQ(answers.size(), n) << where;
+      for (size_t i = 0; i < n; ++i) {
+        const absl::StatusOr<Outcome> o = single->Learn(
+            FeatureView::Dense(absl::MakeConstSpan(values).subspan(
+                i * config.dimension, config.dimension)),
+            labels[i]);
+        ++rows;
+        ASSERT_EQ(answers[i].status(), o.status()) << where << " row " << i;
+        if (!o.ok()) {
+          ++refused;
+          refused_by_learner +=
+              absl::StrContains(o.status().message(), "would make");
+          continue;
+        }
+        EXPECT_EQ(std::bit_cast<uint64_t>(answers[i]->score),
+                  std::bit_cast<uint64_t>(o->score))
+            << where << " row " << i;
+        EXPECT_EQ(answers[i]->mistake, o->mistake) << where << " row " << i;
+        EXPECT_EQ(answers[i]->updated, o->updated) << where << " row " << i;
+      }
+      ASSERT_EQ(StateBits(batch->ExportState()),
+                StateBits(single->ExportState()))
+          << where;
+    }
+  }
+  std::printf("%d rows: %d refused, %d of them by the learner\n", rows, refused,
+              refused_by_learner);
+  EXPECT_GT(refused_by_learner, 0);  // the learner's refusals were reached
 }
 
 }  // namespace

@@ -1189,6 +1189,11 @@ int main(int argc, char** argv) {
   if (mkdtemp(dir.data()) == nullptr) return 1;
   // Each workload's scikit-learn run, then the core's on the same data right
   // after it: the two sides of core/sklearn are seconds apart, not minutes.
+  // Each side is the median of nine runs (one with --quick): a run takes
+  // milliseconds (an epoch of scikit-learn, a million W1 examples of the
+  // core), short enough for one hiccup of the machine to move a median of
+  // three.
+  const int in_process_repeats = quick ? 1 : 9;
   std::map<std::string, double> sk_epoch, sk_partial;
   std::map<std::string, double> core_same;
   for (size_t k = 0; k < workloads.size(); ++k) {
@@ -1196,10 +1201,10 @@ int main(int argc, char** argv) {
   }
   for (size_t k = 0; k < workloads.size(); ++k) {
     const Workload& w = workloads[k];
-    const std::string cmd =
-        absl::StrCat(absl::GetFlag(FLAGS_python), " ",
-                     std::filesystem::path(__FILE__).parent_path().string(),
-                     "/sklearn_bench.py ", dir, " ", w.name);
+    const std::string cmd = absl::StrCat(
+        absl::GetFlag(FLAGS_python), " ",
+        std::filesystem::path(__FILE__).parent_path().string(),
+        "/sklearn_bench.py ", dir, " ", in_process_repeats, " ", w.name);
     const bool ran = ForEachOutputLine(
         cmd, [&](const std::vector<std::string>& f, double v) {
           if (f.size() == 3)
@@ -1211,7 +1216,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::vector<double> rates;
-    for (int r = 0; r < repeats; ++r) {
+    for (int r = 0; r < in_process_repeats; ++r) {
       rates.push_back(CoreRate(w, data[k], w.examples));
     }
     core_same[w.name] = Median(rates);
@@ -1268,7 +1273,8 @@ int main(int argc, char** argv) {
   std::printf(
       "\nIn parentheses beside scikit-learn's epoch: the core measured again "
       "right after it, on the same data; core/sklearn and core/partial_fit "
-      "divide that one.\n");
+      "divide that one. Both sides of it are medians of %d runs.\n",
+      in_process_repeats);
   std::printf(
       "\nServer CPU per example, microseconds (user + system, all its "
       "threads):\n\n| workload | echo | none | sync |\n|---|---|---|---|\n");

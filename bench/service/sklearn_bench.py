@@ -1,8 +1,8 @@
-"""scikit-learn's Perceptron on the benchmark's data (docs/design.md section 7): one epoch, and
-partial_fit one example at a time. Reads the files service_bench writes; prints
-"NAME epoch EX_PER_S" and "NAME partial_fit EX_PER_S" lines.
+"""scikit-learn's Perceptron on the benchmark's data (docs/design.md section 7): one epoch (the
+median of REPEATS), and partial_fit one example at a time. Reads the files service_bench writes;
+prints "NAME epoch EX_PER_S" and "NAME partial_fit EX_PER_S" lines.
 
-    /usr/bin/python3 sklearn_bench.py DIR W1 W2 W3
+    /usr/bin/python3 sklearn_bench.py DIR REPEATS W1 W2 W3
 """
 import sys
 import time
@@ -29,13 +29,9 @@ def load(directory, name):
     return x, y
 
 
-def best_of(repeats, fn):
-    return min(fn() for _ in range(repeats))
-
-
 def main():
-    directory = sys.argv[1]
-    for name in sys.argv[2:]:
+    directory, repeats = sys.argv[1], int(sys.argv[2])
+    for name in sys.argv[3:]:
         x, y = load(directory, name)
         n = x.shape[0]
 
@@ -46,7 +42,7 @@ def main():
             p.fit(x, y)
             return time.perf_counter() - t
 
-        seconds = sorted(epoch() for _ in range(3))[1]  # the median of three
+        seconds = sorted(epoch() for _ in range(repeats))[repeats // 2]
         print(f"{name} epoch {n / seconds:.1f}", flush=True)
 
         m = min(n, 2000)

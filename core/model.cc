@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <typeinfo>
 #include <utility>
 
 #include "absl/base/attributes.h"
@@ -51,31 +52,41 @@ struct VirtualStep {
   absl::Status Refusal(const Prepared&, int, double) const { return refusal; }
 };
 
+// The dense row i of `values`, rows of `d` values packed one after another.
+FeatureView DenseRow(absl::Span<const double> values, size_t d, size_t i) {
+  return FeatureView::Dense(values.subspan(i * d, d));
+}
+
 }  // namespace
 
 template <typename F>
 decltype(auto) Model::WithDenseStep(F f) {
-  switch (config_.algorithm) {
-    case Algorithm::kClassic: {
-      RuleStep<ClassicLearner> step{static_cast<ClassicLearner&>(*learner_)};
-      return f(step);
-    }
-    case Algorithm::kMargin: {
-      RuleStep<MarginLearner> step{static_cast<MarginLearner&>(*learner_)};
-      return f(step);
-    }
-    default: {
-      VirtualStep step{*learner_, absl::OkStatus()};
-      return f(step);
-    }
+  if (classic_ != nullptr) {
+    RuleStep<ClassicLearner> step{*classic_};
+    return f(step);
   }
+  if (margin_ != nullptr) {
+    RuleStep<MarginLearner> step{*margin_};
+    return f(step);
+  }
+  VirtualStep step{*learner_, absl::OkStatus()};
+  return f(step);
 }
 
 Model::Model(const ModelConfig& config)
     : config_(config),
       preparer_(config),
       learner_(MakeLearner(config)),
-      bound_(config) {}
+      bound_(config) {
+  // By the learner's exact type, not the configured algorithm: the step that
+  // WithDenseStep inlines is the one the learner's own Learn takes.
+  Learner& learner = *learner_;
+  if (typeid(learner) == typeid(ClassicLearner)) {
+    classic_ = static_cast<ClassicLearner*>(&learner);
+  } else if (typeid(learner) == typeid(MarginLearner)) {
+    margin_ = static_cast<MarginLearner*>(&learner);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(
     const ModelConfig& config) {
@@ -290,7 +301,7 @@ absl::Status Model::LearnDense(
   const std::vector<double>* w = learner_->dot_weights();
   if (w == nullptr) {
     for (size_t i = 0; i < n; ++i)
-      each(i, Learn(FeatureView::Dense(values.subspan(i * d, d)), labels[i]));
+      each(i, Learn(DenseRow(values, d, i), labels[i]));
     return absl::OkStatus();
   }
   WithDenseStep([&](auto& step) {
@@ -306,9 +317,6 @@ void Model::LearnDenseRows(
     absl::Span<const int> labels,
     absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each) {
   const size_t d = config_.dimension, n = labels.size();
-  auto row = [&](size_t i) {
-    return FeatureView::Dense(values.subspan(i * d, d));
-  };
   // Learn's dense path. For short rows, the squared norms and preparations
   // (which do not depend on w) of a block of rows are done before the block
   // is learned: their square roots and divisions then overlap one another
@@ -327,8 +335,8 @@ void Model::LearnDenseRows(
     for (size_t k = 0; ahead && k < m; ++k) {
       const double* x = values.data() + (begin + k) * d;
       sum_squares[k] = DenseDot(x, x, d);
-      prepared[k] =
-          preparer_.TryPrepare(row(begin + k), sum_squares[k], &slot[k]);
+      prepared[k] = preparer_.TryPrepare(DenseRow(values, d, begin + k),
+                                         sum_squares[k], &slot[k]);
     }
     for (size_t k = 0; k < m; ++k) {
       const size_t i = begin + k;
@@ -343,7 +351,8 @@ void Model::LearnDenseRows(
         w_dot_x = DenseDot(w.data(), x, d);
       } else {
         DenseDots(w.data(), x, d, &w_dot_x, &sum_squares[k]);
-        prepared[k] = preparer_.TryPrepare(row(i), sum_squares[k], &slot[k]);
+        prepared[k] = preparer_.TryPrepare(DenseRow(values, d, i),
+                                           sum_squares[k], &slot[k]);
       }
       // Filled in place: an Outcome built aside and copied in would be read
       // back before its parts are stored, which stalls the processor.

@@ -39,6 +39,9 @@
 
 namespace perceptron {
 
+class ClassicLearner;
+class MarginLearner;
+
 struct Counters {
   uint64_t examples =
       0;  // labeled examples learned from (reveals and labeled examples)
@@ -317,6 +320,11 @@ class Model {
   ModelConfig config_;
   Preparer preparer_;
   std::unique_ptr<Learner> learner_;
+  // learner_ itself when it is exactly a ClassicLearner or a MarginLearner
+  // (not a class derived from one, as AveragedLearner is), else null: the
+  // learners whose step WithDenseStep inlines.
+  ClassicLearner* classic_ = nullptr;
+  MarginLearner* margin_ = nullptr;
   BoundTracker bound_;
   std::unique_ptr<CertificateTracker> certificate_;
   // A tracker for this model's algorithm (a kernel model's works in the

@@ -59,12 +59,20 @@ absl::StatusOr<Issued> IssueOne(ModelEntry& entry, const FeatureView& x,
   return model.Issue(x, now);
 }
 
+// What the server does with the answer to a labeled example learned (a
+// reveal or a labeled row, one by one or in a batch): the entry counts its
+// mistake.
+void CountLearned(ModelEntry& entry, const absl::StatusOr<Outcome>& o)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  if (o.ok()) entry.Observe(o->mistake);
+}
+
 // Reveals a prediction (a reveal item).
 absl::StatusOr<Outcome> RevealOne(ModelEntry& entry, uint64_t prediction_id,
                                   int label)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   absl::StatusOr<Outcome> o = entry.model->Reveal(prediction_id, label);
-  if (o.ok()) entry.Observe(o->mistake);
+  CountLearned(entry, o);
   return o;
 }
 
@@ -73,7 +81,7 @@ absl::StatusOr<Outcome> LearnOne(ModelEntry& entry, const FeatureView& x,
                                  int label)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   absl::StatusOr<Outcome> o = entry.model->Learn(x, label);
-  if (o.ok()) entry.Observe(o->mistake);
+  CountLearned(entry, o);
   return o;
 }
 
@@ -319,7 +327,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
           columns.dense(), columns.labels(),
           [&](size_t i, const absl::StatusOr<Outcome>& o)
               ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-                if (o.ok()) entry.Observe(o->mistake);
+                CountLearned(entry, o);
                 outcome(reveals + i, o);
               }));
     }

@@ -320,8 +320,9 @@ void Model::LearnDenseRows(
   // Learn's dense path. For short rows, the squared norms and preparations
   // (which do not depend on w) of a block of rows are done before the block
   // is learned: their square roots and divisions then overlap one another
-  // instead of each waiting on the learning before it (DenseDot sums x . x
-  // in DenseDots' order: the same bits). Long rows are summed as Learn sums
+  // instead of each waiting on the learning before it (DenseSquares sums
+  // each x . x in DenseDots' order, the same bits, in one call for the
+  // block). Long rows are summed as Learn sums
   // them, w . x and x . x in one pass: there the pass costs more than the
   // division.
   constexpr size_t kBlock = 8, kLongRow = 64;
@@ -332,9 +333,8 @@ void Model::LearnDenseRows(
   absl::StatusOr<Outcome> r;
   for (size_t begin = 0; begin < n; begin += kBlock) {
     const size_t m = std::min(kBlock, n - begin);
+    if (ahead) DenseSquares(values.data() + begin * d, m, d, sum_squares);
     for (size_t k = 0; ahead && k < m; ++k) {
-      const double* x = values.data() + (begin + k) * d;
-      sum_squares[k] = DenseDot(x, x, d);
       prepared[k] = preparer_.TryPrepare(DenseRow(values, d, begin + k),
                                          sum_squares[k], &slot[k]);
     }

@@ -18,8 +18,11 @@ namespace perceptron {
   __attribute__((target_clones("avx2", "default")))
 #endif
 
-PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
-                                        size_t n) {
+namespace {
+
+// DenseDot's sum, inlined into each clone of the functions below.
+[[gnu::always_inline]] inline double OrderedDot(const double* a,
+                                                const double* b, size_t n) {
   // Eight independent partial sums hide the latency of floating-point addition
   // and let the compiler vectorize, while the order of additions stays fixed:
   // results are reproducible bit for bit on every machine (the build also
@@ -31,6 +34,18 @@ PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
   }
   for (; i < n; ++i) s[0] += a[i] * b[i];
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+}  // namespace
+
+PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
+                                        size_t n) {
+  return OrderedDot(a, b, n);
+}
+
+PERCEPTRON_DENSE_CLONES void DenseSquares(const double* x, size_t m, size_t n,
+                                          double* out) {
+  for (size_t k = 0; k < m; ++k, x += n) out[k] = OrderedDot(x, x, n);
 }
 
 namespace {

@@ -123,6 +123,10 @@ double DenseDot(const double* a, const double* b, size_t n);
 // additions overlap instead of waiting on each other's latency.
 void DenseDots(const double* w, const double* x, size_t n, double* w_dot_x,
                double* x_dot_x);
+// DenseDot(x_k, x_k, n) into out[k] for each of the m rows x_k = x + k n
+// (packed one after another): each row's squared norm in DenseDot's order
+// (the same bits), in one call.
+void DenseSquares(const double* x, size_t m, size_t n, double* out);
 // DenseDot(vs[k], x, n) into out[k] for each of the m vectors vs, in one pass
 // over x per four of them, each sum in DenseDot's order (the same bits).
 void DenseDotsOf(const double* const* vs, size_t m, const double* x, size_t n,

@@ -128,6 +128,25 @@ TEST(PrepareTest, DenseDotsSumsAsDenseDotBitForBit) {
   }
 }
 
+TEST(PrepareTest, DenseSquaresSumsEachRowAsDenseDotBitForBit) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  for (size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 20, 21, 63, 64, 65, 1000}) {
+    for (size_t m : {0, 1, 5, 8}) {
+      std::vector<double> x(m * n);
+      for (double& v : x) v = std::ldexp(normal(rng), exponent(rng));
+      std::vector<double> out(m + 1, -1);
+      DenseSquares(x.data(), m, n, out.data());
+      for (size_t k = 0; k < m; ++k) {
+        const double* row = x.data() + k * n;
+        EXPECT_TRUE(SameBits(out[k], DenseDot(row, row, n))) << n << " " << k;
+      }
+      EXPECT_EQ(out[m], -1) << "wrote past the m rows";
+    }
+  }
+}
+
 TEST(PrepareTest, DenseDotsOfSumsEachAsDenseDotBitForBit) {
   std::mt19937_64 rng(8);
   std::normal_distribution<double> normal;

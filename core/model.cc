@@ -52,9 +52,11 @@ struct VirtualStep {
   absl::Status Refusal(const Prepared&, int, double) const { return refusal; }
 };
 
-// The dense row i of `values`, rows of `d` values packed one after another.
+// The dense row i of `values`, rows of `d` values packed one after another;
+// the caller knows that there are more than i rows (no check: it is on
+// LearnDense's path for every row).
 FeatureView DenseRow(absl::Span<const double> values, size_t d, size_t i) {
-  return FeatureView::Dense(values.subspan(i * d, d));
+  return FeatureView::Dense(absl::MakeConstSpan(values.data() + i * d, d));
 }
 
 }  // namespace
@@ -164,8 +166,11 @@ absl::StatusOr<Prepared> Model::ValidateAndPrepare(const FeatureView& x) const {
       x);  // finds non-finite values in the same pass as the norm
 }
 
-void Model::Account(const Prepared& x, int label, double score, bool updated,
-                    double hinge, Outcome* o) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void Model::Account(const Prepared& x,
+                                                        int label, double score,
+                                                        bool updated,
+                                                        double hinge,
+                                                        Outcome* o) {
   // Field by field: a whole Outcome built aside and copied in would be read
   // back before its parts are stored, which stalls the processor.
   const bool mistake = label * score <= 0;
@@ -340,8 +345,9 @@ void Model::LearnDenseRows(
     }
     for (size_t k = 0; k < m; ++k) {
       const size_t i = begin + k;
-      if (!IsLabel(labels[i])) {
-        r = ValidateLabel(labels[i]);
+      const int label = labels.data()[i];  // i < n: no check
+      if (!IsLabel(label)) {
+        r = ValidateLabel(label);
         each(i, r);
         continue;
       }
@@ -357,9 +363,8 @@ void Model::LearnDenseRows(
       // Filled in place: an Outcome built aside and copied in would be read
       // back before its parts are stored, which stalls the processor.
       Outcome& o = r.emplace();
-      absl::Status s =
-          LearnDenseFrom(step, slot[k], prepared[k], sum_squares[k], w_dot_x, w,
-                         labels[i], &o);
+      absl::Status s = LearnDenseFrom(step, slot[k], prepared[k],
+                                      sum_squares[k], w_dot_x, w, label, &o);
       if (!s.ok()) r = std::move(s);
       each(i, r);
     }

@@ -20,36 +20,6 @@ namespace perceptron {
 
 namespace {
 
-// DenseDot's sum, inlined into each clone of the functions below.
-[[gnu::always_inline]] inline double OrderedDot(const double* a,
-                                                const double* b, size_t n) {
-  // Eight independent partial sums hide the latency of floating-point addition
-  // and let the compiler vectorize, while the order of additions stays fixed:
-  // results are reproducible bit for bit on every machine (the build also
-  // forbids contracting a*b+c into an FMA).
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
-  }
-  for (; i < n; ++i) s[0] += a[i] * b[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-}  // namespace
-
-PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
-                                        size_t n) {
-  return OrderedDot(a, b, n);
-}
-
-PERCEPTRON_DENSE_CLONES void DenseSquares(const double* x, size_t m, size_t n,
-                                          double* out) {
-  for (size_t k = 0; k < m; ++k, x += n) out[k] = OrderedDot(x, x, n);
-}
-
-namespace {
-
 // Four doubles (GCC's vector extension): lanes 0-3 or 4-7 of DenseDot's eight
 // partial sums, each lane summed in the same order, so that the compiler
 // keeps each sum in one register instead of reshuffling the arrays. The
@@ -57,6 +27,7 @@ namespace {
 // passed by value has another ABI with AVX than without (clang refuses it in
 // the default build).
 using Lanes = double __attribute__((vector_size(32)));
+using Pair = double __attribute__((vector_size(16)));
 
 // Loads p[0..7] into lanes 0-3 (`lo`) and 4-7 (`hi`).
 [[gnu::always_inline]] inline void LoadEight(const double* p, Lanes* lo,
@@ -81,12 +52,81 @@ template <typename F>
   return i;
 }
 
+// s + a[i] * b[i] + ... + a[n-1] * b[n-1], the tail after the whole blocks
+// of eight (fewer than eight terms), added one at a time in that order. The
+// products of four (then two) are taken in one multiplication, each rounded
+// as it would be alone, then added in turn.
+[[gnu::always_inline]] inline double AddTail(const double* a, const double* b,
+                                             size_t i, size_t n, double s) {
+  const size_t rest = n - i;
+  if (rest & 4) {
+    Lanes a4, b4;
+    __builtin_memcpy(&a4, a + i, sizeof a4);
+    __builtin_memcpy(&b4, b + i, sizeof b4);
+    const Lanes p = a4 * b4;
+    s += p[0];
+    s += p[1];
+    s += p[2];
+    s += p[3];
+    i += 4;
+  }
+  if (rest & 2) {
+    Pair a2, b2;
+    __builtin_memcpy(&a2, a + i, sizeof a2);
+    __builtin_memcpy(&b2, b + i, sizeof b2);
+    const Pair p = a2 * b2;
+    s += p[0];
+    s += p[1];
+    i += 2;
+  }
+  if (rest & 1) s += a[i] * b[i];
+  return s;
+}
+
+// ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3])),
+// each addition of the same two numbers as written (so the same bits), four
+// of them at a time, then two, then one.
 [[gnu::always_inline]] inline double Combine(const Lanes& lo, const Lanes& hi) {
-  return ((lo[0] + lo[1]) + (lo[2] + lo[3])) +
-         ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+  const Lanes even = __builtin_shufflevector(lo, hi, 0, 4, 2, 6);
+  const Lanes odd = __builtin_shufflevector(lo, hi, 1, 5, 3, 7);
+  // lo[0] + lo[1], hi[0] + hi[1], lo[2] + lo[3], hi[2] + hi[3].
+  const Lanes pairs = even + odd;
+  const Pair halves = __builtin_shufflevector(pairs, pairs, 0, 1) +
+                      __builtin_shufflevector(pairs, pairs, 2, 3);
+  return halves[0] + halves[1];
+}
+
+// DenseDot's sum, inlined into each clone of the functions below. Eight
+// independent partial sums hide the latency of floating-point addition and
+// let the compiler vectorize, while the order of additions stays fixed:
+// results are reproducible bit for bit on every machine (the build also
+// forbids contracting a*b+c into an FMA). The tail after the whole blocks of
+// eight is added to the first partial sum, in turn.
+[[gnu::always_inline]] inline double OrderedDot(const double* a,
+                                                const double* b, size_t n) {
+  Lanes lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+  const size_t i = ForEachEight(
+      a, b, n,
+      [&](const Lanes& a_lo, const Lanes& a_hi, const Lanes& b_lo,
+          const Lanes& b_hi) __attribute__((always_inline)) {
+        lo += a_lo * b_lo;
+        hi += a_hi * b_hi;
+      });
+  lo[0] = AddTail(a, b, i, n, lo[0]);
+  return Combine(lo, hi);
 }
 
 }  // namespace
+
+PERCEPTRON_DENSE_CLONES double DenseDot(const double* a, const double* b,
+                                        size_t n) {
+  return OrderedDot(a, b, n);
+}
+
+PERCEPTRON_DENSE_CLONES void DenseSquares(const double* x, size_t m, size_t n,
+                                          double* out) {
+  for (size_t k = 0; k < m; ++k, x += n) out[k] = OrderedDot(x, x, n);
+}
 
 PERCEPTRON_DENSE_CLONES void DenseDots(const double* w, const double* x,
                                        size_t n, double* w_dot_x,
@@ -102,10 +142,8 @@ PERCEPTRON_DENSE_CLONES void DenseDots(const double* w, const double* x,
         q_lo += x_lo * x_lo;
         q_hi += x_hi * x_hi;
       });
-  for (; i < n; ++i) {
-    s_lo[0] += w[i] * x[i];
-    q_lo[0] += x[i] * x[i];
-  }
+  s_lo[0] = AddTail(w, x, i, n, s_lo[0]);
+  q_lo[0] = AddTail(x, x, i, n, q_lo[0]);
   *w_dot_x = Combine(s_lo, s_hi);
   *x_dot_x = Combine(q_lo, q_hi);
 }
@@ -131,9 +169,7 @@ template <int M>
       hi[k] += v_hi * x_hi;
     }
   }
-  for (; i < n; ++i) {
-    for (int k = 0; k < M; ++k) lo[k][0] += vs[k][i] * x[i];
-  }
+  for (int k = 0; k < M; ++k) lo[k][0] = AddTail(vs[k], x, i, n, lo[k][0]);
   for (int k = 0; k < M; ++k) out[k] = Combine(lo[k], hi[k]);
 }
 

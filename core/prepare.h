@@ -94,10 +94,12 @@ class Preparer {
 // w . x^, where w has the model's weight dimension.
 double Dot(absl::Span<const double> w, const Prepared& x);
 // Dot(w, x), given raw = DenseDot(w, x.x.values) for a dense x: the bias and
-// the scale applied as Dot applies them.
+// the scale applied as Dot applies them. w has the weight dimension, so the
+// bias's weight w[x.dimension] is read unchecked (this is on every example's
+// path).
 inline double DotFrom(double raw, absl::Span<const double> w,
                       const Prepared& x) {
-  if (x.has_bias) raw += w[x.dimension] * x.bias_value;
+  if (x.has_bias) raw += w.data()[x.dimension] * x.bias_value;
   return x.scale * raw;
 }
 

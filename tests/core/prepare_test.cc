@@ -107,6 +107,52 @@ TEST(PrepareTest, DenseDotHandlesEveryRemainder) {
 // The same double, bit for bit (so +0 and -0 differ, and NaN equals itself).
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+// DenseDot's order of additions, written out one addition at a time: eight
+// partial sums over whole blocks of eight, the tail added to the first in
+// turn, then the pairs, the pairs of pairs and the two halves.
+double OrderedDotReference(const double* a, const double* b, size_t n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const double product = a[i + k] * b[i + k];
+      s[k] = s[k] + product;
+    }
+  }
+  for (; i < n; ++i) {
+    const double product = a[i] * b[i];
+    s[0] = s[0] + product;
+  }
+  const double s01 = s[0] + s[1], s23 = s[2] + s[3];
+  const double s45 = s[4] + s[5], s67 = s[6] + s[7];
+  const double low = s01 + s23, high = s45 + s67;
+  return low + high;
+}
+
+TEST(PrepareTest, DenseDotAddsInItsFixedOrderBitForBit) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  for (size_t n = 0; n <= 70; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<double> a(n), b(n);
+      // Magnitudes spread widely, so that another order of additions would
+      // round differently.
+      for (size_t i = 0; i < n; ++i) {
+        a[i] = std::ldexp(normal(rng), exponent(rng));
+        b[i] = std::ldexp(normal(rng), exponent(rng));
+      }
+      const double expect = OrderedDotReference(a.data(), b.data(), n);
+      EXPECT_TRUE(SameBits(DenseDot(a.data(), b.data(), n), expect)) << n;
+      double w_dot_x = -1, x_dot_x = -1;
+      DenseDots(a.data(), b.data(), n, &w_dot_x, &x_dot_x);
+      EXPECT_TRUE(SameBits(w_dot_x, expect)) << n;
+      EXPECT_TRUE(SameBits(x_dot_x, OrderedDotReference(b.data(), b.data(), n)))
+          << n;
+    }
+  }
+}
+
 TEST(PrepareTest, DenseDotsSumsAsDenseDotBitForBit) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;

@@ -327,9 +327,8 @@ void Model::LearnDenseRows(
   // is learned: their square roots and divisions then overlap one another
   // instead of each waiting on the learning before it (DenseSquares sums
   // each x . x in DenseDots' order, the same bits, in one call for the
-  // block). Long rows are summed as Learn sums
-  // them, w . x and x . x in one pass: there the pass costs more than the
-  // division.
+  // block). Long rows are summed as Learn sums them, w . x and x . x in one
+  // pass: there the pass costs more than the division.
   constexpr size_t kBlock = 8, kLongRow = 64;
   const bool ahead = d < kLongRow;
   Prepared slot[kBlock];

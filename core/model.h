@@ -322,7 +322,9 @@ class Model {
   std::unique_ptr<Learner> learner_;
   // learner_ itself when it is exactly a ClassicLearner or a MarginLearner
   // (not a class derived from one, as AveragedLearner is), else null: the
-  // learners whose step WithDenseStep inlines.
+  // learners whose step WithDenseStep inlines. Set by the constructor, the
+  // only place learner_ is set: code that ever replaces learner_ must set
+  // these again.
   ClassicLearner* classic_ = nullptr;
   MarginLearner* margin_ = nullptr;
   BoundTracker bound_;

@@ -52,31 +52,37 @@ template <typename F>
   return i;
 }
 
+// s + a[0] * b[0] + ... + a[k-1] * b[k-1], added one at a time in that
+// order, for the k doubles of a Vector (Lanes or Pair): the k products are
+// taken in one multiplication, each rounded as it would be alone.
+template <typename Vector>
+[[gnu::always_inline]] inline double AddProducts(const double* a,
+                                                 const double* b, double s) {
+  Vector va, vb;
+  __builtin_memcpy(&va, a, sizeof va);
+  __builtin_memcpy(&vb, b, sizeof vb);
+  const Vector p = va * vb;
+  s += p[0];
+  s += p[1];
+  if constexpr (sizeof(Vector) == 4 * sizeof(double)) {
+    s += p[2];
+    s += p[3];
+  }
+  return s;
+}
+
 // s + a[i] * b[i] + ... + a[n-1] * b[n-1], the tail after the whole blocks
-// of eight (fewer than eight terms), added one at a time in that order. The
-// products of four (then two) are taken in one multiplication, each rounded
-// as it would be alone, then added in turn.
+// of eight (fewer than eight terms), added one at a time in that order: four
+// products at a time, then two, then one.
 [[gnu::always_inline]] inline double AddTail(const double* a, const double* b,
                                              size_t i, size_t n, double s) {
   const size_t rest = n - i;
   if (rest & 4) {
-    Lanes a4, b4;
-    __builtin_memcpy(&a4, a + i, sizeof a4);
-    __builtin_memcpy(&b4, b + i, sizeof b4);
-    const Lanes p = a4 * b4;
-    s += p[0];
-    s += p[1];
-    s += p[2];
-    s += p[3];
+    s = AddProducts<Lanes>(a + i, b + i, s);
     i += 4;
   }
   if (rest & 2) {
-    Pair a2, b2;
-    __builtin_memcpy(&a2, a + i, sizeof a2);
-    __builtin_memcpy(&b2, b + i, sizeof b2);
-    const Pair p = a2 * b2;
-    s += p[0];
-    s += p[1];
+    s = AddProducts<Pair>(a + i, b + i, s);
     i += 2;
   }
   if (rest & 1) s += a[i] * b[i];

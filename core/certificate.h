@@ -21,13 +21,16 @@
 //   perceptron::Certificate c = solver.Solve(radius, {});
 //   // updates <= c.upper for the classic rule, c.lower <= B* <= c.upper
 //
-// Solve warm-starts from the previous solution. Not thread-safe.
+// Solve warm-starts from the previous solution, and shrinks as liblinear
+// does: variables held at a bound are left out of passes until the rest are
+// nearly optimal (docs/design.md section 2). Not thread-safe.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_H_
 #define PERCEPTRON_CORE_CERTIFICATE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -438,6 +441,29 @@ class CertificateSolver {
   // One pass of dual coordinate descent over `alpha` (each in [0, cap]) in a
   // fresh random order, keeping w = sum alpha_t y_t x^_t.
   void Pass(double cap, std::vector<double>* alpha, std::vector<double>* w);
+  // Which rows a pass leaves out: those at 0 whose gradient is above
+  // `above`, and those at the cap whose gradient is below `below`.
+  struct Shrink {
+    double above = std::numeric_limits<double>::infinity();
+    double below = -std::numeric_limits<double>::infinity();
+  };
+  // The extreme projected gradients of the rows a pass kept, and the sum
+  // of each visited row's share of the duality gap as the pass met it.
+  struct Gradients {
+    double max = -std::numeric_limits<double>::infinity();
+    double min = std::numeric_limits<double>::infinity();
+    double gap = 0;
+  };
+  // The same over the rows `active` (ascending), from which it removes those
+  // `shrink` leaves out.
+  Gradients Pass(double cap, std::vector<double>* alpha, std::vector<double>* w,
+                 const Shrink& shrink, std::vector<uint32_t>* active);
+  // The spread of the projected gradients of the rows left at which every
+  // row comes back (LIBLINEAR's default stopping tolerance).
+  static constexpr double kShrinkSpread = 0.1;
+  // The figures are checked after a pass whose share of the gap is within
+  // this many times the tolerance of the dual value.
+  static constexpr double kNearGap = 1;
 
   uint32_t dimension_;
   KeptRows rows_;

@@ -100,6 +100,42 @@ void BM_WarmRefresh(benchmark::State& state) {
 }
 BENCHMARK(BM_WarmRefresh)->Arg(100000)->Unit(benchmark::kMillisecond);
 
+// A cold solve as the server's refresher runs it: rounds of at most 20
+// passes (kPassesPerRefresh in server/ops/certificate_refresher.cc) to the
+// gap it solves to (kConvergedGap), until one has converged.
+void BM_RefresherRounds(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const uint32_t dim = static_cast<uint32_t>(state.range(1));
+  const Data data = MakeData(n, dim);
+  const Preparer preparer(Config(dim));
+  CertificateOptions options;
+  options.tolerance = kConvergedGap;
+  options.max_passes = 20;
+  for (auto _ : state) {
+    state.PauseTiming();
+    CertificateSolver solver(dim + 1);
+    Fill(data, 0, n, preparer, &solver);
+    state.ResumeTiming();
+    int rounds = 0, passes = 0;
+    Certificate c;
+    do {
+      c = solver.Solve(1.0, options);
+      ++rounds;
+      passes += c.passes;
+    } while (!c.converged && rounds < 1000);
+    state.counters["rounds"] = rounds;
+    state.counters["passes"] = passes;
+    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+  }
+}
+BENCHMARK(BM_RefresherRounds)
+    ->ArgNames({"n", "d"})
+    ->Args({10000, kDim})
+    ->Args({100000, kDim})
+    ->Args({300000, kDim})
+    ->Args({5000, 1000})
+    ->Unit(benchmark::kMillisecond);
+
 // A kernel model's certificate at its limit (kKernelCertificateLimit = 2,000
 // kept examples), rbf with sigma 1 on the same data.
 void BM_KernelColdSolve(benchmark::State& state) {

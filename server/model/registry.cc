@@ -57,6 +57,38 @@ void ModelEntry::RemoveListener(ModelListener* l) {
   listeners.erase(l);
 }
 
+void CertificateWakeup::Arm() {
+  absl::MutexLock lock(&mu_);
+  woken_ = false;
+  armed_.store(true);
+}
+
+bool CertificateWakeup::Wait(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  const bool woken = mu_.AwaitWithTimeout(absl::Condition(&woken_), timeout);
+  armed_.store(false, std::memory_order_relaxed);
+  woken_ = false;
+  return woken;
+}
+
+void CertificateWakeup::Wake() {
+  // Armed before the refresher looked at any model (each under its lock,
+  // which the change held before this load), so a change it did not see
+  // finds it armed here.
+  if (!armed_.load()) return;
+  WakeNow();
+}
+
+void CertificateWakeup::WakeNow() {
+  absl::MutexLock lock(&mu_);
+  woken_ = true;
+}
+
+bool ModelEntry::CertificateDue() const {
+  const CertificateTracker* tracker = model->certificate();
+  return tracker != nullptr && tracker->due();
+}
+
 void ModelEntry::NotifyChanged() {
   absl::MutexLock lock(&listeners_mu);
   for (ModelListener* l : listeners) l->OnModelChanged();
@@ -68,6 +100,7 @@ void ModelEntry::NotifyDeleted() {
 }
 
 void Registry::StartCertificate(ModelEntry& entry) const {
+  entry.certificate_wakeup = certificate_wakeup_;
   absl::MutexLock lock(&entry.mu);
   if (limits_.certificate_examples == 0) {
     entry.model->DisableCertificate();  // one carried by a stored state

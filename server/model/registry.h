@@ -47,6 +47,35 @@ class ModelListener {
   virtual void OnModelDeleted() = 0;
 };
 
+// How the learning path wakes the certificate's refresher
+// (server/ops/certificate_refresher.h) when it waits with nothing to do, so
+// that a model's first rows are solved as they come, not after the
+// refresher's idle wait (a stream of 10^6 examples a second fills a model's
+// limit of kept examples, and the rows after it, in less than that wait).
+// Thread-safe.
+//
+//   wakeup.Arm();               // the refresher, before a round over models
+//   ... finds nothing to do ...
+//   wakeup.Wait(kIdle);         // returns at a Wake since Arm, or timeout
+//   wakeup.Wake();              // the learning path, rows kept (cheap)
+class CertificateWakeup {
+ public:
+  // From now on a Wake is remembered, until the next Wait returns.
+  void Arm() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for a Wake since Arm (returning at once if one came), or for
+  // `timeout`: whether it was woken.
+  bool Wait(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // Wakes the refresher if it is armed; an atomic load if not.
+  void Wake() ABSL_LOCKS_EXCLUDED(mu_);
+  // Wakes it whether armed or not (to stop it).
+  void WakeNow() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  std::atomic<bool> armed_{false};
+  absl::Mutex mu_;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 struct ModelEntry {
   ModelEntry(std::string id, std::unique_ptr<Model> m, absl::Time now)
       : id(std::move(id)),
@@ -76,6 +105,15 @@ struct ModelEntry {
       ABSL_GUARDED_BY(solver_mu);
   uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
   bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;
+  // The refresher's wake-up, set by the registry before the entry is shared
+  // (null in an entry no registry holds).
+  std::shared_ptr<CertificateWakeup> certificate_wakeup;
+  // Whether the model's certificate has kept rows the refresher has not
+  // taken; a change that leaves it so calls WakeCertificate after `mu`.
+  bool CertificateDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void WakeCertificate() const {
+    if (certificate_wakeup != nullptr) certificate_wakeup->Wake();
+  }
 
   // Persistence (persistence.h): the last log record staged, and records since
   // the snapshot.
@@ -156,6 +194,8 @@ class Registry {
   std::vector<std::shared_ptr<ModelEntry>> All() const;
   size_t size() const;
   const Limits& limits() const { return limits_; }
+  // What wakes the certificate's refresher (every entry's).
+  CertificateWakeup& certificate_wakeup() const { return *certificate_wakeup_; }
   // The server-wide memory for certificates, shared by every model's tracker.
   const CertificateBudget& certificate_budget() const {
     return *certificate_budget_;
@@ -171,6 +211,8 @@ class Registry {
  private:
   const Limits limits_;
   const std::shared_ptr<CertificateBudget> certificate_budget_;
+  const std::shared_ptr<CertificateWakeup> certificate_wakeup_ =
+      std::make_shared<CertificateWakeup>();
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, std::shared_ptr<ModelEntry>> models_
       ABSL_GUARDED_BY(mu_);

@@ -20,7 +20,8 @@ namespace {
 // Passes over the kept examples per refresh of one model, at most: a solve
 // that needs more goes on at the next round, warm-started.
 constexpr int kPassesPerRefresh = 20;
-// How long the refresher waits when no model has work.
+// How long the refresher waits when no model has work, unless a change to a
+// model wakes it (CertificateWakeup): a backstop.
 constexpr absl::Duration kIdle = absl::Milliseconds(100);
 // How much nicer than the server the refresher's thread runs: a core it
 // shares with a thread serving requests goes to that thread first (about a
@@ -64,12 +65,16 @@ void CertificateRefresher::Start() {
 
 void CertificateRefresher::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
+  registry_->certificate_wakeup().WakeNow();
   if (thread_.joinable()) thread_.join();
 }
 
 void CertificateRefresher::Loop() {
   const double share = std::clamp(limits_.certificate_cpu, 0.01, 1.0);
+  CertificateWakeup& wakeup = registry_->certificate_wakeup();
   while (!stop_.HasBeenNotified()) {
+    // A model given rows from here on wakes the wait below.
+    wakeup.Arm();
     bool worked = false;
     for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
       if (stop_.HasBeenNotified()) return;
@@ -86,7 +91,9 @@ void CertificateRefresher::Loop() {
         return;
       }
     }
-    if (!worked && stop_.WaitForNotificationWithTimeout(kIdle)) return;
+    if (worked) continue;
+    if (stop_.HasBeenNotified()) return;
+    wakeup.Wait(kIdle);
   }
 }
 

@@ -245,7 +245,7 @@ absl::Status ApplyLearnItems(
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats, CommitHandle* commit_out,
     std::optional<uint64_t> if_examples) {
-  bool changed = false;
+  bool changed = false, due = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
@@ -268,7 +268,9 @@ absl::Status ApplyLearnItems(
     if (changed) entry.updated_at = absl::FromUnixNanos(now);
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
     if (changed) commit = persistence.Stage(entry);
+    due = changed && entry.CertificateDue();
   }
+  if (due) entry.WakeCertificate();
   if (changed) entry.NotifyChanged();
   *commit_out = std::move(commit);
   return absl::OkStatus();
@@ -279,7 +281,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
                                v1::ColumnResults* results,
                                v1::ModelStats* stats, CommitHandle* commit_out,
                                std::optional<uint64_t> if_examples) {
-  bool changed = false;
+  bool changed = false, due = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
@@ -362,7 +364,9 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
     if (changed) entry.updated_at = absl::FromUnixNanos(now);
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
     if (changed) commit = persistence.Stage(entry);
+    due = changed && entry.CertificateDue();
   }
+  if (due) entry.WakeCertificate();
   if (changed) entry.NotifyChanged();
   *commit_out = std::move(commit);
   return absl::OkStatus();
@@ -373,7 +377,7 @@ absl::Status ApplyReveals(
     const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats) {
-  bool changed = false;
+  bool changed = false, due = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
@@ -393,7 +397,9 @@ absl::Status ApplyReveals(
     if (changed) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
     if (changed) commit = persistence.Stage(entry);
+    due = changed && entry.CertificateDue();
   }
+  if (due) entry.WakeCertificate();
   if (changed) entry.NotifyChanged();
   return AwaitCommit(commit);
 }
@@ -441,6 +447,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     data.push_back({*x, request.examples(i).label()});
   }
   absl::StatusOr<TrainResult> r;
+  bool due = false;
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
@@ -455,7 +462,9 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
                  response->mutable_stats());
     commit = persistence.Stage(entry);
+    due = entry.CertificateDue();
   }
+  if (due) entry.WakeCertificate();
   response->set_epochs(r->epochs);
   response->set_converged(r->converged);
   response->set_updates(r->updates);

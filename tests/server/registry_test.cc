@@ -102,6 +102,53 @@ TEST(RegistryTest, MovedModelsAreRememberedUpToTheModelLimit) {
   EXPECT_EQ(r.Get("a").status().code(), absl::StatusCode::kUnavailable);
 }
 
+// The refresher's wake-up keeps a Wake only between Arm and Wait, and a
+// model's kept rows are what calls it: a labeled example while the
+// certificate keeps, not one after it is off.
+TEST(RegistryTest, KeptRowsWakeTheArmedRefresher) {
+  Limits limits;
+  limits.certificate_examples = 2;
+  Registry r(limits);
+  CertificateWakeup& wakeup = r.certificate_wakeup();
+  wakeup.Wake();  // not armed: forgotten
+  wakeup.Arm();
+  EXPECT_FALSE(wakeup.Wait(absl::ZeroDuration()));
+  wakeup.Arm();
+  wakeup.Wake();
+  EXPECT_TRUE(wakeup.Wait(absl::InfiniteDuration()));
+  // Each Wait ends the arming: a Wake after it is forgotten too.
+  wakeup.Wake();
+  wakeup.Arm();
+  EXPECT_FALSE(wakeup.Wait(absl::ZeroDuration()));
+
+  absl::StatusOr<std::shared_ptr<ModelEntry>> e = r.Create("m", Dim(2));
+  ASSERT_TRUE(e.ok());
+  ModelEntry& entry = **e;
+  const std::vector<double> x = {1, 2};
+  auto learn = [&] {
+    absl::MutexLock lock(&entry.mu);
+    EXPECT_TRUE(entry.model->Learn(FeatureView::Dense(x), 1).ok());
+    return entry.CertificateDue();
+  };
+  {
+    absl::MutexLock lock(&entry.mu);
+    EXPECT_FALSE(entry.CertificateDue());
+  }
+  wakeup.Arm();
+  ASSERT_TRUE(learn());
+  entry.WakeCertificate();
+  EXPECT_TRUE(wakeup.Wait(absl::InfiniteDuration()));
+  // Turned off: its examples are no longer kept, and nothing is due.
+  {
+    absl::MutexLock lock(&entry.mu);
+    entry.model->certificate()->TurnOff("a test");
+  }
+  EXPECT_FALSE(learn());
+  // An entry no registry holds has no wake-up to call.
+  ModelEntry alone("alone", *Model::Create(Dim(2)), absl::Now());
+  alone.WakeCertificate();
+}
+
 TEST(RecentWindowTest, RateOverTheLastExamples) {
   RecentWindow w(4);
   EXPECT_EQ(w.rate(), 0);

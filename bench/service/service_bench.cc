@@ -543,10 +543,28 @@ std::unique_ptr<Process> Start(const Path& path) {
 }
 
 struct Measured {
-  double rate = 0;       // examples/s
-  double server_us = 0;  // the server's CPU time per example, microseconds
-  double others = 0;     // cores busy with other processes meanwhile
+  double rate = 0;          // examples/s
+  double server_us = 0;     // the server's CPU time per example, microseconds
+  double others = 0;        // cores busy with other processes meanwhile
+  std::string certificate;  // where the model's certificate ended, if on
 };
+
+// Where a model's certificate stands, in a few words.
+std::string CertificateEnd(const v1::Certificate& c) {
+  switch (c.state()) {
+    case v1::Certificate::FROZEN:
+      return absl::StrFormat("frozen at %d (last solution over %d%s)",
+                             c.frozen_at(), c.solved(),
+                             c.converged() ? ", converged" : "");
+    case v1::Certificate::KEEPING:
+    case v1::Certificate::FREEZING:
+      return absl::StrFormat("%s, %d kept, solved over %d",
+                             v1::Certificate::State_Name(c.state()), c.kept(),
+                             c.solved());
+    default:
+      return absl::StrCat("off: ", c.reason());
+  }
+}
 
 // One pipelined stream of `pool` through a fresh server of `path` (model
 // "bench"), and what the server and the rest of the machine spent meanwhile.
@@ -563,6 +581,17 @@ Measured Fresh(const Path& path, const Workload& w,
                        absl::InfiniteFuture(), path.echo ? kEcho : kLearn);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
   const double server_cpu = CpuSeconds(pid) - server0;
+  if (!path.echo && path.certificate) {
+    auto stub =
+        perceptron::v1::PerceptronService::NewStub(Channel(server->target()));
+    grpc::ClientContext context;
+    v1::GetStatusRequest request;
+    request.set_model_id("bench");
+    v1::ModelStatus status;
+    const grpc::Status s = stub->GetStatus(&context, request, &status);
+    m.certificate = s.ok() ? CertificateEnd(status.stats().certificate())
+                           : "GetStatus failed: " + s.error_message();
+  }
   const double self_cpu = CpuSeconds("self") - self0;
   m.server_us = server_cpu / (m.rate * seconds) * 1e6;
   m.others = std::max(
@@ -1096,6 +1125,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::map<std::string, std::vector<double>> figures, server_us;
+  std::map<std::string, std::string> ended;  // the last repeat's certificate
   std::vector<double> others;
   std::vector<Data> data;
   std::vector<std::vector<perceptron::v1::LearnRequest>> requests;
@@ -1121,6 +1151,7 @@ int main(int argc, char** argv) {
             path, w, path.columnar ? columnar_pools[k] : pools[k], batches);
         figures[w.name + " " + path.name].push_back(m.rate);
         server_us[w.name + " " + path.name].push_back(m.server_us);
+        ended[w.name + " " + path.name] = m.certificate;
         others.push_back(m.others);
       }
       if (!certificate_only && only.empty()) {
@@ -1153,10 +1184,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "## The certificate's cost (a fresh server each: the model's first "
-      "100,000 examples kept, then frozen; durability sync also journals "
-      "them)\n\n");
+      "100,000 examples kept (fewer of W2's: 64 MiB), then frozen; "
+      "durability sync also journals them)\n\n");
   std::printf(
-      "| workload | certificate on | off | on/off |\n|---|---|---|---|\n");
+      "| workload | certificate on | off | on/off | where it ended (last "
+      "repeat) |\n|---|---|---|---|---|\n");
   for (const std::string durability : {"none", "sync"}) {
     const std::string off_path =
         durability == "none" ? "nocert" : "sync nocert";
@@ -1164,9 +1196,10 @@ int main(int argc, char** argv) {
       if (!figures.contains(w.name + " " + off_path)) continue;
       const double on = Median(figures[w.name + " " + durability]),
                    off = Median(figures[w.name + " " + off_path]);
-      std::printf("| %s examples/s, durability %s | %s | %s | %.2f |\n",
+      std::printf("| %s examples/s, durability %s | %s | %s | %.2f | %s |\n",
                   w.name.c_str(), durability.c_str(), Si(on).c_str(),
-                  Si(off).c_str(), on / off);
+                  Si(off).c_str(), on / off,
+                  ended[w.name + " " + durability].c_str());
     }
   }
   std::printf("\n");

@@ -6,6 +6,8 @@
 // restart finds the last solution). It sleeps between models so that it uses
 // at most its share of one core, on a thread named "certificate" that runs
 // nicer than the server's (it yields a core to a thread serving requests).
+// With nothing to do it waits until a batch leaves a model with rows to solve
+// (Registry::certificate_wakeup), or 100 ms at most.
 //
 //   CertificateRefresher refresher(&registry, &persistence, limits);
 //   refresher.Start();

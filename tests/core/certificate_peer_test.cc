@@ -18,6 +18,7 @@
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -111,7 +112,9 @@ TEST(CertificatePeerTest, MatchesLinearSvcOnOneHundredThousandExamples) {
   auto model = *Model::Create(config);
   const Preparer preparer(config);
   CertificateSolver solver(config.weight_dimension());
-  const std::string path = ::testing::TempDir() + "/certificate_peer_rows.bin";
+  // A directory of its own: another run of the suite may share TempDir().
+  const testing::ScopedDir dir("certificate-peer");
+  const std::string path = dir.path() + "/certificate_peer_rows.bin";
   {
     std::ofstream out(path, std::ios::binary);
     std::vector<double> x(kDim), record(config.weight_dimension() + 1);

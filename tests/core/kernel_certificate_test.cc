@@ -25,6 +25,7 @@
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -383,7 +384,9 @@ void CheckAgainstSvc(const std::string& name, const ModelConfig& config,
   const Preparer preparer(config);
   auto model = *Model::Create(config);
   KeptRows rows;
-  const std::string path = ::testing::TempDir() + "/kernel_svc_rows.txt";
+  // A directory of its own: another run of the suite may share TempDir().
+  const testing::ScopedDir dir("kernel-svc");
+  const std::string path = dir.path() + "/kernel_svc_rows.txt";
   {
     std::ofstream out(path);
     out.precision(17);
@@ -480,7 +483,9 @@ TEST(KernelCertificateTest, BracketsCvxoptsOptimaInTheFeatureSpace) {
     double gamma = 0;
   };
   std::vector<Case> cases;
-  const std::string path = ::testing::TempDir() + "/kernel_cvxopt_rows.txt";
+  // A directory of its own: another run of the suite may share TempDir().
+  const testing::ScopedDir dir("kernel-cvxopt");
+  const std::string path = dir.path() + "/kernel_cvxopt_rows.txt";
   {
     std::ofstream out(path);
     out.precision(17);

@@ -1,10 +1,18 @@
 #include "server/rpc/learn_reactor.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/model/convert.h"
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
+namespace {
+
+// A request applied in at least this long has the next one read meanwhile.
+constexpr absl::Duration kReadAheadAfter = absl::Microseconds(20);
+
+}  // namespace
 
 LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
                            const Limits* limits, StreamSet* streams,
@@ -32,51 +40,53 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
 absl::Status LearnReactor::Process(v1::LearnResponse* response,
                                    CommitHandle* commit) {
   if (entry_ == nullptr) {
-    if (request_.model_id().empty()) {
+    if (current_.model_id().empty()) {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
     }
     if (auth_ != nullptr) {
       absl::Status allowed =
-          auth_->CheckHeader(authorization_, Role::kLearn, request_.model_id());
+          auth_->CheckHeader(authorization_, Role::kLearn, current_.model_id());
       if (!allowed.ok()) return allowed;
     }
     absl::StatusOr<std::shared_ptr<ModelEntry>> e =
-        registry_->Get(request_.model_id());
+        registry_->Get(current_.model_id());
     if (!e.ok()) return e.status();
     entry_ = *std::move(e);
-  } else if (!request_.model_id().empty() &&
-             request_.model_id() != entry_->id) {
+  } else if (!current_.model_id().empty() &&
+             current_.model_id() != entry_->id) {
     return absl::InvalidArgumentError(
         absl::StrCat("this stream is for model ", entry_->id,
-                     "; a request named ", request_.model_id()));
+                     "; a request named ", current_.model_id()));
   }
   const std::optional<uint64_t> if_examples =
-      request_.has_if_examples()
-          ? std::optional<uint64_t>(request_.if_examples())
+      current_.has_if_examples()
+          ? std::optional<uint64_t>(current_.if_examples())
           : std::nullopt;
-  if (request_.has_columns()) {
-    if (request_.items_size() > 0) {
+  if (current_.has_columns()) {
+    if (current_.items_size() > 0) {
       return absl::InvalidArgumentError(
           "a Learn request carries items or columns, not both");
     }
-    return ApplyLearnColumns(*entry_, *persistence_, request_.columns(),
+    return ApplyLearnColumns(*entry_, *persistence_, current_.columns(),
                              *limits_, response->mutable_columns(),
                              response->mutable_stats(), commit, if_examples);
   }
-  if (static_cast<size_t>(request_.items_size()) > limits_->max_batch_items) {
+  if (static_cast<size_t>(current_.items_size()) > limits_->max_batch_items) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("a batch of ", request_.items_size(),
+        absl::StrCat("a batch of ", current_.items_size(),
                      " items is over the limit of ", limits_->max_batch_items));
   }
-  return ApplyLearnItems(*entry_, *persistence_, request_.items(), *limits_,
+  return ApplyLearnItems(*entry_, *persistence_, current_.items(), *limits_,
                          response->mutable_results(), response->mutable_stats(),
                          commit, if_examples);
 }
 
 void LearnReactor::MaybeReadLocked() {
-  if (reading_ || processing_ || final_status_ ||
-      queue_.size() >= kMaxQueuedResponses)
+  // Answers queued, plus the one being applied and the one waiting, stay
+  // within kMaxQueuedResponses.
+  if (reading_ || has_next_ || final_status_ ||
+      queue_.size() + (processing_ ? 1 : 0) >= kMaxQueuedResponses)
     return;
   reading_ = true;
   StartRead(&request_);
@@ -92,31 +102,55 @@ void LearnReactor::OnReadDone(bool ok) {
   }
   record_.Received();
   if (final_status_) return;  // stopping: no new work
-  processing_ = true;
-  const uint64_t number = next_number_++;
-  mu_.Unlock();
-  CommitHandle commit;
-  auto arena = std::make_unique<google::protobuf::Arena>();
-  v1::LearnResponse* response =
-      google::protobuf::Arena::CreateMessage<v1::LearnResponse>(arena.get());
-  const absl::Status processed = Process(response, &commit);
-  mu_.Lock();
-  processing_ = false;
-  if (!processed.ok()) {
-    final_status_ = ToGrpc(processed);
-    MaybeFinishLocked();
+  if (processing_) {
+    // Applied in its turn by the thread applying the one before it.
+    next_.Swap(&request_);
+    has_next_ = true;
     return;
   }
-  queue_.push_back(Answer{number, false, std::move(arena), response});
-  ++uncommitted_;
-  mu_.Unlock();
-  // May call back at once (nothing to write, or already written).
-  WhenCommitted(commit, [self = self_, number](absl::Status s) {
-    self->OnCommitted(number, std::move(s));
-  });
-  mu_.Lock();
-  MaybeReadLocked();
+  current_.Swap(&request_);
+  processing_ = true;
+  ProcessLocked();
   MaybeFinishLocked();
+}
+
+void LearnReactor::ProcessLocked() {
+  while (true) {
+    // The next request is read while this one is applied if the last one took
+    // long enough for the overlap to pay for handing the read to another
+    // thread.
+    if (read_ahead_) MaybeReadLocked();
+    const uint64_t number = next_number_++;
+    mu_.Unlock();
+    CommitHandle commit;
+    auto arena = std::make_unique<google::protobuf::Arena>();
+    v1::LearnResponse* response =
+        google::protobuf::Arena::CreateMessage<v1::LearnResponse>(arena.get());
+    const absl::Time start = absl::Now();
+    const absl::Status processed = Process(response, &commit);
+    const bool long_one = absl::Now() - start >= kReadAheadAfter;
+    mu_.Lock();
+    read_ahead_ = long_one;
+    if (!processed.ok()) {
+      final_status_ = ToGrpc(processed);
+      has_next_ = false;  // dropped: the stream ends here
+      break;
+    }
+    queue_.push_back(Answer{number, false, std::move(arena), response});
+    ++uncommitted_;
+    mu_.Unlock();
+    // May call back at once (nothing to write, or already written).
+    WhenCommitted(commit, [self = self_, number](absl::Status s) {
+      self->OnCommitted(number, std::move(s));
+    });
+    mu_.Lock();
+    if (!has_next_ || final_status_) break;
+    current_.Swap(&next_);
+    has_next_ = false;
+  }
+  processing_ = false;
+  has_next_ = false;
+  MaybeReadLocked();
 }
 
 void LearnReactor::OnCommitted(uint64_t number, absl::Status status) {

@@ -3,7 +3,9 @@
 // committed (persistence.h). It keeps reading while earlier batches are being
 // committed and written, so a client may have many batches in flight and they
 // share fsyncs; when too many answers wait it stops reading until they drain
-// (backpressure).
+// (backpressure). While a request is applied, the one after it is read (and
+// parsed, on another of gRPC's threads) if the request before took 20 us or
+// more to apply; else it is read once this one is done.
 #ifndef PERCEPTRON_SERVER_RPC_LEARN_REACTOR_H_
 #define PERCEPTRON_SERVER_RPC_LEARN_REACTOR_H_
 
@@ -58,9 +60,13 @@ class LearnReactor final
   void OnCancel() override;
   void OnDone() override;
 
-  // Applies request_; the answer and its commit, or a fatal status that ends
+  // Applies current_; the answer and its commit, or a fatal status that ends
   // the stream.
   absl::Status Process(v1::LearnResponse* response, CommitHandle* commit);
+  // Applies current_ and then each request read meanwhile, in order, until
+  // none is waiting; called with mu_ held and processing_ set, returns with
+  // mu_ held and processing_ clear.
+  void ProcessLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnCommitted(uint64_t number, absl::Status status);
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -81,11 +87,22 @@ class LearnReactor final
   // stream, and the reactor must outlive their return from its mutex.
   std::shared_ptr<LearnReactor> self_;
 
-  // Touched only by the read path (one read at a time).
+  // The next request is read while the one before it is applied, so that its
+  // parsing (on gRPC's thread) overlaps the learning: request_ is the read's
+  // target (while reading_), next_ a request read and waiting (while
+  // has_next_), current_ the one being applied (while processing_, by one
+  // thread at a time, outside mu_). Each moves to the next by a swap under
+  // mu_.
   v1::LearnRequest request_;
-  std::shared_ptr<ModelEntry> entry_;
+  v1::LearnRequest next_ ABSL_GUARDED_BY(mu_);
+  v1::LearnRequest current_;
+  std::shared_ptr<ModelEntry> entry_;  // touched only while processing_
 
   absl::Mutex mu_;
+  bool has_next_ ABSL_GUARDED_BY(mu_) = false;
+  // Whether the last request took long enough to apply that the next is read
+  // while one is applied (ProcessLocked).
+  bool read_ahead_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Answer> queue_
       ABSL_GUARDED_BY(mu_);  // front() is being written when writing_
   uint64_t next_number_ ABSL_GUARDED_BY(mu_) = 0;

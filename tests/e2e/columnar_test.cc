@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "client/client.h"
+#include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/server_process.h"
 
@@ -520,6 +522,106 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
     ASSERT_TRUE(stub->GetStatus(&sc, sr, &st).ok());
     EXPECT_EQ(st.stats().examples(), examples);
     EXPECT_EQ(st.stats().predictions(), 0u);
+  }
+}
+
+// Batches written ahead of their answers, long ones (hundreds of rows, whose
+// successors the server reads while it applies them) among short ones (read
+// after): every answer comes in order and equals the core library's, and the
+// weights end bit for bit the same, with each durability mode.
+TEST(ColumnarTest, BatchesInFlightAreAppliedAndAnsweredInOrder) {
+  constexpr uint32_t kDimension = 300;
+  constexpr size_t kBatches = 120;
+  std::mt19937_64 rng(29);
+  std::normal_distribution<double> normal;
+  std::vector<Batch> batches;
+  std::vector<std::vector<Row>> rows_of;
+  std::vector<std::vector<int>> labels_of;
+  for (size_t batch = 0; batch < kBatches; ++batch) {
+    std::vector<Row> rows(rng() % 3 == 0 ? 300 + rng() % 200 : 1 + rng() % 3);
+    std::vector<int> labels;
+    for (Row& row : rows) {
+      double s = 0;
+      for (uint32_t j = 0; j < kDimension; ++j) {
+        row.values.push_back(normal(rng));
+        s += (j % 2 ? 1 : -1) * row.values.back();
+      }
+      labels.push_back(s + normal(rng) > 0 ? 1 : -1);
+    }
+    batches.push_back(MakeBatch({}, rows, labels, /*sparse=*/false));
+    rows_of.push_back(std::move(rows));
+    labels_of.push_back(std::move(labels));
+  }
+  for (const char* durability : {"none", "sync"}) {
+    SCOPED_TRACE(durability);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start({absl::StrCat("--durability=", durability)});
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto stub = v1::PerceptronService::NewStub(grpc::CreateChannel(
+        (*server)->target(), grpc::InsecureChannelCredentials()));
+    {
+      grpc::ClientContext context;
+      v1::CreateModelRequest create;
+      create.set_model_id("m");
+      create.mutable_config()->set_dimension(kDimension);
+      v1::Model model;
+      ASSERT_TRUE(stub->CreateModel(&context, create, &model).ok());
+    }
+    ModelConfig config;
+    config.dimension = kDimension;
+    std::unique_ptr<Model> core = *Model::Create(config);
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = stub->Learn(&context);
+    // Every batch written at once (as columns or as items, by turns), while
+    // the answers are read below.
+    std::thread writer([&] {
+      for (size_t batch = 0; batch < kBatches; ++batch) {
+        v1::LearnRequest r =
+            batch % 2 ? batches[batch].columns : batches[batch].items;
+        if (batch == 0) r.set_model_id("m");
+        if (!stream->Write(r)) break;
+      }
+      stream->WritesDone();
+    });
+    size_t answers = 0, compared = 0;
+    v1::LearnResponse response;
+    while (stream->Read(&response)) {
+      ASSERT_LT(answers, kBatches);
+      const size_t batch = answers++;
+      const std::vector<Row>& rows = rows_of[batch];
+      const bool columnar = batch % 2;
+      ASSERT_EQ(
+          columnar ? response.columns().scores_size() : response.results_size(),
+          static_cast<int>(rows.size()))
+          << "batch " << batch;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        absl::StatusOr<Outcome> o = core->Learn(
+            FeatureView::Dense(rows[i].values), labels_of[batch][i]);
+        ASSERT_TRUE(o.ok()) << o.status();
+        const double score = columnar ? response.columns().scores(i)
+                                      : response.results(i).outcome().score();
+        const bool mistake = columnar ? Bit(response.columns().mistakes(), i)
+                                      : response.results(i).outcome().mistake();
+        EXPECT_EQ(Bits(score), Bits(o->score))
+            << "batch " << batch << " row " << i;
+        EXPECT_EQ(mistake, o->mistake) << "batch " << batch << " row " << i;
+        ++compared;
+      }
+      EXPECT_EQ(response.stats().examples(), core->counters().examples);
+    }
+    writer.join();
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_EQ(answers, kBatches);
+    EXPECT_GT(core->counters().mistakes, 100u);
+    grpc::ClientContext wc;
+    v1::GetWeightsRequest wr;
+    wr.set_model_id("m");
+    v1::Weights w;
+    ASSERT_TRUE(stub->GetWeights(&wc, wr, &w).ok());
+    ASSERT_EQ(w.values_size(), static_cast<int>(core->weights().size()));
+    for (int j = 0; j < w.values_size(); ++j)
+      ASSERT_EQ(Bits(w.values(j)), Bits(core->weights()[j])) << j;
+    EXPECT_GT(compared, 10000u);
   }
 }
 

@@ -146,8 +146,14 @@ class ColumnRows {
   static absl::StatusOr<ColumnRows> Of(const v1::Columns& c,
                                        uint32_t dimension) {
     ColumnRows r(c, dimension);
+    if (!c.indices().empty() && !c.fixed_indices().empty()) {
+      return absl::InvalidArgumentError(
+          "columns: the indices come as fixed_indices or as indices, not both");
+    }
+    if (!c.fixed_indices().empty()) r.indices_ = &c.fixed_indices();
+    const google::protobuf::RepeatedField<uint32_t>& indices = *r.indices_;
     const bool sparse =
-        !c.row_ends().empty() || !c.indices().empty() || !c.values().empty();
+        !c.row_ends().empty() || !indices.empty() || !c.values().empty();
     if (sparse && (!c.dense().empty() || c.dense_rows() > 0)) {
       return absl::InvalidArgumentError(
           "columns: rows are dense or sparse (row_ends, indices, values), not "
@@ -165,10 +171,10 @@ class ColumnRows {
         }
         previous = c.row_ends(i);
       }
-      if (c.indices().size() != c.values().size() ||
-          static_cast<uint64_t>(c.indices().size()) != previous) {
+      if (indices.size() != c.values().size() ||
+          static_cast<uint64_t>(indices.size()) != previous) {
         return absl::InvalidArgumentError(
-            absl::StrCat("columns: ", c.indices().size(), " indices and ",
+            absl::StrCat("columns: ", indices.size(), " indices and ",
                          c.values().size(), " values; the last row ends at ",
                          previous, " (all three must agree)"));
       }
@@ -205,14 +211,16 @@ class ColumnRows {
     const uint32_t begin = i == 0 ? 0 : c_->row_ends(i - 1);
     const uint32_t end = c_->row_ends(i);
     return FeatureView::Sparse(
-        absl::MakeConstSpan(c_->indices().data() + begin, end - begin),
+        absl::MakeConstSpan(indices_->data() + begin, end - begin),
         absl::MakeConstSpan(c_->values().data() + begin, end - begin));
   }
 
  private:
   ColumnRows(const v1::Columns& c, uint32_t dimension)
-      : c_(&c), dimension_(dimension) {}
+      : c_(&c), indices_(&c.indices()), dimension_(dimension) {}
   const v1::Columns* c_;
+  // c's indices or fixed_indices, whichever it carries.
+  const google::protobuf::RepeatedField<uint32_t>* indices_;
   uint32_t dimension_;
   bool sparse_ = false;
   size_t rows_ = 0;

@@ -33,10 +33,11 @@ struct Row {
 };
 
 // A batch of `reveals` (prediction id, label), then `rows`, labeled with
-// `labels` if given.
+// `labels` if given; sparse rows' indices as Columns.fixed_indices, or as
+// Columns.indices (varints) if not `fixed_indices`.
 Batch MakeBatch(const std::vector<std::pair<uint64_t, int>>& reveals,
                 const std::vector<Row>& rows, const std::vector<int>& labels,
-                bool sparse) {
+                bool sparse, bool fixed_indices = true) {
   Batch b;
   v1::Columns* c = b.columns.mutable_columns();
   for (auto [id, label] : reveals) {
@@ -60,9 +61,10 @@ Batch MakeBatch(const std::vector<std::pair<uint64_t, int>>& reveals,
                                                   rows[i].indices.end());
       f->mutable_sparse()->mutable_values()->Add(rows[i].values.begin(),
                                                  rows[i].values.end());
-      c->mutable_indices()->Add(rows[i].indices.begin(), rows[i].indices.end());
+      (fixed_indices ? c->mutable_fixed_indices() : c->mutable_indices())
+          ->Add(rows[i].indices.begin(), rows[i].indices.end());
       c->mutable_values()->Add(rows[i].values.begin(), rows[i].values.end());
-      c->add_row_ends(c->indices_size());
+      c->add_row_ends(c->values_size());
     } else {
       f->mutable_dense()->mutable_values()->Add(rows[i].values.begin(),
                                                 rows[i].values.end());
@@ -213,7 +215,9 @@ TEST(ColumnarTest, ColumnsAndItemsGiveTheSameAnswersAndState) {
         for (double v : row.values) s += v;
         if (labeled) labels.push_back(bad == 3 ? 2 : (s > 0 ? 1 : -1));
       }
-      Batch b = MakeBatch(reveals, rows, labels, kase.sparse);
+      // The sparse rows' indices as fixed32 and as varints, by turns.
+      Batch b = MakeBatch(reveals, rows, labels, kase.sparse,
+                          /*fixed_indices=*/batch % 2 == 0);
       if (batch == 0) {
         b.items.set_model_id(kase.name + "-items");
         b.columns.set_model_id(kase.name + "-columns");
@@ -469,6 +473,26 @@ TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
          c->add_values(1);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "must agree"},
+      {"fixed indices past the last row",
+       [](v1::LearnRequest* r) {
+         v1::Columns* c = r->mutable_columns();
+         c->add_row_ends(1);
+         c->add_fixed_indices(0);
+         c->add_fixed_indices(1);
+         c->add_values(1);
+         c->add_values(1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "2 indices and 2 values"},
+      {"indices as varints and as fixed32",
+       [](v1::LearnRequest* r) {
+         v1::Columns* c = r->mutable_columns();
+         c->add_row_ends(1);
+         c->add_indices(0);
+         c->add_fixed_indices(0);
+         c->add_values(1);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "fixed_indices or as indices, not both"},
       {"dense and sparse",
        [](v1::LearnRequest* r) {
          v1::Columns* c = r->mutable_columns();

@@ -199,8 +199,8 @@ void LearnSession::ToItems() {
     if (sparse) {
       const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
       const int end = static_cast<int>(c.row_ends(i));
-      f->mutable_sparse()->mutable_indices()->Add(c.indices().begin() + begin,
-                                                  c.indices().begin() + end);
+      f->mutable_sparse()->mutable_indices()->Add(
+          c.fixed_indices().begin() + begin, c.fixed_indices().begin() + end);
       f->mutable_sparse()->mutable_values()->Add(c.values().begin() + begin,
                                                  c.values().begin() + end);
     } else {
@@ -233,9 +233,9 @@ void LearnSession::AddRow(const Example& e, bool labeled) {
     c->mutable_dense()->Add(e.values.begin(), e.values.end());
     c->set_dense_rows(c->dense_rows() + 1);
   } else {
-    c->mutable_indices()->Add(e.indices.begin(), e.indices.end());
+    c->mutable_fixed_indices()->Add(e.indices.begin(), e.indices.end());
     c->mutable_values()->Add(e.values.begin(), e.values.end());
-    c->add_row_ends(static_cast<uint32_t>(c->indices_size()));
+    c->add_row_ends(static_cast<uint32_t>(c->fixed_indices_size()));
   }
 }
 

@@ -138,7 +138,7 @@ def main():
                  for _, sparse, _ in batch):
             end = 0
             for _, (indices, values), _ in batch:
-                c.indices.extend(indices)
+                c.fixed_indices.extend(indices)
                 c.values.extend(values)
                 end += len(indices)
                 c.row_ends.append(end)

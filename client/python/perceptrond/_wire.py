@@ -11,12 +11,12 @@ _LEARN_COLUMNS = 0x1A  # LearnRequest.columns = 3
 _LEARN_IF_EXAMPLES = 0x20  # LearnRequest.if_examples = 4 (varint)
 _DENSE = 0x0A  # Columns.dense = 1 (packed double)
 _ROW_ENDS = 0x12  # Columns.row_ends = 2 (packed uint32)
-_INDICES = 0x1A  # Columns.indices = 3 (packed uint32)
 _VALUES = 0x22  # Columns.values = 4 (packed double)
 _LABELS = 0x2A  # Columns.labels = 5 (packed sint32)
 _REVEAL_IDS = 0x32  # Columns.reveal_ids = 6 (packed uint64)
 _REVEAL_LABELS = 0x3A  # Columns.reveal_labels = 7 (packed sint32)
 _DENSE_ROWS = 0x40  # Columns.dense_rows = 8 (varint)
+_FIXED_INDICES = 0x4A  # Columns.fixed_indices = 9 (packed fixed32)
 
 
 def varint(n: int) -> bytes:
@@ -79,14 +79,17 @@ def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
                    labels: np.ndarray | None) -> bytes:
     """Columns of CSR rows (indptr as scipy's, starting at any offset) and, if given, their
     labels (-1 or +1)."""
+    indices = np.asarray(indices)
+    if indices.size and (indices.min() < 0 or indices.max() >= 2**32):
+        raise ValueError("feature indices must be >= 0 and below 2**32")
     start = int(indptr[0])
     ends = np.asarray(indptr[1:], dtype=np.int64) - start
+    # In field-number order, as protobuf writes them (any order parses alike).
     out = _field(_ROW_ENDS, varints(ends.astype(np.uint64)))
-    out += _field(_INDICES, varints(np.asarray(indices, dtype=np.uint64)))
     out += _field(_VALUES, np.ascontiguousarray(values, dtype="<f8").tobytes())
     if labels is not None:
         out += _field(_LABELS, unit_labels(labels))
-    return out
+    return out + _field(_FIXED_INDICES, np.ascontiguousarray(indices, dtype="<u4").tobytes())
 
 
 def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> bytes:

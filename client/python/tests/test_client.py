@@ -63,6 +63,19 @@ def test_varints_are_protobufs_own():
         assert _wire.learn_request(model_id, columns, if_examples) == want.SerializeToString()
 
 
+def test_sparse_columns_are_protobufs_own():
+    indptr = np.array([5, 7, 7, 10])  # rows of 2, 0 and 3 values, starting at offset 5
+    indices = np.array([3, 2**20, 0, 2**32 - 1, 17])
+    values = np.array([0.5, -1.0, 2.0, 1e-300, -0.0])
+    expected = pb.Columns(row_ends=[2, 2, 5], fixed_indices=indices.tolist(),
+                          values=values.tolist(), labels=[1, -1, 1])
+    got = _wire.sparse_columns(indptr, indices, values, np.array([1, -1, 1]))
+    assert got == expected.SerializeToString()
+    for bad in (np.array([-1]), np.array([2**32])):
+        with pytest.raises(ValueError, match="below 2\\*\\*32"):
+            _wire.sparse_columns(np.array([0, 1]), bad, np.array([1.0]), None)
+
+
 def test_learn_dense_equals_the_cpp_clients_items(server, client):
     x, y = breast_cancer()
     model = client.create_model("py", dimension=30, normalize=False)

@@ -311,9 +311,10 @@ std::vector<v1::LearnRequest> ColumnarRequests(const Workload& w, const Data& d,
         c->mutable_dense()->Add(d.values[t].begin(), d.values[t].end());
         c->set_dense_rows(c->dense_rows() + 1);
       } else {
-        c->mutable_indices()->Add(d.indices[t].begin(), d.indices[t].end());
+        c->mutable_fixed_indices()->Add(d.indices[t].begin(),
+                                        d.indices[t].end());
         c->mutable_values()->Add(d.values[t].begin(), d.values[t].end());
-        c->add_row_ends(c->indices_size());
+        c->add_row_ends(c->fixed_indices_size());
       }
     }
   }

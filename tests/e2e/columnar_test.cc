@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
@@ -607,21 +609,38 @@ TEST(ColumnarTest, BatchesInFlightAreAppliedAndAnsweredInOrder) {
       }
       stream->WritesDone();
     });
+    // A failure below stops reading, cancels the stream so that the writer
+    // returns, and is reported once the writer has been joined.
+    bool stopped = false;
+    auto stop = [&](const std::string& why) {
+      ADD_FAILURE() << why;
+      stopped = true;
+      context.TryCancel();
+    };
     size_t answers = 0, compared = 0;
     v1::LearnResponse response;
-    while (stream->Read(&response)) {
-      ASSERT_LT(answers, kBatches);
+    while (!stopped && stream->Read(&response)) {
+      if (answers >= kBatches) {
+        stop(absl::StrCat("more than ", kBatches, " answers"));
+        break;
+      }
       const size_t batch = answers++;
       const std::vector<Row>& rows = rows_of[batch];
       const bool columnar = batch % 2;
-      ASSERT_EQ(
-          columnar ? response.columns().scores_size() : response.results_size(),
-          static_cast<int>(rows.size()))
-          << "batch " << batch;
+      const int answered =
+          columnar ? response.columns().scores_size() : response.results_size();
+      if (answered != static_cast<int>(rows.size())) {
+        stop(absl::StrCat("batch ", batch, ": ", answered, " answers for ",
+                          rows.size(), " rows"));
+        break;
+      }
       for (size_t i = 0; i < rows.size(); ++i) {
         absl::StatusOr<Outcome> o = core->Learn(
             FeatureView::Dense(rows[i].values), labels_of[batch][i]);
-        ASSERT_TRUE(o.ok()) << o.status();
+        if (!o.ok()) {
+          stop(o.status().ToString());
+          break;
+        }
         const double score = columnar ? response.columns().scores(i)
                                       : response.results(i).outcome().score();
         const bool mistake = columnar ? Bit(response.columns().mistakes(), i)
@@ -634,7 +653,9 @@ TEST(ColumnarTest, BatchesInFlightAreAppliedAndAnsweredInOrder) {
       EXPECT_EQ(response.stats().examples(), core->counters().examples);
     }
     writer.join();
-    EXPECT_TRUE(stream->Finish().ok());
+    const grpc::Status finished = stream->Finish();
+    if (stopped) continue;
+    EXPECT_TRUE(finished.ok()) << finished.error_message();
     EXPECT_EQ(answers, kBatches);
     EXPECT_GT(core->counters().mistakes, 100u);
     grpc::ClientContext wc;

@@ -6,28 +6,41 @@
 # (the `tsan` preset, after scripts/tsan_abseil.sh), unless PERCEPTRON_SKIP_SANITIZERS=1; then
 # each libFuzzer target for FUZZ_SECONDS (20), unless PERCEPTRON_SKIP_FUZZ=1.
 # Usage: scripts/test.sh [extra ctest flags]
+# Each stage's wall time is printed when it ends, and the whole run's at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage_name="" stage_start=$SECONDS
+stage() {
+  if [ -n "$stage_name" ]; then
+    echo "== stage done: $stage_name, $((SECONDS - stage_start)) s (total $SECONDS s)"
+  fi
+  stage_name=$1 stage_start=$SECONDS
+  [ -z "$1" ] || echo "== $1"
+}
+trap 'rc=$?; [ $rc = 0 ] || echo "== stage failed (exit $rc): $stage_name"; stage ""' EXIT
+stage "setup"
 scripts/setup.sh
+stage "release build"
 cmake --preset release
 cmake --build --preset release -j"$(nproc)"
+stage "release tests"
 ctest --preset release "$@"
 if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
-  echo "== the container image, built and run (tests/image/image_test.sh)"
+  stage "the container image, built and run (tests/image/image_test.sh)"
   tests/image/image_test.sh build/release
 fi
 if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  stage "the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake --preset asan
   cmake --build --preset asan -j"$(nproc)"
   ctest --preset asan "$@"
-  echo "== the same tests under ThreadSanitizer"
+  stage "the same tests under ThreadSanitizer"
   scripts/tsan_abseil.sh
   cmake --preset tsan
   cmake --build --preset tsan -j"$(nproc)"
   ctest --preset tsan "$@"
 fi
 if [ "${PERCEPTRON_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== the fuzz targets, ${FUZZ_SECONDS:-20}s each"
+  stage "the fuzz targets, ${FUZZ_SECONDS:-20}s each"
   scripts/fuzz.sh
 fi

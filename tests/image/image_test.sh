@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container image, built and run for real (README, "Deployment"): deploy/Dockerfile built
+# The container image, built and run for real (docs/operations.md, "Deployment"): deploy/Dockerfile built
 # with buildah on the base of scripts/image_base.sh, then run with podman:
 #   - every shared library of both binaries resolves inside the image (ldd);
 #   - the server runs as the image's non-root user (uid 10001), answers gRPC health through the

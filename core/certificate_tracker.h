@@ -24,14 +24,13 @@
 // value of B* over a prefix of the stream, hence of B* over all of it (adding
 // examples or growing R never lowers B*).
 //
-// Up to `limit` examples (or bytes) are kept for the solver. The next `slack`
-// ones are kept only until a converged solution over exactly those examples is
-// installed (or kFreezeRounds solutions that were not); then the candidates are
-// frozen: they keep accumulating, no example
-// is kept any more, and the certificate reads "frozen at example N", N the
-// examples kept. If the slack (or `limit_bytes` of rows after the limit) fills
-// first, the candidates installed last are frozen where it filled. Not
-// thread-safe: the model's lock guards it.
+// Up to `limit` examples (or bytes) are kept for the solver, then `slack`
+// more until a converged solution over exactly the first `limit` is
+// installed (or kFreezeRounds that were not); then the candidates are frozen
+// and no example is kept any more. If the slack fills first, the candidates
+// installed last are frozen there (docs/certificate.md, "Limits and the
+// freeze"). Not thread-safe: the
+// model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 
@@ -45,8 +44,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/config.h"
+#include "core/kernel_certificate.h"
 #include "core/prepare.h"
 
 namespace perceptron {

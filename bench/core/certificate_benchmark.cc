@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
+#include "core/kernel_certificate.h"
 
 namespace perceptron {
 namespace {

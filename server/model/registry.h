@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/certificate.h"
+#include "core/kernel_certificate.h"
 #include "core/model.h"
 #include "server/model/history.h"
 #include "server/model/limits.h"

@@ -11,8 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
+#include "core/kernel_certificate.h"
 
 namespace perceptron::server {
 namespace {

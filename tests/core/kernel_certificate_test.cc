@@ -19,8 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
+#include "core/kernel_certificate.h"
 #include "core/kernel_learner.h"
 #include "core/model.h"
 #include "gtest/gtest.h"

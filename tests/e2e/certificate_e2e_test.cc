@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/certificate.h"
+#include "core/kernel_certificate.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "perceptron/v1/state.pb.h"

@@ -1,0 +1,227 @@
+#include "core/kept_rows.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <numeric>
+
+#include "absl/synchronization/mutex.h"
+
+namespace perceptron {
+
+namespace {
+
+// Coordinates of a KeptRows' first block, and of its largest ones (but a row
+// longer than that gets a block of its own length).
+constexpr size_t kFirstBlock = 1024;
+constexpr size_t kLargestBlock = size_t{1} << 18;  // 3 MiB
+
+}  // namespace
+
+KeptRows& KeptRows::operator=(const KeptRows& other) {
+  if (this != &other) {
+    Clear();
+    Append(other);
+  }
+  return *this;
+}
+
+const uint32_t* KeptRows::Iota(size_t n) {
+  // tables[k] holds 0 .. 2^k - 1 once made; a row has fewer than 2^32
+  // coordinates.
+  static std::atomic<const uint32_t*> tables[33];
+  static absl::Mutex mu(absl::kConstInit);
+  size_t k = 0;
+  while ((size_t{1} << k) < n) ++k;
+  const uint32_t* table = tables[k].load(std::memory_order_acquire);
+  if (table != nullptr) return table;
+  absl::MutexLock lock(&mu);
+  table = tables[k].load(std::memory_order_acquire);
+  if (table == nullptr) {
+    uint32_t* made = new uint32_t[size_t{1} << k];  // kept for good
+    std::iota(made, made + (size_t{1} << k), uint32_t{0});
+    table = made;
+    tables[k].store(table, std::memory_order_release);
+  }
+  return table;
+}
+
+KeptRows::Block& KeptRows::Room(size_t n, bool dense) {
+  // Rows of either kind go on filling their own block, so that rows that
+  // alternate between them do not start a block each.
+  int64_t& open = dense ? open_dense_ : open_sparse_;
+  if (open < 0 || blocks_[open].capacity - blocks_[open].size < n) {
+    const size_t next =
+        open < 0 ? kFirstBlock
+                 : std::min(2 * blocks_[open].capacity, kLargestBlock);
+    Block& b = blocks_.emplace_back();
+    b.capacity = std::max(next, n);
+    // Not initialised: every coordinate is written before it is read.
+    if (!dense) b.index.reset(new uint32_t[b.capacity]);
+    b.value.reset(new double[b.capacity]);
+    open = static_cast<int64_t>(blocks_.size()) - 1;
+  }
+  return blocks_[open];
+}
+
+void KeptRows::Close(const Block& b, size_t begin, int label, double square) {
+  rows_.push_back({static_cast<uint32_t>(&b - blocks_.data()),
+                   static_cast<uint32_t>(begin),
+                   static_cast<uint32_t>(b.size)});
+  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
+  square_.push_back(square);
+}
+
+void KeptRows::AddDense(absl::Span<const double> values, int label) {
+  Block& b = Room(values.size(), /*dense=*/true);
+  const size_t begin = b.size;
+  double square = 0;
+  for (double v : values) {
+    b.value[b.size++] = v;
+    square += v * v;
+  }
+  Close(b, begin, label, square);
+}
+
+void KeptRows::Add(const Prepared& x, int label) {
+  const size_t most =
+      (x.x.sparse ? x.x.indices.size() : x.dimension) + (x.has_bias ? 1 : 0);
+  if (!x.x.sparse) {
+    // A dense row keeps only its values, if none is zero (as a sparse row
+    // keeps only its non-zeros).
+    Block& b = Room(most, /*dense=*/true);
+    const size_t begin = b.size;
+    double* value = b.value.get() + begin;
+    double square = 0;
+    bool zero = false;
+    for (uint32_t i = 0; i < x.dimension; ++i) {
+      value[i] = x.scale * x.x.values[i];
+      zero |= value[i] == 0;
+      square += value[i] * value[i];
+    }
+    if (x.has_bias) {
+      value[x.dimension] = x.scale * x.bias_value;
+      zero |= value[x.dimension] == 0;
+      square += value[x.dimension] * value[x.dimension];
+    }
+    if (!zero) {
+      b.size = begin + most;
+      Close(b, begin, label, square);
+      return;
+    }
+    // Written past the block's size, so nothing is kept: as a sparse row.
+  }
+  Block& b = Room(most, /*dense=*/false);
+  const size_t begin = b.size;
+  uint32_t* index = b.index.get();
+  double* value = b.value.get();
+  size_t at = begin;
+  double square = 0;
+  auto keep = [&](uint32_t i, double v) {
+    if (v == 0) return;
+    index[at] = i;
+    value[at] = v;
+    ++at;
+    square += v * v;
+  };
+  if (x.x.sparse) {
+    for (size_t k = 0; k < x.x.indices.size(); ++k) {
+      keep(x.x.indices[k], x.scale * x.x.values[k]);
+    }
+  } else {
+    for (uint32_t i = 0; i < x.dimension; ++i) {
+      keep(i, x.scale * x.x.values[i]);
+    }
+  }
+  if (x.has_bias) keep(x.dimension, x.scale * x.bias_value);
+  b.size = at;
+  Close(b, begin, label, square);
+}
+
+void KeptRows::Add(absl::Span<const uint32_t> indices,
+                   absl::Span<const double> values, int label) {
+  bool dense = true;
+  for (size_t k = 0; k < indices.size() && dense; ++k) {
+    dense = indices[k] == k && values[k] != 0;
+  }
+  if (dense) {
+    AddDense(values, label);
+    return;
+  }
+  Block& b = Room(indices.size(), /*dense=*/false);
+  const size_t begin = b.size;
+  double square = 0;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (values[k] == 0) continue;
+    b.index[b.size] = indices[k];
+    b.value[b.size] = values[k];
+    ++b.size;
+    square += values[k] * values[k];
+  }
+  Close(b, begin, label, square);
+}
+
+void KeptRows::Append(const KeptRows& more) {
+  for (size_t t = 0; t < more.size(); ++t) {
+    const absl::Span<const uint32_t> index = more.indices(t);
+    const absl::Span<const double> value = more.values(t);
+    if (more.dense(t)) {
+      AddDense(value, more.labels_[t]);  // its square summed as it was
+      continue;
+    }
+    Block& b = Room(index.size(), /*dense=*/false);
+    const size_t begin = b.size;
+    std::copy(index.begin(), index.end(), b.index.get() + begin);
+    std::copy(value.begin(), value.end(), b.value.get() + begin);
+    b.size += index.size();
+    Close(b, begin, more.labels_[t], more.square_[t]);
+  }
+}
+
+void KeptRows::Append(KeptRows&& more) {
+  size_t coordinates = 0;
+  for (const Block& b : more.blocks_) coordinates += b.size;
+  if (coordinates < kLargestBlock / 4 || blocks_.empty()) {
+    if (blocks_.empty()) {
+      *this = std::move(more);
+    } else {
+      Append(static_cast<const KeptRows&>(more));
+    }
+    more.Clear();
+    return;
+  }
+  const uint32_t offset = static_cast<uint32_t>(blocks_.size());
+  for (Block& b : more.blocks_) blocks_.push_back(std::move(b));
+  for (const Row& r : more.rows_) {
+    rows_.push_back({r.block + offset, r.begin, r.end});
+  }
+  labels_.insert(labels_.end(), more.labels_.begin(), more.labels_.end());
+  square_.insert(square_.end(), more.square_.begin(), more.square_.end());
+  more.Clear();
+}
+
+bool operator==(const KeptRows& a, const KeptRows& b) {
+  if (a.labels_ != b.labels_ || a.square_ != b.square_) return false;
+  for (size_t t = 0; t < a.size(); ++t) {
+    const absl::Span<const uint32_t> ai = a.indices(t), bi = b.indices(t);
+    const absl::Span<const double> av = a.values(t), bv = b.values(t);
+    if (!std::equal(ai.begin(), ai.end(), bi.begin(), bi.end()) ||
+        !std::equal(av.begin(), av.end(), bv.begin(), bv.end())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t KeptRows::bytes() const {
+  size_t values = 0, indices = 0;
+  for (const Block& b : blocks_) {
+    values += b.capacity;
+    if (b.index != nullptr) indices += b.capacity;
+  }
+  return values * sizeof(double) + indices * sizeof(uint32_t) +
+         blocks_.capacity() * sizeof(Block) + rows_.capacity() * sizeof(Row) +
+         labels_.capacity() + square_.capacity() * sizeof(double);
+}
+
+}  // namespace perceptron

@@ -15,122 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "server/storage/crc.h"
+#include "server/storage/rows_chunk.h"
 
 namespace perceptron::server {
 namespace {
-
-// Counts and labels are written byte by byte; indices and values are copied
-// as they are in memory, which is their little-endian form here.
-static_assert(std::endian::native == std::endian::little);
-
-// A chunk: CRC-32 of everything after it (4 bytes), payload length (4), type
-// (1), record sequence number (8), payload; integers little-endian.
-constexpr size_t kChunkHeader = 17;
-enum ChunkType : uint8_t { kHeader = 0, kRows = 1, kCleared = 2 };
-constexpr absl::string_view kSuffix = ".rows";
-
-// Starts a chunk at the end of `out`; returns where it starts.
-size_t BeginChunk(std::string* out) {
-  const size_t at = out->size();
-  out->resize(at + kChunkHeader);
-  return at;
-}
-void EndChunk(std::string* out, size_t at, ChunkType type, uint64_t seq) {
-  char* h = out->data() + at;
-  PutLittle(h + 4, out->size() - at - kChunkHeader, 4);
-  h[8] = static_cast<char>(type);
-  PutLittle(h + 9, seq, 8);
-  PutLittle(h, Crc32(absl::string_view(h + 4, out->size() - at - 4)), 4);
-}
-void AddChunk(std::string* out, ChunkType type, uint64_t seq,
-              absl::string_view payload) {
-  const size_t at = BeginChunk(out);
-  out->append(payload.data(), payload.size());
-  EndChunk(out, at, type, seq);
-}
-// A rows chunk's payload: the number of rows n (4 bytes); n labels (1 byte,
-// +1 or -1); n marks (1 byte: 1 if the row is dense, its non-zeros
-// coordinates 0, 1, ..., k-1, whose indices are then not written); n counts
-// of non-zeros (4 bytes); the sparse rows' indices (4 bytes each), then
-// every row's values (8-byte doubles), rows in order. Written from the
-// rows' blocks in one copy.
-void AddRows(std::string* out, uint64_t seq, const KeptRows& rows) {
-  const size_t n = rows.size();
-  size_t indices = 0, values = 0;
-  for (size_t t = 0; t < n; ++t) {
-    const size_t k = rows.values(t).size();
-    values += k;
-    if (!rows.dense(t)) indices += k;
-  }
-  const size_t at = BeginChunk(out);
-  const size_t start = out->size();
-  out->resize(start + 4 + 6 * n + 4 * indices + 8 * values);
-  char* w = out->data() + start;
-  PutLittle(w, n, 4);
-  char* label = w + 4;
-  char* dense = label + n;
-  char* count = dense + n;
-  char* index = count + 4 * n;
-  char* value = index + 4 * indices;
-  for (size_t t = 0; t < n; ++t) {
-    label[t] = static_cast<char>(rows.label(t) > 0 ? 1 : -1);
-    dense[t] = static_cast<char>(rows.dense(t) ? 1 : 0);
-    const absl::Span<const double> v = rows.values(t);
-    PutLittle(count + 4 * t, v.size(), 4);
-    if (!rows.dense(t)) {
-      std::memcpy(index, rows.indices(t).data(), 4 * v.size());
-      index += 4 * v.size();
-    }
-    std::memcpy(value, v.data(), 8 * v.size());
-    value += 8 * v.size();
-  }
-  EndChunk(out, at, kRows, seq);
-}
-
-// Appends the rows of a payload written by AddRows to `rows`; false (some may
-// be appended) if it does not add up. Their indices and values are checked by
-// the certificate that takes them (CertificateTracker::Restore).
-bool ParseRows(absl::string_view p, KeptRows* rows) {
-  if (p.size() < 4) return false;
-  const uint64_t n = GetLittle(p.data(), 4);
-  if (n > (p.size() - 4) / 6) return false;
-  const char* label = p.data() + 4;
-  const char* dense = label + n;
-  const char* count = dense + n;
-  uint64_t indices = 0, values = 0;
-  for (uint64_t t = 0; t < n; ++t) {
-    if ((label[t] != 1 && label[t] != -1) || (dense[t] != 0 && dense[t] != 1))
-      return false;
-    const uint64_t k = GetLittle(count + 4 * t, 4);
-    values += k;
-    if (dense[t] == 0) indices += k;
-  }
-  if (4 + 6 * n + 4 * indices + 8 * values != p.size()) return false;
-  const char* index = count + 4 * n;
-  const char* value = index + 4 * indices;
-  std::vector<uint32_t> ix;
-  std::vector<double> vx;
-  for (uint64_t t = 0; t < n; ++t) {
-    const size_t k = GetLittle(count + 4 * t, 4);
-    ix.resize(k);
-    vx.resize(k);
-    if (dense[t] == 1) {
-      for (size_t i = 0; i < k; ++i) ix[i] = static_cast<uint32_t>(i);
-    } else {
-      std::memcpy(ix.data(), index, 4 * k);
-      index += 4 * k;
-    }
-    std::memcpy(vx.data(), value, 8 * k);
-    value += 8 * k;
-    rows->Add(ix, vx, label[t]);
-  }
-  return true;
-}
-
-std::string HeaderPayload(const std::string& id, int64_t created_at) {
-  return absl::StrCat(id, "\n", created_at);
-}
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return absl::UnavailableError(
@@ -170,21 +58,18 @@ class ChunkReader {
 
   // The next chunk whole and passing its check, or false (the end, a torn
   // chunk or one whose CRC-32 fails).
-  bool Next(uint8_t* type, uint64_t* seq, absl::string_view* payload) {
+  bool Next(Chunk* chunk) {
     if (size_ - at_ < kChunkHeader) return false;
     buffer_.resize(kChunkHeader);
     if (!ReadAt(at_, buffer_.data(), kChunkHeader)) return false;
-    const uint64_t length = GetLittle(buffer_.data() + 4, 4);
+    const uint64_t length = ChunkPayloadLength(buffer_);
     if (length > size_ - at_ - kChunkHeader) return false;  // torn
     buffer_.resize(kChunkHeader + length);
-    if (!ReadAt(at_ + kChunkHeader, buffer_.data() + kChunkHeader, length) ||
-        GetLittle(buffer_.data(), 4) !=
-            Crc32(absl::string_view(buffer_).substr(4))) {
+    if (!ReadAt(at_ + kChunkHeader, buffer_.data() + kChunkHeader, length)) {
       return false;
     }
-    *type = static_cast<uint8_t>(buffer_[8]);
-    *seq = GetLittle(buffer_.data() + 9, 8);
-    *payload = absl::string_view(buffer_).substr(kChunkHeader);
+    absl::string_view bytes = buffer_;
+    if (NextChunk(&bytes, chunk) != ChunkRead::kChunk) return false;
     at_ += kChunkHeader + length;
     return true;
   }
@@ -227,7 +112,7 @@ RowsFiles::~RowsFiles() {
 
 std::string RowsFiles::PathOf(const std::string& id, int64_t created_at) const {
   // Model ids are [A-Za-z0-9._-] (server/model/model_id.h): a file name.
-  return absl::StrCat(dir_, "/", id, ".", created_at, kSuffix);
+  return absl::StrCat(dir_, "/", id, ".", created_at, kRowsFileSuffix);
 }
 
 absl::Status RowsFiles::OpenForWrite(File& f, bool create) {
@@ -281,7 +166,7 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       it = files_.emplace(*c.id, std::move(f)).first;
       Touched& t = touched[*c.id];
       t.created = true;
-      AddChunk(&t.bytes, kHeader, 0, HeaderPayload(*c.id, created_at));
+      AppendChunk(&t.bytes, kHeaderChunk, 0, HeaderPayload(*c.id, created_at));
     }
     Touched& t = touched.try_emplace(*c.id).first->second;
     if (t.bytes.empty() && !t.created) {
@@ -289,11 +174,11 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       t.live = it->second.live;
     }
     if (c.cleared) {
-      AddChunk(&t.bytes, kCleared, c.seq, "");
+      AppendChunk(&t.bytes, kClearedChunk, c.seq, "");
       t.live = false;
     }
     if (rows) {
-      AddRows(&t.bytes, c.seq, *c.rows);
+      AppendRowsChunk(&t.bytes, c.seq, *c.rows);
       t.live = true;
     }
   }
@@ -372,8 +257,8 @@ absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
   const bool has_rows = rows != nullptr && rows->size() > 0;
   if (has_rows) {
     std::string bytes;
-    AddChunk(&bytes, kHeader, 0, HeaderPayload(id, nanos));
-    AddRows(&bytes, 0, *rows);
+    AppendChunk(&bytes, kHeaderChunk, 0, HeaderPayload(id, nanos));
+    AppendRowsChunk(&bytes, 0, *rows);
     absl::Status s = OpenForWrite(f, /*create=*/true);
     if (s.ok() && !WriteAll(f.fd, bytes, 0)) s = Errno("cannot write", f.path);
     if (s.ok() && ::fdatasync(f.fd) != 0) s = Errno("cannot sync", f.path);
@@ -459,7 +344,7 @@ void RowsFiles::List() {
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
     absl::string_view name(e->d_name);
-    if (!absl::ConsumeSuffix(&name, kSuffix)) continue;
+    if (!absl::ConsumeSuffix(&name, kRowsFileSuffix)) continue;
     const size_t dot = name.rfind('.');
     int64_t created_at = 0;
     if (dot == absl::string_view::npos ||
@@ -493,22 +378,23 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
   if (!chunks.opened()) return;
 
   bool header = false, live = false;
-  uint8_t type;
-  uint64_t seq;
-  absl::string_view payload;
+  Chunk chunk;
   uint64_t good_end = 0;
-  while (chunks.Next(&type, &seq, &payload)) {
+  while (chunks.Next(&chunk)) {
     if (!header) {
-      if (type != kHeader || payload != HeaderPayload(id, nanos)) break;
+      if (chunk.type != kHeaderChunk ||
+          chunk.payload != HeaderPayload(id, nanos)) {
+        break;
+      }
       header = true;
-    } else if (seq > last_seq || type == kHeader) {
+    } else if (chunk.seq > last_seq || chunk.type == kHeaderChunk) {
       break;  // a record not applied, and everything after it
-    } else if (type == kCleared) {
+    } else if (chunk.type == kClearedChunk) {
       rows->Clear();
       *ok = true;
       live = false;
-    } else if (type == kRows) {
-      *ok = *ok && ParseRows(payload, rows);
+    } else if (chunk.type == kRowsChunk) {
+      *ok = *ok && ParseRows(chunk.payload, rows);
       live = true;
     } else {
       break;

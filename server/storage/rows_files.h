@@ -3,17 +3,16 @@
 // A kept row is written once, synced with the records it goes with, and
 // deleted with its file when the rows no longer count (the certificate
 // froze, the model was reset or deleted); it is never copied by LevelDB's
-// memtable flushes and compactions, which is what kept rows cost in LevelDB
-// (a W2 stream keeps about 88 MB before its certificate freezes).
+// memtable flushes and compactions, as rows stored in LevelDB would be.
 //
-// A file is a sequence of chunks, each with its own CRC-32: a header naming
-// the model and its incarnation, then the rows of a log record, or a mark
-// that the rows before it no longer count, each tagged with its record's
-// sequence number. Recovery reads the chunks of the records it applied, up to
-// the first that fails its check (a torn tail), and truncates the rest.
-// Chunks are written before the LevelDB batch that holds their records (and
-// synced before it with durability sync), so that an applied record always
-// has its rows on disk.
+// A file is a sequence of chunks (rows_format.h; rows_chunk.h encodes and
+// parses them): a header naming the model and its incarnation, then the rows
+// of a log record, or a mark that the rows before it no longer count, each
+// tagged with its record's sequence number. Recovery reads the chunks of the
+// records it applied, up to the first that fails its check (a torn tail), and
+// truncates the rest. Chunks are written before the LevelDB batch that holds
+// their records (and synced before it with durability sync), so that an applied
+// record always has its rows on disk.
 //
 // Thread-safe. Used by Store, which serializes its writes to it.
 #ifndef PERCEPTRON_SERVER_STORAGE_ROWS_FILES_H_
@@ -32,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "core/certificate.h"
+#include "core/kept_rows.h"
 
 namespace perceptron::server {
 
@@ -100,11 +99,9 @@ class RowsFiles {
   void Close(File& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SyncDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes every file (and the directory) durable at once: syncfs(2) on the
-  // directory's file system. Several files' fdatasync take one journal
-  // commit each (0.19 ms a file on this machine's ext4: 64 files 11.7 ms);
-  // syncfs commits once (64 files 1.3 ms), flushing whatever else of that
-  // file system is not yet on disk too (the data directory's own volume, in
-  // the deployments).
+  // directory's file system, one journal commit where each file's fdatasync
+  // would take one each. It flushes whatever else of that file system is not
+  // yet on disk too (the data directory's own volume, in the deployments).
   absl::Status SyncAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes `files` (and the directory, if it changed) durable: one file's
   // fdatasync, or SyncAll for several.

@@ -1,0 +1,132 @@
+#include "server/storage/rows_chunk.h"
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/storage/crc.h"
+
+namespace perceptron::server {
+namespace {
+
+// Counts and labels are written byte by byte; indices and values are copied
+// as they are in memory, which is their little-endian form here.
+static_assert(std::endian::native == std::endian::little);
+
+// Starts a chunk at the end of `out`; returns where it starts.
+size_t BeginChunk(std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + kChunkHeader);
+  return at;
+}
+void EndChunk(std::string* out, size_t at, ChunkType type, uint64_t seq) {
+  char* h = out->data() + at;
+  PutLittle(h + 4, out->size() - at - kChunkHeader, 4);
+  h[8] = static_cast<char>(type);
+  PutLittle(h + 9, seq, 8);
+  PutLittle(h, Crc32(absl::string_view(h + 4, out->size() - at - 4)), 4);
+}
+}  // namespace
+
+void AppendChunk(std::string* out, ChunkType type, uint64_t seq,
+                 absl::string_view payload) {
+  const size_t at = BeginChunk(out);
+  out->append(payload.data(), payload.size());
+  EndChunk(out, at, type, seq);
+}
+void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
+  const size_t n = rows.size();
+  size_t indices = 0, values = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const size_t k = rows.values(t).size();
+    values += k;
+    if (!rows.dense(t)) indices += k;
+  }
+  const size_t at = BeginChunk(out);
+  const size_t start = out->size();
+  out->resize(start + 4 + 6 * n + 4 * indices + 8 * values);
+  char* w = out->data() + start;
+  PutLittle(w, n, 4);
+  char* label = w + 4;
+  char* dense = label + n;
+  char* count = dense + n;
+  char* index = count + 4 * n;
+  char* value = index + 4 * indices;
+  for (size_t t = 0; t < n; ++t) {
+    label[t] = static_cast<char>(rows.label(t) > 0 ? 1 : -1);
+    dense[t] = static_cast<char>(rows.dense(t) ? 1 : 0);
+    const absl::Span<const double> v = rows.values(t);
+    PutLittle(count + 4 * t, v.size(), 4);
+    if (!rows.dense(t)) {
+      std::memcpy(index, rows.indices(t).data(), 4 * v.size());
+      index += 4 * v.size();
+    }
+    std::memcpy(value, v.data(), 8 * v.size());
+    value += 8 * v.size();
+  }
+  EndChunk(out, at, kRowsChunk, seq);
+}
+
+std::string HeaderPayload(absl::string_view id, int64_t created_at) {
+  return absl::StrCat(id, "\n", created_at);
+}
+
+bool ParseRows(absl::string_view p, KeptRows* rows) {
+  if (p.size() < 4) return false;
+  const uint64_t n = GetLittle(p.data(), 4);
+  if (n > (p.size() - 4) / 6) return false;
+  const char* label = p.data() + 4;
+  const char* dense = label + n;
+  const char* count = dense + n;
+  uint64_t indices = 0, values = 0;
+  for (uint64_t t = 0; t < n; ++t) {
+    if ((label[t] != 1 && label[t] != -1) || (dense[t] != 0 && dense[t] != 1))
+      return false;
+    const uint64_t k = GetLittle(count + 4 * t, 4);
+    values += k;
+    if (dense[t] == 0) indices += k;
+  }
+  if (4 + 6 * n + 4 * indices + 8 * values != p.size()) return false;
+  const char* index = count + 4 * n;
+  const char* value = index + 4 * indices;
+  std::vector<uint32_t> ix;
+  std::vector<double> vx;
+  for (uint64_t t = 0; t < n; ++t) {
+    const size_t k = GetLittle(count + 4 * t, 4);
+    ix.resize(k);
+    vx.resize(k);
+    if (dense[t] == 1) {
+      for (size_t i = 0; i < k; ++i) ix[i] = static_cast<uint32_t>(i);
+    } else {
+      std::memcpy(ix.data(), index, 4 * k);
+      index += 4 * k;
+    }
+    std::memcpy(vx.data(), value, 8 * k);
+    value += 8 * k;
+    rows->Add(ix, vx, label[t]);
+  }
+  return true;
+}
+
+uint64_t ChunkPayloadLength(absl::string_view header) {
+  return GetLittle(header.data() + 4, 4);
+}
+
+ChunkRead NextChunk(absl::string_view* bytes, Chunk* chunk) {
+  if (bytes->empty()) return ChunkRead::kEnd;
+  if (bytes->size() < kChunkHeader) return ChunkRead::kTorn;
+  const uint64_t length = ChunkPayloadLength(*bytes);
+  if (length > bytes->size() - kChunkHeader) return ChunkRead::kTorn;
+  const absl::string_view whole = bytes->substr(0, kChunkHeader + length);
+  if (GetLittle(whole.data(), 4) != Crc32(whole.substr(4))) {
+    return ChunkRead::kCorrupt;
+  }
+  chunk->type = static_cast<uint8_t>(whole[8]);
+  chunk->seq = GetLittle(whole.data() + 9, 8);
+  chunk->payload = whole.substr(kChunkHeader);
+  bytes->remove_prefix(whole.size());
+  return ChunkRead::kChunk;
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,181 @@
+#include "server/storage/rows_chunk.h"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kept_rows.h"
+#include "gtest/gtest.h"
+#include "server/storage/rows_format.h"
+
+namespace perceptron::server {
+namespace {
+
+uint64_t Little(const std::string& bytes, size_t at, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) {
+    v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+  }
+  return v;
+}
+
+// Dense rows (indices 0..k-1, kept as values alone), sparse ones and an empty
+// one, both labels.
+KeptRows SomeRows() {
+  KeptRows rows;
+  rows.Add(std::vector<uint32_t>{0, 1, 2}, std::vector<double>{0.5, -1, 2}, +1);
+  rows.Add(std::vector<uint32_t>{4, 9}, std::vector<double>{1e-300, 3}, -1);
+  rows.Add(std::vector<uint32_t>{}, std::vector<double>{}, +1);
+  rows.Add(std::vector<uint32_t>{0, 1}, std::vector<double>{-0.0, 7}, -1);
+  return rows;
+}
+
+// A file's worth: header, rows at record 3, cleared at 4, rows at 5.
+std::string SomeFile() {
+  std::string bytes;
+  AppendChunk(&bytes, kHeaderChunk, 0, HeaderPayload("spam", 1234567890));
+  AppendRowsChunk(&bytes, 3, SomeRows());
+  AppendChunk(&bytes, kClearedChunk, 4, "");
+  AppendRowsChunk(&bytes, 5, KeptRows());
+  return bytes;
+}
+
+TEST(RowsChunkTest, ReadsBackWhatWasWritten) {
+  const std::string bytes = SomeFile();
+  absl::string_view rest = bytes;
+  Chunk chunk;
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  EXPECT_EQ(chunk.type, kHeaderChunk);
+  EXPECT_EQ(chunk.seq, 0u);
+  EXPECT_EQ(chunk.payload, "spam\n1234567890");
+
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  EXPECT_EQ(chunk.type, kRowsChunk);
+  EXPECT_EQ(chunk.seq, 3u);
+  KeptRows rows;
+  ASSERT_TRUE(ParseRows(chunk.payload, &rows));
+  EXPECT_TRUE(rows == SomeRows());
+  EXPECT_TRUE(rows.dense(0));
+  EXPECT_FALSE(rows.dense(1));
+
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  EXPECT_EQ(chunk.type, kClearedChunk);
+  EXPECT_EQ(chunk.seq, 4u);
+  EXPECT_TRUE(chunk.payload.empty());
+
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  EXPECT_EQ(chunk.type, kRowsChunk);
+  EXPECT_EQ(chunk.seq, 5u);
+  KeptRows none;
+  ASSERT_TRUE(ParseRows(chunk.payload, &none));
+  EXPECT_EQ(none.size(), 0u);
+
+  EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kEnd);
+}
+
+// The layout docs/formats.md gives: CRC-32 (zlib's) of everything after it,
+// length, type, seq, then the payload; a rows payload with dense rows'
+// indices left out.
+TEST(RowsChunkTest, LaysOutBytesAsDocumented) {
+  std::string bytes;
+  KeptRows rows;
+  rows.Add(std::vector<uint32_t>{0, 1}, std::vector<double>{1, 2}, -1);
+  rows.Add(std::vector<uint32_t>{7}, std::vector<double>{3}, +1);
+  AppendRowsChunk(&bytes, 0x0102030405060708ull, rows);
+
+  ASSERT_GE(bytes.size(), kChunkHeader);
+  const std::string after = bytes.substr(4);
+  EXPECT_EQ(Little(bytes, 0, 4),
+            crc32(0, reinterpret_cast<const Bytef*>(after.data()),
+                  static_cast<uInt>(after.size())));
+  EXPECT_EQ(Little(bytes, 4, 4), bytes.size() - kChunkHeader);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[8]), kRowsChunk);
+  EXPECT_EQ(Little(bytes, 9, 8), 0x0102030405060708ull);
+
+  const size_t p = kChunkHeader;
+  EXPECT_EQ(Little(bytes, p, 4), 2u);                // n
+  EXPECT_EQ(static_cast<int8_t>(bytes[p + 4]), -1);  // labels
+  EXPECT_EQ(static_cast<int8_t>(bytes[p + 5]), 1);
+  EXPECT_EQ(bytes[p + 6], 1);              // dense
+  EXPECT_EQ(bytes[p + 7], 0);              // sparse
+  EXPECT_EQ(Little(bytes, p + 8, 4), 2u);  // counts
+  EXPECT_EQ(Little(bytes, p + 12, 4), 1u);
+  EXPECT_EQ(Little(bytes, p + 16, 4), 7u);  // the sparse index
+  EXPECT_EQ(bytes.size(), p + 20 + 3 * 8);  // three values
+}
+
+TEST(RowsChunkTest, EveryCutThroughAChunkIsTorn) {
+  const std::string bytes = SomeFile();
+  absl::string_view whole = bytes;
+  Chunk chunk;
+  ASSERT_EQ(NextChunk(&whole, &chunk), ChunkRead::kChunk);
+  const size_t first = bytes.size() - whole.size();
+  ASSERT_EQ(NextChunk(&whole, &chunk), ChunkRead::kChunk);
+  const size_t second = bytes.size() - whole.size();
+  for (size_t cut = first + 1; cut < second; ++cut) {
+    absl::string_view rest =
+        absl::string_view(bytes).substr(first, cut - first);
+    const absl::string_view before = rest;
+    EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kTorn) << "cut at " << cut;
+    EXPECT_EQ(rest, before) << "a failed read moved on";
+  }
+}
+
+TEST(RowsChunkTest, NoChangedByteIsTakenForAChunk) {
+  const std::string bytes = SomeFile();
+  Chunk chunk;
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    for (const uint8_t flip : {0x01, 0x80, 0xff}) {
+      std::string damaged = bytes;
+      damaged[at] = static_cast<char>(damaged[at] ^ flip);
+      absl::string_view rest = damaged;
+      // The chunks before the damaged one read; the damaged one never does.
+      size_t start = 0;
+      ChunkRead read;
+      while ((read = NextChunk(&rest, &chunk)) == ChunkRead::kChunk) {
+        const size_t end = damaged.size() - rest.size();
+        ASSERT_FALSE(start <= at && at < end)
+            << "byte " << at << " ^ " << int{flip} << " passed its check";
+        start = end;
+      }
+      EXPECT_TRUE(read == ChunkRead::kCorrupt || read == ChunkRead::kTorn)
+          << "byte " << at;
+    }
+  }
+}
+
+TEST(RowsChunkTest, PayloadsThatDoNotAddUpAreRefused) {
+  std::string bytes;
+  AppendRowsChunk(&bytes, 1, SomeRows());
+  const std::string good = bytes.substr(kChunkHeader);
+  KeptRows rows;
+  ASSERT_TRUE(ParseRows(good, &rows));
+
+  auto refused = [](std::string payload) {
+    KeptRows r;
+    return !ParseRows(payload, &r);
+  };
+  EXPECT_TRUE(refused(""));
+  EXPECT_TRUE(refused(good.substr(0, 3)));  // no row count
+  for (size_t n = 4; n < good.size(); ++n) {
+    EXPECT_TRUE(refused(good.substr(0, n))) << "cut at " << n;
+  }
+  EXPECT_TRUE(refused(good + "x"));  // a byte too many
+  std::string label = good;
+  label[4] = 2;  // a label neither +1 nor -1
+  EXPECT_TRUE(refused(label));
+  std::string mark = good;
+  mark[4 + 4] = 3;  // a mark neither dense nor sparse
+  EXPECT_TRUE(refused(mark));
+  std::string count = good;
+  count[4 + 8] = static_cast<char>(count[4 + 8] + 1);  // one value more
+  EXPECT_TRUE(refused(count));
+  std::string many = good;
+  many[3] = 0x7f;  // far more rows than bytes
+  EXPECT_TRUE(refused(many));
+}
+
+}  // namespace
+}  // namespace perceptron::server

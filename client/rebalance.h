@@ -1,5 +1,5 @@
 // Moving models between shards after shards are added or removed
-// (docs/design.md section 9), with a proxy as the single source of truth of
+// (docs/design.md section 10), with a proxy as the single source of truth of
 // ownership: a model is where the proxy routes its id.
 //
 //   RebalanceOptions o;

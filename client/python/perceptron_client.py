@@ -101,7 +101,7 @@ def main():
     if args.token_file:
         with open(args.token_file) as f:
             token = f.read().strip()
-    # Every call names the model: its id in the routing header (docs/design.md section 9).
+    # Every call names the model: its id in the routing header (docs/design.md section 10).
     metadata = [("x-perceptron-model", args.model)]
     if token:
         metadata.append(("authorization", "Bearer " + token))

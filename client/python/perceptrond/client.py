@@ -15,7 +15,7 @@ from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 from . import _wire
 
 #: Every call that names a model carries its id in this request header, so that a proxy in
-#: front of several servers can route by it (docs/design.md section 9).
+#: front of several servers can route by it (docs/design.md section 10).
 MODEL_HEADER = "x-perceptron-model"
 
 _ALGORITHMS = {"classic": pb.CLASSIC, "margin": pb.MARGIN, "averaged": pb.AVERAGED,

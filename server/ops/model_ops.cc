@@ -28,6 +28,34 @@ absl::Status Changeable(const ModelEntry& entry)
   return absl::OkStatus();
 }
 
+// The end of a batch that may have changed the model. Under entry.mu, Finish
+// records the time and the statistics after the batch and stages its log
+// record; once the lock is released, Announce wakes the certificate's
+// refresher if the batch left it rows to solve, tells watchers, and hands
+// over the commit to await.
+class BatchEnd {
+ public:
+  void Finish(ModelEntry& entry, Persistence& persistence, bool changed,
+              absl::Time now, v1::ModelStats* stats)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+    changed_ = changed;
+    if (changed) entry.updated_at = now;
+    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
+    if (changed) commit_ = persistence.Stage(entry);
+    due_ = changed && entry.CertificateDue();
+  }
+  CommitHandle Announce(ModelEntry& entry) {
+    if (due_) entry.WakeCertificate();
+    if (changed_) entry.NotifyChanged();
+    return std::move(commit_);
+  }
+
+ private:
+  bool changed_ = false;
+  bool due_ = false;
+  CommitHandle commit_;
+};
+
 int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
 
 void OutcomeToProto(const Outcome& o, uint64_t prediction_id,
@@ -253,8 +281,8 @@ absl::Status ApplyLearnItems(
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats, CommitHandle* commit_out,
     std::optional<uint64_t> if_examples) {
-  bool changed = false, due = false;
-  CommitHandle commit;
+  bool changed = false;
+  BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
@@ -273,14 +301,9 @@ absl::Status ApplyLearnItems(
         changed |= *applied;
       }
     }
-    if (changed) entry.updated_at = absl::FromUnixNanos(now);
-    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
-    if (changed) commit = persistence.Stage(entry);
-    due = changed && entry.CertificateDue();
+    end.Finish(entry, persistence, changed, absl::FromUnixNanos(now), stats);
   }
-  if (due) entry.WakeCertificate();
-  if (changed) entry.NotifyChanged();
-  *commit_out = std::move(commit);
+  *commit_out = end.Announce(entry);
   return absl::OkStatus();
 }
 
@@ -289,8 +312,8 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
                                v1::ColumnResults* results,
                                v1::ModelStats* stats, CommitHandle* commit_out,
                                std::optional<uint64_t> if_examples) {
-  bool changed = false, due = false;
-  CommitHandle commit;
+  bool changed = false;
+  BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
@@ -369,14 +392,9 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
     }
     results->set_mistakes(std::move(mistakes));
     results->set_updates(std::move(updates));
-    if (changed) entry.updated_at = absl::FromUnixNanos(now);
-    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
-    if (changed) commit = persistence.Stage(entry);
-    due = changed && entry.CertificateDue();
+    end.Finish(entry, persistence, changed, absl::FromUnixNanos(now), stats);
   }
-  if (due) entry.WakeCertificate();
-  if (changed) entry.NotifyChanged();
-  *commit_out = std::move(commit);
+  *commit_out = end.Announce(entry);
   return absl::OkStatus();
 }
 
@@ -385,8 +403,8 @@ absl::Status ApplyReveals(
     const google::protobuf::RepeatedPtrField<v1::RevealItem>& items,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats) {
-  bool changed = false, due = false;
-  CommitHandle commit;
+  bool changed = false;
+  BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
@@ -402,13 +420,9 @@ absl::Status ApplyReveals(
       OutcomeToProto(*o, items[i].prediction_id(), result->mutable_outcome());
       changed = true;
     }
-    if (changed) entry.updated_at = absl::Now();
-    StatsToProto(entry.model->stats(/*with_weight_norm=*/false), stats);
-    if (changed) commit = persistence.Stage(entry);
-    due = changed && entry.CertificateDue();
+    end.Finish(entry, persistence, changed, absl::Now(), stats);
   }
-  if (due) entry.WakeCertificate();
-  if (changed) entry.NotifyChanged();
+  CommitHandle commit = end.Announce(entry);
   return AwaitCommit(commit);
 }
 

@@ -33,7 +33,7 @@ class PerceptronServiceImpl final
         server_id_(NewServerId()) {}
 
   // The trailing metadata key of GetModel and ListModels that carries the
-  // server's instance id (docs/design.md section 9).
+  // server's instance id (docs/design.md section 10).
   static constexpr char kServerHeader[] = "x-perceptron-server";
   // This server's instance id: 32 hex digits, new at every start.
   const std::string& server_id() const { return server_id_; }

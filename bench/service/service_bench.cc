@@ -662,7 +662,7 @@ std::string Si(double v) {
   return absl::StrFormat("%.0f", v);
 }
 
-// ---- shards behind nginx (docs/design.md section 9) ----
+// ---- shards behind nginx (docs/design.md section 10) ----
 
 // nginx with deploy/nginx/nginx.conf, its shards and listen address replaced
 // by `shards` and a unix socket (as tests/e2e/shards_test.py runs it).

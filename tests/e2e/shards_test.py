@@ -1,4 +1,4 @@
-"""Shards behind a real proxy (docs/design.md section 9): three perceptrond shards behind Debian's
+"""Shards behind a real proxy (docs/design.md section 10): three perceptrond shards behind Debian's
 nginx configured by deploy/nginx/nginx.conf (its upstream servers and listen address replaced by
 the test's: the shards' loopback ports, a unix socket), driven by the perceptrond Python package,
 which names the model in the x-perceptron-model header of every call.

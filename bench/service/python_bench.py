@@ -16,7 +16,7 @@ import perceptrond
 from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
-ITEM_BATCH = 64  # client/python/perceptron_client.py's --batch before it sent columns
+ITEM_BATCH = 64  # the batch of the first Python client, before columns
 DIMENSION = 20
 
 

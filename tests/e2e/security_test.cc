@@ -231,29 +231,5 @@ TEST_F(TokenTest, PrefixLimitedTokensTouchOnlyTheirModels) {
   EXPECT_EQ((*listed)[0].model_id(), "team-a-m");
 }
 
-TEST(SecurityTest, ThePythonClientTakesTlsAndTokenOptions) {
-  const testing::ScopedDir dir("py");
-  MakeCertificates(dir.path());
-  const std::string& d = dir.path();
-  const std::string token = "python-admin-token-0123456789";
-  std::ofstream(d + "/tokens") << token << " admin\n";
-  std::ofstream(d + "/my.token") << token << "\n";
-  auto server = *ServerProcess::Start({"--tls_cert=" + d + "/server.pem",
-                                       "--tls_key=" + d + "/server.key",
-                                       "--tokens_file=" + d + "/tokens"});
-  const std::string base = absl::StrCat(
-      PERCEPTRON_PYTHON, " ", PERCEPTRON_SOURCE_DIR,
-      "/client/python/perceptron_client.py --stubs ", PERCEPTRON_PYTHON_STUBS,
-      " --server ", server->target(), " --tls-ca ", d, "/ca.pem",
-      " --model py --create --no-normalize ");
-  testing::CommandResult r = RunCommand(base + PERCEPTRON_BREAST_CANCER_CSV);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
-  r = RunCommand(base + "--token-file " + d + "/my.token " +
-                 PERCEPTRON_BREAST_CANCER_CSV);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("examples 569\nmistakes 168\nupdates 168\n"));
-}
-
 }  // namespace
 }  // namespace perceptron

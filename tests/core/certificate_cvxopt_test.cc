@@ -18,6 +18,7 @@
 #include "core/certificate.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
+#include "tests/core/peers/peer.h"
 #include "tests/core/streams.h"
 #include "tests/scoped_dir.h"
 
@@ -87,16 +88,15 @@ TEST(CertificateCvxoptTest, BracketsTheOptimaOfAnIndependentSolver) {
       cases.push_back(std::move(c));
     }
   }
-  const std::string command = std::string(PERCEPTRON_PYTHON) + " " +
-                              PERCEPTRON_CVXOPT_SCRIPT + " " + path + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  const std::string output =
+      testing::RunPeer(std::string(PERCEPTRON_PYTHON) + " " +
+                       PERCEPTRON_CVXOPT_SCRIPT + " " + path);
+  ASSERT_FALSE(::testing::Test::HasFailure()) << output.substr(0, 2000);
   std::map<uint64_t, Peer> peers;
-  std::string output;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, pipe)) {
-    output += buf;
-    std::istringstream in(buf);
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
     std::string kind, a, b;
     uint64_t k;
     in >> kind >> k >> a >> b;
@@ -115,7 +115,6 @@ TEST(CertificateCvxoptTest, BracketsTheOptimaOfAnIndependentSolver) {
       p.td_dual = std::strtod(b.c_str(), nullptr);
     }
   }
-  ASSERT_EQ(pclose(pipe), 0) << command << ":\n" << output.substr(0, 2000);
   ASSERT_EQ(peers.size(), cases.size()) << output.substr(0, 2000);
 
   int soft_close = 0, separable = 0, hard_close = 0, td_close = 0;

@@ -18,6 +18,7 @@
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
+#include "tests/core/peers/peer.h"
 #include "tests/scoped_dir.h"
 
 namespace perceptron {
@@ -29,15 +30,9 @@ struct Peer {
 };
 
 Peer RunLinearSvc(const std::string& args = "") {
-  const std::string command = std::string(PERCEPTRON_PYTHON) + " " +
-                              PERCEPTRON_SVC_SCRIPT + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (pipe && fgets(buf, sizeof buf, pipe)) out += buf;
-  const int rc = pipe ? pclose(pipe) : -1;
-  EXPECT_EQ(rc, 0) << command << " failed:\n" << out;
+  const std::string out =
+      testing::RunPeer(std::string(PERCEPTRON_PYTHON) + " " +
+                       PERCEPTRON_SVC_SCRIPT + " " + args);
   Peer p;
   std::istringstream lines(out);
   std::string line;

@@ -6,6 +6,8 @@
 // solver; the tracker freezes and carries it over a restart like a linear
 // model's; and scikit-learn's SVC (libsvm) finds the same optimum on
 // breast_cancer.csv and a synthetic set (run live through Debian's Python).
+#include "core/kernel_certificate.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,11 +24,11 @@
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
-#include "core/kernel_certificate.h"
 #include "core/kernel_learner.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
+#include "tests/core/peers/peer.h"
 #include "tests/scoped_dir.h"
 
 namespace perceptron {
@@ -356,17 +358,6 @@ TEST(KernelCertificateTest, ABadBasisTurnsTheCertificateOff) {
 // (-x^, -y)} (its Gram matrix [[K, -K], [-K, K]], given precomputed) the best
 // intercept is 0 by symmetry, and its objective with C/2 is exactly this
 // certificate's P*(C). The script computes K itself with sklearn's kernels.
-std::string RunCommand(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (pipe && fgets(buf, sizeof buf, pipe)) out += buf;
-  const int rc = pipe ? pclose(pipe) : -1;
-  EXPECT_EQ(rc, 0) << command << " failed:\n" << out;
-  return out;
-}
-
 double Field(const std::string& out, const std::string& key) {
   std::istringstream lines(out);
   std::string line;
@@ -418,7 +409,7 @@ void CheckAgainstSvc(const std::string& name, const ModelConfig& config,
   command << PERCEPTRON_PYTHON << ' ' << PERCEPTRON_KERNEL_SVC_SCRIPT
           << " solve " << path << ' ' << type << ' ' << config.kernel.degree
           << ' ' << config.kernel.c0 << ' ' << config.kernel.sigma << " 2>&1";
-  const std::string out = RunCommand(command.str());
+  const std::string out = testing::RunPeer(command.str());
   const double r2 = Field(out, "r2");
   const double primal = Field(out, "primal");
   const double dual = Field(out, "dual");
@@ -440,8 +431,9 @@ void CheckAgainstSvc(const std::string& name, const ModelConfig& config,
 }
 
 TEST(KernelCertificateTest, MatchesScikitLearnSvc) {
-  const std::string csv = RunCommand(std::string(PERCEPTRON_PYTHON) + ' ' +
-                                     PERCEPTRON_KERNEL_SVC_SCRIPT + " csv");
+  const std::string csv =
+      testing::RunPeer(std::string(PERCEPTRON_PYTHON) + ' ' +
+                       PERCEPTRON_KERNEL_SVC_SCRIPT + " csv");
   std::vector<std::vector<double>> x;
   std::vector<int> y;
   testing::ReadBreastCancer(csv.substr(0, csv.find('\n')), &x, &y);
@@ -532,8 +524,8 @@ TEST(KernelCertificateTest, BracketsCvxoptsOptimaInTheFeatureSpace) {
     }
   }
   const std::string output =
-      RunCommand(std::string(PERCEPTRON_PYTHON) + ' ' +
-                 PERCEPTRON_CVXOPT_SCRIPT + ' ' + path + " 2>&1");
+      testing::RunPeer(std::string(PERCEPTRON_PYTHON) + ' ' +
+                       PERCEPTRON_CVXOPT_SCRIPT + ' ' + path + " 2>&1");
   std::map<std::string, std::pair<std::string, std::string>> peer;
   {
     std::istringstream lines(output);

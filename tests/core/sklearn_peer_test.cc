@@ -11,6 +11,7 @@
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
+#include "tests/core/peers/peer.h"
 
 namespace perceptron {
 namespace {
@@ -23,15 +24,8 @@ struct Sklearn {
 };
 
 Sklearn RunSklearn() {
-  const std::string command = std::string(PERCEPTRON_PYTHON) + " " +
-                              PERCEPTRON_SKLEARN_SCRIPT + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (pipe && fgets(buf, sizeof buf, pipe)) out += buf;
-  const int rc = pipe ? pclose(pipe) : -1;
-  EXPECT_EQ(rc, 0) << command << " failed:\n" << out;
+  const std::string out = testing::RunPeer(std::string(PERCEPTRON_PYTHON) +
+                                           " " + PERCEPTRON_SKLEARN_SCRIPT);
   Sklearn r;
   std::istringstream lines(out);
   std::string line;

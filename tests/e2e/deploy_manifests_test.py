@@ -1,14 +1,13 @@
 """deploy/: the compose file and Kubernetes manifests parse, and they, the Dockerfile and the
 image's flags agree on ports, volume and health checks.
-Usage: deploy_manifests_test.py DEPLOY_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import os
 import re
-import sys
 import unittest
 
 import yaml
 
-DEPLOY = sys.argv[1]
+DEPLOY = os.environ["PERCEPTRON_DEPLOY"]
 
 
 def read(name):
@@ -118,6 +117,3 @@ class DeployTest(unittest.TestCase):
         self.assertIn("./nginx/nginx.conf:/etc/nginx/nginx.conf:ro",
                       compose["services"]["proxy"]["volumes"])
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,11 +1,10 @@
 """The HTTP port against a real perceptrond: /metrics parses as Prometheus text and its counters
 equal GetStatus's, the JSON status and history equal the gRPC ones, /healthz, errors, tokens,
 and `perceptron plot` drawing the same curve.
-Usage: http_test.py PERCEPTROND PERCEPTRON_CLI STUBS_DIR BREAST_CANCER_CSV"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -14,7 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import perceptrond_process as pp
 
-PERCEPTROND, CLI, STUBS, CSV = sys.argv[1:5]
+PERCEPTROND = pp.setting("PERCEPTROND")
+CLI = pp.setting("PERCEPTRON_CLI")
+STUBS = pp.setting("PERCEPTRON_STUBS")
+CSV = pp.setting("PERCEPTRON_BREAST_CANCER_CSV")
 pb, pb_grpc = pp.import_stubs(STUBS)
 import grpc  # noqa: E402
 
@@ -339,6 +341,3 @@ class HttpTokensTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
             os.unlink(tokens)
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

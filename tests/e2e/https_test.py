@@ -2,20 +2,19 @@
 ssl) verifies the server against the CA, reads /healthz, /metrics and JSON with a token, and
 presents a client certificate when the server asks for one (--tls_client_ca); a plain-HTTP
 request to the port gets no answer, so a token is never taken in clear text.
-Usage: https_test.py PERCEPTROND"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import http.client
 import os
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import unittest
 import urllib.error
 
 import perceptrond_process as pp
 
-PERCEPTROND = sys.argv[1]
+PERCEPTROND = pp.setting("PERCEPTROND")
 
 MAKE_CERTIFICATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
                                  "make_certificates.sh")
@@ -105,6 +104,3 @@ class HttpsTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

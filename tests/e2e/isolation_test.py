@@ -3,18 +3,18 @@ second perceptrond on a taken gRPC port, data directory or HTTP port fails to st
 clear message (and the first goes on serving); ListModels pages and their tokens show a
 prefix-limited caller nothing outside its prefixes; ids of dots only are refused, and ids at
 the contract's edges work over gRPC and the JSON API.
-Usage: isolation_test.py PERCEPTROND STUBS_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import base64
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import perceptrond_process as pp
 
-PERCEPTROND, STUBS = sys.argv[1:3]
+PERCEPTROND = pp.setting("PERCEPTROND")
+STUBS = pp.setting("PERCEPTRON_STUBS")
 pb, pb_grpc = pp.import_stubs(STUBS)
 import grpc  # noqa: E402
 
@@ -170,6 +170,3 @@ class ModelIdTest(pp.ServerTest):
             self.assertEqual(status, 200, model_id)
             self.assertEqual(json.loads(body)["model_id"], model_id)
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -3,15 +3,15 @@ hostile client found. Each item that would make a score, a weight or TD_gamma no
 refused as its own INVALID_ARGUMENT with the model unchanged; configs that make overflow
 certain are refused; every acknowledged item survives SIGTERM and restart (with snapshots
 after every record too), and export/import round-trips.
-Usage: overflow_test.py PERCEPTROND STUBS_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import math
-import sys
 import tempfile
 import unittest
 
 import perceptrond_process as pp
 
-PERCEPTROND, STUBS = sys.argv[1:3]
+PERCEPTROND = pp.setting("PERCEPTROND")
+STUBS = pp.setting("PERCEPTRON_STUBS")
 pb, pb_grpc = pp.import_stubs(STUBS)
 import grpc  # noqa: E402
 
@@ -138,6 +138,3 @@ class OverflowTest(unittest.TestCase):
         self.assertEqual(self.status("big").examples, 1)
         self.assertEqual(self.weights("big"), [1e300])
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,13 +1,12 @@
 """The live page in a real headless Chromium (Debian's chromium and chromedriver, driven by
 python3-selenium): after streaming, each model's chart shows its points and the bound line,
 and it follows the model as it learns. Writes a screenshot and prints its path.
-Usage: page_test.py PERCEPTROND STUBS_DIR OUTPUT_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import http.client
 import os
 import select
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -19,7 +18,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import perceptrond_process as pp
 
-PERCEPTROND, STUBS, OUTPUT = sys.argv[1:4]
+PERCEPTROND = pp.setting("PERCEPTROND")
+STUBS = pp.setting("PERCEPTRON_STUBS")
+OUTPUT = pp.setting("PERCEPTRON_OUTPUT")
 pb, pb_grpc = pp.import_stubs(STUBS)
 
 
@@ -295,6 +296,3 @@ class PageTest(pp.ServerTest):
             for s in idle:
                 s.close()
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -3,12 +3,11 @@ deployment's alerting rules (deploy/prometheus/rules.yml): every per-model serie
 exposes reaches Prometheus with the value GetStatus gives, the rules load and evaluate, and a
 server that stops answering scrapes sets PerceptrondDown pending. Then the Grafana dashboard's
 queries (deploy/grafana) name only series that /metrics exposes.
-Usage: prometheus_test.py PERCEPTROND STUBS_DIR DEPLOY_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
@@ -19,7 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import perceptrond_process as pp
 
-PERCEPTROND, STUBS, DEPLOY = sys.argv[1:4]
+PERCEPTROND = pp.setting("PERCEPTROND")
+STUBS = pp.setting("PERCEPTRON_STUBS")
+DEPLOY = pp.setting("PERCEPTRON_DEPLOY")
 pb, pb_grpc = pp.import_stubs(STUBS)
 import grpc  # noqa: E402
 
@@ -250,6 +251,3 @@ class PrometheusTest(pp.ServerTest):
                 for name in used:
                     self.assertTrue(name in names or name in families, name)
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -2,7 +2,7 @@
 nginx configured by deploy/nginx/nginx.conf (its upstream servers and listen address replaced by
 the test's: the shards' loopback ports, a unix socket), driven by the perceptrond Python package,
 which names the model in the x-perceptron-model header of every call.
-Usage: shards_test.py PERCEPTROND PERCEPTRON_CLI STUBS_DIR DEPLOY_DIR PYTHON_PACKAGE_DIR"""
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
 import os
 import re
 import signal
@@ -14,14 +14,16 @@ import threading
 import time
 import unittest
 
-PERCEPTROND, CLI, STUBS, DEPLOY, PACKAGE = sys.argv[1:6]
-sys.path[:0] = [PACKAGE, STUBS]
-import grpc  # noqa: E402
-import numpy as np  # noqa: E402
+import grpc
+import numpy as np
 
-import perceptrond  # noqa: E402
-import perceptrond_process as pp  # noqa: E402
-from perceptron.v1 import perceptron_pb2 as pb, perceptron_pb2_grpc as pb_grpc  # noqa: E402
+import perceptrond
+import perceptrond_process as pp
+from perceptron.v1 import perceptron_pb2 as pb, perceptron_pb2_grpc as pb_grpc
+
+PERCEPTROND = pp.setting("PERCEPTROND")
+CLI = pp.setting("PERCEPTRON_CLI")
+DEPLOY = pp.setting("PERCEPTRON_DEPLOY")
 
 SHARDS = 3
 
@@ -500,6 +502,3 @@ class ShardsTest(unittest.TestCase):
                            ("writer", shrink_writer)):
             print(f"{name}:\n{text.strip()}", file=sys.stderr)
 
-
-if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -11,7 +11,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 if os.environ.get("PERCEPTRON_STUBS"):
     sys.path.insert(0, os.environ["PERCEPTRON_STUBS"])
-sys.path.insert(0, str(HERE.parent.parent.parent / "tests" / "e2e"))
+sys.path.insert(0, str(HERE.parent.parent.parent / "tests" / "support"))
 
 from perceptrond_process import Perceptrond  # noqa: E402
 

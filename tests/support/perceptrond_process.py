@@ -1,6 +1,7 @@
-"""A perceptrond process for Python end-to-end tests: started on free loopback ports (read from
-its first two lines, so no sleeping), with a temporary data directory, stopped with SIGTERM and
-required to exit 0. Also a synthetic stream and the generated gRPC stubs."""
+"""A perceptrond process for the Python tests (tests/e2e, client/python/tests) and benchmarks:
+started on free loopback ports (read from its first two lines, so no sleeping), with a temporary
+data directory, stopped with SIGTERM and required to exit 0. Also a synthetic stream, the
+generated gRPC stubs, and `setting`, which reads what CTest passes in the environment."""
 import os
 import random
 import select
@@ -11,6 +12,17 @@ import tempfile
 import unittest
 import urllib.error
 import urllib.request
+
+
+def setting(name):
+    """A value CTest sets in the environment (tests/e2e/CMakeLists.txt): PERCEPTROND (the
+    server binary), PERCEPTRON_CLI, PERCEPTRON_STUBS (the generated Python stubs),
+    PERCEPTRON_BREAST_CANCER_CSV, PERCEPTRON_DEPLOY (deploy/), PERCEPTRON_OUTPUT (a directory
+    for what a test leaves behind)."""
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"{name} is not set: run the test through ctest, or set it")
+    return value
 
 
 def import_stubs(stubs_dir):

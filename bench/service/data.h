@@ -1,0 +1,49 @@
+// The workloads of docs/design.md section 7 and their data, as per-item and
+// columnar Learn requests built before any timing.
+#ifndef PERCEPTRON_BENCH_SERVICE_DATA_H_
+#define PERCEPTRON_BENCH_SERVICE_DATA_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "perceptron/v1/perceptron.grpc.pb.h"
+
+namespace perceptron::bench {
+
+namespace v1 = ::perceptron::v1;
+
+struct Workload {
+  std::string name;
+  uint32_t dimension;
+  uint32_t nonzeros;  // 0: dense
+  int batch;
+  int pool_batches;  // distinct batches, cycled
+  int64_t examples;  // per throughput measurement
+};
+
+struct Data {
+  std::vector<std::vector<double>> values;
+  std::vector<std::vector<uint32_t>> indices;
+  std::vector<int> labels;
+};
+
+Data Generate(const Workload& w, size_t n, uint64_t seed);
+
+std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d,
+                                       const std::string& model);
+
+// The same batches as Requests, as columns (LearnRequest.columns).
+std::vector<v1::LearnRequest> ColumnarRequests(const Workload& w, const Data& d,
+                                               const std::string& model);
+
+}  // namespace perceptron::bench
+
+#endif  // PERCEPTRON_BENCH_SERVICE_DATA_H_

@@ -1,0 +1,137 @@
+// Measurements: pipelined streams of bytes serialized before timing, W4's round
+// trips, the core in-process, and the paths a measurement goes through.
+#ifndef PERCEPTRON_BENCH_SERVICE_MEASURE_H_
+#define PERCEPTRON_BENCH_SERVICE_MEASURE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "bench/service/data.h"
+#include "bench/service/options.h"
+#include "bench/service/processes.h"
+#include "grpcpp/grpcpp.h"
+#include "perceptron/v1/perceptron.grpc.pb.h"
+
+namespace perceptron::bench {
+
+namespace v1 = ::perceptron::v1;
+
+using Stream = grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>;
+
+// A Learn (or echo) stream of serialized messages: the client writes bytes
+// made before timing and reads the answers without parsing them.
+using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+// Each request serialized once, before any timing.
+std::vector<grpc::ByteBuffer> Serialized(
+    const std::vector<v1::LearnRequest>& requests);
+
+// Examples per second through `stream`: `batches` requests cycled from `pool`
+// (or fewer, if `until` comes first), at most `in_flight` unanswered.
+double Pipelined(RawStream* stream, const std::vector<grpc::ByteBuffer>& pool,
+                 int64_t batches, int items_per_batch, int in_flight,
+                 absl::Time until = absl::InfiniteFuture());
+
+// Opens `method` ("/pkg.Service/Method", bidirectional) as a stream of bytes.
+std::unique_ptr<RawStream> OpenRaw(grpc::Channel* channel, const char* method,
+                                   grpc::ClientContext* context);
+
+inline constexpr char kLearn[] = "/perceptron.v1.PerceptronService/Learn";
+
+inline constexpr char kEcho[] = "/perceptron.bench.Echo/Stream";
+
+double ServiceRate(const std::string& target,
+                   const std::vector<grpc::ByteBuffer>& pool, int64_t batches,
+                   int items, absl::Time until = absl::InfiniteFuture(),
+                   const char* method = kLearn);
+
+struct Latency {
+  double p50 = 0, p99 = 0;
+};
+
+Latency Percentiles(std::vector<double> us);
+
+// W4: one example at a time, predict then reveal: the round trip of each
+// request.
+Latency PingPong(Stream* s, const Data& d, int examples, bool echo);
+
+// Runs `cmd` and calls f(fields) for each line it prints, the line split at
+// spaces and a number parsed from its last field (lines without one are
+// skipped). False if it could not run or did not exit 0.
+template <typename F>
+bool ForEachOutputLine(const std::string& cmd, F f) {
+  FILE* out = popen(cmd.c_str(), "r");
+  if (out == nullptr) return false;
+  char line[256];
+  while (fgets(line, sizeof line, out) != nullptr) {
+    const std::vector<std::string> fields =
+        absl::StrSplit(absl::StripAsciiWhitespace(line), ' ');
+    double v = 0;
+    if (absl::SimpleAtod(fields.back(), &v)) f(fields, v);
+  }
+  return pclose(out) == 0;
+}
+
+double CoreRate(const Workload& w, const Data& d, int64_t examples);
+
+void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
+                 const std::string& id, uint32_t d);
+
+void CreateModel(const std::string& target, const std::string& id, uint32_t d);
+
+// What a measurement streams through: the echo, or perceptrond with these
+// flags.
+struct Path {
+  std::string name;
+  bool echo = false;
+  std::string durability = "none";
+  bool rpc_metrics = true;
+  bool certificate = true;
+  bool columnar = false;  // sends the batches as columns
+};
+
+std::unique_ptr<Process> Start(const Path& path);
+
+struct Measured {
+  double rate = 0;          // examples/s
+  double server_us = 0;     // the server's CPU time per example, microseconds
+  double others = 0;        // cores busy with other processes meanwhile
+  std::string certificate;  // where the model's certificate ended, if on
+};
+
+// Where a model's certificate stands, in a few words.
+std::string CertificateEnd(const v1::Certificate& c);
+
+// One pipelined stream of `pool` through a fresh server of `path` (model
+// "bench"), and what the server and the rest of the machine spent meanwhile.
+Measured Fresh(const Path& path, const Workload& w,
+               const std::vector<grpc::ByteBuffer>& pool, int64_t batches);
+
+// W4 ping-pong through each of `paths` (columnar ones left out), interleaved,
+// a fresh server each: every repeat's p50 and p99 by path name.
+std::pair<std::map<std::string, std::vector<double>>,
+          std::map<std::string, std::vector<double>>>
+W4Latencies(const std::vector<Path>& paths, int repeats, bool quick);
+
+void WriteForSklearn(const std::string& dir, const Workload& w, const Data& d);
+
+// The median of `v`; 0 if it is empty (nothing measured).
+double Median(std::vector<double> v);
+
+std::string Si(double v);
+
+}  // namespace perceptron::bench
+
+#endif  // PERCEPTRON_BENCH_SERVICE_MEASURE_H_

@@ -51,10 +51,9 @@ CertificateSolver::Gradients CertificateSolver::Pass(
   // The order of the pass: runs of kRun consecutive active rows in random
   // order, each run's rows in random order. A run's rows lie together in
   // memory, so past the caches a row costs a fraction of the misses it costs
-  // in a fully random order (10^5 kept rows of d = 20: 1.5x faster a pass,
-  // for a few more passes). Each active row is still visited once a pass,
-  // all that the convergence of dual coordinate descent asks (Hsieh et al.
-  // 2008, thm. 1).
+  // in a fully random order, for a few more passes. Each active row is still
+  // visited once a pass, all that the convergence of dual coordinate descent
+  // asks (Hsieh et al. 2008, thm. 1).
   constexpr size_t kRun = 32;
   const size_t runs = (n + kRun - 1) / kRun;
   std::vector<size_t> run_order(runs);

@@ -67,9 +67,9 @@ class KeptRows {
     return s;
   }
   // w . x^_t as DenseDot sums a dense row (eight partial sums, which hide the
-  // latency of addition: at d = 1000 several times faster than Dot's one
-  // chain, not the same bits); a sparse row as Dot does. For the solver,
-  // whose iterates and figures depend on no particular order of a sum.
+  // latency of addition that Dot's one chain waits on, not the same bits); a
+  // sparse row as Dot does. For the solver, whose iterates and figures depend
+  // on no particular order of a sum.
   double DotUnordered(size_t t, const std::vector<double>& w) const {
     const Row& r = rows_[t];
     const Block& b = blocks_[r.block];

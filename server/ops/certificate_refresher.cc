@@ -27,10 +27,8 @@ constexpr int kPassesPerRefresh = 20;
 constexpr absl::Duration kIdle = absl::Milliseconds(100);
 // How much nicer than the server the refresher's thread runs: a core it
 // shares with a thread serving requests goes to that thread first (about a
-// tenth of the core is left to the refresher when both want all of it).
-// Without it, a request arriving while the refresher solves waited for the
-// scheduler: W4's p99 round trip with the certificate on was 415-553 us, the
-// echo's 139-208 us; with it 184-269 us (bench/run --w4_only).
+// tenth of the core is left to the refresher when both want all of it), so
+// that a request arriving while it solves does not wait for the scheduler.
 constexpr int kNicer = 10;
 
 // Names this thread "certificate" (as top -H and /proc show it) and lowers

@@ -86,8 +86,7 @@ leveldb::ReadOptions Verified() {
 // LevelDB's table files read with pread rather than through mappings (as
 // Debian's LevelDB does for its first 1,000 tables). A mapped table's pages
 // that compaction or recovery read stay resident in the server while the table
-// lives, so RSS grew with the tables being compacted: durability sync
-// streaming W1 for 60 s, 37 MB of the 91 MB above idle were such pages. Read
+// lives, so RSS grew with the tables being compacted. Read
 // with pread, those pages are the kernel's page cache (reclaimed under memory
 // pressure like any cached file), not the server's memory; a block read is
 // one system call and a copy into a buffer LevelDB frees after use. RocksDB
@@ -190,8 +189,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // LevelDB's memory, bounded: a memtable of at most 4 MiB and one being
   // written out, and its open tables (a few hundred bytes each); its 8 MiB
   // block cache stays empty, as no read fills it (Verified). A larger memtable
-  // showed in RSS while streaming: with 64 MiB, 10 s of W1 in durability sync
-  // took the server 69 MB above idle.
+  // shows in RSS while streaming.
   options.write_buffer_size = 4 << 20;
   auto env = std::make_unique<PreadEnv>();
   options.env = env.get();

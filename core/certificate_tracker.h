@@ -97,7 +97,8 @@ struct CertificateReport {
   // The largest margin with which a candidate separates every example seen
   // (a lower value of gamma*), 0 if none does; and for the margin rule with
   // the model's gamma, its bound 8/gamma^2 once that margin is at least gamma
-  // (seed 001 section 1.3: every example is separated with margin gamma).
+  // (the margin perceptron's theorem: every example is separated with margin
+  // gamma).
   double margin = 0;
   bool margin_bound_available = false;
   double margin_bound = 0;
@@ -181,14 +182,41 @@ class CertificateTracker {
   // Solutions over exactly the limit that may be installed unconverged before
   // the tracker freezes at the last of them anyway.
   static constexpr int kFreezeRounds = 50;
-  // Turns the tracker off for `reason` until the next Reset (the model learned
-  // from examples the tracker did not see), or for good if `permanent`.
-  void TurnOff(std::string reason, bool permanent = false);
+
+  // ---- On the learning path, under the model's lock ----
 
   // Accounts one labeled example (prepared as the model does). O(nnz) per
   // candidate that is not a power of two times another (ScaledCandidates),
   // plus a copy of x^ while keeping.
   void Observe(const Prepared& x, int label);
+
+  // ---- The figures ----
+
+  // Counts resets, so that a refresher can tell its solver is stale.
+  uint64_t generation() const { return generation_; }
+
+  // The figures for radius R = `radius` (the model's, now); the comparator
+  // u too if `with_u`; the margin rule's bound if `margin_gamma` > 0 (the
+  // model's gamma, for the margin rule).
+  CertificateReport Report(double radius, bool with_u = true,
+                           double margin_gamma = 0) const;
+  CertificatePhase phase() const { return phase_; }
+  // Labeled examples observed since tracking began (or the last Reset).
+  uint64_t observed() const { return observed_; }
+  size_t bytes() const;
+
+  // ---- Rows: who takes the kept examples, and when ----
+  //
+  // Every row Observe keeps goes to three places, each by its own call:
+  //  - the solver (the refresher): Take hands over the rows kept since the
+  //    last Take; due() says whether there is work; Install brings back the
+  //    candidates solved over the first taken() rows;
+  //  - durability (the log): with SetJournaling on, TakeRows hands over the
+  //    rows kept since the last TakeRows, and whether the rows handed out
+  //    before them no longer count;
+  //  - carry-over (export, a restart, a replacing tracker): RowsNow copies
+  //    every row kept, TakeAllRows moves them, and Restore or AttachRows
+  //    take them back with a saved state.
 
   // The rows kept since the last Take, in order; taken() counts all taken.
   KeptRows Take();
@@ -212,14 +240,25 @@ class CertificateTracker {
   // Whether the candidates live in a kernel's feature space.
   bool kernel() const { return kernel_.has_value(); }
 
-  // Stops keeping examples (a memory budget is reached): freezes at the
-  // candidates installed last, or turns off if there are none.
-  void StopKeeping(const std::string& why);
-  // Bytes this tracker holds of its budget.
-  uint64_t held() const { return held_; }
+  // The rows a journal carries: with journaling on, every row kept since the
+  // last TakeRows, and whether the rows handed out before them no longer
+  // count (the tracker reset, froze, turned off, or was restored without
+  // them).
+  struct RowsDelta {
+    bool cleared = false;
+    KeptRows rows;
+  };
+  void SetJournaling(bool on);
+  RowsDelta TakeRows();
+  // Every row kept, in order, if no Take has handed any to a solver since
+  // the last Restore (for a tracker replacing this one); else none.
+  std::optional<KeptRows> TakeAllRows();
+  // A copy of every row kept, in order, while keeping: `taken` (the rows
+  // Take handed to a solver, all of them; null if none was) followed by
+  // those not taken. None if not keeping or `taken` are not all taken.
+  std::optional<KeptRows> RowsNow(const KeptRows* taken) const;
 
-  // Forgets everything (the model was reset); keeps the limits.
-  void Reset();
+  // ---- State carried over a restart or an export ----
 
   // The state to carry over, the candidates only if `with_candidates`.
   CertificateState Save(bool with_candidates = true) const;
@@ -246,28 +285,25 @@ class CertificateTracker {
   // that state with `rows` as Restore would have. False (nothing changed) if
   // there is no such state or `rows` are not as many as it observed.
   bool AttachRows(KeptRows rows);
-  // Every row kept, in order, if no Take has handed any to a solver since
-  // the last Restore (for a tracker replacing this one); else none.
-  std::optional<KeptRows> TakeAllRows();
-  // A copy of every row kept, in order, while keeping: `taken` (the rows
-  // Take handed to a solver, all of them; null if none was) followed by
-  // those not taken. None if not keeping or `taken` are not all taken.
-  std::optional<KeptRows> RowsNow(const KeptRows* taken) const;
-
-  // The rows a journal carries: with journaling on, every row kept since the
-  // last TakeRows, and whether the rows handed out before them no longer
-  // count (the tracker reset, froze, turned off, or was restored without
-  // them).
-  struct RowsDelta {
-    bool cleared = false;
-    KeptRows rows;
-  };
-  void SetJournaling(bool on);
-  RowsDelta TakeRows();
   // INVALID_ARGUMENT naming the field if `state` (with the candidates kept
   // if it carries none) does not fit weight dimension `weight_dimension`.
   absl::Status CheckState(const CertificateState& state,
                           uint32_t weight_dimension) const;
+
+  // ---- Changes from outside the stream ----
+
+  // Turns the tracker off for `reason` until the next Reset (the model learned
+  // from examples the tracker did not see), or for good if `permanent`.
+  void TurnOff(std::string reason, bool permanent = false);
+
+  // Stops keeping examples (a memory budget is reached): freezes at the
+  // candidates installed last, or turns off if there are none.
+  void StopKeeping(const std::string& why);
+  // Bytes this tracker holds of its budget.
+  uint64_t held() const { return held_; }
+
+  // Forgets everything (the model was reset); keeps the limits.
+  void Reset();
 
  private:
   void RestoreChecked(const CertificateState& state, KeptRows* rows);
@@ -280,21 +316,6 @@ class CertificateTracker {
   // Forgets every row kept: a journal's next rows start over.
   void DropRows();
 
- public:
-  // Counts resets, so that a refresher can tell its solver is stale.
-  uint64_t generation() const { return generation_; }
-
-  // The figures for radius R = `radius` (the model's, now); the comparator
-  // u too if `with_u`; the margin rule's bound if `margin_gamma` > 0 (the
-  // model's gamma, for the margin rule).
-  CertificateReport Report(double radius, bool with_u = true,
-                           double margin_gamma = 0) const;
-  CertificatePhase phase() const { return phase_; }
-  // Labeled examples observed since tracking began (or the last Reset).
-  uint64_t observed() const { return observed_; }
-  size_t bytes() const;
-
- private:
   CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);
   // ||v||^2 of each candidate.

@@ -1,5 +1,5 @@
-// The kernel perceptron in dual form (seed 001 section 1.4). Use MakeLearner.
-// Not thread-safe.
+// The kernel perceptron in dual form (docs/design.md section 2.3). Use
+// MakeLearner. Not thread-safe.
 #ifndef PERCEPTRON_CORE_KERNEL_LEARNER_H_
 #define PERCEPTRON_CORE_KERNEL_LEARNER_H_
 

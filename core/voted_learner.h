@@ -1,5 +1,5 @@
-// The voted perceptron (seed 003; Freund & Schapire 1999). Use MakeLearner. Not
-// thread-safe.
+// The voted perceptron (Freund & Schapire 1999; docs/design.md section 2.3).
+// Use MakeLearner. Not thread-safe.
 #ifndef PERCEPTRON_CORE_VOTED_LEARNER_H_
 #define PERCEPTRON_CORE_VOTED_LEARNER_H_
 

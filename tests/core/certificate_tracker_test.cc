@@ -639,8 +639,8 @@ TEST(CertificateTrackerTest, ABadCertificateStateTurnsItOffAndLosesNothing) {
   EXPECT_EQ(replica->certificate()->phase(), CertificatePhase::kKeeping);
 }
 
-// The margin rule (seed 001 section 1.3) gets its bound 8/gamma^2 once the
-// hard-margin solution separates every example with the model's gamma: the
+// The margin rule (docs/design.md section 2.3) gets its bound 8/gamma^2 once
+// the hard-margin solution separates every example with the model's gamma: the
 // margin reported is a lower value of gamma*, and updates stay within the
 // bound; with gamma above gamma*, or noise that breaks separability, none.
 TEST(CertificateTrackerTest,

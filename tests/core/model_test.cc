@@ -1,5 +1,6 @@
 // The model: predict-then-reveal (docs/design.md section 2, 2), cyclic training
-// (2.3, seed 002), counters, bad input (6) and rebuilding from state (2.5, 5).
+// (2.3, the worked example of cyclic training), counters, bad input (6) and
+// rebuilding from state (2.5, 5).
 #include "core/model.h"
 
 #include <algorithm>

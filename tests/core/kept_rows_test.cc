@@ -1,0 +1,100 @@
+#include "core/kept_rows.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace perceptron {
+namespace {
+
+// A row of d coordinates, every `gap`-th one a non-zero (gap 1: dense).
+void AddRow(KeptRows* rows, uint32_t d, uint32_t gap, int label,
+            std::mt19937_64& rng, std::vector<std::vector<double>>* dense) {
+  std::normal_distribution<double> normal;
+  std::vector<uint32_t> indices;
+  std::vector<double> values;
+  std::vector<double> full(d, 0.0);
+  for (uint32_t i = 0; i < d; i += gap) {
+    indices.push_back(i);
+    values.push_back(normal(rng));
+    full[i] = values.back();
+  }
+  rows->Add(indices, values, label);
+  dense->push_back(full);
+}
+
+TEST(KeptRowsTest, KeepsDenseAndSparseRowsAsGiven) {
+  std::mt19937_64 rng(3);
+  KeptRows rows;
+  std::vector<std::vector<double>> dense;
+  for (int t = 0; t < 3000; ++t) {  // past the first block
+    AddRow(&rows, 40, t % 3 == 0 ? 1 : 2 + t % 4, t % 2 ? 1 : -1, rng, &dense);
+  }
+  ASSERT_EQ(rows.size(), dense.size());
+  std::normal_distribution<double> normal;
+  std::vector<double> w(40);
+  for (double& v : w) v = normal(rng);
+  for (size_t t = 0; t < rows.size(); ++t) {
+    EXPECT_EQ(rows.label(t), t % 2 ? 1 : -1);
+    EXPECT_EQ(rows.dense(t), t % 3 == 0) << t;
+    double dot = 0, square = 0;
+    size_t nonzeros = 0;
+    for (uint32_t i = 0; i < 40; ++i) {
+      dot += w[i] * dense[t][i];  // in index order, as Dot sums
+      square += dense[t][i] * dense[t][i];
+      nonzeros += dense[t][i] != 0;
+    }
+    EXPECT_EQ(rows.Dot(t, w), dot) << t;
+    EXPECT_NEAR(rows.DotUnordered(t, w), dot, 1e-12 * (1 + std::abs(dot)));
+    EXPECT_NEAR(rows.square(t), square, 1e-12 * square);
+    EXPECT_EQ(rows.values(t).size(), nonzeros);
+    std::vector<double> added(40, 1.0);
+    rows.AddTo(t, 0.5, &added);
+    for (uint32_t i = 0; i < 40; ++i) {
+      EXPECT_EQ(added[i], 1.0 + 0.5 * dense[t][i]);
+    }
+  }
+}
+
+TEST(KeptRowsTest, ZerosAreNotKept) {
+  KeptRows rows;
+  rows.Add(std::vector<uint32_t>{0, 1, 2}, std::vector<double>{1, 0, 2}, 1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows.dense(0));
+  EXPECT_EQ(
+      std::vector<uint32_t>(rows.indices(0).begin(), rows.indices(0).end()),
+      (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(rows.square(0), 5.0);
+}
+
+TEST(KeptRowsTest, AppendingCopiesOrTakesTheSameRows) {
+  std::mt19937_64 rng(5);
+  KeptRows a, b;
+  std::vector<std::vector<double>> dense;
+  for (int t = 0; t < 500; ++t) AddRow(&a, 12, 1 + t % 2, 1, rng, &dense);
+  for (int t = 0; t < 700; ++t) AddRow(&b, 12, 1 + t % 3, -1, rng, &dense);
+
+  KeptRows copied = a;
+  copied.Append(b);
+  KeptRows moved = a;
+  KeptRows b_copy = b;
+  moved.Append(std::move(b_copy));
+  ASSERT_EQ(copied.size(), 1200u);
+  EXPECT_TRUE(copied == moved);
+  KeptRows again;
+  for (size_t t = 0; t < copied.size(); ++t) {
+    again.Add(copied.indices(t), copied.values(t), copied.label(t));
+  }
+  EXPECT_TRUE(again == copied);
+  KeptRows other = copied;
+  other.Add(std::vector<uint32_t>{1}, std::vector<double>{1}, 1);
+  EXPECT_FALSE(other == copied);
+  other.Clear();
+  EXPECT_EQ(other.size(), 0u);
+}
+
+}  // namespace
+}  // namespace perceptron

@@ -27,10 +27,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "client/client.h"
 #include "core/certificate.h"
 #include "core/model.h"
 #include "core/prepare.h"
-#include "client/client.h"
 #include "echo.grpc.pb.h"
 
 namespace perceptron::bench {

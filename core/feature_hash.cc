@@ -1,0 +1,242 @@
+#include "core/feature_hash.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace perceptron {
+namespace {
+
+// The FNV prime VW multiplies the first feature of a pair by.
+constexpr uint32_t kFnvPrime = 16777619u;
+
+uint32_t RotateLeft(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+// MurmurHash3's finalization: every input bit flips each output bit with
+// probability about 1/2.
+uint32_t FinalMix(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// The letter an interaction names a namespace by: its first byte, ' ' for
+// the default (empty) namespace.
+unsigned char Letter(absl::string_view space) {
+  return space.empty() ? ' ' : static_cast<unsigned char>(space[0]);
+}
+
+absl::Status CheckText(size_t i, absl::string_view what,
+                       absl::string_view text) {
+  if (text.size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature ", i, ": its ", what, " is ", text.size(),
+                     " bytes, over the limit of ", kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFeature(size_t i, const NamedFeature& f) {
+  if (f.name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature ", i, ": the name is empty"));
+  }
+  if (absl::Status s = CheckText(i, "namespace", f.space); !s.ok()) return s;
+  if (absl::Status s = CheckText(i, "name", f.name); !s.ok()) return s;
+  if (f.categorical) {
+    if (f.category.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature ", i, " (", f.name, "): the categorical value is empty"));
+    }
+    return CheckText(i, "categorical value", f.category);
+  }
+  if (!std::isfinite(f.value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature ", i, " (", f.name, "): value ", f.value, " is not finite"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint32_t MurmurHash3X86_32(absl::string_view data, uint32_t seed) {
+  constexpr uint32_t c1 = 0xcc9e2d51u;
+  constexpr uint32_t c2 = 0x1b873593u;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  const size_t n = data.size();
+  const size_t blocks = n / 4;
+  uint32_t h = seed;
+  for (size_t b = 0; b < blocks; ++b) {
+    // Little-endian whatever the machine, as the reference reads x86.
+    const unsigned char* p = bytes + 4 * b;
+    uint32_t k = uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
+                 uint32_t{p[3]} << 24;
+    k *= c1;
+    k = RotateLeft(k, 15);
+    k *= c2;
+    h ^= k;
+    h = RotateLeft(h, 13);
+    h = h * 5 + 0xe6546b64u;
+  }
+  const unsigned char* tail = bytes + 4 * blocks;
+  uint32_t k = 0;
+  switch (n & 3) {
+    case 3:
+      k ^= uint32_t{tail[2]} << 16;
+      [[fallthrough]];
+    case 2:
+      k ^= uint32_t{tail[1]} << 8;
+      [[fallthrough]];
+    case 1:
+      k ^= uint32_t{tail[0]};
+      k *= c1;
+      k = RotateLeft(k, 15);
+      k *= c2;
+      h ^= k;
+  }
+  h ^= static_cast<uint32_t>(n);
+  return FinalMix(h);
+}
+
+uint32_t VwHashString(absl::string_view s, uint32_t seed) {
+  // Bytes 0x00..0x20 are trimmed; UTF-8's bytes (>= 0x80) never are.
+  auto blank = [](char c) { return static_cast<unsigned char>(c) <= 0x20; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  uint32_t number = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return MurmurHash3X86_32(s, seed);
+    number = 10 * number + static_cast<uint32_t>(c - '0');
+  }
+  return number + seed;
+}
+
+FeatureHasher::FeatureHasher(uint32_t bits,
+                             std::vector<std::string> interactions)
+    : bits_(bits),
+      mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
+      interactions_(std::move(interactions)) {}
+
+uint32_t FeatureHasher::Slot(const NamedFeature& f) const {
+  const uint32_t space = f.space.empty() ? 0 : VwHashString(f.space, 0);
+  uint32_t h = VwHashString(f.name, space);
+  if (f.categorical) h = VwHashString(f.category, h);
+  return h & mask_;
+}
+
+absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
+                                 Features* out) const {
+  if (x.size() > kMaxNamedFeatures) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the example has ", x.size(),
+                     " named features, over the limit of ", kMaxNamedFeatures));
+  }
+  // Each feature's slot and value, in the order given; zeros dropped.
+  std::vector<std::pair<uint32_t, double>> terms;
+  terms.reserve(x.size());
+  std::vector<unsigned char> letters;
+  if (!interactions_.empty()) letters.reserve(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const NamedFeature& f = x[i];
+    if (absl::Status s = CheckFeature(i, f); !s.ok()) return s;
+    const double v = f.categorical ? 1.0 : f.value;
+    if (v == 0.0) continue;
+    terms.emplace_back(Slot(f), v);
+    if (!interactions_.empty()) letters.push_back(Letter(f.space));
+  }
+  const size_t singles = terms.size();
+  for (const std::string& pair : interactions_) {
+    const unsigned char a = static_cast<unsigned char>(pair[0]);
+    const unsigned char b = static_cast<unsigned char>(pair[1]);
+    // Positions of each side's features, in the order given.
+    std::vector<size_t> first, second;
+    for (size_t i = 0; i < singles; ++i) {
+      if (letters[i] == a) first.push_back(i);
+      if (letters[i] == b) second.push_back(i);
+    }
+    for (size_t p = 0; p < first.size(); ++p) {
+      const auto [h1, v1] = terms[first[p]];
+      const uint32_t half = h1 * kFnvPrime;
+      // One namespace with itself: each unordered pair once, and a feature
+      // with itself only when its value is not 1 (x * x = x for x = 1).
+      size_t q = 0;
+      if (a == b) q = v1 != 1.0 ? p : p + 1;
+      for (; q < second.size(); ++q) {
+        const auto [h2, v2] = terms[second[q]];
+        const double v = v1 * v2;
+        if (!std::isfinite(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "interaction ", pair, " of features ", first[p], " and ",
+              second[q], ": the product ", v1, " * ", v2, " is not finite"));
+        }
+        terms.emplace_back((half ^ h2) & mask_, v);
+      }
+      if (terms.size() > kMaxHashedFeatures) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the example's interactions make more than ",
+                         kMaxHashedFeatures, " features"));
+      }
+    }
+  }
+  // Sum by slot in the order given (stable), so that the result is the same
+  // on every machine and every call.
+  std::stable_sort(
+      terms.begin(), terms.end(),
+      [](const auto& l, const auto& r) { return l.first < r.first; });
+  out->sparse = true;
+  out->indices.clear();
+  out->values.clear();
+  for (size_t i = 0; i < terms.size();) {
+    const uint32_t slot = terms[i].first;
+    double sum = 0.0;
+    for (; i < terms.size() && terms[i].first == slot; ++i) {
+      sum += terms[i].second;
+    }
+    if (!std::isfinite(sum)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the features on coordinate ", slot, " add up to ", sum));
+    }
+    if (sum == 0.0) continue;
+    out->indices.push_back(slot);
+    out->values.push_back(sum);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHashing(uint32_t bits,
+                             absl::Span<const std::string> interactions) {
+  if (bits == 0) {
+    if (!interactions.empty()) {
+      return absl::InvalidArgumentError(
+          "interactions need hash_bits: they combine hashed names");
+    }
+    return absl::OkStatus();
+  }
+  if (bits > kMaxHashBits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hash_bits ", bits, " is over the limit of ", kMaxHashBits));
+  }
+  if (interactions.size() > kMaxInteractions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(interactions.size(), " interactions, over the limit of ",
+                     kMaxInteractions));
+  }
+  for (const std::string& pair : interactions) {
+    if (pair.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "interaction \"", pair,
+          "\" is not two namespace letters (as Vowpal Wabbit's -q ab; ' ' "
+          "names the default namespace)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace perceptron

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/feature_hash.h"
 
 namespace perceptron {
 namespace {
@@ -72,6 +73,17 @@ absl::Status ValidateKernel(const ModelConfig& config) {
 }  // namespace
 
 absl::Status ValidateConfig(const ModelConfig& config) {
+  if (absl::Status s = ValidateHashing(config.hash_bits, config.interactions);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
+  if (config.hash_bits != 0 &&
+      config.dimension != (uint32_t{1} << config.hash_bits)) {
+    return Invalid("dimension",
+                   absl::StrCat(config.dimension, " is not 2^hash_bits = ",
+                                uint32_t{1} << config.hash_bits,
+                                " (leave it 0 to have it filled in)"));
+  }
   if (config.dimension == 0 || config.dimension > kMaxDimension) {
     return Invalid(
         "dimension",

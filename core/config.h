@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -95,6 +96,12 @@ struct ModelConfig {
   // kVoted: the most past weight vectors kept; when over, the oldest is
   // dropped. >= 1. Default: 1000.
   uint64_t max_voted_vectors = 1000;
+  // Named features (docs/design.md section 2.9): 0 (the model takes vectors
+  // only), or b in 1..kMaxHashBits: names hash into dimension = 2^b
+  // coordinates with Vowpal Wabbit's function. Default: 0.
+  uint32_t hash_bits = 0;
+  // With hash_bits: pairs of namespace letters to cross, as VW's -q ab.
+  std::vector<std::string> interactions;
 
   // The length of the weight vector: d, plus one with bias.
   uint32_t weight_dimension() const { return dimension + (bias ? 1 : 0); }

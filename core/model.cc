@@ -80,6 +80,9 @@ Model::Model(const ModelConfig& config)
       preparer_(config),
       learner_(MakeLearner(config)),
       bound_(config) {
+  if (config.hash_bits != 0) {
+    hasher_.emplace(config.hash_bits, config.interactions);
+  }
   // By the learner's exact type, not the configured algorithm: the step that
   // WithDenseStep inlines is the one the learner's own Learn takes.
   Learner& learner = *learner_;

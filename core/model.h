@@ -34,6 +34,7 @@
 #include "core/certificate_tracker.h"
 #include "core/config.h"
 #include "core/example.h"
+#include "core/feature_hash.h"
 #include "core/learner.h"
 #include "core/prepare.h"
 
@@ -267,6 +268,8 @@ class Model {
   // (it costs O(d)).
   Stats stats(bool with_weight_norm = true) const;
   const ModelConfig& config() const { return config_; }
+  // The hashing of named features; null unless config().hash_bits is set.
+  const FeatureHasher* hasher() const { return hasher_ ? &*hasher_ : nullptr; }
   // The primal weights (weight dimension entries; empty for the kernel
   // learner).
   absl::Span<const double> weights() const { return learner_->weights(); }
@@ -318,6 +321,7 @@ class Model {
                double hinge, Outcome* o);
 
   ModelConfig config_;
+  std::optional<FeatureHasher> hasher_;
   Preparer preparer_;
   std::unique_ptr<Learner> learner_;
   // learner_ itself when it is exactly a ClassicLearner or a MarginLearner

@@ -1,6 +1,8 @@
 #include "server/model/convert.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/feature_hash.h"
+#include "core/status_macros.h"
 
 namespace perceptron::server {
 
@@ -66,6 +68,16 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
   if (in.kernel().has_sigma()) c.kernel.sigma = in.kernel().sigma();
   if (in.kernel_budget() != 0) c.kernel_budget = in.kernel_budget();
   if (in.max_voted_vectors() != 0) c.max_voted_vectors = in.max_voted_vectors();
+  c.hash_bits = in.hash_bits();
+  c.interactions.assign(in.interactions().begin(), in.interactions().end());
+  if (c.hash_bits != 0 && c.hash_bits <= kMaxHashBits && c.dimension == 0) {
+    c.dimension = uint32_t{1} << c.hash_bits;
+    if (c.dimension > max_dimension) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config: hash_bits ", c.hash_bits, " makes dimension ", c.dimension,
+          ", over the server's limit ", max_dimension));
+    }
+  }
   if (absl::Status s = ValidateConfig(c); !s.ok()) return s;
   return c;
 }
@@ -90,6 +102,9 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   out.mutable_kernel()->set_sigma(in.kernel.sigma);
   out.set_kernel_budget(in.kernel_budget);
   out.set_max_voted_vectors(in.max_voted_vectors);
+  out.set_hash_bits(in.hash_bits);
+  out.mutable_interactions()->Add(in.interactions.begin(),
+                                  in.interactions.end());
   return out;
 }
 
@@ -104,10 +119,41 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
                               in.sparse().indices().size()),
           absl::MakeConstSpan(in.sparse().values().data(),
                               in.sparse().values().size()));
+    case v1::Features::kNamed:
+      return absl::InvalidArgumentError(
+          "features: named features need a model created with hash_bits");
     default:
       return absl::InvalidArgumentError(
           "features: neither dense nor sparse is set");
   }
+}
+
+absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
+                                              const FeatureHasher* hasher,
+                                              Features* storage) {
+  if (in.kind_case() != v1::Features::kNamed) return FeaturesFromProto(in);
+  if (hasher == nullptr) return FeaturesFromProto(in);
+  const auto& named = in.named().features();
+  if (static_cast<size_t>(named.size()) > kMaxNamedFeatures) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the example has ", named.size(),
+                     " named features, over the limit of ", kMaxNamedFeatures));
+  }
+  std::vector<NamedFeature> features(named.size());
+  for (int i = 0; i < named.size(); ++i) {
+    const v1::NamedFeature& f = named[i];
+    NamedFeature& out = features[i];
+    out.space = f.space();
+    out.name = f.name();
+    if (f.value_case() == v1::NamedFeature::kCategory) {
+      out.categorical = true;
+      out.category = f.category();
+    } else if (f.value_case() == v1::NamedFeature::kNumber) {
+      out.value = f.number();
+    }
+  }
+  PERCEPTRON_RETURN_IF_ERROR(hasher->Hash(features, storage));
+  return storage->view();
 }
 
 void StatsToProto(const Stats& in, v1::ModelStats* out) {

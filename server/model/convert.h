@@ -22,8 +22,15 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
 v1::ModelConfig ConfigToProto(const ModelConfig& in);
 
 // A view into `in`'s arrays (no copy); valid while `in` lives. INVALID_ARGUMENT
-// if neither dense nor sparse is set.
+// if neither dense nor sparse is set (named features need the overload below).
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in);
+
+// As above, and named features hashed by `hasher` (a model's; null when it
+// takes none: then INVALID_ARGUMENT) into `*storage`, which the view then
+// borrows. Errors name the feature (core/feature_hash.h).
+absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
+                                              const FeatureHasher* hasher,
+                                              Features* storage);
 
 void StatsToProto(const Stats& in, v1::ModelStats* out);
 void CertificateToProto(const CertificateReport& in, v1::Certificate* out);

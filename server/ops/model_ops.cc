@@ -134,7 +134,9 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
-      absl::StatusOr<FeatureView> x = FeaturesFromProto(item.example());
+      Features named;
+      absl::StatusOr<FeatureView> x =
+          FeaturesFromProto(item.example(), entry.model->hasher(), &named);
       if (!x.ok()) return x.status();
       absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
       if (!issued.ok()) return issued.status();
@@ -153,8 +155,9 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kLabeled: {
-      absl::StatusOr<FeatureView> x =
-          FeaturesFromProto(item.labeled().features());
+      Features named;
+      absl::StatusOr<FeatureView> x = FeaturesFromProto(
+          item.labeled().features(), entry.model->hasher(), &named);
       if (!x.ok()) return x.status();
       absl::StatusOr<Outcome> o = LearnOne(entry, *x, item.labeled().label());
       if (!o.ok()) return o.status();
@@ -434,7 +437,9 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
     if (i + 1 < request.examples_size()) {
       Prefetch(*entry.model, request.examples(i + 1));
     }
-    absl::StatusOr<FeatureView> x = FeaturesFromProto(request.examples(i));
+    Features named;
+    absl::StatusOr<FeatureView> x =
+        FeaturesFromProto(request.examples(i), entry.model->hasher(), &named);
     absl::StatusOr<Prediction> p =
         x.ok() ? entry.model->Predict(*x) : x.status();
     if (!p.ok()) {
@@ -458,11 +463,20 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
         absl::StrCat("max_epochs ", options.max_epochs,
                      " is over the server's limit ", limits.max_train_epochs));
   }
+  // Named features are hashed here, outside the model's lock, with a copy of
+  // its (immutable) hasher.
+  std::optional<FeatureHasher> hasher;
+  {
+    absl::MutexLock lock(&entry.mu);
+    if (entry.deleted) return Deleted(entry);
+    if (entry.model->hasher() != nullptr) hasher = *entry.model->hasher();
+  }
+  std::vector<Features> named(request.examples_size());
   std::vector<LabeledExample> data;
   data.reserve(request.examples_size());
   for (int i = 0; i < request.examples_size(); ++i) {
-    absl::StatusOr<FeatureView> x =
-        FeaturesFromProto(request.examples(i).features());
+    absl::StatusOr<FeatureView> x = FeaturesFromProto(
+        request.examples(i).features(), hasher ? &*hasher : nullptr, &named[i]);
     if (!x.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("example ", i, ": ", x.status().message()));

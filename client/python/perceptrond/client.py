@@ -97,6 +97,42 @@ def _labels(y, n: int) -> np.ndarray:
     return a.astype(np.int64)
 
 
+def _is_named(x) -> bool:
+    """Whether `x` is one example by name ({name: value}, {(namespace, name): value}) rather
+    than by index ({index: value})."""
+    return isinstance(x, Mapping) and any(not isinstance(k, (int, np.integer)) for k in x)
+
+
+def _named(x: Mapping, out: pb.NamedFeatures) -> None:
+    """Fills `out` from {name: value} or {(namespace, name): value}: a number is the feature's
+    value, a string v the categorical feature "name=v" (docs/design.md section 2.9)."""
+    for key, value in x.items():
+        f = out.features.add()
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
+            f.space, f.name = str(key[0]), str(key[1])
+        else:
+            f.name = str(key)
+        if isinstance(value, str):
+            f.category = value
+        else:
+            f.number = float(value)
+
+
+def _item_outcomes(response: pb.LearnResponse, at: int, result: "LearnResult") -> None:
+    """Copies the per-item answers of one request into `result` from position `at`."""
+    for i, r in enumerate(response.results):
+        if r.HasField("error"):
+            result.errors.append(
+                (at + i, PerceptronError(_CODES[r.error.code], r.error.message, at + i)))
+        else:
+            result.scores[at + i] = r.outcome.score
+            result.mistakes[at + i] = r.outcome.mistake
+            result.updates[at + i] = r.outcome.updated
+    result.stats = response.stats
+
+
 def _batches(kind: str, rows, labels: Optional[np.ndarray], batch_size: int) -> Iterator[bytes]:
     """The rows (and labels, if any) as Columns messages of at most batch_size rows."""
     if batch_size < 1:
@@ -170,6 +206,27 @@ class Stream:
         self._named = True
         return next(self._responses)
 
+    def _send_items(self, request: pb.LearnRequest) -> pb.LearnResponse:
+        if not self._named:
+            request.model_id = self._model.id
+        self._requests.put(request.SerializeToString())
+        self._named = True
+        return next(self._responses)
+
+    def _learn_named(self, rows: Sequence[Mapping], labels: np.ndarray,
+                     batch_size: int) -> LearnResult:
+        n = len(rows)
+        result = LearnResult(np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
+                             [], pb.ModelStats())
+        for start in range(0, n, batch_size):
+            request = pb.LearnRequest()
+            for i in range(start, min(n, start + batch_size)):
+                item = request.items.add().labeled
+                _named(rows[i], item.features.named)
+                item.label = int(labels[i])
+            _item_outcomes(self._send_items(request), start, result)
+        return result
+
     def issue(self, x, batch_size: int = 1024) -> Issued:
         """Predicts each row of `x` and keeps it pending under a new prediction id."""
         kind, rows = _rows(x)
@@ -203,7 +260,15 @@ class Stream:
 
     def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
         """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows
-        answered before the next is sent). `x` may also be one example as {index: value}."""
+        answered before the next is sent). `x` may also be one example as {index: value}, or
+        by name ({name: value}, {(namespace, name): value}; a string value is categorical) for a
+        model created with hash_bits, or a list of such dicts."""
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if _is_named(x):
+            return self._learn_named([x], _labels([y], 1), batch_size)
+        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
+            return self._learn_named(x, _labels(y, len(x)), batch_size)
         if isinstance(x, Mapping):
             indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
             values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
@@ -296,7 +361,16 @@ class Model:
         but did not commit is learned again, and its entry is the new stream's answer; one it
         committed without an answer is listed in the result's `unanswered`. A model that
         refuses every batch for a while (UNAVAILABLE while `perceptron rebalance` moves it to
-        another shard) is retried with growing pauses until `retry_for` passes with no progress."""
+        another shard) is retried with growing pauses until `retry_for` passes with no progress.
+
+        For a model created with hash_bits, `x` may be a list of dicts by name ({name: value},
+        {(namespace, name): value}; a string value is categorical), sent as items in batches of
+        `batch_size`, one answered before the next (retry_for does not apply)."""
+        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
+            if retry_for:
+                raise ValueError("retry_for applies to arrays, not to dicts by name")
+            with Stream(self) as s:
+                return s.learn(x, y, batch_size)
         kind, rows = _rows(x)
         n = rows.shape[0]
         labels = _labels(y, n)
@@ -396,22 +470,39 @@ class Model:
         """
         return Stream(self)
 
-    def learn_one(self, x: Mapping[int, float], y: int) -> bool:
-        """One labeled example of features {index: value} (River's learn_one), on a stream
-        the model keeps open until close(). Returns whether it was a mistake."""
+    def learn_one(self, x, y: int) -> bool:
+        """One labeled example (River's learn_one) on a stream the model keeps open until
+        close(): features {index: value}, a 1-D array of the model's dimension, or by name
+        ({name: value}, {(namespace, name): value}, a string value categorical) for a model
+        created with hash_bits. Returns whether it was a mistake."""
         if self._one is None:
             self._one = Stream(self)
-        result = self._one.learn({int(k): float(v) for k, v in x.items()}, y)
+        if _is_named(x):
+            result = self._one.learn(x, y)
+        elif isinstance(x, Mapping):
+            result = self._one.learn({int(k): float(v) for k, v in x.items()}, y)
+        else:
+            row = np.asarray(x, dtype=np.float64)
+            if row.ndim != 1:
+                raise ValueError(f"one example is 1-D, not of shape {row.shape}")
+            result = self._one.learn(row.reshape(1, -1), [y])
         if result.errors:
             raise result.errors[0][1]
         return bool(result.mistakes[0])
 
-    def predict_one(self, x: Mapping[int, float]) -> int:
-        """The label (+1 or -1) of features {index: value} (River's predict_one)."""
+    def predict_one(self, x) -> int:
+        """The label (+1 or -1) of one example (River's predict_one), given as learn_one
+        takes it."""
         request = pb.PredictRequest(model_id=self.id)
-        f = request.examples.add().sparse
-        f.indices.extend(int(k) for k in x)
-        f.values.extend(float(v) for v in x.values())
+        if _is_named(x):
+            _named(x, request.examples.add().named)
+        elif isinstance(x, Mapping):
+            f = request.examples.add().sparse
+            f.indices.extend(int(k) for k in x)
+            f.values.extend(float(v) for v in x.values())
+        else:
+            request.examples.add().dense.values.extend(
+                np.asarray(x, dtype=np.float64).ravel().tolist())
         return int(self.client._call("Predict", request).predictions[0].label)
 
     def close(self) -> None:
@@ -529,26 +620,32 @@ class Client:
         self._call("GetModel", pb.GetModelRequest(model_id=model_id))
         return Model(self, model_id)
 
-    def create_model(self, model_id: str, dimension: int, algorithm: str = "classic", *,
+    def create_model(self, model_id: str, dimension: int = 0, algorithm: str = "classic", *,
                      eta: Optional[float] = None, bias: Optional[bool] = None,
                      bias_constant: Optional[float] = None, normalize: Optional[bool] = None,
                      gamma: Optional[float] = None, comparator: Optional[Sequence[float]] = None,
                      kernel: Optional[str] = None, degree: Optional[int] = None,
                      c0: Optional[float] = None, sigma: Optional[float] = None,
                      kernel_budget: Optional[int] = None,
-                     max_voted_vectors: Optional[int] = None) -> Model:
-        """Creates a model; unset options take the server's defaults (docs/design.md)."""
+                     max_voted_vectors: Optional[int] = None, hash_bits: Optional[int] = None,
+                     interactions: Optional[Sequence[str]] = None) -> Model:
+        """Creates a model; unset options take the server's defaults (docs/design.md).
+        hash_bits b: the model takes features by name, hashed into 2^b coordinates as Vowpal
+        Wabbit hashes them (dimension may then be left 0); interactions: VW's -q pairs."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
         config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
         for name, value in (("eta", eta), ("bias", bias), ("bias_constant", bias_constant),
                             ("normalize", normalize), ("gamma", gamma),
                             ("kernel_budget", kernel_budget),
-                            ("max_voted_vectors", max_voted_vectors)):
+                            ("max_voted_vectors", max_voted_vectors),
+                            ("hash_bits", hash_bits)):
             if value is not None:
                 setattr(config, name, value)
         if comparator is not None:
             config.comparator.extend(comparator)
+        if interactions is not None:
+            config.interactions.extend(interactions)
         if kernel is not None:
             if kernel not in _KERNELS:
                 raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")

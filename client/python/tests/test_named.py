@@ -1,0 +1,135 @@
+"""Features by name (docs/design.md section 2.9) through the Python package, against an
+independent implementation of Vowpal Wabbit's hashing (tests/support/vw_hash.py): the same
+examples as dicts, one by one, and as indices hashed by the test give bit-identical models."""
+import math
+import random
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import perceptrond
+import vw_hash
+
+BITS = 18
+INTERACTIONS = ["ab"]
+
+
+def text_like(n, seed=7):
+    """n examples of named features in namespaces a, b and the default one: words, numeric
+    names, categorical values, UTF-8; labels from a hidden rule."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(300)] + ["café", "日本", "123", "0"]
+    rows, labels = [], []
+    for _ in range(n):
+        x = {}
+        for _ in range(rng.randint(1, 6)):
+            x[("a", rng.choice(words))] = 1.0
+        x[("b", "len")] = float(rng.randint(1, 9)) / 4
+        x["colour"] = rng.choice(["red", "green", "blue"])
+        if rng.random() < 0.3:
+            x[str(rng.randint(0, 50))] = rng.uniform(-1, 1)
+        score = sum(1 for k in x if isinstance(k, tuple) and k[1] < "w150") - 2
+        score += 1.5 if x["colour"] == "red" else 0
+        rows.append(x)
+        labels.append(1 if score >= 0 else -1)
+    return rows, labels
+
+
+def triples(x):
+    out = []
+    for key, value in x.items():
+        space, name = key if isinstance(key, tuple) else ("", key)
+        out.append((space, name, value))
+    return out
+
+
+def hashed(rows):
+    """The rows as a CSR matrix of hashed coordinates, computed by the test alone."""
+    indptr, indices, values = [0], [], []
+    for x in rows:
+        h = vw_hash.hash_example(triples(x), BITS, INTERACTIONS)
+        for s in sorted(h):
+            indices.append(s)
+            values.append(h[s])
+        indptr.append(len(indices))
+    return scipy.sparse.csr_matrix((values, indices, indptr), shape=(len(rows), 1 << BITS))
+
+
+def bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+def counters(model):
+    s = model.status().stats
+    return (s.examples, s.mistakes, s.updates)
+
+
+def test_names_dicts_one_by_one_and_indices_agree_bit_for_bit(client):
+    rows, y = text_like(400)
+    by_name = client.create_model("by-name", hash_bits=BITS, interactions=INTERACTIONS)
+    one = client.create_model("one", hash_bits=BITS, interactions=INTERACTIONS)
+    by_index = client.create_model("by-index", hash_bits=BITS, interactions=INTERACTIONS)
+    assert by_name.info().config.dimension == 1 << BITS
+
+    result = by_name.learn(rows, y)
+    assert not result.errors
+    mistakes = [one.learn_one(x, label) for x, label in zip(rows, y)]
+    one.close()
+    indexed = by_index.learn(hashed(rows), y)
+    assert not indexed.errors
+
+    assert list(result.mistakes) == mistakes == list(indexed.mistakes)
+    assert counters(by_name) == counters(one) == counters(by_index)
+    assert counters(by_name)[1] < len(rows) / 2, "the rule is learnable"
+    np.testing.assert_array_equal(bits(by_name.weights()), bits(by_index.weights()))
+    np.testing.assert_array_equal(bits(one.weights()), bits(by_index.weights()))
+    for x in rows[:20]:
+        row = hashed([x])
+        assert by_name.predict_one(x) == by_index.predict(row)[0]
+
+
+def test_numeric_names_are_their_numbers(client):
+    model = client.create_model("numbers", hash_bits=10, normalize=False, bias=False)
+    model.learn_one({"3": 2.0, "7": 1.0}, 1)
+    w = model.weights()
+    assert w[3] == 2.0 and w[7] == 1.0 and np.count_nonzero(w) == 2
+
+
+def test_dense_numpy_row_with_learn_one(client):
+    model = client.create_model("dense", 3)
+    assert model.learn_one(np.array([1.0, 0.0, 2.0]), 1) is True
+    assert model.predict_one(np.array([1.0, 0.0, 2.0])) == 1
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"": 1.0}, "the name is empty"),
+    ({"x" * 1025: 1.0}, "over the limit of 1024"),
+    ({"v": math.nan}, "is not finite"),
+    ({"v": math.inf}, "is not finite"),
+    ({f"n{i}": 1.0 for i in range(10001)}, "over the limit of 10000"),
+])
+def test_bad_named_features_refuse_the_item_and_change_nothing(client, bad, says):
+    model = client.create_model("m", hash_bits=12)
+    model.learn([{"a": 1.0}, {"b": 1.0}], [1, -1])
+    before = (bits(model.weights()).tolist(), counters(model))
+    result = model.learn([{"c": 1.0}, bad], [1, 1])
+    assert [i for i, _ in result.errors] == [1]
+    assert says in result.errors[0][1].message
+    assert result.errors[0][1].code.name == "INVALID_ARGUMENT"
+    model.learn([{"c": 1.0}], [-1])  # undo item 0's change for the comparison below
+    fresh = client.create_model("fresh", hash_bits=12)
+    fresh.learn([{"a": 1.0}, {"b": 1.0}, {"c": 1.0}, {"c": 1.0}], [1, -1, 1, -1])
+    assert bits(model.weights()).tolist() == bits(fresh.weights()).tolist()
+    assert counters(model) == counters(fresh)
+    assert before[1][0] + 2 == counters(model)[0]
+
+
+def test_names_need_a_hashed_model(client):
+    model = client.create_model("plain", 4)
+    with pytest.raises(perceptrond.PerceptronError, match="hash_bits"):
+        model.learn_one({"age": 3.0}, 1)
+    with pytest.raises(perceptrond.PerceptronError, match="hash_bits 25 is over"):
+        client.create_model("big", hash_bits=25)
+    with pytest.raises(perceptrond.PerceptronError, match="not two namespace letters"):
+        client.create_model("q", hash_bits=8, interactions=["abc"])

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -40,8 +41,38 @@ bool ParseDouble(absl::string_view s, double* v) {
 
 Format Resolve(const std::string& name, Format f) {
   if (f != Format::kAuto) return f;
-  return absl::EndsWithIgnoreCase(name, ".csv") ? Format::kCsv
-                                                : Format::kLibsvm;
+  if (absl::EndsWithIgnoreCase(name, ".csv")) return Format::kCsv;
+  if (absl::EndsWithIgnoreCase(name, ".vw")) return Format::kVw;
+  return Format::kLibsvm;
+}
+
+// A feature by name: a number is its value (times `scale`), anything else a
+// categorical value (VW's "name:value" where value is not a number).
+absl::Status AddNamed(absl::string_view space, absl::string_view name,
+                      absl::string_view value, bool has_value, double scale,
+                      Example* e) {
+  v1::NamedFeature& f = e->named.emplace_back();
+  f.set_space(std::string(space));
+  f.set_name(std::string(name));
+  if (!has_value) {
+    if (scale != 1.0) f.set_number(scale);
+    return absl::OkStatus();
+  }
+  double v;
+  // "nan" and "inf" read as numbers, and are refused as such.
+  if (absl::SimpleAtod(value, &v)) {
+    if (!std::isfinite(v * scale)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature ", name, ": value ", value, " is not a finite number"));
+    }
+    f.set_number(v * scale);
+  } else if (absl::StrContains(value, ':') || value.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read \"", name, ":", value, "\" as name:value"));
+  } else {
+    f.set_category(std::string(value));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -81,6 +112,10 @@ int DataReader::index_base() const {
 
 bool DataReader::sparse() const { return format_ != Format::kCsv; }
 
+bool DataReader::named() const {
+  return format_ == Format::kVw || (format_ == Format::kCsv && options_.named);
+}
+
 absl::Status DataReader::Bad(absl::string_view why) const {
   return absl::InvalidArgumentError(absl::StrCat(name_, ":", line_, ": ", why));
 }
@@ -115,12 +150,20 @@ absl::Status DataReader::Rewind() {
   line_ = example_line_ = 0;
   examples_ = bytes_ = 0;
   rows_ = columns_ = 0;
+  header_.clear();
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text, Example* e) {
   *e = Example();
-  return format_ == Format::kCsv ? ParseCsv(text, e) : ParseLibsvm(text, e);
+  switch (format_) {
+    case Format::kCsv:
+      return options_.named ? ParseNamedCsv(text, e) : ParseCsv(text, e);
+    case Format::kVw:
+      return ParseVw(text, e);
+    default:
+      return ParseLibsvm(text, e);
+  }
 }
 
 absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
@@ -214,6 +257,127 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     e->values.push_back(v);
   }
   dimension_ = static_cast<uint32_t>(columns_ - 1);
+  return true;
+}
+
+absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
+                                               Example* e) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty()) return false;
+  std::vector<absl::string_view> cells = absl::StrSplit(text, ',');
+  if (header_.empty()) {
+    for (absl::string_view c : cells) {
+      c = absl::StripAsciiWhitespace(c);
+      if (c.empty()) {
+        return Bad(absl::StrCat("the header's column ", header_.size(),
+                                " has no name (a CSV by name needs a header "
+                                "row naming every column)"));
+      }
+      header_.emplace_back(c);
+    }
+    if (header_.size() < 2)
+      return Bad("a CSV row needs at least a feature and a label");
+    return false;
+  }
+  if (cells.size() != header_.size()) {
+    return Bad(absl::StrCat(cells.size(), " columns; the header has ",
+                            header_.size()));
+  }
+  const size_t label_at =
+      options_.label_column < 0 ? header_.size() - 1 : options_.label_column;
+  if (label_at >= header_.size()) {
+    return Bad(
+        absl::StrCat("label column ", label_at, " is past the last column"));
+  }
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const absl::string_view cell = absl::StripAsciiWhitespace(cells[k]);
+    if (k == label_at) {
+      absl::StatusOr<int> label = MapLabel(cell, options_);
+      if (!label.ok()) return Bad(label.status().message());
+      e->label = *label;
+      continue;
+    }
+    if (cell.empty()) continue;
+    if (absl::Status s = AddNamed("", header_[k], cell, true, 1.0, e);
+        !s.ok()) {
+      return Bad(
+          absl::StrCat("column ", k, " (", header_[k], "): ", s.message()));
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  if (absl::StripAsciiWhitespace(text).empty()) return false;
+  const size_t bar = text.find('|');
+  if (bar == absl::string_view::npos) {
+    return Bad("no '|': a Vowpal Wabbit line is \"label |namespace features\"");
+  }
+  // The head: a label, an importance weight (only 1), a tag ('tag, ignored).
+  std::vector<absl::string_view> head = absl::StrSplit(
+      text.substr(0, bar), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  for (size_t k = 0; k < head.size(); ++k) {
+    if (absl::StartsWith(head[k], "'")) {
+      if (k + 1 != head.size())
+        return Bad("the tag must come last, before '|'");
+      continue;
+    }
+    if (k == 0) {
+      absl::StatusOr<int> label = MapLabel(head[k], options_);
+      if (!label.ok()) return Bad(label.status().message());
+      e->label = *label;
+    } else if (k == 1) {
+      double w;
+      if (!absl::SimpleAtod(head[k], &w) || w != 1.0) {
+        return Bad(absl::StrCat(
+            "importance weight ", head[k],
+            ": the perceptron learns each example once, so only 1 is "
+            "accepted (repeat the line to count it more)"));
+      }
+    } else {
+      return Bad(absl::StrCat("cannot read \"", head[k],
+                              "\" before '|' (label [1] ['tag] expected)"));
+    }
+  }
+  if (!e->label && options_.require_labels) return Bad("no label");
+  // The namespaces: "|name[:scale] f..." or "| f..." (the default one).
+  std::vector<absl::string_view> spaces =
+      absl::StrSplit(text.substr(bar + 1), '|');
+  for (absl::string_view part : spaces) {
+    std::vector<absl::string_view> tokens =
+        absl::StrSplit(part, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    absl::string_view space;
+    double scale = 1.0;
+    size_t first = 0;
+    if (!part.empty() && part[0] != ' ' && part[0] != '\t') {
+      std::pair<absl::string_view, absl::string_view> ns =
+          absl::StrSplit(tokens[0], absl::MaxSplits(':', 1));
+      space = ns.first;
+      if (space.empty()) return Bad("a namespace's name is empty");
+      if (tokens[0].size() > space.size() &&
+          (!absl::SimpleAtod(ns.second, &scale) || !std::isfinite(scale))) {
+        return Bad(absl::StrCat("namespace ", space, ": scale \"", ns.second,
+                                "\" is not a finite number"));
+      }
+      first = 1;
+    }
+    for (size_t k = first; k < tokens.size(); ++k) {
+      std::pair<absl::string_view, absl::string_view> kv =
+          absl::StrSplit(tokens[k], absl::MaxSplits(':', 1));
+      if (kv.first.empty()) {
+        return Bad(absl::StrCat("feature \"", tokens[k],
+                                "\" has no name (anonymous features are not "
+                                "taken)"));
+      }
+      const bool has_value = tokens[k].size() > kv.first.size();
+      if (absl::Status s =
+              AddNamed(space, kv.first, kv.second, has_value, scale, e);
+          !s.ok()) {
+        return Bad(s.message());
+      }
+    }
+  }
   return true;
 }
 

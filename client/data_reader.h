@@ -1,6 +1,8 @@
 // Readers for labeled data files: LIBSVM/SVMlight ("label index:value ...",
-// 1-based indices by default) and CSV (numeric columns, the label in one of
-// them, an optional header row).
+// 1-based indices by default), CSV (numeric columns, the label in one of
+// them, an optional header row; or, for a model with hash_bits, named columns
+// whose non-numeric cells are categorical) and Vowpal Wabbit's text format
+// ("label [1] ['tag]|namespace[:scale] name[:value] ...", features by name).
 //
 //   ReadOptions options;
 //   options.positive_label = "1";      // optional: which raw label is +1
@@ -38,10 +40,11 @@
 
 namespace perceptron::client {
 
-enum class Format { kAuto, kLibsvm, kCsv };
+enum class Format { kAuto, kLibsvm, kCsv, kVw };
 
 struct ReadOptions {
-  // kAuto: ".csv" files are CSV, everything else LIBSVM. Default: kAuto.
+  // kAuto: ".csv" files are CSV, ".vw" Vowpal Wabbit's, everything else
+  // LIBSVM. Default: kAuto.
   Format format = Format::kAuto;
   // The raw label that maps to +1; empty for the default mapping above.
   std::string positive_label;
@@ -51,6 +54,11 @@ struct ReadOptions {
   int label_column = -1;
   // Whether every example must have a label. Default: true.
   bool require_labels = true;
+  // CSV by name (for a model with hash_bits): the first row is a header
+  // naming the columns; each other cell is the feature of its column's name,
+  // its value if it is a number, else the categorical feature name=cell; an
+  // empty cell is no feature. Default: false.
+  bool named = false;
 };
 
 // One example at a time from a file or standard input ("-"), holding one
@@ -87,6 +95,8 @@ class DataReader {
   // CSV, whose columns count from 0.
   int index_base() const;
   bool sparse() const;
+  // Whether the examples come by name (VW, or CSV with `named`).
+  bool named() const;
   // The input dimension seen so far: CSV columns less the label; LIBSVM the
   // largest index + 1.
   uint32_t dimension() const { return dimension_; }
@@ -97,6 +107,8 @@ class DataReader {
   absl::StatusOr<bool> ParseLine(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseLibsvm(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseCsv(absl::string_view text, Example* e);
+  absl::StatusOr<bool> ParseNamedCsv(absl::string_view text, Example* e);
+  absl::StatusOr<bool> ParseVw(absl::string_view text, Example* e);
   absl::Status Bad(absl::string_view why) const;
 
   std::unique_ptr<std::istream> owned_;
@@ -115,6 +127,8 @@ class DataReader {
   // CSV: non-empty rows so far and the first data row's width.
   size_t rows_ = 0;
   size_t columns_ = 0;
+  // Named CSV: the header's names.
+  std::vector<std::string> header_;
 };
 
 struct Dataset {

@@ -3,7 +3,10 @@
 namespace perceptron::client {
 
 void FeaturesToProto(const Example& e, v1::Features* out) {
-  if (e.sparse) {
+  if (!e.named.empty()) {
+    out->mutable_named()->mutable_features()->Add(e.named.begin(),
+                                                  e.named.end());
+  } else if (e.sparse) {
     v1::SparseVector* s = out->mutable_sparse();
     s->mutable_indices()->Add(e.indices.begin(), e.indices.end());
     s->mutable_values()->Add(e.values.begin(), e.values.end());

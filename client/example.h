@@ -1,5 +1,5 @@
-// An example as the client library sends it: dense or sparse features and, when
-// known, a label.
+// An example as the client library sends it: dense or sparse features, or
+// features by name (for a model with hash_bits), and, when known, a label.
 #ifndef PERCEPTRON_CLIENT_EXAMPLE_H_
 #define PERCEPTRON_CLIENT_EXAMPLE_H_
 
@@ -18,6 +18,9 @@ struct Example {
   std::vector<double> values;
   std::vector<uint32_t> indices;
   bool sparse = false;
+  // Not empty: the example is these features by name (values and indices are
+  // then unused).
+  std::vector<v1::NamedFeature> named;
   // -1 or +1 when known.
   std::optional<int> label;
 };

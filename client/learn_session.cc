@@ -194,8 +194,10 @@ void LearnSession::ToItems() {
 
 void LearnSession::AddRow(const Example& e, bool labeled) {
   Rows rows = Rows::kNone;  // not a row columns can hold
-  if (!e.sparse && e.values.size() == dimension_) rows = Rows::kDense;
-  if (e.sparse && e.values.size() == e.indices.size()) rows = Rows::kSparse;
+  if (e.named.empty()) {
+    if (!e.sparse && e.values.size() == dimension_) rows = Rows::kDense;
+    if (e.sparse && e.values.size() == e.indices.size()) rows = Rows::kSparse;
+  }
   if (!as_items_ && (rows == Rows::kNone || !Fits(rows, labeled))) ToItems();
   if (as_items_) {
     v1::LearnItem* item = request_.add_items();

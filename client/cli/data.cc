@@ -33,16 +33,22 @@ namespace perceptron::client::cli {
 
 namespace {
 
-absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels) {
+// `hashed`: the model takes features by name, so a CSV file is read by its
+// header's names.
+absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels,
+                                                 bool hashed) {
   ReadOptions o;
+  o.named = hashed;
   const std::string f = absl::GetFlag(FLAGS_format);
   if (f == "libsvm") {
     o.format = Format::kLibsvm;
   } else if (f == "csv") {
     o.format = Format::kCsv;
+  } else if (f == "vw") {
+    o.format = Format::kVw;
   } else if (f != "auto") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--format=", f, " is not auto, libsvm or csv"));
+        absl::StrCat("--format=", f, " is not auto, libsvm, csv or vw"));
   }
   o.positive_label = absl::GetFlag(FLAGS_positive);
   o.index_base = absl::GetFlag(FLAGS_index_base);
@@ -52,14 +58,16 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels) {
 }
 
 absl::StatusOr<std::unique_ptr<DataReader>> OpenData(const std::string& path,
-                                                     bool require_labels) {
-  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+                                                     bool require_labels,
+                                                     bool hashed) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels, hashed);
   if (!o.ok()) return o.status();
   return DataReader::Open(path, *o);
 }
 
-absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
-  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels);
+absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
+                                 bool hashed) {
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels, hashed);
   if (!o.ok()) return o.status();
   return ReadDataFile(path, *o);
 }
@@ -67,7 +75,14 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels) {
 // OK if `e` fits a model of input dimension `dimension`; else
 // INVALID_ARGUMENT naming the file, line and index (as the file writes it).
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
-                          const Example& e, uint32_t dimension) {
+                          const Example& e, uint32_t dimension, bool hashed) {
+  if (!e.named.empty()) {
+    if (hashed) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ":", line,
+        ": the features are names, and the model takes vectors: create it "
+        "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does"));
+  }
   if (e.sparse) {
     for (uint32_t i : e.indices) {
       if (i >= dimension) {
@@ -123,13 +138,18 @@ int Fit(const Args& args) {
   if (args.size() != 1) return Usage("fit takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("fit needs --model");
-  // One Train request carries the whole set, so it is read whole.
-  absl::StatusOr<Dataset> data = LoadData(args[0], /*require_labels=*/true);
-  if (!data.ok()) return FailLocal(data.status());
   std::unique_ptr<Client> client = Connect();
   absl::StatusOr<v1::Model> m = client->GetModel(model);
-  if (!m.ok() && m.status().code() == absl::StatusCode::kNotFound &&
-      absl::GetFlag(FLAGS_create)) {
+  const bool create = !m.ok() &&
+                      m.status().code() == absl::StatusCode::kNotFound &&
+                      absl::GetFlag(FLAGS_create);
+  const bool hashed = create ? absl::GetFlag(FLAGS_hash_bits) != 0
+                             : m.ok() && m->config().hash_bits() != 0;
+  // One Train request carries the whole set, so it is read whole.
+  absl::StatusOr<Dataset> data =
+      LoadData(args[0], /*require_labels=*/true, hashed);
+  if (!data.ok()) return FailLocal(data.status());
+  if (create) {
     absl::StatusOr<v1::ModelConfig> config =
         ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
                                                       : data->dimension);
@@ -138,8 +158,9 @@ int Fit(const Args& args) {
   }
   if (!m.ok()) return Fail(m.status());
   for (size_t k = 0; k < data->examples.size(); ++k) {
-    absl::Status s = FitsTheModel(args[0], data->lines[k], data->index_base,
-                                  data->examples[k], m->config().dimension());
+    absl::Status s =
+        FitsTheModel(args[0], data->lines[k], data->index_base,
+                     data->examples[k], m->config().dimension(), hashed);
     if (!s.ok()) return FailLocal(s);
   }
   absl::StatusOr<v1::TrainResponse> r =
@@ -164,8 +185,16 @@ int Train(const Args& args) {
   const uint32_t epochs = absl::GetFlag(FLAGS_epochs);
   if (epochs == 0) return Usage("--epochs must be at least 1");
   const absl::Time start = absl::Now();
+  std::unique_ptr<Client> client = Connect();
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  const bool create = !m.ok() &&
+                      m.status().code() == absl::StatusCode::kNotFound &&
+                      absl::GetFlag(FLAGS_create);
+  if (!m.ok() && !create) return Fail(m.status());
+  const bool hashed = create ? absl::GetFlag(FLAGS_hash_bits) != 0
+                             : m->config().hash_bits() != 0;
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
-      OpenData(args[0], /*require_labels=*/true);
+      OpenData(args[0], /*require_labels=*/true, hashed);
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
   const bool file = reader.seekable();
@@ -186,12 +215,6 @@ int Train(const Args& args) {
         "resumes after the examples the model holds, which rejected ones "
         "are not");
   }
-  std::unique_ptr<Client> client = Connect();
-  absl::StatusOr<v1::Model> m = client->GetModel(model);
-  const bool create = !m.ok() &&
-                      m.status().code() == absl::StatusCode::kNotFound &&
-                      absl::GetFlag(FLAGS_create);
-  if (!m.ok() && !create) return Fail(m.status());
   uint32_t dimension =
       create ? absl::GetFlag(FLAGS_dim) : m->config().dimension();
   ProgressLine progress(ShowProgress());
@@ -203,8 +226,9 @@ int Train(const Args& args) {
       if (!more.ok()) return FailLocal(more.status());
       if (!*more) break;
       if (dimension != 0) {
-        absl::Status s = FitsTheModel(reader.name(), reader.line(),
-                                      reader.index_base(), e, dimension);
+        absl::Status s =
+            FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                         dimension, hashed);
         if (!s.ok()) return FailLocal(s);
       }
       progress.Draw(reader.bytes_read(), reader.size(),
@@ -214,7 +238,7 @@ int Train(const Args& args) {
     per_pass = reader.examples();
     if (dimension == 0) dimension = reader.dimension();
     if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
-  } else if (create && dimension == 0) {
+  } else if (create && dimension == 0 && !hashed) {
     return Usage("train --create from standard input needs --dim");
   }
   if (create) {
@@ -222,6 +246,7 @@ int Train(const Args& args) {
     if (!config.ok()) return FailLocal(config.status());
     m = client->CreateModel(model, *config);
     if (!m.ok()) return Fail(m.status());
+    dimension = m->config().dimension();
   }
   // With --retry_for: the model's examples before this run, so that after a
   // broken stream the examples it holds say where to resume.
@@ -311,7 +336,7 @@ int Train(const Args& args) {
           continue;
         }
         local = FitsTheModel(reader.name(), reader.line(), reader.index_base(),
-                             e, dimension);
+                             e, dimension, hashed);
         if (!local.ok()) break;
         {
           absl::MutexLock lock(&mu);
@@ -434,11 +459,13 @@ int Predict(const Args& args) {
   if (args.size() != 1) return Usage("predict takes one FILE");
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("predict needs --model");
+  std::unique_ptr<Client> client = Connect();
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  if (!m.ok()) return Fail(m.status());
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
-      OpenData(args[0], /*require_labels=*/false);
+      OpenData(args[0], /*require_labels=*/false, m->config().hash_bits() != 0);
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
-  std::unique_ptr<Client> client = Connect();
   Example e;
   absl::Status local;
   if (absl::GetFlag(FLAGS_issue)) {

@@ -61,10 +61,18 @@ ABSL_FLAG(absl::Duration, retry_for, absl::ZeroDuration(),
           "train: when the stream breaks (the server or a proxy's shard gone), "
           "wait up to this long for the model to answer again, then resume "
           "after the examples it holds, none applied twice (0: no retry)");
+ABSL_FLAG(uint32_t, hash_bits, 0,
+          "create: take features by name, hashed into 2^b coordinates as "
+          "Vowpal Wabbit hashes them (1..24; --dim is then 2^b)");
+ABSL_FLAG(std::vector<std::string>, interactions, {},
+          "create: with --hash_bits, namespace pairs to cross, as Vowpal "
+          "Wabbit's -q (e.g. ab,ac)");
 ABSL_FLAG(uint64_t, max_voted, 1000,
           "create: voted perceptron's stored vectors");
 // data
-ABSL_FLAG(std::string, format, "auto", "train/predict: auto, libsvm or csv");
+ABSL_FLAG(std::string, format, "auto",
+          "train/fit/predict: auto (from the extension: .csv, .vw, else "
+          "libsvm), libsvm, csv or vw");
 ABSL_FLAG(std::string, positive, "",
           "train: the raw label that is +1 (others -1); default maps +1/1 to "
           "+1, -1/0 to -1");

@@ -136,12 +136,19 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   c.mutable_kernel()->set_sigma(absl::GetFlag(FLAGS_sigma));
   c.set_kernel_budget(absl::GetFlag(FLAGS_budget));
   c.set_max_voted_vectors(absl::GetFlag(FLAGS_max_voted));
+  c.set_hash_bits(absl::GetFlag(FLAGS_hash_bits));
+  for (const std::string& q : absl::GetFlag(FLAGS_interactions)) {
+    c.add_interactions(q);
+  }
+  if (c.hash_bits() != 0 && absl::GetFlag(FLAGS_dim) == 0) c.set_dimension(0);
   return c;
 }
 
 int Create(const Args& args) {
   if (args.size() != 1) return Usage("create takes one MODEL");
-  if (absl::GetFlag(FLAGS_dim) == 0) return Usage("create needs --dim");
+  if (absl::GetFlag(FLAGS_dim) == 0 && absl::GetFlag(FLAGS_hash_bits) == 0) {
+    return Usage("create needs --dim (or --hash_bits)");
+  }
   absl::StatusOr<v1::ModelConfig> config =
       ConfigFromFlags(absl::GetFlag(FLAGS_dim));
   if (!config.ok()) return FailLocal(config.status());

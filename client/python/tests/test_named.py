@@ -2,7 +2,9 @@
 independent implementation of Vowpal Wabbit's hashing (tests/support/vw_hash.py): the same
 examples as dicts, one by one, and as indices hashed by the test give bit-identical models."""
 import math
+import os
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -133,3 +135,97 @@ def test_names_need_a_hashed_model(client):
         client.create_model("big", hash_bits=25)
     with pytest.raises(perceptrond.PerceptronError, match="not two namespace letters"):
         client.create_model("q", hash_bits=8, interactions=["abc"])
+
+
+def cli(server, *args):
+    run = subprocess.run([os.environ["PERCEPTRON_CLI"], *args, "--progress=no",
+                          "--server=" + server.target], capture_output=True, text=True)
+    return run.returncode, run.stdout + run.stderr
+
+
+def vw_line(x, label):
+    """One example in Vowpal Wabbit's text format, features in the dict's order."""
+    parts, current = [], None
+    for key, value in x.items():
+        space, name = key if isinstance(key, tuple) else ("", key)
+        if space != current or not parts:
+            parts.append("|" + (space if space else ""))
+            current = space
+        parts.append(f"{name}:{value}" if isinstance(value, str) else
+                     name if value == 1.0 else f"{name}:{value!r}")
+    return ("1" if label == 1 else "0") + " " + " ".join(parts).replace("| ", "| ", 1)
+
+
+def test_a_vw_file_through_the_cli_equals_the_dicts(client, server, tmp_path):
+    rows, y = text_like(300, seed=11)
+    path = tmp_path / "text.vw"
+    path.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
+    code, out = cli(server, "train", str(path), "--model=vw", "--create", "--hash_bits=18",
+                    "--interactions=ab")
+    assert code == 0, out
+    dicts = client.create_model("dicts", hash_bits=BITS, interactions=INTERACTIONS)
+    dicts.learn(rows, y)
+    vw = client.model("vw")
+    assert counters(vw) == counters(dicts)
+    np.testing.assert_array_equal(bits(vw.weights()), bits(dicts.weights()))
+
+
+TABLE = [("34", "paris", "red", "1.5", "1"), ("51", "lyon", "blue", "", "0"),
+         ("27", "paris", "green", "-2", "1"), ("45", "nice", "red", "0.25", "0"),
+         ("33", "lyon", "red", "3", "1"), ("62", "nice", "blue", "", "0")] * 20
+
+
+def table_dicts():
+    rows, y = [], []
+    for age, city, colour, score, label in TABLE:
+        x = {"age": float(age), "city": city, "colour": colour}
+        if score:
+            x["score"] = float(score)
+        rows.append(x)
+        y.append(1 if label == "1" else -1)
+    return rows, y
+
+
+def test_a_categorical_csv_and_a_vw_file_through_the_cli_equal_the_dicts(
+        client, server, tmp_path):
+    csv = tmp_path / "people.csv"
+    csv.write_text("age,city,colour,score,label\n" +
+                   "".join(",".join(r) + "\n" for r in TABLE))
+    vw = tmp_path / "people.vw"
+    vw.write_text("".join(
+        f"{label} | age:{age} city:{city} colour:{colour}" + (f" score:{score}" if score else "")
+        + "\n" for age, city, colour, score, label in TABLE))
+    for name, path in (("csv", csv), ("vwt", vw)):
+        code, out = cli(server, "train", str(path), f"--model={name}", "--create",
+                        "--hash_bits=16", "--nonormalize")
+        assert code == 0, out
+    rows, y = table_dicts()
+    dicts = client.create_model("dicts", hash_bits=16, normalize=False)
+    dicts.learn(rows, y)
+    for name in ("csv", "vwt"):
+        m = client.model(name)
+        assert counters(m) == counters(dicts), name
+        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
+    # A categorical cell is the feature name=value with value 1, at VW's slot for "city:paris".
+    slot = vw_hash.slot("", "city", 16, "paris")
+    assert dicts.weights()[slot] != 0
+
+
+def test_the_cli_names_the_line_of_a_bad_vw_or_csv_line(client, server, tmp_path):
+    cases = [("bad.vw", "1 | a b\n1 2 | c\n", "bad.vw:2: importance weight 2"),
+             ("nolabel.vw", "1 | a\n| b\n", "nolabel.vw:2: no label"),
+             ("nan.vw", "1 | a:nan\n", "nan.vw:1: feature a: value nan is not a finite number"),
+             ("anon.vw", "1 | :3\n", "anon.vw:1: feature \":3\" has no name"),
+             ("short.csv", "a,b,label\n1,x,1\n2,1\n", "short.csv:3: 2 columns; the header has 3")]
+    for name, text, says in cases:
+        path = tmp_path / name
+        path.write_text(text)
+        code, out = cli(server, "train", str(path), "--model=m", "--create", "--hash_bits=10")
+        assert code != 0 and says in out, (name, out)
+    # Names into a model that takes vectors: refused before anything is sent.
+    client.create_model("plain", 4)
+    path = tmp_path / "names.vw"
+    path.write_text("1 | a b\n")
+    code, out = cli(server, "train", str(path), "--model=plain")
+    assert code != 0 and "names.vw:1: the features are names" in out, out
+    assert client.model("plain").status().stats.examples == 0

@@ -1,11 +1,16 @@
 #include "client/data_reader.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace perceptron::client {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(DataReaderTest, Libsvm) {
@@ -106,6 +111,67 @@ TEST(DataReaderTest, ErrorsNameTheFileAndLine) {
       HasSubstr("f.csv:2: column 1 \"zz\" is not a number"));
   EXPECT_EQ(ReadDataFile("/nonexistent/file.csv", {}).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A feature as "namespace|name=number" or "namespace|name:category", to
+// compare examples by name in one line.
+std::vector<std::string> Named(const Example& e) {
+  std::vector<std::string> out;
+  for (const v1::NamedFeature& f : e.named) {
+    out.push_back(
+        f.has_category()
+            ? absl::StrCat(f.space(), "|", f.name(), ":", f.category())
+            : absl::StrCat(f.space(), "|", f.name(), "=",
+                           f.has_number() ? f.number() : 1.0));
+  }
+  return out;
+}
+
+TEST(DataReaderTest, VowpalWabbitLines) {
+  absl::StatusOr<Dataset> d = ParseData(
+      "1 'first|a x y:2 |b:0.5 z:4 |  w colour:red\r\n"
+      "\n"
+      "0 1 | 7 caf\xc3\xa9\n"
+      "-1 |a:2 x\n",
+      "t.vw", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 3u);
+  EXPECT_THAT(Named(d->examples[0]),
+              ElementsAre("a|x=1", "a|y=2", "b|z=2", "|w=1", "|colour:red"));
+  EXPECT_EQ(d->examples[0].label, 1);
+  EXPECT_THAT(Named(d->examples[1]), ElementsAre("|7=1", "|caf\xc3\xa9=1"));
+  EXPECT_EQ(d->examples[1].label, -1);
+  EXPECT_THAT(Named(d->examples[2]), ElementsAre("a|x=2"));
+  EXPECT_EQ(d->lines, (std::vector<size_t>{1, 3, 4}));
+}
+
+TEST(DataReaderTest, CsvByNameWithCategoricalCells) {
+  ReadOptions o;
+  o.named = true;
+  absl::StatusOr<Dataset> d =
+      ParseData("age, city ,label\n34,paris,1\n,lyon,0\n", "p.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  EXPECT_THAT(Named(d->examples[0]), ElementsAre("|age=34", "|city:paris"));
+  EXPECT_THAT(Named(d->examples[1]), ElementsAre("|city:lyon"));
+  EXPECT_EQ(d->examples[1].label, -1);
+  EXPECT_THAT(ParseData(",b,label\n", "h.csv", o).status().message(),
+              HasSubstr("h.csv:1: the header's column 0 has no name"));
+}
+
+TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
+  EXPECT_THAT(ParseData("1 |a x\n1 0.5 |a y\n", "w.vw", {}).status().message(),
+              HasSubstr("w.vw:2: importance weight 0.5"));
+  EXPECT_THAT(ParseData("1 a x\n", "w.vw", {}).status().message(),
+              HasSubstr("w.vw:1: no '|'"));
+  EXPECT_THAT(ParseData("1 |a x:inf\n", "w.vw", {}).status().message(),
+              HasSubstr("w.vw:1: feature x: value inf is not a finite number"));
+  EXPECT_THAT(ParseData("1 |a x::\n", "w.vw", {}).status().message(),
+              HasSubstr("cannot read \"x::\" as name:value"));
+  EXPECT_THAT(ParseData("1 |:2 x\n", "w.vw", {}).status().message(),
+              HasSubstr("a namespace's name is empty"));
+  EXPECT_THAT(ParseData("1 |a:q x\n", "w.vw", {}).status().message(),
+              HasSubstr("namespace a: scale \"q\" is not a finite number"));
 }
 
 }  // namespace

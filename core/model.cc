@@ -8,6 +8,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/kernel_learner.h"
 #include "core/linear_learners.h"
 #include "core/status_macros.h"
@@ -600,11 +601,17 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
   const uint64_t vector_bytes =
       kernel ? 0 : CertificateTracker::VectorBytes(config_.weight_dimension());
   if (vector_bytes > limit_bytes) {
+    // In bytes: rounded to MiB, 64.0001 would read "64 MiB, over 64 MiB".
     certificate_->TurnOff(
-        absl::StrCat("its vectors of ", config_.weight_dimension(),
-                     " coordinates would take ", vector_bytes >> 20,
-                     " MiB, more than a model's limit of ", limit_bytes >> 20,
-                     " MiB"),
+        absl::StrCat("its 8 dense vectors of ", config_.weight_dimension(),
+                     " coordinates (the weight dimension) would take ",
+                     vector_bytes,
+                     " bytes, over the certificate's memory per "
+                     "model of ",
+                     limit_bytes, " bytes (",
+                     absl::StrFormat("%.6g", limit_bytes / 1048576.0),
+                     " MiB: perceptrond --certificate_model_mb; a smaller "
+                     "hash_bits or dimension fits)"),
         /*permanent=*/true);
   } else if (carried && carried->observed == counters_.examples) {
     certificate_

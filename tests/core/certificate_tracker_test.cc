@@ -795,5 +795,21 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
   }
 }
 
+TEST(CertificateTrackerTest, TooWideAModelSaysWhichLimitAndFlag) {
+  ModelConfig config;
+  config.hash_bits = 20;
+  config.dimension = 1u << 20;
+  auto model = *Model::Create(config);
+  model->EnableCertificate(100, 10, /*limit_bytes=*/uint64_t{64} << 20);
+  const CertificateReport r = model->certificate()->Report(1);
+  EXPECT_EQ(r.phase, CertificatePhase::kOff);
+  EXPECT_THAT(r.reason,
+              ::testing::HasSubstr(
+                  "its 8 dense vectors of 1048577 coordinates (the "
+                  "weight dimension) would take 67108928 bytes, over "
+                  "the certificate's memory per model of 67108864 "
+                  "bytes (64 MiB: perceptrond --certificate_model_mb"));
+}
+
 }  // namespace
 }  // namespace perceptron

@@ -14,6 +14,13 @@ namespace {
 // The FNV prime VW multiplies the first feature of a pair by.
 constexpr uint32_t kFnvPrime = 16777619u;
 
+// One hashed feature: its slot, its position among the terms, its value.
+struct Term {
+  uint32_t slot;
+  uint32_t order;
+  double value;
+};
+
 uint32_t RotateLeft(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
 // MurmurHash3's finalization: every input bit flips each output bit with
@@ -138,17 +145,27 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
         absl::StrCat("the example has ", x.size(),
                      " named features, over the limit of ", kMaxNamedFeatures));
   }
-  // Each feature's slot and value, in the order given; zeros dropped.
-  std::vector<std::pair<uint32_t, double>> terms;
-  terms.reserve(x.size());
-  std::vector<unsigned char> letters;
-  if (!interactions_.empty()) letters.reserve(x.size());
+  // Each feature's slot and value, in the order given; zeros dropped. The
+  // buffers are the thread's, reused: no allocation once they have grown.
+  thread_local std::vector<Term> terms;
+  thread_local std::vector<unsigned char> letters;
+  terms.clear();
+  letters.clear();
+  // Consecutive features mostly share a namespace: its hash is reused.
+  absl::string_view last_space;
+  uint32_t space_hash = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const NamedFeature& f = x[i];
     if (absl::Status s = CheckFeature(i, f); !s.ok()) return s;
     const double v = f.categorical ? 1.0 : f.value;
     if (v == 0.0) continue;
-    terms.emplace_back(Slot(f), v);
+    if (f.space != last_space || i == 0) {
+      last_space = f.space;
+      space_hash = f.space.empty() ? 0 : VwHashString(f.space, 0);
+    }
+    uint32_t h = VwHashString(f.name, space_hash);
+    if (f.categorical) h = VwHashString(f.category, h);
+    terms.push_back({h & mask_, static_cast<uint32_t>(terms.size()), v});
     if (!interactions_.empty()) letters.push_back(Letter(f.space));
   }
   const size_t singles = terms.size();
@@ -156,27 +173,32 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
     const unsigned char a = static_cast<unsigned char>(pair[0]);
     const unsigned char b = static_cast<unsigned char>(pair[1]);
     // Positions of each side's features, in the order given.
-    std::vector<size_t> first, second;
+    thread_local std::vector<size_t> first, second;
+    first.clear();
+    second.clear();
     for (size_t i = 0; i < singles; ++i) {
       if (letters[i] == a) first.push_back(i);
       if (letters[i] == b) second.push_back(i);
     }
     for (size_t p = 0; p < first.size(); ++p) {
-      const auto [h1, v1] = terms[first[p]];
+      const uint32_t h1 = terms[first[p]].slot;
+      const double v1 = terms[first[p]].value;
       const uint32_t half = h1 * kFnvPrime;
       // One namespace with itself: each unordered pair once, and a feature
       // with itself only when its value is not 1 (x * x = x for x = 1).
       size_t q = 0;
       if (a == b) q = v1 != 1.0 ? p : p + 1;
       for (; q < second.size(); ++q) {
-        const auto [h2, v2] = terms[second[q]];
+        const uint32_t h2 = terms[second[q]].slot;
+        const double v2 = terms[second[q]].value;
         const double v = v1 * v2;
         if (!std::isfinite(v)) {
           return absl::InvalidArgumentError(absl::StrCat(
               "interaction ", pair, " of features ", first[p], " and ",
               second[q], ": the product ", v1, " * ", v2, " is not finite"));
         }
-        terms.emplace_back((half ^ h2) & mask_, v);
+        terms.push_back(
+            {(half ^ h2) & mask_, static_cast<uint32_t>(terms.size()), v});
       }
       if (terms.size() > kMaxHashedFeatures) {
         return absl::InvalidArgumentError(
@@ -185,19 +207,19 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
       }
     }
   }
-  // Sum by slot in the order given (stable), so that the result is the same
-  // on every machine and every call.
-  std::stable_sort(
-      terms.begin(), terms.end(),
-      [](const auto& l, const auto& r) { return l.first < r.first; });
+  // Sum by slot in the order given (by slot, then position), so that the
+  // result is the same on every machine and every call.
+  std::sort(terms.begin(), terms.end(), [](const Term& l, const Term& r) {
+    return l.slot != r.slot ? l.slot < r.slot : l.order < r.order;
+  });
   out->sparse = true;
   out->indices.clear();
   out->values.clear();
   for (size_t i = 0; i < terms.size();) {
-    const uint32_t slot = terms[i].first;
+    const uint32_t slot = terms[i].slot;
     double sum = 0.0;
-    for (; i < terms.size() && terms[i].first == slot; ++i) {
-      sum += terms[i].second;
+    for (; i < terms.size() && terms[i].slot == slot; ++i) {
+      sum += terms[i].value;
     }
     if (!std::isfinite(sum)) {
       return absl::InvalidArgumentError(absl::StrCat(

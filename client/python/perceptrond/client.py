@@ -512,7 +512,14 @@ class Model:
             self._one = None
 
     def decision_function(self, x) -> np.ndarray:
-        """The model's score of each row of `x`; nothing is learned or issued."""
+        """The model's score of each row of `x` (or of each dict by name in a list, for a model
+        with hash_bits); nothing is learned or issued."""
+        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
+            request = pb.PredictRequest(model_id=self.id)
+            for row in x:
+                _named(row, request.examples.add().named)
+            response = self.client._call("Predict", request)
+            return np.array([p.score for p in response.predictions], dtype=np.float64)
         kind, rows = _rows(x)
         request = pb.PredictRequest(model_id=self.id)
         for i in range(rows.shape[0]):

@@ -13,6 +13,7 @@ unpickled, it talks to the same models.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
@@ -23,16 +24,23 @@ from sklearn.utils.validation import check_is_fitted
 from .client import Client, Model, PerceptronError
 
 
+def _dicts(X) -> bool:
+    """Whether X is a list of dicts by name (DictVectorizer's input)."""
+    return isinstance(X, (list, tuple)) and len(X) > 0 and isinstance(X[0], Mapping)
+
+
 class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     """Parameters mirror perceptrond's model configuration (docs/design.md); None takes the
     server's default. fit makes up to `max_epochs` passes over the data, stopping after a pass
-    with no update; partial_fit makes one."""
+    with no update; partial_fit makes one. X may also be a list of dicts by name (as
+    DictVectorizer takes them; a string value is categorical): fit then creates models with
+    `hash_bits` that hash the names on the server, and predict takes such lists too."""
 
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,
                  normalize: Optional[bool] = None, gamma: Optional[float] = None,
                  max_epochs: int = 100, batch_size: int = 1024, token: Optional[str] = None,
-                 model_id: Optional[str] = None):
+                 model_id: Optional[str] = None, hash_bits: int = 18):
         self.address = address
         self.algorithm = algorithm
         self.eta = eta
@@ -43,6 +51,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.token = token
         self.model_id = model_id
+        self.hash_bits = hash_bits
 
     # The connection is not state: it is made when needed and left out of pickles.
     def _client(self) -> Client:
@@ -60,16 +69,19 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                [f"{self.model_id_}-{k}" for k in range(len(self.classes_))])
         return [Model(self._client(), i) for i in ids]
 
-    def _start(self, n_features: int) -> None:
-        """New server models for classes_ (replacing this estimator's earlier ones)."""
+    def _start(self, n_features: Optional[int]) -> None:
+        """New server models for classes_ (replacing this estimator's earlier ones); by name
+        (hash_bits) when n_features is None."""
         if getattr(self, "model_id_", None) is not None:
             self.delete_models()
         self.model_id_ = self.model_id or f"sklearn-{uuid.uuid4().hex[:16]}"
-        self.n_features_in_ = n_features
+        if n_features is not None:
+            self.n_features_in_ = n_features
         for m in self._models():
-            self._client().create_model(m.id, n_features, self.algorithm, eta=self.eta,
-                                        bias=self.bias, normalize=self.normalize,
-                                        gamma=self.gamma)
+            self._client().create_model(
+                m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
+                normalize=self.normalize, gamma=self.gamma,
+                hash_bits=self.hash_bits if n_features is None else None)
 
     def _targets(self, y: np.ndarray) -> list:
         """Per model, y as -1/+1: the second class against the first, or each against the rest."""
@@ -96,6 +108,8 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                 s.close()
 
     def fit(self, X, y):
+        if _dicts(X):
+            return self._fit_dicts(X, y)
         X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         classes = np.unique(y)
@@ -106,6 +120,21 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self._start(X.shape[1])
         self._passes(X, y, self.max_epochs)
+        return self
+
+    def _fit_dicts(self, X, y):
+        """fit on a list of dicts by name, as DictVectorizer takes them: the server hashes the
+        names into 2^hash_bits coordinates (docs/design.md section 2.9)."""
+        y = np.asarray(y)
+        if len(X) != len(y):
+            raise ValueError(f"{len(X)} examples and {len(y)} labels")
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError("a classifier needs samples of at least 2 classes")
+        self.classes_ = classes
+        self._start(None)
+        self._passes(list(X), y, self.max_epochs)
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -130,6 +159,11 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         """The score of each row: shape (n,) for two classes (positive: classes_[1]), else
         (n, classes) with each class's score against the rest."""
         check_is_fitted(self, "model_id_")
+        if _dicts(X):
+            scores = [np.concatenate([m.decision_function(list(X[s:s + self.batch_size]))
+                                      for s in range(0, len(X), self.batch_size)])
+                      for m in self._models()]
+            return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
         X = self._validate_data(X, accept_sparse="csr", dtype=np.float64, reset=False)
         scores = [np.concatenate([m.decision_function(X[s:s + self.batch_size])
                                   for s in range(0, X.shape[0], self.batch_size)])

@@ -229,3 +229,25 @@ def test_the_cli_names_the_line_of_a_bad_vw_or_csv_line(client, server, tmp_path
     code, out = cli(server, "train", str(path), "--model=plain")
     assert code != 0 and "names.vw:1: the features are names" in out, out
     assert client.model("plain").status().stats.examples == 0
+
+
+def test_the_sklearn_estimator_takes_dicts_as_dictvectorizer_does(server):
+    from perceptrond.sklearn import PerceptronClassifier
+    rows, y = table_dicts()
+    labels = np.where(np.array(y) == 1, "yes", "no")
+    by_name = PerceptronClassifier(address=server.target, hash_bits=16, max_epochs=5)
+    by_name.fit(rows, labels)
+    indptr, indices, values = [0], [], []
+    for x in rows:
+        h = vw_hash.hash_example(triples(x), 16)
+        indices.extend(sorted(h))
+        values.extend(h[s] for s in sorted(h))
+        indptr.append(len(indices))
+    matrix = scipy.sparse.csr_matrix((values, indices, indptr), shape=(len(rows), 1 << 16))
+    by_index = PerceptronClassifier(address=server.target, max_epochs=5).fit(matrix, labels)
+    np.testing.assert_array_equal(bits(by_name.decision_function(rows)),
+                                  bits(by_index.decision_function(matrix)))
+    assert list(by_name.predict(rows[:6])) == list(by_index.predict(matrix[:6]))
+    assert by_name.score(rows, labels) > 0.8
+    by_name.delete_models()
+    by_index.delete_models()

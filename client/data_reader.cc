@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "nlohmann/json.hpp"
 
 namespace perceptron::client {
 namespace {
@@ -43,6 +44,10 @@ Format Resolve(const std::string& name, Format f) {
   if (f != Format::kAuto) return f;
   if (absl::EndsWithIgnoreCase(name, ".csv")) return Format::kCsv;
   if (absl::EndsWithIgnoreCase(name, ".vw")) return Format::kVw;
+  if (absl::EndsWithIgnoreCase(name, ".jsonl") ||
+      absl::EndsWithIgnoreCase(name, ".ndjson")) {
+    return Format::kJsonl;
+  }
   return Format::kLibsvm;
 }
 
@@ -113,7 +118,8 @@ int DataReader::index_base() const {
 bool DataReader::sparse() const { return format_ != Format::kCsv; }
 
 bool DataReader::named() const {
-  return format_ == Format::kVw || (format_ == Format::kCsv && options_.named);
+  return format_ == Format::kVw || format_ == Format::kJsonl ||
+         (format_ == Format::kCsv && options_.named);
 }
 
 absl::Status DataReader::Bad(absl::string_view why) const {
@@ -161,6 +167,8 @@ absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text, Example* e) {
       return options_.named ? ParseNamedCsv(text, e) : ParseCsv(text, e);
     case Format::kVw:
       return ParseVw(text, e);
+    case Format::kJsonl:
+      return ParseJsonl(text, e);
     default:
       return ParseLibsvm(text, e);
   }
@@ -376,6 +384,88 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
           !s.ok()) {
         return Bad(s.message());
       }
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// One JSON feature: a number, a string (categorical), or true (1; false is
+// 0, no feature).
+absl::Status AddJsonFeature(const std::string& space, const std::string& name,
+                            const nlohmann::ordered_json& value, Example* e) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("a feature's name is empty");
+  }
+  v1::NamedFeature f;
+  f.set_space(space);
+  f.set_name(name);
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature ", name, ": value ", value.dump(),
+                       " is not a finite number"));
+    }
+    f.set_number(v);
+  } else if (value.is_string()) {
+    if (value.get_ref<const std::string&>().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature ", name, ": the categorical value is empty"));
+    }
+    f.set_category(value.get<std::string>());
+  } else if (value.is_boolean()) {
+    if (!value.get<bool>()) return absl::OkStatus();
+  } else if (value.is_null()) {
+    return absl::OkStatus();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature ", name, ": ", value.dump(),
+                     " is not a number, a string or a boolean"));
+  }
+  e->named.push_back(std::move(f));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
+                                            Example* e) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty()) return false;
+  // ordered_json keeps the features in the line's order, the order in which
+  // colliding features are added.
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(
+      text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Bad(
+        "not a JSON object (a line is {\"label\": 1, \"features\": "
+        "{\"name\": value, \"namespace\": {\"name\": value}}})");
+  }
+  const auto label = j.find("label");
+  if (label != j.end() && !label->is_null()) {
+    const std::string raw =
+        label->is_string() ? label->get<std::string>() : label->dump();
+    absl::StatusOr<int> y = MapLabel(raw, options_);
+    if (!y.ok()) return Bad(y.status().message());
+    e->label = *y;
+  } else if (options_.require_labels) {
+    return Bad("no label");
+  }
+  const auto features = j.find("features");
+  if (features == j.end() || !features->is_object()) {
+    return Bad("no \"features\" object");
+  }
+  for (const auto& [key, value] : features->items()) {
+    if (value.is_object()) {
+      for (const auto& [name, inner] : value.items()) {
+        if (absl::Status s = AddJsonFeature(key, name, inner, e); !s.ok()) {
+          return Bad(absl::StrCat("namespace ", key, ": ", s.message()));
+        }
+      }
+    } else if (absl::Status s = AddJsonFeature("", key, value, e); !s.ok()) {
+      return Bad(s.message());
     }
   }
   return true;

@@ -2,7 +2,9 @@
 // 1-based indices by default), CSV (numeric columns, the label in one of
 // them, an optional header row; or, for a model with hash_bits, named columns
 // whose non-numeric cells are categorical) and Vowpal Wabbit's text format
-// ("label [1] ['tag]|namespace[:scale] name[:value] ...", features by name).
+// ("label [1] ['tag]|namespace[:scale] name[:value] ...", features by name)
+// and JSON lines ({"label": 1, "features": {"name": value, "namespace":
+// {"name": value}}}, features by name; a string value is categorical).
 //
 //   ReadOptions options;
 //   options.positive_label = "1";      // optional: which raw label is +1
@@ -40,11 +42,11 @@
 
 namespace perceptron::client {
 
-enum class Format { kAuto, kLibsvm, kCsv, kVw };
+enum class Format { kAuto, kLibsvm, kCsv, kVw, kJsonl };
 
 struct ReadOptions {
-  // kAuto: ".csv" files are CSV, ".vw" Vowpal Wabbit's, everything else
-  // LIBSVM. Default: kAuto.
+  // kAuto: ".csv" files are CSV, ".vw" Vowpal Wabbit's, ".jsonl" and
+  // ".ndjson" JSON lines, everything else LIBSVM. Default: kAuto.
   Format format = Format::kAuto;
   // The raw label that maps to +1; empty for the default mapping above.
   std::string positive_label;
@@ -95,7 +97,7 @@ class DataReader {
   // CSV, whose columns count from 0.
   int index_base() const;
   bool sparse() const;
-  // Whether the examples come by name (VW, or CSV with `named`).
+  // Whether the examples come by name (VW, JSON lines, or CSV with `named`).
   bool named() const;
   // The input dimension seen so far: CSV columns less the label; LIBSVM the
   // largest index + 1.
@@ -109,6 +111,7 @@ class DataReader {
   absl::StatusOr<bool> ParseCsv(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseNamedCsv(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseVw(absl::string_view text, Example* e);
+  absl::StatusOr<bool> ParseJsonl(absl::string_view text, Example* e);
   absl::Status Bad(absl::string_view why) const;
 
   std::unique_ptr<std::istream> owned_;

@@ -46,9 +46,11 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels,
     o.format = Format::kCsv;
   } else if (f == "vw") {
     o.format = Format::kVw;
+  } else if (f == "jsonl") {
+    o.format = Format::kJsonl;
   } else if (f != "auto") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--format=", f, " is not auto, libsvm, csv or vw"));
+        absl::StrCat("--format=", f, " is not auto, libsvm, csv, vw or jsonl"));
   }
   o.positive_label = absl::GetFlag(FLAGS_positive);
   o.index_base = absl::GetFlag(FLAGS_index_base);

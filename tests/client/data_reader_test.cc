@@ -174,5 +174,30 @@ TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
               HasSubstr("namespace a: scale \"q\" is not a finite number"));
 }
 
+TEST(DataReaderTest, JsonLines) {
+  absl::StatusOr<Dataset> d = ParseData(
+      "{\"label\": 1, \"features\": {\"age\": 34, \"city\": \"paris\", "
+      "\"user\": {\"id\": 7, \"vip\": true, \"gone\": false}, \"n\": null}}\n"
+      "\n"
+      "{\"features\": {\"b\": 0.5, \"a\": 2}, \"label\": \"-1\"}\n",
+      "d.jsonl", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  EXPECT_THAT(Named(d->examples[0]),
+              ElementsAre("|age=34", "|city:paris", "user|id=7", "user|vip=1"));
+  EXPECT_EQ(d->examples[0].label, 1);
+  // In the line's order, not sorted.
+  EXPECT_THAT(Named(d->examples[1]), ElementsAre("|b=0.5", "|a=2"));
+  EXPECT_EQ(d->examples[1].label, -1);
+  EXPECT_THAT(ParseData("{\"label\": 1}\n", "e.jsonl", {}).status().message(),
+              HasSubstr("e.jsonl:1: no \"features\" object"));
+  EXPECT_THAT(ParseData("{\"label\": 2, \"features\": {}}\n", "e.jsonl", {})
+                  .status()
+                  .message(),
+              HasSubstr("e.jsonl:1: label \"2\""));
+  EXPECT_THAT(ParseData("[1]\n", "e.jsonl", {}).status().message(),
+              HasSubstr("e.jsonl:1: not a JSON object"));
+}
+
 }  // namespace
 }  // namespace perceptron::client

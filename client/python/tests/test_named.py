@@ -1,6 +1,7 @@
 """Features by name (docs/design.md section 2.9) through the Python package, against an
 independent implementation of Vowpal Wabbit's hashing (tests/support/vw_hash.py): the same
 examples as dicts, one by one, and as indices hashed by the test give bit-identical models."""
+import json
 import math
 import os
 import random
@@ -156,18 +157,33 @@ def vw_line(x, label):
     return ("1" if label == 1 else "0") + " " + " ".join(parts).replace("| ", "| ", 1)
 
 
-def test_a_vw_file_through_the_cli_equals_the_dicts(client, server, tmp_path):
+def json_line(x, label):
+    """One example as a JSON line: a namespace's features as a nested object."""
+    features = {}
+    for key, value in x.items():
+        if isinstance(key, tuple):
+            features.setdefault(key[0], {})[key[1]] = value
+        else:
+            features[key] = value
+    return json.dumps({"label": label, "features": features}, ensure_ascii=False)
+
+
+def test_vw_and_json_lines_files_through_the_cli_equal_the_dicts(client, server, tmp_path):
     rows, y = text_like(300, seed=11)
-    path = tmp_path / "text.vw"
-    path.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
-    code, out = cli(server, "train", str(path), "--model=vw", "--create", "--hash_bits=18",
-                    "--interactions=ab")
-    assert code == 0, out
+    vw = tmp_path / "text.vw"
+    vw.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
+    jsonl = tmp_path / "text.jsonl"
+    jsonl.write_text("".join(json_line(x, label) + "\n" for x, label in zip(rows, y)))
+    for name, path in (("vw", vw), ("jsonl", jsonl)):
+        code, out = cli(server, "train", str(path), f"--model={name}", "--create",
+                        "--hash_bits=18", "--interactions=ab")
+        assert code == 0, out
     dicts = client.create_model("dicts", hash_bits=BITS, interactions=INTERACTIONS)
     dicts.learn(rows, y)
-    vw = client.model("vw")
-    assert counters(vw) == counters(dicts)
-    np.testing.assert_array_equal(bits(vw.weights()), bits(dicts.weights()))
+    for name in ("vw", "jsonl"):
+        m = client.model(name)
+        assert counters(m) == counters(dicts), name
+        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
 
 
 TABLE = [("34", "paris", "red", "1.5", "1"), ("51", "lyon", "blue", "", "0"),
@@ -216,7 +232,11 @@ def test_the_cli_names_the_line_of_a_bad_vw_or_csv_line(client, server, tmp_path
              ("nolabel.vw", "1 | a\n| b\n", "nolabel.vw:2: no label"),
              ("nan.vw", "1 | a:nan\n", "nan.vw:1: feature a: value nan is not a finite number"),
              ("anon.vw", "1 | :3\n", "anon.vw:1: feature \":3\" has no name"),
-             ("short.csv", "a,b,label\n1,x,1\n2,1\n", "short.csv:3: 2 columns; the header has 3")]
+             ("short.csv", "a,b,label\n1,x,1\n2,1\n", "short.csv:3: 2 columns; the header has 3"),
+             ("bad.jsonl", '{"label": 1, "features": {"a": 1}}\n{"label": 1, "features": ',
+              "bad.jsonl:2: not a JSON object"),
+             ("list.jsonl", '{"label": 1, "features": {"a": [1, 2]}}\n',
+              "list.jsonl:1: feature a: [1,2] is not a number, a string or a boolean")]
     for name, text, says in cases:
         path = tmp_path / name
         path.write_text(text)

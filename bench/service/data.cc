@@ -28,6 +28,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/certificate.h"
+#include "core/feature_hash.h"
 #include "core/model.h"
 #include "core/prepare.h"
 #include "echo.grpc.pb.h"
@@ -101,6 +102,83 @@ std::vector<v1::LearnRequest> ColumnarRequests(const Workload& w, const Data& d,
                                         d.indices[t].end());
         c->mutable_values()->Add(d.values[t].begin(), d.values[t].end());
         c->add_row_ends(c->fixed_indices_size());
+      }
+    }
+  }
+  return out;
+}
+
+NamedData GenerateNamed(size_t n, uint64_t seed) {
+  constexpr size_t kVocabulary = 100000;
+  constexpr int kPerExample = 30;
+  const char* const spaces[] = {"title", "body", "meta"};
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> words;
+  for (size_t i = 0; i < kVocabulary; ++i) {
+    words.push_back(absl::StrCat("w", rng() % 1000000000));
+  }
+  NamedData d;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<v1::NamedFeature> x;
+    int low = 0;
+    for (int k = 0; k < kPerExample; ++k) {
+      const size_t w = rng() % kVocabulary;
+      low += w < kVocabulary / 2;
+      v1::NamedFeature& f = x.emplace_back();
+      f.set_space(spaces[k % 3]);
+      f.set_name(words[w]);
+    }
+    d.features.push_back(std::move(x));
+    d.labels.push_back((2 * low >= kPerExample) == (rng() % 10 != 0) ? 1 : -1);
+  }
+  return d;
+}
+
+std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
+                                            const NamedData& d,
+                                            const std::string& model) {
+  std::vector<v1::LearnRequest> out(w.pool_batches);
+  size_t t = 0;
+  for (v1::LearnRequest& r : out) {
+    r.set_model_id(model);
+    for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
+      v1::LabeledExample* l = r.add_items()->mutable_labeled();
+      l->set_label(d.labels[t]);
+      l->mutable_features()->mutable_named()->mutable_features()->Add(
+          d.features[t].begin(), d.features[t].end());
+    }
+  }
+  return out;
+}
+
+std::vector<v1::LearnRequest> HashedRequests(const Workload& w,
+                                             const NamedData& d,
+                                             const std::string& model,
+                                             bool columnar) {
+  const FeatureHasher hasher(w.hash_bits, {});
+  std::vector<v1::LearnRequest> out(w.pool_batches);
+  size_t t = 0;
+  for (v1::LearnRequest& r : out) {
+    r.set_model_id(model);
+    for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
+      std::vector<NamedFeature> x;
+      for (const v1::NamedFeature& f : d.features[t]) {
+        x.push_back({.space = f.space(), .name = f.name()});
+      }
+      Features h;
+      if (!hasher.Hash(x, &h).ok()) std::exit(1);
+      if (columnar) {
+        v1::Columns* c = r.mutable_columns();
+        c->add_labels(d.labels[t]);
+        c->mutable_fixed_indices()->Add(h.indices.begin(), h.indices.end());
+        c->mutable_values()->Add(h.values.begin(), h.values.end());
+        c->add_row_ends(c->fixed_indices_size());
+      } else {
+        v1::LabeledExample* l = r.add_items()->mutable_labeled();
+        l->set_label(d.labels[t]);
+        v1::SparseVector* s = l->mutable_features()->mutable_sparse();
+        s->mutable_indices()->Add(h.indices.begin(), h.indices.end());
+        s->mutable_values()->Add(h.values.begin(), h.values.end());
       }
     }
   }

@@ -25,8 +25,9 @@ struct Workload {
   uint32_t dimension;
   uint32_t nonzeros;  // 0: dense
   int batch;
-  int pool_batches;  // distinct batches, cycled
-  int64_t examples;  // per throughput measurement
+  int pool_batches;        // distinct batches, cycled
+  int64_t examples;        // per throughput measurement
+  uint32_t hash_bits = 0;  // the model's (named features); 0: none
 };
 
 struct Data {
@@ -43,6 +44,26 @@ std::vector<v1::LearnRequest> Requests(const Workload& w, const Data& d,
 // The same batches as Requests, as columns (LearnRequest.columns).
 std::vector<v1::LearnRequest> ColumnarRequests(const Workload& w, const Data& d,
                                                const std::string& model);
+
+// W5 (docs/design.md section 7): text-like examples of 30 named features in 3
+// namespaces from a vocabulary of 10^5 words, each example's label from which
+// half of the vocabulary most of its words come from (10% flipped).
+struct NamedData {
+  std::vector<std::vector<v1::NamedFeature>> features;
+  std::vector<int> labels;
+};
+
+NamedData GenerateNamed(size_t n, uint64_t seed);
+
+// W5's batches: the features by name (items), and the same examples hashed
+// before timing with the model's function (items, and columns).
+std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
+                                            const NamedData& d,
+                                            const std::string& model);
+std::vector<v1::LearnRequest> HashedRequests(const Workload& w,
+                                             const NamedData& d,
+                                             const std::string& model,
+                                             bool columnar);
 
 }  // namespace perceptron::bench
 

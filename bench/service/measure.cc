@@ -179,11 +179,12 @@ double CoreRate(const Workload& w, const Data& d, int64_t examples) {
 }
 
 void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
-                 const std::string& id, uint32_t d) {
+                 const std::string& id, uint32_t d, uint32_t hash_bits) {
   grpc::ClientContext context;
   v1::CreateModelRequest req;
   req.set_model_id(id);
   req.mutable_config()->set_dimension(d);
+  req.mutable_config()->set_hash_bits(hash_bits);
   v1::Model m;
   grpc::Status s = stub.CreateModel(&context, req, &m);
   if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
@@ -193,9 +194,10 @@ void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
   }
 }
 
-void CreateModel(const std::string& target, const std::string& id, uint32_t d) {
+void CreateModel(const std::string& target, const std::string& id, uint32_t d,
+                 uint32_t hash_bits) {
   auto stub = v1::PerceptronService::NewStub(Channel(target));
-  CreateModel(*stub, id, d);
+  CreateModel(*stub, id, d, hash_bits);
 }
 
 std::unique_ptr<Process> Start(const Path& path) {
@@ -224,7 +226,9 @@ std::string CertificateEnd(const v1::Certificate& c) {
 Measured Fresh(const Path& path, const Workload& w,
                const std::vector<grpc::ByteBuffer>& pool, int64_t batches) {
   std::unique_ptr<Process> server = Start(path);
-  if (!path.echo) CreateModel(server->target(), "bench", w.dimension);
+  if (!path.echo) {
+    CreateModel(server->target(), "bench", w.dimension, w.hash_bits);
+  }
   const std::string pid = absl::StrCat(server->pid);
   const double server0 = CpuSeconds(pid), self0 = CpuSeconds("self"),
                busy0 = MachineBusySeconds();

@@ -86,10 +86,12 @@ bool ForEachOutputLine(const std::string& cmd, F f) {
 
 double CoreRate(const Workload& w, const Data& d, int64_t examples);
 
+// A model of dimension d (hash_bits: names hashed into 2^hash_bits = d).
 void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
-                 const std::string& id, uint32_t d);
+                 const std::string& id, uint32_t d, uint32_t hash_bits = 0);
 
-void CreateModel(const std::string& target, const std::string& id, uint32_t d);
+void CreateModel(const std::string& target, const std::string& id, uint32_t d,
+                 uint32_t hash_bits = 0);
 
 // What a measurement streams through: the echo, or perceptrond with these
 // flags.

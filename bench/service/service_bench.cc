@@ -10,6 +10,8 @@
 //            through the echo (the transport's limit) and the core in-process
 //   refresh  the certificate's refresh in-process at 10^4 to 3x10^5 examples
 //   w4       one example at a time, predict then reveal: round trips
+//   w5       named features (30 a text-like example, hash_bits 20): by name,
+//            hashed before timing, as columns, against the echo
 //   peers    scikit-learn's Perceptron on the same data, the core beside it
 //   python   the Python package: numpy columns against per-item messages
 //   memory   10,000 models; durability sync streaming; 1,000 open streams
@@ -53,7 +55,7 @@ ABSL_FLAG(int, repeats, 3,
           "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
 ABSL_FLAG(std::string, parts, "all",
-          "The parts to run (comma-separated): paths, refresh, w4, peers, "
+          "The parts to run (comma-separated): paths, refresh, w4, w5, peers, "
           "python, memory, growth, proxy, targets; or all");
 ABSL_FLAG(std::string, deploy, "deploy",
           "The deploy directory, for nginx/nginx.conf");
@@ -73,9 +75,9 @@ ABSL_FLAG(int, in_flight, 64,
 namespace perceptron::bench {
 namespace {
 
-const std::vector<std::string> kParts = {"paths",  "refresh", "w4",
-                                         "peers",  "python",  "memory",
-                                         "growth", "proxy",   "targets"};
+const std::vector<std::string> kParts = {"paths", "refresh", "w4",     "w5",
+                                         "peers", "python",  "memory", "growth",
+                                         "proxy", "targets"};
 
 // The benchmark's state: the workloads' data, built once, and every figure
 // the parts measured, which the targets part reads.
@@ -103,6 +105,7 @@ class Benchmark {
     if (name == "paths") return PathsPart();
     if (name == "refresh") return RefreshPart();
     if (name == "w4") return W4Part();
+    if (name == "w5") return W5Part();
     if (name == "peers") return PeersPart();
     if (name == "python") return PythonPart();
     if (name == "memory") return MemoryPart();
@@ -262,6 +265,78 @@ class Benchmark {
   }
 
   // W4 with the defaults: the certificate on, items one at a time.
+  // W5: the same text-like examples by name (the server hashes), hashed by
+  // the client before timing (sparse items, and columns), each against an
+  // echo of its own bytes; a fresh server each, interleaved.
+  bool W5Part() {
+    const Workload w{"W5", 1u << 20, 30, 256, 64, quick_ ? 50000 : 200000, 20};
+    const NamedData d =
+        GenerateNamed(static_cast<size_t>(w.batch) * w.pool_batches, 11);
+    const std::vector<grpc::ByteBuffer> named =
+        Serialized(NamedRequests(w, d, "bench"));
+    const std::vector<grpc::ByteBuffer> hashed =
+        Serialized(HashedRequests(w, d, "bench", false));
+    const std::vector<grpc::ByteBuffer> columns =
+        Serialized(HashedRequests(w, d, "bench", true));
+    size_t named_bytes = 0, hashed_bytes = 0;
+    for (const grpc::ByteBuffer& b : named) named_bytes += b.Length();
+    for (const grpc::ByteBuffer& b : hashed) hashed_bytes += b.Length();
+    struct Row {
+      std::string name;
+      Path path;
+      const std::vector<grpc::ByteBuffer>* pool;
+    };
+    const std::vector<Row> rows = {
+        {"by name", {"none"}, &named},
+        {"by name, certificate off",
+         {"nocert", false, "none", true, false},
+         &named},
+        {"echo of the names", {"echo", true}, &named},
+        {"hashed before", {"none"}, &hashed},
+        {"echo of the hashed", {"echo", true}, &hashed},
+        {"hashed, columns",
+         {"columnar", false, "none", true, true, true},
+         &columns},
+        {"echo of the columns", {"echo columnar", true}, &columns},
+    };
+    std::map<std::string, std::vector<double>> rate, us;
+    std::string ended;
+    for (int r = 0; r < repeats_; ++r) {
+      for (const Row& row : rows) {
+        const Measured m = Fresh(row.path, w, *row.pool, w.examples / w.batch);
+        rate[row.name].push_back(m.rate);
+        us[row.name].push_back(m.server_us);
+        if (row.name == "by name") ended = m.certificate;
+      }
+    }
+    std::printf(
+        "\n## W5: 30 named features in 3 namespaces, hash_bits 20, batches of "
+        "256 (%.0f bytes an example by name, %.0f hashed)\n\n| path | "
+        "examples/s | server CPU us/example |\n|---|---|---|\n",
+        static_cast<double>(named_bytes) / (w.batch * w.pool_batches),
+        static_cast<double>(hashed_bytes) / (w.batch * w.pool_batches));
+    for (const Row& row : rows) {
+      std::printf("| %s | %s | %.3f |\n", row.name.c_str(),
+                  Si(Median(rate[row.name])).c_str(), Median(us[row.name]));
+    }
+    auto ratio = [&](const char* a, const char* b) {
+      return Median(rate[a]) / Median(rate[b]);
+    };
+    w5_ = {
+        {"by name / echo", ratio("by name", "echo of the names")},
+        {"hashed / echo", ratio("hashed before", "echo of the hashed")},
+        {"columns / echo", ratio("hashed, columns", "echo of the columns")},
+        {"by name / hashed", ratio("by name", "hashed before")},
+        {"certificate on / off", ratio("by name", "by name, certificate off")}};
+    std::printf("\n| ratio | value |\n|---|---|\n");
+    for (const auto& [name, value] : w5_) {
+      std::printf("| %s | %.2f |\n", name.c_str(), value);
+    }
+    std::printf("\nThe certificate (by name): %s\n", ended.c_str());
+    std::fflush(stdout);
+    return true;
+  }
+
   bool W4Part() {
     std::vector<Path> w4_paths;
     for (const Path& path : paths_) {
@@ -578,6 +653,7 @@ class Benchmark {
   std::vector<Data> data_;
   std::vector<std::vector<v1::LearnRequest>> requests_;
   std::vector<std::vector<grpc::ByteBuffer>> pools_, columnar_pools_;
+  std::vector<std::pair<std::string, double>> w5_;
 
   // What the parts measured, by "WORKLOAD PATH" (and "WORKLOAD core").
   std::map<std::string, std::vector<double>> figures_, server_us_;

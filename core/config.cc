@@ -77,6 +77,23 @@ absl::Status ValidateConfig(const ModelConfig& config) {
       !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
+  if (!config.feature_names.empty()) {
+    if (config.hash_bits != 0) {
+      return Invalid("feature_names",
+                     "and hash_bits do not go together: names are listed or "
+                     "hashed");
+    }
+    if (absl::Status s = ValidateNames(config.feature_names); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+    }
+    if (config.dimension != config.feature_names.size()) {
+      return Invalid("dimension",
+                     absl::StrCat(config.dimension, " is not the ",
+                                  config.feature_names.size(),
+                                  " feature names (leave it 0 to have it "
+                                  "filled in)"));
+    }
+  }
   if (config.hash_bits != 0 &&
       config.dimension != (uint32_t{1} << config.hash_bits)) {
     return Invalid("dimension",

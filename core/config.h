@@ -102,6 +102,11 @@ struct ModelConfig {
   uint32_t hash_bits = 0;
   // With hash_bits: pairs of namespace letters to cross, as VW's -q ab.
   std::vector<std::string> interactions;
+  // Named features without hashing: feature FeatureKey(f) ("name",
+  // "namespace^name", "name=value") is coordinate i of this list, and a name
+  // not in it is an error; dimension = its length. Not with hash_bits.
+  // Default: none.
+  std::vector<std::string> feature_names;
 
   // The length of the weight vector: d, plus one with bias.
   uint32_t weight_dimension() const { return dimension + (bias ? 1 : 0); }

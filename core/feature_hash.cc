@@ -131,7 +131,31 @@ FeatureHasher::FeatureHasher(uint32_t bits,
       mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
       interactions_(std::move(interactions)) {}
 
+std::string FeatureKey(const NamedFeature& f) {
+  std::string key;
+  if (!f.space.empty()) absl::StrAppend(&key, f.space, "^");
+  absl::StrAppend(&key, f.name);
+  if (f.categorical) absl::StrAppend(&key, "=", f.category);
+  return key;
+}
+
+FeatureHasher FeatureHasher::Listed(const std::vector<std::string>& names) {
+  auto index = std::make_shared<absl::flat_hash_map<std::string, uint32_t>>();
+  index->reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    index->emplace(names[i], static_cast<uint32_t>(i));
+  }
+  FeatureHasher h(0, {});
+  h.mask_ = ~uint32_t{0};
+  h.listed_ = std::move(index);
+  return h;
+}
+
 uint32_t FeatureHasher::Slot(const NamedFeature& f) const {
+  if (listed_) {
+    const auto it = listed_->find(FeatureKey(f));
+    return it == listed_->end() ? kNoSlot : it->second;
+  }
   const uint32_t space = f.space.empty() ? 0 : VwHashString(f.space, 0);
   uint32_t h = VwHashString(f.name, space);
   if (f.categorical) h = VwHashString(f.category, h);
@@ -163,8 +187,18 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
       last_space = f.space;
       space_hash = f.space.empty() ? 0 : VwHashString(f.space, 0);
     }
-    uint32_t h = VwHashString(f.name, space_hash);
-    if (f.categorical) h = VwHashString(f.category, h);
+    uint32_t h;
+    if (listed_) {
+      h = Slot(f);
+      if (h == kNoSlot) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("feature ", i, ": \"", FeatureKey(f),
+                         "\" is not in the model's list of feature names"));
+      }
+    } else {
+      h = VwHashString(f.name, space_hash);
+      if (f.categorical) h = VwHashString(f.category, h);
+    }
     terms.push_back({h & mask_, static_cast<uint32_t>(terms.size()), v});
     if (!interactions_.empty()) letters.push_back(Letter(f.space));
   }
@@ -228,6 +262,32 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
     if (sum == 0.0) continue;
     out->indices.push_back(slot);
     out->values.push_back(sum);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNames(absl::Span<const std::string> names) {
+  if (names.size() > kMaxListedNames) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        names.size(), " feature names, over the limit of ", kMaxListedNames));
+  }
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  seen.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature name ", i, " is empty"));
+    }
+    if (names[i].size() > 3 * kMaxNameBytes + 2) {
+      return absl::InvalidArgumentError(absl::StrCat("feature name ", i, " is ",
+                                                     names[i].size(),
+                                                     " bytes, over the limit"));
+    }
+    const auto [it, added] = seen.emplace(names[i], i);
+    if (!added) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature name ", i, " \"", names[i], "\" repeats name ", it->second));
+    }
   }
   return absl::OkStatus();
 }

@@ -31,9 +31,11 @@
 #define PERCEPTRON_CORE_FEATURE_HASH_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -70,34 +72,54 @@ struct NamedFeature {
   bool categorical = false;
 };
 
+// The key of a feature in an explicit list of names: "namespace^name" (just
+// "name" in the default namespace), with "=value" for a categorical value, as
+// Vowpal Wabbit's audit output writes features.
+std::string FeatureKey(const NamedFeature& f);
+
+// The most names an explicit list may hold.
+inline constexpr size_t kMaxListedNames = 100000;
+
 class FeatureHasher {
  public:
   // `bits` in 1..kMaxHashBits; each interaction two namespace letters.
   // ValidateHashing checks them first.
   FeatureHasher(uint32_t bits, std::vector<std::string> interactions);
+  // No hashing: feature FeatureKey(f) is coordinate i of `names` (each
+  // unique; ValidateNames checks them first), and a name not in the list is
+  // an error.
+  static FeatureHasher Listed(const std::vector<std::string>& names);
 
   // The sparse vector of `x`: indices < 2^bits, ascending, unique. On error
   // (INVALID_ARGUMENT naming the feature: an empty or over-long name, a
   // non-finite value, too many features) `*out` is unspecified.
   absl::Status Hash(absl::Span<const NamedFeature> x, Features* out) const;
 
-  // The slot of one feature, without interactions (for tools and tests).
+  // The slot of one feature, without interactions (for tools and tests);
+  // kNoSlot for a name not in an explicit list.
   uint32_t Slot(const NamedFeature& f) const;
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
 
   uint32_t bits() const { return bits_; }
-  uint32_t dimension() const { return uint32_t{1} << bits_; }
   const std::vector<std::string>& interactions() const { return interactions_; }
 
  private:
   uint32_t bits_;
   uint32_t mask_;
   std::vector<std::string> interactions_;
+  // An explicit list's coordinates by key; shared by copies.
+  std::shared_ptr<const absl::flat_hash_map<std::string, uint32_t>> listed_;
 };
 
 // OK if `bits` and `interactions` describe a hasher, else INVALID_ARGUMENT
 // naming the bad one.
 absl::Status ValidateHashing(uint32_t bits,
                              absl::Span<const std::string> interactions);
+
+// OK if `names` is a list a model may take instead of hashing: at most
+// kMaxListedNames, each non-empty, at most kMaxNameBytes, none repeated; else
+// INVALID_ARGUMENT naming the first bad one.
+absl::Status ValidateNames(absl::Span<const std::string> names);
 
 }  // namespace perceptron
 

@@ -83,6 +83,8 @@ Model::Model(const ModelConfig& config)
       bound_(config) {
   if (config.hash_bits != 0) {
     hasher_.emplace(config.hash_bits, config.interactions);
+  } else if (!config.feature_names.empty()) {
+    hasher_ = FeatureHasher::Listed(config.feature_names);
   }
   // By the learner's exact type, not the configured algorithm: the step that
   // WithDenseStep inlines is the one the learner's own Learn takes.

@@ -268,7 +268,8 @@ class Model {
   // (it costs O(d)).
   Stats stats(bool with_weight_norm = true) const;
   const ModelConfig& config() const { return config_; }
-  // The hashing of named features; null unless config().hash_bits is set.
+  // The mapping of named features to coordinates; null unless
+  // config().hash_bits or feature_names is set.
   const FeatureHasher* hasher() const { return hasher_ ? &*hasher_ : nullptr; }
   // The primal weights (weight dimension entries; empty for the kernel
   // learner).

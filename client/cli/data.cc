@@ -33,6 +33,17 @@ namespace perceptron::client::cli {
 
 namespace {
 
+// Whether a model takes features by name (hashed or from its list).
+bool ByName(const v1::ModelConfig& c) {
+  return c.hash_bits() != 0 || c.feature_names_size() > 0;
+}
+
+// Whether `create` from the flags makes such a model.
+bool ByNameFromFlags() {
+  return absl::GetFlag(FLAGS_hash_bits) != 0 ||
+         !absl::GetFlag(FLAGS_feature_names_file).empty();
+}
+
 // `hashed`: the model takes features by name, so a CSV file is read by its
 // header's names.
 absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels,
@@ -83,7 +94,8 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
     return absl::InvalidArgumentError(absl::StrCat(
         name, ":", line,
         ": the features are names, and the model takes vectors: create it "
-        "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does"));
+        "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
+        "with --feature_names_file to list them"));
   }
   if (e.sparse) {
     for (uint32_t i : e.indices) {
@@ -145,8 +157,8 @@ int Fit(const Args& args) {
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
-  const bool hashed = create ? absl::GetFlag(FLAGS_hash_bits) != 0
-                             : m.ok() && m->config().hash_bits() != 0;
+  const bool hashed =
+      create ? ByNameFromFlags() : m.ok() && ByName(m->config());
   // One Train request carries the whole set, so it is read whole.
   absl::StatusOr<Dataset> data =
       LoadData(args[0], /*require_labels=*/true, hashed);
@@ -193,8 +205,7 @@ int Train(const Args& args) {
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(m.status());
-  const bool hashed = create ? absl::GetFlag(FLAGS_hash_bits) != 0
-                             : m->config().hash_bits() != 0;
+  const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
       OpenData(args[0], /*require_labels=*/true, hashed);
   if (!opened.ok()) return FailLocal(opened.status());
@@ -465,7 +476,7 @@ int Predict(const Args& args) {
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
-      OpenData(args[0], /*require_labels=*/false, m->config().hash_bits() != 0);
+      OpenData(args[0], /*require_labels=*/false, ByName(m->config()));
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
   Example e;

@@ -67,6 +67,14 @@ ABSL_FLAG(uint32_t, hash_bits, 0,
 ABSL_FLAG(std::vector<std::string>, interactions, {},
           "create: with --hash_bits, namespace pairs to cross, as Vowpal "
           "Wabbit's -q (e.g. ab,ac)");
+ABSL_FLAG(std::string, feature_names_file, "",
+          "create: a file of feature names, one a line (\"name\", "
+          "\"namespace^name\", \"name=value\"): named features without "
+          "hashing, each name its coordinate");
+ABSL_FLAG(uint32_t, top, 0,
+          "weights: the N heaviest coordinates by |weight| as INDEX WEIGHT "
+          "NAME (names from the model's feature names; 0: every weight, one a "
+          "line)");
 ABSL_FLAG(uint64_t, max_voted, 1000,
           "create: voted perceptron's stored vectors");
 // data

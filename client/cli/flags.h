@@ -37,6 +37,8 @@ ABSL_DECLARE_FLAG(bool, skip_rejected);
 ABSL_DECLARE_FLAG(absl::Duration, retry_for);
 ABSL_DECLARE_FLAG(uint64_t, max_voted);
 ABSL_DECLARE_FLAG(uint32_t, hash_bits);
+ABSL_DECLARE_FLAG(std::string, feature_names_file);
+ABSL_DECLARE_FLAG(uint32_t, top);
 ABSL_DECLARE_FLAG(std::vector<std::string>, interactions);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(std::string, positive);

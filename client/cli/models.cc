@@ -1,4 +1,5 @@
 // create, list, get, delete, reset, weights, health.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
@@ -98,6 +100,23 @@ absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
   return out;
 }
 
+// The lines of `path`, each a feature name (trailing whitespace dropped,
+// blank lines skipped).
+absl::StatusOr<std::vector<std::string>> ReadNames(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::StripTrailingAsciiWhitespace(&line);
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
@@ -140,14 +159,25 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   for (const std::string& q : absl::GetFlag(FLAGS_interactions)) {
     c.add_interactions(q);
   }
-  if (c.hash_bits() != 0 && absl::GetFlag(FLAGS_dim) == 0) c.set_dimension(0);
+  if (const std::string f = absl::GetFlag(FLAGS_feature_names_file);
+      !f.empty()) {
+    absl::StatusOr<std::vector<std::string>> names = ReadNames(f);
+    if (!names.ok()) return names.status();
+    c.mutable_feature_names()->Add(names->begin(), names->end());
+  }
+  if ((c.hash_bits() != 0 || c.feature_names_size() > 0) &&
+      absl::GetFlag(FLAGS_dim) == 0) {
+    c.set_dimension(0);
+  }
   return c;
 }
 
 int Create(const Args& args) {
   if (args.size() != 1) return Usage("create takes one MODEL");
-  if (absl::GetFlag(FLAGS_dim) == 0 && absl::GetFlag(FLAGS_hash_bits) == 0) {
-    return Usage("create needs --dim (or --hash_bits)");
+  if (absl::GetFlag(FLAGS_dim) == 0 && absl::GetFlag(FLAGS_hash_bits) == 0 &&
+      absl::GetFlag(FLAGS_feature_names_file).empty()) {
+    return Usage(
+        "create needs --dim (or --hash_bits, or --feature_names_file)");
   }
   absl::StatusOr<v1::ModelConfig> config =
       ConfigFromFlags(absl::GetFlag(FLAGS_dim));
@@ -268,9 +298,38 @@ int Reset(const Args& args) {
 
 int Weights(const Args& args) {
   if (args.size() != 1) return Usage("weights takes one MODEL");
-  absl::StatusOr<v1::Weights> w = Connect()->GetWeights(args[0]);
+  std::unique_ptr<Client> client = Connect();
+  absl::StatusOr<v1::Weights> w = client->GetWeights(args[0]);
   if (!w.ok()) return Fail(w.status());
-  for (double v : w->values()) std::printf("%.17g\n", v);
+  const uint32_t top = absl::GetFlag(FLAGS_top);
+  if (top == 0) {
+    for (double v : w->values()) std::printf("%.17g\n", v);
+    return 0;
+  }
+  // The heaviest coordinates, by |weight| (ties: the lower index first),
+  // named from the model's list of feature names if it has one.
+  absl::StatusOr<v1::Model> m = client->GetModel(args[0]);
+  if (!m.ok()) return Fail(m.status());
+  const v1::ModelConfig& c = m->config();
+  std::vector<uint32_t> order(w->values_size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t n = std::min<size_t>(top, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      const double wa = std::abs(w->values(a)),
+                                   wb = std::abs(w->values(b));
+                      return wa != wb ? wa > wb : a < b;
+                    });
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t i = order[k];
+    std::string name = "-";
+    if (i == c.dimension()) {
+      name = "(bias)";
+    } else if (i < static_cast<uint32_t>(c.feature_names_size())) {
+      name = c.feature_names(i);
+    }
+    std::printf("%u %.17g %s\n", i, w->values(i), name.c_str());
+  }
   return 0;
 }
 

@@ -70,6 +70,18 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
   if (in.max_voted_vectors() != 0) c.max_voted_vectors = in.max_voted_vectors();
   c.hash_bits = in.hash_bits();
   c.interactions.assign(in.interactions().begin(), in.interactions().end());
+  c.feature_names.assign(in.feature_names().begin(), in.feature_names().end());
+  if (!c.feature_names.empty() && c.hash_bits == 0 && c.dimension == 0 &&
+      c.feature_names.size() <= kMaxListedNames) {
+    c.dimension = static_cast<uint32_t>(c.feature_names.size());
+    if (c.dimension > max_dimension) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: ", c.dimension,
+                       " feature names are over the server's "
+                       "dimension limit ",
+                       max_dimension));
+    }
+  }
   if (c.hash_bits != 0 && c.hash_bits <= kMaxHashBits && c.dimension == 0) {
     c.dimension = uint32_t{1} << c.hash_bits;
     if (c.dimension > max_dimension) {
@@ -105,6 +117,8 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   out.set_hash_bits(in.hash_bits);
   out.mutable_interactions()->Add(in.interactions.begin(),
                                   in.interactions.end());
+  out.mutable_feature_names()->Add(in.feature_names.begin(),
+                                   in.feature_names.end());
   return out;
 }
 
@@ -121,7 +135,8 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
                               in.sparse().values().size()));
     case v1::Features::kNamed:
       return absl::InvalidArgumentError(
-          "features: named features need a model created with hash_bits");
+          "features: named features need a model created with hash_bits or "
+          "feature_names");
     default:
       return absl::InvalidArgumentError(
           "features: neither dense nor sparse is set");

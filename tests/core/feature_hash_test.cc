@@ -185,5 +185,35 @@ TEST(FeatureHasherTest, ValidatesItsConfiguration) {
               HasSubstr("interactions need hash_bits"));
 }
 
+TEST(FeatureHasherTest, AListOfNamesMapsEachToItsPosition) {
+  const FeatureHasher listed =
+      FeatureHasher::Listed({"age", "user^id", "city=paris", "7"});
+  EXPECT_EQ(listed.Slot({.name = "age"}), 0u);
+  EXPECT_EQ(listed.Slot({.space = "user", .name = "id"}), 1u);
+  EXPECT_EQ(
+      listed.Slot({.name = "city", .category = "paris", .categorical = true}),
+      2u);
+  // Numbers are names like any other: no VW rule without hashing.
+  EXPECT_EQ(listed.Slot({.name = "7"}), 3u);
+  EXPECT_EQ(listed.Slot({.name = "height"}), FeatureHasher::kNoSlot);
+  Features out;
+  ASSERT_TRUE(listed
+                  .Hash({{.name = "7", .value = 2.0},
+                         {.name = "age", .value = 3.0},
+                         {.name = "7", .value = 1.0}},
+                        &out)
+                  .ok());
+  EXPECT_THAT(out.indices, ElementsAre(0u, 3u));
+  EXPECT_THAT(out.values, ElementsAre(3.0, 3.0));
+  EXPECT_THAT(listed.Hash({{.name = "age"}, {.space = "u", .name = "x"}}, &out)
+                  .message(),
+              HasSubstr("feature 1: \"u^x\" is not in the model's list"));
+  EXPECT_TRUE(ValidateNames({"a", "b"}).ok());
+  EXPECT_THAT(ValidateNames({"a", "", "b"}).message(),
+              HasSubstr("feature name 1 is empty"));
+  EXPECT_THAT(ValidateNames({"a", "b", "a"}).message(),
+              HasSubstr("feature name 2 \"a\" repeats name 0"));
+}
+
 }  // namespace
 }  // namespace perceptron

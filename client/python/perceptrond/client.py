@@ -323,6 +323,21 @@ class Model:
                                      pb.GetWeightsRequest(model_id=self.id))
         return np.array([v for c in chunks for v in c.values], dtype=np.float64)
 
+    def top_features(self, n: int = 20) -> list:
+        """The n heaviest coordinates by |weight| as (index, weight, name): the name from the
+        model's feature_names, "(bias)" for the bias coordinate, None otherwise (a hashed
+        model does not keep its names yet)."""
+        w = self.weights()
+        config = self.info().config
+        order = sorted(range(len(w)), key=lambda i: (-abs(w[i]), i))[:n]
+        names = list(config.feature_names)
+
+        def name(i):
+            if i == config.dimension:
+                return "(bias)"
+            return names[i] if i < len(names) else None
+        return [(i, float(w[i]), name(i)) for i in order]
+
     def reset(self) -> None:
         """Back to a new model of the same configuration."""
         self.client._call("ResetModel", pb.ResetModelRequest(model_id=self.id))
@@ -635,10 +650,13 @@ class Client:
                      c0: Optional[float] = None, sigma: Optional[float] = None,
                      kernel_budget: Optional[int] = None,
                      max_voted_vectors: Optional[int] = None, hash_bits: Optional[int] = None,
-                     interactions: Optional[Sequence[str]] = None) -> Model:
+                     interactions: Optional[Sequence[str]] = None,
+                     feature_names: Optional[Sequence[str]] = None) -> Model:
         """Creates a model; unset options take the server's defaults (docs/design.md).
         hash_bits b: the model takes features by name, hashed into 2^b coordinates as Vowpal
-        Wabbit hashes them (dimension may then be left 0); interactions: VW's -q pairs."""
+        Wabbit hashes them (dimension may then be left 0); interactions: VW's -q pairs.
+        feature_names: features by name without hashing, "name", "namespace^name" or
+        "name=value" being coordinate i of the list (a name not in it is refused)."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
         config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
@@ -653,6 +671,8 @@ class Client:
             config.comparator.extend(comparator)
         if interactions is not None:
             config.interactions.extend(interactions)
+        if feature_names is not None:
+            config.feature_names.extend(feature_names)
         if kernel is not None:
             if kernel not in _KERNELS:
                 raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")

@@ -13,6 +13,7 @@ import scipy.sparse
 
 import perceptrond
 import vw_hash
+from perceptrond_process import Perceptrond
 
 BITS = 18
 INTERACTIONS = ["ab"]
@@ -271,3 +272,77 @@ def test_the_sklearn_estimator_takes_dicts_as_dictvectorizer_does(server):
     assert by_name.score(rows, labels) > 0.8
     by_name.delete_models()
     by_index.delete_models()
+
+
+def test_a_model_with_a_list_of_names_takes_exactly_those(client, server, tmp_path):
+    names = ["age", "city=paris", "city=lyon", "city=nice", "colour=red", "colour=blue",
+             "colour=green", "score"]
+    listed = client.create_model("listed", feature_names=names, normalize=False)
+    assert listed.info().config.dimension == len(names)
+    rows, y = table_dicts()
+    listed.learn(rows, y)
+    # The same examples as dense vectors in the list's order.
+    dense = np.zeros((len(rows), len(names)))
+    for t, x in enumerate(rows):
+        for key, value in x.items():
+            dense[t, names.index(f"{key}={value}" if isinstance(value, str) else key)] += (
+                1.0 if isinstance(value, str) else value)
+    plain = client.create_model("plain", len(names), normalize=False)
+    plain.learn(dense, y)
+    np.testing.assert_array_equal(bits(listed.weights()), bits(plain.weights()))
+    assert counters(listed) == counters(plain)
+    top = listed.top_features(3)
+    assert [t[1] for t in top] == sorted((t[1] for t in top), key=lambda v: -abs(v))
+    assert all(t[2] in names + ["(bias)"] for t in top)
+    # A name not in the list refuses its item only.
+    result = listed.learn([{"age": 1.0}, {"height": 2.0}], [1, -1])
+    assert [i for i, _ in result.errors] == [1]
+    assert '"height" is not in the model\'s list of feature names' in result.errors[0][1].message
+    # Through the CLI: a names file, a CSV by name, and weights --top with names.
+    (tmp_path / "names.txt").write_text("\n".join(names) + "\n")
+    csv = tmp_path / "people.csv"
+    csv.write_text("age,city,colour,score,label\n" + "".join(",".join(r) + "\n" for r in TABLE))
+    code, out = cli(server, "train", str(csv), "--model=cli-listed", "--create", "--nonormalize",
+                    "--feature_names_file=" + str(tmp_path / "names.txt"))
+    assert code == 0, out
+    np.testing.assert_array_equal(bits(client.model("cli-listed").weights()),
+                                  bits(plain.weights()))
+    code, out = cli(server, "weights", "cli-listed", "--top=3")
+    assert code == 0, out
+    lines = out.strip().splitlines()
+    assert len(lines) == 3
+    for line, (i, w, name) in zip(lines, top):
+        index, weight, label = line.split()
+        assert (int(index), float(weight), label) == (i, w, name)
+    with pytest.raises(perceptrond.PerceptronError, match="repeats name 0"):
+        client.create_model("twice", feature_names=["a", "a"])
+    with pytest.raises(perceptrond.PerceptronError, match="do not go together"):
+        client.create_model("both", feature_names=["a"], hash_bits=4)
+
+
+def test_named_models_survive_a_restart(tmp_path):
+    data = str(tmp_path / "data")
+    rows, y = table_dicts()
+    first = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    with perceptrond.Client(first.target) as c:
+        hashed = c.create_model("hashed", hash_bits=12, interactions=["  "])
+        listed = c.create_model("listed", feature_names=["age", "city=paris", "colour=red"])
+        hashed.learn(rows[:60], y[:60])
+        listed.learn([{"age": 2.0}, {"city": "paris"}], [1, -1])
+        before = {m.id: (bits(m.weights()).tolist(), counters(m)) for m in (hashed, listed)}
+    assert first.stop() == 0
+    second = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    try:
+        with perceptrond.Client(second.target) as c:
+            for name in ("hashed", "listed"):
+                m = c.model(name)
+                assert (bits(m.weights()).tolist(), counters(m)) == before[name]
+            config = c.model("listed").info().config
+            assert list(config.feature_names) == ["age", "city=paris", "colour=red"]
+            assert list(c.model("hashed").info().config.interactions) == ["  "]
+            c.model("hashed").learn(rows[60:], y[60:])
+            fresh = c.create_model("fresh", hash_bits=12, interactions=["  "])
+            fresh.learn(rows, y)
+            assert bits(c.model("hashed").weights()).tolist() == bits(fresh.weights()).tolist()
+    finally:
+        assert second.stop() == 0

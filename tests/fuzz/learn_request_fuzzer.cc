@@ -1,5 +1,6 @@
 // libFuzzer target: Learn requests from raw bytes, applied to live models of
-// several algorithms as the server applies them (model_ops.h), then Predict and
+// several algorithms and of named features (hashed, listed) as the server
+// applies them (model_ops.h), then Predict and
 // Reveal with the same items, and the request's columns. The results must match
 // the items one for one, and no input may crash or corrupt a model.
 #include <cstdint>
@@ -39,6 +40,16 @@ struct World {
     registry.Create("kernel", c).IgnoreError();
     c.algorithm = Algorithm::kMargin;
     registry.Create("margin", c).IgnoreError();
+    // Features by name: hashed with interactions, and from a list.
+    ModelConfig named;
+    named.hash_bits = 6;
+    named.dimension = 64;
+    named.interactions = {"ab", "  "};
+    registry.Create("hashed", named).IgnoreError();
+    ModelConfig listed;
+    listed.feature_names = {"a", "b", "n^c", "d=e"};
+    listed.dimension = 4;
+    registry.Create("listed", listed).IgnoreError();
   }
 };
 
@@ -54,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
   if (request.items_size() > 256) return 0;
   static const char* kModels[] = {"classic", "averaged", "voted", "kernel",
-                                  "margin"};
-  const std::string id = kModels[request.model_id().size() % 5];
+                                  "margin",  "hashed",   "listed"};
+  const std::string id = kModels[request.model_id().size() % 7];
   std::shared_ptr<ModelEntry> entry = *world->registry.Get(id);
 
   perceptron::v1::LearnResponse response;

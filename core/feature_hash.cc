@@ -183,7 +183,7 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
     if (absl::Status s = CheckFeature(i, f); !s.ok()) return s;
     const double v = f.categorical ? 1.0 : f.value;
     if (v == 0.0) continue;
-    if (f.space != last_space || i == 0) {
+    if (!listed_ && (f.space != last_space || i == 0)) {
       last_space = f.space;
       space_hash = f.space.empty() ? 0 : VwHashString(f.space, 0);
     }

@@ -151,36 +151,19 @@ std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
   return out;
 }
 
-std::vector<v1::LearnRequest> HashedRequests(const Workload& w,
-                                             const NamedData& d,
-                                             const std::string& model,
-                                             bool columnar) {
+Data Hashed(const Workload& w, const NamedData& d) {
   const FeatureHasher hasher(w.hash_bits, {});
-  std::vector<v1::LearnRequest> out(w.pool_batches);
-  size_t t = 0;
-  for (v1::LearnRequest& r : out) {
-    r.set_model_id(model);
-    for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
-      std::vector<NamedFeature> x;
-      for (const v1::NamedFeature& f : d.features[t]) {
-        x.push_back({.space = f.space(), .name = f.name()});
-      }
-      Features h;
-      if (!hasher.Hash(x, &h).ok()) std::exit(1);
-      if (columnar) {
-        v1::Columns* c = r.mutable_columns();
-        c->add_labels(d.labels[t]);
-        c->mutable_fixed_indices()->Add(h.indices.begin(), h.indices.end());
-        c->mutable_values()->Add(h.values.begin(), h.values.end());
-        c->add_row_ends(c->fixed_indices_size());
-      } else {
-        v1::LabeledExample* l = r.add_items()->mutable_labeled();
-        l->set_label(d.labels[t]);
-        v1::SparseVector* s = l->mutable_features()->mutable_sparse();
-        s->mutable_indices()->Add(h.indices.begin(), h.indices.end());
-        s->mutable_values()->Add(h.values.begin(), h.values.end());
-      }
+  Data out;
+  for (size_t t = 0; t < d.labels.size(); ++t) {
+    std::vector<NamedFeature> x;
+    for (const v1::NamedFeature& f : d.features[t]) {
+      x.push_back({.space = f.space(), .name = f.name()});
     }
+    Features h;
+    if (!hasher.Hash(x, &h).ok()) std::exit(1);
+    out.indices.push_back(std::move(h.indices));
+    out.values.push_back(std::move(h.values));
+    out.labels.push_back(d.labels[t]);
   }
   return out;
 }

@@ -55,15 +55,13 @@ struct NamedData {
 
 NamedData GenerateNamed(size_t n, uint64_t seed);
 
-// W5's batches: the features by name (items), and the same examples hashed
-// before timing with the model's function (items, and columns).
+// W5's batches of features by name (items).
 std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
                                             const NamedData& d,
                                             const std::string& model);
-std::vector<v1::LearnRequest> HashedRequests(const Workload& w,
-                                             const NamedData& d,
-                                             const std::string& model,
-                                             bool columnar);
+// The same examples hashed with the model's function (w.hash_bits), before
+// timing: sparse rows for Requests and ColumnarRequests.
+Data Hashed(const Workload& w, const NamedData& d);
 
 }  // namespace perceptron::bench
 

@@ -274,10 +274,11 @@ class Benchmark {
         GenerateNamed(static_cast<size_t>(w.batch) * w.pool_batches, 11);
     const std::vector<grpc::ByteBuffer> named =
         Serialized(NamedRequests(w, d, "bench"));
+    const Data sparse = Hashed(w, d);
     const std::vector<grpc::ByteBuffer> hashed =
-        Serialized(HashedRequests(w, d, "bench", false));
+        Serialized(Requests(w, sparse, "bench"));
     const std::vector<grpc::ByteBuffer> columns =
-        Serialized(HashedRequests(w, d, "bench", true));
+        Serialized(ColumnarRequests(w, sparse, "bench"));
     size_t named_bytes = 0, hashed_bytes = 0;
     for (const grpc::ByteBuffer& b : named) named_bytes += b.Length();
     for (const grpc::ByteBuffer& b : hashed) hashed_bytes += b.Length();

@@ -42,6 +42,71 @@ ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
   }
 }
 
+std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
+    std::vector<uint32_t> coordinates) {
+  auto s = std::make_shared<CandidateSupport>();
+  s->positions_.reserve(coordinates.size());
+  for (uint32_t p = 0; p < coordinates.size(); ++p) {
+    s->positions_.emplace(coordinates[p], p);
+  }
+  s->coordinates_ = std::move(coordinates);
+  return s;
+}
+
+void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
+                              const std::vector<uint32_t>& which,
+                              const Prepared& x, double* scores) const {
+  for (uint32_t k : which) scores[k] = 0;
+  auto add = [&](uint32_t i, double value) {
+    const int64_t p = position(i);
+    if (p < 0) return;
+    for (uint32_t k : which) scores[k] += vs[k][p] * value;
+  };
+  const double* v = x.x.values.data();
+  const size_t n = x.x.values.size();
+  if (x.x.sparse) {
+    const uint32_t* idx = x.x.indices.data();
+    for (size_t k = 0; k < n; ++k) add(idx[k], v[k]);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (v[i] != 0) add(static_cast<uint32_t>(i), v[i]);
+    }
+  }
+  if (x.has_bias) add(x.dimension, x.bias_value);
+  for (uint32_t k : which) scores[k] *= x.scale;
+}
+
+void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
+                              const std::vector<uint32_t>& which,
+                              const KeptRows& rows, size_t t,
+                              double* scores) const {
+  for (uint32_t k : which) scores[k] = 0;
+  const absl::Span<const uint32_t> idx = rows.indices(t);
+  const absl::Span<const double> v = rows.values(t);
+  for (size_t j = 0; j < idx.size(); ++j) {
+    const int64_t p = position(idx[j]);
+    if (p < 0) continue;
+    for (uint32_t k : which) scores[k] += vs[k][p] * v[j];
+  }
+}
+
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs,
+                              const CandidateSupport& support) {
+  std::vector<double> sums(vs.size(), 0.0);
+  const ScaledCandidates scaled(vs);
+  std::vector<double> scores(vs.size());
+  for (size_t t = 0; t < rows.size(); ++t) {
+    support.Scores(vs, scaled.summed(), rows, t, scores.data());
+    scaled.Spread(scores.data());
+    for (size_t k = 0; k < vs.size(); ++k) {
+      const double h = 1 - rows.label(t) * scores[k];
+      if (h > 0) sums[k] += h;
+    }
+  }
+  return sums;
+}
+
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);

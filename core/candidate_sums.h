@@ -7,9 +7,12 @@
 #define PERCEPTRON_CORE_CANDIDATE_SUMS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/kept_rows.h"
+#include "core/prepare.h"
 
 namespace perceptron {
 
@@ -42,12 +45,54 @@ class ScaledCandidates {
   std::vector<Multiple> multiples_;
 };
 
+// The coordinates a wide model's candidates hold (docs/design.md section 2.7):
+// those its kept rows use, one a position; every other coordinate of a
+// candidate is 0 (v lies in the span of the rows). A candidate is then a vector
+// of one value a position.
+class CandidateSupport {
+ public:
+  // `coordinates` must be distinct.
+  static std::shared_ptr<const CandidateSupport> Of(
+      std::vector<uint32_t> coordinates);
+
+  const std::vector<uint32_t>& coordinates() const { return coordinates_; }
+  size_t size() const { return coordinates_.size(); }
+  // The position of coordinate i, or -1.
+  int64_t position(uint32_t i) const {
+    const auto it = positions_.find(i);
+    return it == positions_.end() ? -1 : int64_t{it->second};
+  }
+  // Bytes it takes.
+  size_t bytes() const {
+    return coordinates_.capacity() * sizeof(uint32_t) +
+           positions_.capacity() * (sizeof(uint64_t) + 1);
+  }
+  // scores[k] = vs[k] . x^ for each k of `which` (the candidates' values at
+  // these positions), over x^'s non-zeros in order; the scale applied last,
+  // as Dot applies it.
+  void Scores(const std::vector<std::vector<double>>& vs,
+              const std::vector<uint32_t>& which, const Prepared& x,
+              double* scores) const;
+  // The same over kept row t of `rows` (at their coordinates).
+  void Scores(const std::vector<std::vector<double>>& vs,
+              const std::vector<uint32_t>& which, const KeptRows& rows,
+              size_t t, double* scores) const;
+
+ private:
+  std::vector<uint32_t> coordinates_;
+  absl::flat_hash_map<uint32_t, uint32_t> positions_;
+};
+
 // sum_t max(0, 1 - y_t v . x^_t) over `rows`, for each v of `vs`: the hinge
 // sums that make TD_gamma(u) = gamma * sum for u = v / ||v||, gamma = 1/||v||.
 // Each v . x^_t is KeptRows::DotUnordered's; scores of scaled candidates are
 // shared as ScaledCandidates says.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
+// The same for candidates over `support`, of rows at their coordinates.
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs,
+                              const CandidateSupport& support);
 
 }  // namespace perceptron
 

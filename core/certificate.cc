@@ -10,22 +10,66 @@
 namespace perceptron {
 
 CertificateSolver::CertificateSolver(uint32_t weight_dimension)
-    : dimension_(weight_dimension), w_(weight_dimension, 0.0) {}
+    : wide_(IsWide(weight_dimension)),
+      dimension_(wide_ ? 0 : weight_dimension),
+      w_(dimension_, 0.0) {}
 
 void CertificateSolver::Add(const Prepared& x, int label) {
+  if (wide_) {
+    KeptRows row;
+    row.Add(x, label);
+    Add(std::move(row));
+    return;
+  }
   rows_.Add(x, label);
   alpha_.push_back(0);
 }
 
 void CertificateSolver::Add(KeptRows rows) {
-  rows_.Append(std::move(rows));
+  rows_.Append(wide_ ? ToPositions(rows) : std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
+  if (wide_) {
+    dimension_ = static_cast<uint32_t>(coordinates_.size());
+    w_.resize(dimension_, 0.0);
+    if (!hard_w_.empty()) hard_w_.resize(dimension_, 0.0);
+  }
+}
+
+KeptRows CertificateSolver::ToPositions(const KeptRows& rows) {
+  KeptRows out;
+  std::vector<uint32_t> at;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    at.clear();
+    for (uint32_t i : rows.indices(t)) {
+      const auto [it, added] = positions_.try_emplace(
+          i, static_cast<uint32_t>(coordinates_.size()));
+      if (added) coordinates_.push_back(i);
+      at.push_back(it->second);
+    }
+    out.Add(at, rows.values(t), rows.label(t));
+  }
+  return out;
+}
+
+KeptRows CertificateSolver::OriginalRows() const {
+  if (!wide_) return rows_;
+  KeptRows out;
+  std::vector<uint32_t> at;
+  for (size_t t = 0; t < rows_.size(); ++t) {
+    at.clear();
+    for (uint32_t p : rows_.indices(t)) at.push_back(coordinates_[p]);
+    out.Add(at, rows_.values(t), rows_.label(t));
+  }
+  return out;
 }
 
 size_t CertificateSolver::bytes() const {
   return rows_.bytes() +
-         (alpha_.capacity() + hard_alpha_.capacity() + td_alpha_.capacity()) *
-             sizeof(double);
+         (alpha_.capacity() + hard_alpha_.capacity() + td_alpha_.capacity() +
+          w_.capacity() + hard_w_.capacity()) *
+             sizeof(double) +
+         coordinates_.capacity() * sizeof(uint32_t) +
+         positions_.capacity() * (sizeof(uint64_t) + 1);
 }
 
 std::vector<double> CertificateSolver::Primal(

@@ -24,6 +24,14 @@
 // Solve warm-starts from the previous solution, and shrinks as liblinear
 // does: variables held at a bound are left out of passes until the rest are
 // nearly optimal (docs/design.md section 2). Not thread-safe.
+//
+// A wide solver (weight dimension above kWideDimension, as hashed models
+// have) works over the coordinates its rows use rather than over all of them:
+// each coordinate is given a position as it first appears, rows are kept with
+// their positions, and its iterates, u and the candidates built from them
+// hold one entry a position (coordinates() says which coordinate each is;
+// every other coordinate of u is 0, as v lies in the span of the rows). Its
+// memory grows with the kept non-zeros, never with d.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_H_
 #define PERCEPTRON_CORE_CERTIFICATE_H_
 
@@ -33,6 +41,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/kept_rows.h"
 #include "core/prepare.h"
 #include "core/xorshift.h"
@@ -43,6 +52,14 @@ namespace perceptron {
 // (docs/design.md section 2.7: (U - L) / U <= 1e-3): its refresher solves to
 // it, which takes several times fewer passes than the default 1e-4.
 inline constexpr double kConvergedGap = 1e-3;
+
+// Weight dimensions above which a certificate works over the coordinates its
+// rows use (a wide solver, CandidateSupport) rather than over every
+// coordinate: 2^16, where one dense vector takes 512 KiB.
+inline constexpr uint32_t kWideDimension = uint32_t{1} << 16;
+inline bool IsWide(uint32_t weight_dimension) {
+  return weight_dimension > kWideDimension;
+}
 
 struct CertificateOptions {
   // Stop once (upper - lower) <= tolerance * upper. Default: 1e-4.
@@ -62,7 +79,8 @@ struct Certificate {
   double upper = 0;
   // A lower value of B*, from the dual: no comparator does better.
   double lower = 0;
-  // The comparator attaining `upper`: a unit vector of the weight dimension,
+  // The comparator attaining `upper`: a unit vector of the weight dimension
+  // (a wide solver's: one entry a position, CertificateSolver::coordinates),
   // its margin, and TD_gamma(u) over the examples.
   std::vector<double> u;
   double gamma = 0;
@@ -112,7 +130,14 @@ class CertificateSolver {
   void Add(KeptRows rows);
 
   size_t size() const { return rows_.size(); }
+  // The rows kept: a wide solver's at their positions, not coordinates.
   const KeptRows& rows() const { return rows_; }
+  // Whether this solver is wide, and then the coordinate at each position
+  // (in the order they first appeared); empty if not wide.
+  bool wide() const { return wide_; }
+  const std::vector<uint32_t>& coordinates() const { return coordinates_; }
+  // The rows kept, at their coordinates (a copy).
+  KeptRows OriginalRows() const;
   // Bytes the kept examples and their dual variables take.
   size_t bytes() const;
 
@@ -170,7 +195,16 @@ class CertificateSolver {
   // this many times the tolerance of the dual value.
   static constexpr double kNearGap = 1;
 
+  // Positions for the coordinates of `rows` (a wide solver), and the rows
+  // with their coordinates replaced by positions.
+  KeptRows ToPositions(const KeptRows& rows);
+
+  bool wide_;
+  // The length of the solver's vectors: the weight dimension, or a wide
+  // solver's positions.
   uint32_t dimension_;
+  std::vector<uint32_t> coordinates_;                   // position -> coordinate
+  absl::flat_hash_map<uint32_t, uint32_t> positions_;  // coordinate -> position
   KeptRows rows_;
   std::vector<double> alpha_;
   std::vector<double> w_;           // sum alpha_t y_t x^_t, kept up to date

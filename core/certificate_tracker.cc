@@ -51,8 +51,9 @@ std::vector<double> CertificateTracker::Squares(
 
 std::vector<double> CertificateTracker::Sums(
     const KeptRows& rows, const std::vector<std::vector<double>>& vs,
-    const KeptRows& basis) const {
+    const KeptRows& basis, const CandidateSupport* support) const {
   if (kernel_) return KernelHingeSums(rows, basis, kernel_rows_.get(), vs);
+  if (support != nullptr) return HingeSums(rows, vs, *support);
   return HingeSums(rows, vs);
 }
 
@@ -87,6 +88,8 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   tail_bytes_ = 0;
   Release();
   candidates_.clear();
+  support_.reset();
+  support_bytes_ = 0;
   Scale();
   basis_.Clear();
   squares_.clear();
@@ -126,6 +129,8 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       }
       scores_[k] = f;
     }
+  } else if (support_ != nullptr) {
+    support_->Scores(candidates_, summed, x, scores_.data());
   } else if (!x.x.sparse && summed.size() > 1) {
     // The summed candidates' w . x in one pass over a dense x (the same bits
     // as Dot's).
@@ -208,18 +213,20 @@ std::optional<KeptRows> CertificateTracker::TakeAllRows() {
 void CertificateTracker::Install(std::vector<std::vector<double>> vs,
                                  std::vector<double> sums, double lower,
                                  bool converged, uint64_t covered,
-                                 uint64_t generation, KeptRows basis) {
+                                 uint64_t generation, KeptRows basis,
+                                 std::shared_ptr<const CandidateSupport> support) {
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
       phase_ == CertificatePhase::kFrozen) {
     return;
   }
   // The rows kept since the refresher took its own: the queue, then the tail.
-  const std::vector<double> queued = Sums(queue_, vs, basis);
-  const std::vector<double> tailed = Sums(tail_, vs, basis);
+  const std::vector<double> queued = Sums(queue_, vs, basis, support.get());
+  const std::vector<double> tailed = Sums(tail_, vs, basis, support.get());
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
   squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
+  support_ = std::move(support);
   Scale();
   basis_ = std::move(basis);
   candidates_changed_ = true;
@@ -227,6 +234,22 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   lower_ = lower;
   converged_ = converged;
   solved_ = covered;
+  // A wide model's vectors grow with the coordinates its rows use: counted
+  // now, as rows are. Past a limit the examples kept so far are the last.
+  const uint64_t vector_bytes =
+      support_ == nullptr ? 0 : support_->size() * kWideCoordinateBytes;
+  if (vector_bytes > support_bytes_) {
+    const uint64_t more = vector_bytes - support_bytes_;
+    support_bytes_ = vector_bytes;
+    kept_bytes_ += more;
+    if (!Reserve(more)) {
+      StopKeeping(budget_->reason());
+      return;
+    }
+    if (phase_ == CertificatePhase::kKeeping && kept_bytes_ >= limit_bytes_) {
+      phase_ = CertificatePhase::kFreezing;
+    }
+  }
   // Frozen at the limit with a solution that reached its tolerance: until
   // one comes, the rows after the limit are kept (up to the slack), but not
   // for more than kFreezeRounds solutions that did not.
@@ -305,6 +328,7 @@ CertificateState CertificateTracker::Save(bool with_candidates) const {
   if (with_candidates) {
     s.candidates = candidates_;
     s.basis = basis_;
+    if (support_ != nullptr) s.support = support_->coordinates();
   }
   s.sums = sums_;
   return s;
@@ -315,12 +339,34 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
   const std::vector<std::vector<double>>& vs =
       s.with_candidates ? s.candidates : candidates_;
   const KeptRows& basis = s.with_candidates ? s.basis : basis_;
+  const std::vector<uint32_t>* support = &s.support;
+  if (!s.with_candidates) {
+    static const std::vector<uint32_t> kNone;
+    support = support_ != nullptr ? &support_->coordinates() : &kNone;
+  }
   // A kernel model's candidates have one coefficient per basis row; a linear
-  // model's, one per coordinate, and no basis.
-  const size_t size = kernel_ ? basis.size() : weight_dimension;
+  // model's, one per coordinate (or per coordinate of its support), and no
+  // basis.
+  const size_t size = kernel_                ? basis.size()
+                      : !support->empty() ? support->size()
+                                             : weight_dimension;
   if (!kernel_ && basis.size() > 0) {
     return absl::InvalidArgumentError(
         "certificate: a basis of rows is given for a linear model");
+  }
+  if (!support->empty()) {
+    if (kernel_) {
+      return absl::InvalidArgumentError(
+          "certificate: a support of coordinates is given for a kernel model");
+    }
+    std::vector<uint32_t> sorted = *support;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted.back() >= weight_dimension ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      return absl::InvalidArgumentError(
+          "certificate: the support's coordinates are out of range or "
+          "repeated");
+    }
   }
   for (size_t t = 0; t < basis.size(); ++t) {
     const absl::Span<const uint32_t> index = basis.indices(t);
@@ -437,8 +483,10 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   unconverged_at_limit_ = 0;
   lower_ = s.lower;
   converged_ = s.converged;
+  support_bytes_ = 0;
   if (s.with_candidates) {
     candidates_ = s.candidates;
+    support_ = s.support.empty() ? nullptr : CandidateSupport::Of(s.support);
     Scale();
     basis_ = s.basis;
     squares_ = Squares(candidates_, basis_);
@@ -456,6 +504,8 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
     unattached_->with_candidates = true;
     unattached_->candidates = candidates_;
     unattached_->basis = basis_;
+    unattached_->support.clear();
+    if (support_ != nullptr) unattached_->support = support_->coordinates();
     if (candidates_.empty()) {
       phase_ = CertificatePhase::kOff;
       reason_ = absl::StrCat(
@@ -516,6 +566,7 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
   u.resize(candidates_[best].size());
   for (size_t i = 0; i < u.size(); ++i) u[i] = candidates_[best][i] / norm;
   if (kernel_) r.basis = basis_;
+  if (support_ != nullptr) r.u_indices = support_->coordinates();
   return r;
 }
 
@@ -557,6 +608,7 @@ size_t CertificateTracker::bytes() const {
   for (const std::vector<double>& v : candidates_) {
     b += v.capacity() * sizeof(double);
   }
+  if (support_ != nullptr) b += support_->bytes();
   return b;
 }
 

@@ -81,6 +81,9 @@ struct CertificateReport {
   // entries); for a kernel model u = sum_s coefficients_s phi(basis_s) in the
   // kernel's feature space (u empty).
   std::vector<double> u;
+  // A wide model's u: its non-zeros, at these coordinates (u holds one value
+  // each); empty otherwise.
+  std::vector<uint32_t> u_indices;
   std::vector<double> coefficients;
   KeptRows basis;
   // Labeled examples the certificate covers (all those the model learned
@@ -123,6 +126,9 @@ struct CertificateState {
   // A kernel model's candidates are coefficients over the rows of `basis`.
   KeptRows basis;
   std::vector<std::vector<double>> candidates;
+  // A wide linear model's candidates hold one value for each of these
+  // coordinates (CandidateSupport); empty: one for every coordinate.
+  std::vector<uint32_t> support;
   std::vector<double> sums;
   friend bool operator==(const CertificateState&,
                          const CertificateState&) = default;
@@ -176,7 +182,15 @@ class CertificateTracker {
   static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 25; }
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
-  static uint64_t VectorBytes(uint64_t d) { return d * 64; }
+  // A wide model's (IsWide) are counted by the coordinates its rows use
+  // instead, when candidates over them are installed: WideCoordinateBytes
+  // each.
+  static uint64_t VectorBytes(uint64_t d) { return IsWide(d) ? 0 : d * 64; }
+  // What a coordinate of a wide model's certificate takes at most: the
+  // candidates' values (6 doubles), the refresher's next candidates while
+  // these are kept (6), the solver's iterates and u (4), and the position
+  // tables of the solver and the tracker (about 24 bytes each).
+  static constexpr uint64_t kWideCoordinateBytes = 176;
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Solutions over exactly the limit that may be installed unconverged before
@@ -234,9 +248,13 @@ class CertificateTracker {
   // were taken); the tracker adds the rows kept since. Ignored otherwise, and
   // when frozen or off. A kernel model's candidates are coefficients over
   // the rows of `basis` (KernelCandidatesFrom).
+  // A wide model's candidates hold one value for each coordinate of
+  // `support` (CertificateSolver::coordinates); their bytes count against
+  // the limits as the rows' do (kWideCoordinateBytes each).
   void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
                double lower, bool converged, uint64_t covered,
-               uint64_t generation, KeptRows basis = {});
+               uint64_t generation, KeptRows basis = {},
+               std::shared_ptr<const CandidateSupport> support = nullptr);
   // Whether the candidates live in a kernel's feature space.
   bool kernel() const { return kernel_.has_value(); }
 
@@ -324,7 +342,8 @@ class CertificateTracker {
   // Hinge sums of the candidates over `rows`.
   std::vector<double> Sums(const KeptRows& rows,
                            const std::vector<std::vector<double>>& vs,
-                           const KeptRows& basis) const;
+                           const KeptRows& basis,
+                           const CandidateSupport* support) const;
   // Finds which candidates are multiples of others (after they change).
   void Scale();
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
@@ -364,6 +383,9 @@ class CertificateTracker {
   KeptRows tail_;              // rows after the limit, while freezing
   uint64_t tail_bytes_ = 0;    // their RowBytes
   std::vector<std::vector<double>> candidates_;
+  // The coordinates a wide model's candidates hold (null: every one).
+  std::shared_ptr<const CandidateSupport> support_;
+  uint64_t support_bytes_ = 0;   // counted for them, of kept_bytes_
   ScaledCandidates scaled_;      // of candidates_
   std::vector<double> scores_;   // scratch: each candidate's v . x^
   KeptRows basis_;               // a kernel model's candidates' rows

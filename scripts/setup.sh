@@ -41,6 +41,8 @@ packages=(
   python3 python3-numpy python3-sklearn
   # The certificate's independent solver (docs/design.md section 2.7): cvxopt's QP and cone programs.
   python3-cvxopt
+  # Its peer at high dimension: liblinear's L1-loss SVC on the hashed rows (liblinear-train -s 3).
+  liblinear-tools
   # The HTTP port: Prometheus metrics, the embedded web server (epoll, HTTPS through GnuTLS).
   prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   # Its tests: a Prometheus text parser, and the live page in a real headless Chromium.

@@ -1,9 +1,11 @@
 // The commands that look at a model: status, watch, plot.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -186,15 +188,34 @@ int CertificateCommand(const Args& args) {
     return 0;
   }
   if (c->comparator_size() == 0) return 0;
+  // A wide model's u comes as its non-zeros with their coordinates: written
+  // as "index:value", in coordinate order.
+  std::vector<std::pair<uint32_t, double>> sparse;
+  const bool wide = c->comparator_indices_size() == c->comparator_size();
+  if (wide) {
+    for (int k = 0; k < c->comparator_size(); ++k) {
+      sparse.emplace_back(c->comparator_indices(k), c->comparator(k));
+    }
+    std::sort(sparse.begin(), sparse.end());
+  }
   if (out.empty()) {
     std::printf("comparator u  ");
-    for (double v : c->comparator()) std::printf(" %.17g", v);
+    if (wide) {
+      for (const auto& [i, v] : sparse) std::printf(" %u:%.17g", i, v);
+    } else {
+      for (double v : c->comparator()) std::printf(" %.17g", v);
+    }
     std::printf("\n");
     return 0;
   }
-  // One number a line, as --comparator_file reads them.
+  // One number a line, as --comparator_file reads them (a wide model's:
+  // "index:value" a line).
   std::ofstream file(out);
-  for (double v : c->comparator()) file << absl::StrFormat("%.17g\n", v);
+  if (wide) {
+    for (const auto& [i, v] : sparse) file << absl::StrFormat("%u:%.17g\n", i, v);
+  } else {
+    for (double v : c->comparator()) file << absl::StrFormat("%.17g\n", v);
+  }
   file.close();
   if (!file) {
     return FailLocal(absl::PermissionDeniedError(

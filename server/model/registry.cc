@@ -22,8 +22,12 @@ std::optional<KeptRows> ModelEntry::CertificateRows() const {
   const CertificateTracker* t = model->certificate();
   if (t == nullptr) return std::nullopt;
   const KeptRows* taken = nullptr;
+  std::optional<KeptRows> original;  // a wide solver's rows, at coordinates
   if (solver_generation == t->generation()) {
-    if (solver != nullptr) taken = &solver->rows();
+    if (solver != nullptr) {
+      if (solver->wide()) original = solver->OriginalRows();
+      taken = original ? &*original : &solver->rows();
+    }
     if (kernel_solver != nullptr) taken = &kernel_solver->rows();
   }
   return t->RowsNow(taken);

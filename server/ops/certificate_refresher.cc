@@ -206,9 +206,14 @@ absl::Duration CertificateRefresher::Refresh(
   std::vector<std::vector<double>> vs =
       CandidatesFrom(c, hard ? &*hard : nullptr);
   std::vector<double> sums = HingeSums(solver.rows(), vs);
+  // A wide solver's candidates are over the coordinates its rows use: the
+  // tracker's table of them is built here, off the model's lock.
+  std::shared_ptr<const CandidateSupport> support;
+  if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
   entry->solver_converged = c.converged;
-  still_freezing = Install(*entry, std::move(vs), std::move(sums), c.lower,
-                           c.converged, solver.size(), generation, KeptRows());
+  still_freezing =
+      Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
+              solver.size(), generation, KeptRows(), std::move(support));
   solver_lock.Release();
   if (freezing != nullptr) *freezing = still_freezing;
   entry->NotifyChanged();
@@ -219,7 +224,8 @@ bool CertificateRefresher::Install(ModelEntry& entry,
                                    std::vector<std::vector<double>> vs,
                                    std::vector<double> sums, double lower,
                                    bool converged, uint64_t covered,
-                                   uint64_t generation, KeptRows basis) {
+                                   uint64_t generation, KeptRows basis,
+                                   std::shared_ptr<const CandidateSupport> support) {
   absl::MutexLock lock(&entry.mu);
   CertificateTracker* tracker =
       entry.deleted ? nullptr : entry.model->certificate();
@@ -230,7 +236,7 @@ bool CertificateRefresher::Install(ModelEntry& entry,
     return false;
   }
   tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
-                   generation, std::move(basis));
+                   generation, std::move(basis), std::move(support));
   // Not awaited: a failed write fails the next batch's commit too.
   if (persistence_ != nullptr) persistence_->Stage(entry);
   return tracker->phase() == CertificatePhase::kFreezing;

@@ -55,7 +55,8 @@ class CertificateRefresher {
   // then solved again once the mark is lifted.
   bool Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
                std::vector<double> sums, double lower, bool converged,
-               uint64_t covered, uint64_t generation, KeptRows basis)
+               uint64_t covered, uint64_t generation, KeptRows basis,
+               std::shared_ptr<const CandidateSupport> support = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.solver_mu);
   void Loop();
 

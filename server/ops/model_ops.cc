@@ -563,6 +563,8 @@ absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out) {
   }
   CertificateToProto(*r, out->mutable_certificate());
   out->mutable_comparator()->Assign(r->u.begin(), r->u.end());
+  out->mutable_comparator_indices()->Assign(r->u_indices.begin(),
+                                            r->u_indices.end());
   for (size_t t = 0; t < r->basis.size(); ++t) {
     v1::KernelTerm* term = out->add_expansion();
     term->mutable_indices()->Assign(r->basis.indices(t).begin(),

@@ -97,6 +97,7 @@ void CertificateStateToProto(const CertificateState& c,
     Put(v, out->add_candidates()->mutable_values());
   }
   Put(c.sums, out->mutable_sums());
+  out->mutable_support()->Assign(c.support.begin(), c.support.end());
   for (size_t t = 0; t < c.basis.size(); ++t) {
     v1::SupportVectorState* row = out->add_basis();
     row->mutable_indices()->Assign(c.basis.indices(t).begin(),
@@ -130,6 +131,11 @@ absl::StatusOr<CertificateState> CertificateStateFromProto(
         "certificate: candidates given without with_candidates");
   }
   s.sums = Vec(c.sums());
+  if (!s.with_candidates && c.support_size() > 0) {
+    return absl::InvalidArgumentError(
+        "certificate: a support given without with_candidates");
+  }
+  s.support.assign(c.support().begin(), c.support().end());
   if (!s.with_candidates && c.basis_size() > 0) {
     return absl::InvalidArgumentError(
         "certificate: a basis given without with_candidates");

@@ -6,6 +6,7 @@ import math
 import os
 import random
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -344,5 +345,127 @@ def test_named_models_survive_a_restart(tmp_path):
             fresh = c.create_model("fresh", hash_bits=12, interactions=["  "])
             fresh.learn(rows, y)
             assert bits(c.model("hashed").weights()).tolist() == bits(fresh.weights()).tolist()
+    finally:
+        assert second.stop() == 0
+
+
+def wide_stream(n, seed=11):
+    """n text-like examples over a vocabulary of 5,000 words and a categorical column, labels
+    from a hidden rule with one in ten flipped: not separable."""
+    rng = random.Random(seed)
+    rows, labels = [], []
+    for _ in range(n):
+        x = {("t", f"w{rng.randrange(5000)}"): 1.0 for _ in range(rng.randint(3, 12))}
+        x["source"] = rng.choice(["mail", "web", "phone", "shop"])
+        score = sum(1 for k in x if isinstance(k, tuple) and int(k[1][1:]) < 2400) - 3
+        y = 1 if score >= 0 else -1
+        rows.append(x)
+        labels.append(-y if rng.random() < 0.1 else y)
+    return rows, labels
+
+
+def prepared(rows, bits):
+    """x^ of each row as the model prepares it (bias 1 at coordinate 2^bits, then normalized),
+    as {coordinate: value}, hashed by the test alone."""
+    out = []
+    for x in rows:
+        h = {s: v for s, v in vw_hash.hash_example(triples(x), bits).items() if v != 0}
+        h[1 << bits] = 1.0
+        norm = math.sqrt(sum(v * v for v in h.values()))
+        out.append({s: v / norm for s, v in h.items()})
+    return out
+
+
+def liblinear_primal(xs, y, c, tmp_path):
+    """P(w) = ||w||^2 / 2 + C sum max(0, 1 - y w.x) at liblinear's solution of the L1-loss SVC
+    without a bias (liblinear-train -s 3 -B -1), the coordinates renumbered 1..m in order (the
+    problem is the same over the coordinates the rows use)."""
+    used = sorted({s for x in xs for s in x})
+    number = {s: k + 1 for k, s in enumerate(used)}
+    data, model = tmp_path / "rows.svm", tmp_path / "rows.model"
+    with open(data, "w") as f:
+        for x, label in zip(xs, y):
+            cells = " ".join(f"{number[s]}:{x[s]!r}" for s in sorted(x))
+            f.write(f"{label:+d} {cells}\n")
+    subprocess.run(["liblinear-train", "-q", "-s", "3", "-B", "-1", "-c", repr(c), "-e", "1e-8",
+                    str(data), str(model)], check=True, stdout=subprocess.DEVNULL)
+    lines = model.read_text().split("\n")
+    first = int(next(line for line in lines if line.startswith("label")).split()[1])
+    at = lines.index("w")
+    w = np.array([float(v) for v in lines[at + 1:at + 1 + len(used)]])
+    if first != 1:
+        w = -w  # liblinear's w scores its first label
+    hinge = 0.0
+    for x, label in zip(xs, y):
+        score = sum(w[number[s] - 1] * v for s, v in x.items())
+        hinge += max(0.0, 1 - label * score)
+    return w @ w / 2 + c * hinge
+
+
+def settled(model, n):
+    """The certificate once a converged solution covers all n examples."""
+    end = time.monotonic() + 120
+    while True:
+        c = model.status().stats.certificate
+        if c.available and c.converged and c.solved == c.examples == n:
+            return c
+        assert time.monotonic() < end, f"the certificate did not settle: {c}"
+        time.sleep(0.01)  # a poll's pause
+
+
+@pytest.mark.parametrize("bits_", [20, 24])
+def test_certificate_of_a_wide_hashed_model_matches_liblinear(client, tmp_path, bits_):
+    rows, y = wide_stream(1500)
+    model = client.create_model(f"wide{bits_}", hash_bits=bits_)
+    assert not model.learn(rows, y).errors
+    c = settled(model, len(rows))
+    stats = model.status().stats
+    r2 = stats.radius ** 2
+    xs = prepared(rows, bits_)
+    assert r2 == pytest.approx(max(sum(v * v for v in x.values()) for x in xs), rel=1e-12)
+    # P* = P*(C = 1/R^2): the certificate's L / (2 R^2) <= P* <= liblinear's primal value, and
+    # U is within the tolerance of L (U - L <= 1e-3 U): so U / (2 R^2) is within 1e-3 of
+    # liblinear's value, from above or (liblinear stopping short of P*) below.
+    peer = liblinear_primal(xs, y, 1 / r2, tmp_path)
+    upper, lower = c.upper / (2 * r2), c.lower / (2 * r2)
+    assert lower <= peer * (1 + 1e-12)
+    assert abs(upper - peer) <= 1e-3 * max(upper, peer)
+    assert c.lower <= c.upper and c.upper >= stats.updates
+    # The comparator comes as its non-zeros at their coordinates: a unit vector over the
+    # coordinates the rows use, whose bound recomputed here is U.
+    answer = model.certificate()
+    u = dict(zip(answer.comparator_indices, answer.comparator))
+    assert len(u) == len(answer.comparator) > 0
+    assert set(u) <= {s for x in xs for s in x}
+    assert math.fsum(v * v for v in u.values()) == pytest.approx(1, rel=1e-9)
+    gamma = answer.certificate.gamma
+    td = math.fsum(max(0.0, gamma - t * sum(u.get(s, 0.0) * v for s, v in x.items()))
+                   for x, t in zip(xs, y))
+    assert r2 / gamma ** 2 + 2 * td / gamma == pytest.approx(answer.certificate.upper, rel=1e-9)
+
+
+def test_certificate_of_a_wide_model_survives_a_restart_bit_for_bit(tmp_path):
+    data = str(tmp_path / "data")
+    rows, y = wide_stream(600, seed=5)
+    first = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    with perceptrond.Client(first.target) as c:
+        model = c.create_model("wide", hash_bits=20)
+        model.learn(rows[:500], y[:500])
+        settled(model, 500)
+        before = model.certificate()
+    assert first.stop() == 0
+    second = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    try:
+        with perceptrond.Client(second.target) as c:
+            model = c.model("wide")
+            after = model.certificate()
+            assert after.certificate.state == before.certificate.state
+            for field in ("upper", "lower", "gamma", "td_gamma", "examples", "solved"):
+                assert getattr(after.certificate, field) == getattr(before.certificate, field)
+            assert list(after.comparator_indices) == list(before.comparator_indices)
+            assert bits(after.comparator).tolist() == bits(before.comparator).tolist()
+            # It goes on keeping: the rows came back with it.
+            model.learn(rows[500:], y[500:])
+            assert settled(model, 600).kept == 600
     finally:
         assert second.stop() == 0

@@ -79,6 +79,11 @@ class CandidateSupport {
               size_t t, double* scores) const;
 
  private:
+  // scores[k] += vs[k] . (the n non-zeros given), in order.
+  void Accumulate(const std::vector<std::vector<double>>& vs,
+                  const std::vector<uint32_t>& which, const uint32_t* indices,
+                  const double* values, size_t n, double* scores) const;
+
   std::vector<uint32_t> coordinates_;
   absl::flat_hash_map<uint32_t, uint32_t> positions_;
 };
@@ -89,6 +94,11 @@ class CandidateSupport {
 // shared as ScaledCandidates says.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
+// The hinge sums over the rows of `rows` at `places` (a place listed twice
+// counts twice), each row once whatever its count.
+std::vector<double> HingeSumsAt(const KeptRows& rows,
+                                absl::Span<const uint32_t> places,
+                                const std::vector<std::vector<double>>& vs);
 // The same for candidates over `support`, of rows at their coordinates.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,

@@ -25,9 +25,12 @@ void CertificateSolver::Add(const Prepared& x, int label) {
   alpha_.push_back(0);
 }
 
-void CertificateSolver::Add(KeptRows rows) {
+void CertificateSolver::Add(KeptRows rows, absl::Span<const uint32_t> repeats) {
   rows_.Append(wide_ ? ToPositions(rows) : std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
+  for (uint32_t t : repeats) {
+    if (t < rows_.size()) rows_.AddCount(t, 1);
+  }
   if (wide_) {
     dimension_ = static_cast<uint32_t>(coordinates_.size());
     w_.resize(dimension_, 0.0);
@@ -47,6 +50,7 @@ KeptRows CertificateSolver::ToPositions(const KeptRows& rows) {
       at.push_back(it->second);
     }
     out.Add(at, rows.values(t), rows.label(t));
+    out.AddCount(out.size() - 1, rows.count(t) - 1);
   }
   return out;
 }
@@ -59,6 +63,7 @@ KeptRows CertificateSolver::OriginalRows() const {
     at.clear();
     for (uint32_t p : rows_.indices(t)) at.push_back(coordinates_[p]);
     out.Add(at, rows_.values(t), rows_.label(t));
+    out.AddCount(out.size() - 1, rows_.count(t) - 1);
   }
   return out;
 }
@@ -134,16 +139,19 @@ CertificateSolver::Gradients CertificateSolver::Pass(
     const size_t t = order[i];
     const double y = rows_.label(t);
     const double a = (*alpha)[t];
+    // A row standing for c equal examples is their c variables at one value
+    // (the optimum has them equal): one variable in [0, c C].
+    const double row_cap = cap * rows_.count(t);
     double next;
     if (rows_.square(t) == 0) {
-      next = cap;  // no quadratic term: the dual gains most at the cap
-      gradients.gap += cap - a;
+      next = row_cap;  // no quadratic term: the dual gains most at the cap
+      gradients.gap += row_cap - a;
     } else {
       const double g = y * DotRow(t, *w) - 1;
       // The row's share of the duality gap P(w) - D(alpha), where
       // P - D = sum_t alpha_t g_t + cap max(0, -g_t), each share >= 0 (and 0
       // for a row shrunk, at the bound its gradient points past).
-      gradients.gap += a * g + cap * std::max(0.0, -g);
+      gradients.gap += a * g + row_cap * std::max(0.0, -g);
       double pg = g;
       if (a == 0) {
         if (g > shrink.above) {
@@ -151,7 +159,7 @@ CertificateSolver::Gradients CertificateSolver::Pass(
           continue;
         }
         pg = std::min(g, 0.0);
-      } else if (a == cap) {
+      } else if (a == row_cap) {
         if (g < shrink.below) {
           shrunk[t] = true;
           continue;
@@ -161,7 +169,7 @@ CertificateSolver::Gradients CertificateSolver::Pass(
       gradients.max = std::max(gradients.max, pg);
       gradients.min = std::min(gradients.min, pg);
       if (pg == 0) continue;
-      next = std::clamp(a - g / rows_.square(t), 0.0, cap);
+      next = std::clamp(a - g / rows_.square(t), 0.0, row_cap);
     }
     if (next == a) continue;
     AddRow(t, (next - a) * y, w);
@@ -242,9 +250,10 @@ Certificate CertificateSolver::Solve(double radius,
   const double cap = 1 / r2;  // C
   // R may have grown since the last solve: bring alpha into [0, C].
   for (size_t t = 0; t < n; ++t) {
-    if (alpha_[t] > cap) {
-      AddRow(t, (cap - alpha_[t]) * rows_.label(t), &w_);
-      alpha_[t] = cap;
+    const double row_cap = cap * rows_.count(t);
+    if (alpha_[t] > row_cap) {
+      AddRow(t, (row_cap - alpha_[t]) * rows_.label(t), &w_);
+      alpha_[t] = row_cap;
     }
   }
   // The figures of the iterate alpha, from v = w_.
@@ -266,7 +275,8 @@ Certificate CertificateSolver::Solve(double radius,
     }
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, c.gamma - rows_.label(t) * DotRow(t, c.u));
+      td += rows_.count(t) *
+            std::max(0.0, c.gamma - rows_.label(t) * DotRow(t, c.u));
     }
     c.td = td;
     c.upper = r2 / (c.gamma * c.gamma) + 2 * td / c.gamma;
@@ -355,7 +365,7 @@ LeastDistance CertificateSolver::SolveLeastDistance(
   auto distance = [&](const std::vector<double>& u) {
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, gamma - rows_.label(t) * DotRow(t, u));
+      td += rows_.count(t) * std::max(0.0, gamma - rows_.label(t) * DotRow(t, u));
     }
     return td;
   };
@@ -363,7 +373,9 @@ LeastDistance CertificateSolver::SolveLeastDistance(
   const int passes = std::max(1, options.max_passes);
   for (d.solves = 1; d.solves <= 200; ++d.solves) {
     const double cap = std::exp(search.log_c());
-    for (double& a : td_alpha_) a = std::min(a, cap);
+    for (size_t t = 0; t < n; ++t) {
+      td_alpha_[t] = std::min(td_alpha_[t], cap * rows_.count(t));
+    }
     w = Primal(td_alpha_);
     for (int pass = 1; pass <= passes; ++pass) {
       Pass(cap, &td_alpha_, &w);
@@ -373,7 +385,8 @@ LeastDistance CertificateSolver::SolveLeastDistance(
       for (double v : w) vv += v * v;
       double hinge = 0;
       for (size_t t = 0; t < n; ++t) {
-        hinge += std::max(0.0, 1 - rows_.label(t) * DotRow(t, w));
+        hinge += rows_.count(t) *
+                 std::max(0.0, 1 - rows_.label(t) * DotRow(t, w));
       }
       const double primal = vv / 2 + cap * hinge;
       const double dual =

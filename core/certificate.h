@@ -126,8 +126,10 @@ class CertificateSolver {
   // Keeps a copy of x^ (its non-zeros, and the bias coordinate) and its label
   // (-1 or +1). O(nnz).
   void Add(const Prepared& x, int label);
-  // Keeps every row of `rows`.
-  void Add(KeptRows rows);
+  // Keeps every row of `rows` (with their counts: a row standing for c equal
+  // examples is solved as c of them, its variable in [0, c C]), then counts
+  // the rows at `repeats` (places among all kept) once more each.
+  void Add(KeptRows rows, absl::Span<const uint32_t> repeats = {});
 
   size_t size() const { return rows_.size(); }
   // The rows kept: a wide solver's at their positions, not coordinates.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace perceptron {
@@ -102,7 +103,42 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
 void CertificateTracker::DropRows() {
   restored_.Clear();
   journal_rows_.Clear();
+  journal_repeats_.clear();
   rows_cleared_ = true;
+  seen_ = {};
+  repeats_.clear();
+}
+
+void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
+  if (delta.cleared) all->Clear();
+  all->Append(delta.rows);
+  for (uint32_t t : delta.repeats) {
+    if (t < all->size()) all->AddCount(t, 1);
+  }
+}
+
+CertificateTracker::RowKey CertificateTracker::KeyOf(const KeptRows& rows,
+                                                     size_t t) {
+  const absl::Span<const uint32_t> i = rows.indices(t);
+  const absl::Span<const double> v = rows.values(t);
+  const int label = rows.label(t);
+  return {absl::Hash<std::tuple<int, int, absl::Span<const uint32_t>,
+                                absl::Span<const double>>>{}(
+              std::make_tuple(1, label, i, v)),
+          absl::Hash<std::tuple<int, absl::Span<const double>, int,
+                                absl::Span<const uint32_t>>>{}(
+              std::make_tuple(label, v, 2, i))};
+}
+
+bool CertificateTracker::CountAgain(uint32_t place) {
+  if (place < taken_) {
+    repeats_.push_back(place);
+    return true;
+  }
+  const size_t p = place - taken_;
+  if (p < restored_.size()) return restored_.AddCount(p, 1);
+  return p - restored_.size() < queue_.size() &&
+         queue_.AddCount(p - restored_.size(), 1);
 }
 
 void CertificateTracker::SetJournaling(bool on) {
@@ -111,8 +147,10 @@ void CertificateTracker::SetJournaling(bool on) {
 }
 
 CertificateTracker::RowsDelta CertificateTracker::TakeRows() {
-  RowsDelta d{rows_cleared_, std::move(journal_rows_)};
+  RowsDelta d{rows_cleared_, std::move(journal_rows_),
+              std::move(journal_repeats_)};
   journal_rows_.Clear();
+  journal_repeats_.clear();
   rows_cleared_ = false;
   return d;
 }
@@ -158,6 +196,18 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       phase_ != CertificatePhase::kFreezing) {
     return;
   }
+  if (phase_ == CertificatePhase::kKeeping && counts_repeats()) {
+    // Kept to see its bits; taken back if it is a repeat.
+    queue_.Add(x, label);
+    const auto [it, added] = seen_.try_emplace(
+        KeyOf(queue_, queue_.size() - 1), static_cast<uint32_t>(kept_));
+    queue_.PopBack();
+    if (!added && CountAgain(it->second)) {
+      ++kept_examples_;
+      if (journaling_) journal_repeats_.push_back(it->second);
+      return;
+    }
+  }
   const uint64_t row = RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
                                            : x.dimension + x.has_bias);
   if (!Reserve(row)) {
@@ -170,6 +220,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       queue_.Add(x, label);
       if (journaling_) journal_rows_.Add(x, label);
       kept_bytes_ += row;
+      ++kept_examples_;
       if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
         phase_ = CertificatePhase::kFreezing;
       }
@@ -189,13 +240,16 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   }
 }
 
-KeptRows CertificateTracker::Take() {
+KeptRows CertificateTracker::Take(std::vector<uint32_t>* repeats) {
   // Rows restored with the state come first: they were kept before.
   KeptRows rows = std::move(restored_);
   restored_.Clear();
   rows.Append(std::move(queue_));
   queue_.Clear();
   taken_ += rows.size();
+  taken_examples_ += rows.examples() + repeats_.size();
+  if (repeats != nullptr) *repeats = std::move(repeats_);
+  repeats_.clear();
   return rows;
 }
 
@@ -214,16 +268,23 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
                                  std::vector<double> sums, double lower,
                                  bool converged, uint64_t covered,
                                  uint64_t generation, KeptRows basis,
-                                 std::shared_ptr<const CandidateSupport> support) {
+                                 std::shared_ptr<const CandidateSupport> support,
+                                 const KeptRows* solved_rows) {
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
-      phase_ == CertificatePhase::kFrozen) {
+      phase_ == CertificatePhase::kFrozen ||
+      (!repeats_.empty() && solved_rows == nullptr)) {
     return;
   }
-  // The rows kept since the refresher took its own: the queue, then the tail.
+  // The rows kept since the refresher took its own: the queue, then the tail,
+  // and the rows it took that were seen again since.
   const std::vector<double> queued = Sums(queue_, vs, basis, support.get());
   const std::vector<double> tailed = Sums(tail_, vs, basis, support.get());
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
+  if (!repeats_.empty()) {
+    const std::vector<double> again = HingeSumsAt(*solved_rows, repeats_, vs);
+    for (size_t k = 0; k < vs.size(); ++k) sums[k] += again[k];
+  }
   squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
   support_ = std::move(support);
@@ -233,7 +294,7 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   sums_ = std::move(sums);
   lower_ = lower;
   converged_ = converged;
-  solved_ = covered;
+  solved_ = taken_examples_;
   // A wide model's vectors grow with the coordinates its rows use: counted
   // now, as rows are. Past a limit the examples kept so far are the last.
   const uint64_t vector_bytes =
@@ -254,8 +315,9 @@ void CertificateTracker::Install(std::vector<std::vector<double>> vs,
   // one comes, the rows after the limit are kept (up to the slack), but not
   // for more than kFreezeRounds solutions that did not.
   if (phase_ == CertificatePhase::kFreezing && covered == kept_ &&
+      repeats_.empty() &&
       (converged || ++unconverged_at_limit_ >= kFreezeRounds)) {
-    Freeze(kept_);
+    Freeze(kept_examples_);
   }
 }
 
@@ -320,6 +382,7 @@ CertificateState CertificateTracker::Save(bool with_candidates) const {
   s.permanent_off = permanent_off_;
   s.observed = observed_;
   s.kept = kept_;
+  s.kept_examples = kept_examples_;
   s.solved = solved_;
   s.frozen_at = frozen_at_;
   s.lower = lower_;
@@ -401,7 +464,9 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
           absl::StrCat("certificate: sum ", k, " is not finite and >= 0"));
     }
   }
-  if (!std::isfinite(s.lower) || s.kept > s.observed || s.solved > s.kept ||
+  const uint64_t kept_examples = s.kept_examples != 0 ? s.kept_examples : s.kept;
+  if (!std::isfinite(s.lower) || s.kept > kept_examples ||
+      kept_examples > s.observed || s.solved > kept_examples ||
       s.frozen_at > s.observed) {
     return absl::InvalidArgumentError(
         "certificate: lower, kept, solved or frozen_at is out of range");
@@ -429,7 +494,7 @@ absl::Status CertificateTracker::Restore(const CertificateState& s,
 }
 
 bool CertificateTracker::RowsFit(const KeptRows& rows) const {
-  if (rows.size() != observed_) return false;
+  if (rows.examples() != observed_) return false;
   for (size_t t = 0; t < rows.size(); ++t) {
     for (uint32_t i : rows.indices(t)) {
       if (i >= weight_dimension_) return false;
@@ -450,6 +515,7 @@ std::optional<KeptRows> CertificateTracker::RowsNow(
   }
   KeptRows rows;
   if (taken != nullptr) rows.Append(*taken);
+  for (uint32_t t : repeats_) rows.AddCount(t, 1);
   rows.Append(restored_);
   rows.Append(queue_);
   rows.Append(tail_);
@@ -457,7 +523,7 @@ std::optional<KeptRows> CertificateTracker::RowsNow(
 }
 
 bool CertificateTracker::AttachRows(KeptRows rows) {
-  if (!unattached_ || rows.size() != unattached_->observed) return false;
+  if (!unattached_ || rows.examples() != unattached_->observed) return false;
   const CertificateState s = std::move(*unattached_);
   RestoreChecked(s, &rows);
   return unattached_ == nullptr;  // as it was again if they do not fit
@@ -477,6 +543,8 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   observed_ = s.observed;
   kept_ = s.kept;
   taken_ = s.kept;
+  kept_examples_ = s.kept_examples != 0 ? s.kept_examples : s.kept;
+  taken_examples_ = s.solved;
   kept_bytes_ = 0;
   solved_ = s.solved;
   frozen_at_ = s.frozen_at;
@@ -531,7 +599,8 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
   r.solved = solved_;
   r.frozen_at = frozen_at_;
   r.converged = converged_;
-  r.kept = kept_;
+  r.kept = kept_examples_;
+  r.kept_rows = kept_;
   r.bytes = bytes();
   if (candidates_.empty() || phase_ == CertificatePhase::kOff) return r;
   const double r2 = radius * radius;
@@ -573,6 +642,8 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
 void CertificateTracker::RestoreRows(KeptRows&& rows) {
   rows_cleared_ = false;
   taken_ = 0;
+  taken_examples_ = 0;
+  kept_examples_ = 0;
   kept_bytes_ = 0;
   for (size_t t = 0; t < rows.size(); ++t) {
     // Zeros were not kept: a row may count less than when it was observed.
@@ -587,8 +658,15 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
     restored_ = std::move(rows);
   } else {
     for (size_t t = 0; t < rows.size(); ++t) {
-      (t < kept_ ? restored_ : tail_)
-          .Add(rows.indices(t), rows.values(t), rows.label(t));
+      KeptRows& to = t < kept_ ? restored_ : tail_;
+      to.Add(rows.indices(t), rows.values(t), rows.label(t));
+      to.AddCount(to.size() - 1, rows.count(t) - 1);
+    }
+  }
+  kept_examples_ = restored_.examples();
+  if (phase_ == CertificatePhase::kKeeping && counts_repeats()) {
+    for (size_t t = 0; t < restored_.size(); ++t) {
+      seen_.try_emplace(KeyOf(restored_, t), static_cast<uint32_t>(t));
     }
   }
   // The limits may be lower than those the rows were kept under.
@@ -609,6 +687,8 @@ size_t CertificateTracker::bytes() const {
     b += v.capacity() * sizeof(double);
   }
   if (support_ != nullptr) b += support_->bytes();
+  b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
+       (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
   return b;
 }
 

@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
@@ -94,8 +95,10 @@ struct CertificateReport {
   uint64_t frozen_at = 0;
   // Whether the last solve reached its tolerance.
   bool converged = false;
-  // Examples kept for the solver, and the bytes the tracker itself holds.
+  // Examples kept for the solver, the rows that hold them (a row stands for
+  // several equal examples), and the bytes the tracker itself holds.
   uint64_t kept = 0;
+  uint64_t kept_rows = 0;
   size_t bytes = 0;
   // The largest margin with which a candidate separates every example seen
   // (a lower value of gamma*), 0 if none does; and for the margin rule with
@@ -115,8 +118,11 @@ struct CertificateState {
   std::string reason;
   bool permanent_off = false;
   uint64_t observed = 0;
-  uint64_t kept = 0;
-  uint64_t solved = 0;
+  uint64_t kept = 0;  // rows
+  // The examples they stand for (a row may stand for several equal ones;
+  // 0 in states from before: as many as the rows).
+  uint64_t kept_examples = 0;
+  uint64_t solved = 0;  // examples
   uint64_t frozen_at = 0;
   double lower = 0;
   bool converged = false;
@@ -178,8 +184,10 @@ class CertificateTracker {
   CertificateTracker& operator=(const CertificateTracker&) = delete;
   // What keeping one row of `nnz` non-zeros counts: its values and indices
   // (12 bytes each), its offset, label and square, and the solver's dual
-  // variable (25 bytes). Growing the arrays may take up to as much again.
-  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 25; }
+  // variable (25 bytes), and its entry in the table that finds an example
+  // equal to a kept one (32). Growing the arrays may take up to as much
+  // again.
+  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 57; }
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
   // A wide model's (IsWide) are counted by the coordinates its rows use
@@ -201,7 +209,10 @@ class CertificateTracker {
 
   // Accounts one labeled example (prepared as the model does). O(nnz) per
   // candidate that is not a power of two times another (ScaledCandidates),
-  // plus a copy of x^ while keeping.
+  // plus a copy of x^ while keeping. A linear model's example equal bit for
+  // bit (label, coordinates, values of x^) to one kept before, as cyclic
+  // training repeats them, counts that row once more instead of being kept
+  // again: the solver solves it as that many equal examples.
   void Observe(const Prepared& x, int label);
 
   // ---- The figures ----
@@ -232,14 +243,18 @@ class CertificateTracker {
   //    every row kept, TakeAllRows moves them, and Restore or AttachRows
   //    take them back with a saved state.
 
-  // The rows kept since the last Take, in order; taken() counts all taken.
-  KeptRows Take();
+  // The rows kept since the last Take, in order, with their counts; taken()
+  // counts all taken. `repeats` gets the places (among all taken) of rows
+  // taken before that were seen again since, once each (for
+  // CertificateSolver::Add).
+  KeptRows Take(std::vector<uint32_t>* repeats = nullptr);
   uint64_t taken() const { return taken_; }
   // Whether rows wait to be taken, a freeze waits for its solution, or rows
   // restored with their state wait for a solution that covers them.
   bool due() const {
-    return queue_.size() > 0 || phase_ == CertificatePhase::kFreezing ||
-           (restored_.size() > 0 && (!converged_ || solved_ < kept_));
+    return queue_.size() > 0 || !repeats_.empty() ||
+           phase_ == CertificatePhase::kFreezing ||
+           (restored_.size() > 0 && (!converged_ || solved_ < kept_examples_));
   }
 
   // Installs candidates `vs` whose hinge sums over the first `covered` kept
@@ -247,14 +262,18 @@ class CertificateTracker {
   // equal taken() and `generation` generation() (no reset since the rows
   // were taken); the tracker adds the rows kept since. Ignored otherwise, and
   // when frozen or off. A kernel model's candidates are coefficients over
-  // the rows of `basis` (KernelCandidatesFrom).
+  // the rows of `basis` (KernelCandidatesFrom). The rows taken that were seen
+  // again since (Take's `repeats`) are summed over `solved_rows`, the rows
+  // the solution was computed over (in the candidates' coordinates); the
+  // solution is ignored if there are such and it is null.
   // A wide model's candidates hold one value for each coordinate of
   // `support` (CertificateSolver::coordinates); their bytes count against
   // the limits as the rows' do (kWideCoordinateBytes each).
   void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
                double lower, bool converged, uint64_t covered,
                uint64_t generation, KeptRows basis = {},
-               std::shared_ptr<const CandidateSupport> support = nullptr);
+               std::shared_ptr<const CandidateSupport> support = nullptr,
+               const KeptRows* solved_rows = nullptr);
   // Whether the candidates live in a kernel's feature space.
   bool kernel() const { return kernel_.has_value(); }
 
@@ -265,7 +284,12 @@ class CertificateTracker {
   struct RowsDelta {
     bool cleared = false;
     KeptRows rows;
+    // Places (among every row kept since the last clearing, these rows
+    // included) of rows seen again, once each, after `rows` are appended.
+    std::vector<uint32_t> repeats;
   };
+  // Brings `all` (every row of the deltas before) up to date with `delta`.
+  static void Apply(const RowsDelta& delta, KeptRows* all);
   void SetJournaling(bool on);
   RowsDelta TakeRows();
   // Every row kept, in order, if no Take has handed any to a solver since
@@ -333,6 +357,13 @@ class CertificateTracker {
   void RestoreRows(KeptRows&& rows);
   // Forgets every row kept: a journal's next rows start over.
   void DropRows();
+  // Counts the kept row at `place` once more; false if it cannot.
+  bool CountAgain(uint32_t place);
+  // The key an example equal to row t of `rows` has (its bits hashed twice).
+  using RowKey = std::pair<uint64_t, uint64_t>;
+  static RowKey KeyOf(const KeptRows& rows, size_t t);
+  // Whether equal examples count a kept row again (a linear model's).
+  bool counts_repeats() const { return !kernel_; }
 
   CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);
@@ -372,6 +403,12 @@ class CertificateTracker {
   uint64_t observed_ = 0;
   uint64_t kept_ = 0;   // rows kept for the solver (<= limit_)
   uint64_t taken_ = 0;  // of those, rows taken
+  uint64_t kept_examples_ = 0;   // the examples the kept rows stand for
+  uint64_t taken_examples_ = 0;  // of those, handed to a solver
+  // While keeping: each kept row by its key, to its place among them.
+  absl::flat_hash_map<RowKey, uint32_t> seen_;
+  std::vector<uint32_t> repeats_;          // rows taken seen again since Take
+  std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
   KeptRows queue_;      // kept rows not yet taken
   KeptRows restored_;   // rows kept before a Restore, not yet taken
   // The state a Restore without rows froze (AttachRows); behind a pointer,

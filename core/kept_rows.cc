@@ -70,6 +70,28 @@ void KeptRows::Close(const Block& b, size_t begin, int label, double square) {
                    static_cast<uint32_t>(b.size)});
   labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
   square_.push_back(square);
+  if (!counts_.empty()) counts_.push_back(1);
+}
+
+bool KeptRows::AddCount(size_t t, uint32_t more) {
+  if (more == 0) return true;
+  if (count(t) > UINT32_MAX - more) return false;
+  if (counts_.empty()) counts_.assign(size(), 1);
+  counts_[t] += more;
+  extra_ += more;
+  return true;
+}
+
+void KeptRows::PopBack() {
+  const Row r = rows_.back();
+  blocks_[r.block].size = r.begin;
+  rows_.pop_back();
+  labels_.pop_back();
+  square_.pop_back();
+  if (!counts_.empty()) {
+    extra_ -= counts_.back() - 1;
+    counts_.pop_back();
+  }
 }
 
 void KeptRows::AddDense(absl::Span<const double> values, int label) {
@@ -167,14 +189,15 @@ void KeptRows::Append(const KeptRows& more) {
     const absl::Span<const double> value = more.values(t);
     if (more.dense(t)) {
       AddDense(value, more.labels_[t]);  // its square summed as it was
-      continue;
+    } else {
+      Block& b = Room(index.size(), /*dense=*/false);
+      const size_t begin = b.size;
+      std::copy(index.begin(), index.end(), b.index.get() + begin);
+      std::copy(value.begin(), value.end(), b.value.get() + begin);
+      b.size += index.size();
+      Close(b, begin, more.labels_[t], more.square_[t]);
     }
-    Block& b = Room(index.size(), /*dense=*/false);
-    const size_t begin = b.size;
-    std::copy(index.begin(), index.end(), b.index.get() + begin);
-    std::copy(value.begin(), value.end(), b.value.get() + begin);
-    b.size += index.size();
-    Close(b, begin, more.labels_[t], more.square_[t]);
+    AddCount(size() - 1, more.count(t) - 1);
   }
 }
 
@@ -195,14 +218,27 @@ void KeptRows::Append(KeptRows&& more) {
   for (const Row& r : more.rows_) {
     rows_.push_back({r.block + offset, r.begin, r.end});
   }
+  if (!counts_.empty() || !more.counts_.empty()) {
+    counts_.resize(labels_.size(), 1);
+    if (more.counts_.empty()) {
+      counts_.resize(labels_.size() + more.size(), 1);
+    } else {
+      counts_.insert(counts_.end(), more.counts_.begin(), more.counts_.end());
+    }
+  }
+  extra_ += more.extra_;
   labels_.insert(labels_.end(), more.labels_.begin(), more.labels_.end());
   square_.insert(square_.end(), more.square_.begin(), more.square_.end());
   more.Clear();
 }
 
 bool operator==(const KeptRows& a, const KeptRows& b) {
-  if (a.labels_ != b.labels_ || a.square_ != b.square_) return false;
+  if (a.labels_ != b.labels_ || a.square_ != b.square_ ||
+      a.extra_ != b.extra_) {
+    return false;
+  }
   for (size_t t = 0; t < a.size(); ++t) {
+    if (a.count(t) != b.count(t)) return false;
     const absl::Span<const uint32_t> ai = a.indices(t), bi = b.indices(t);
     const absl::Span<const double> av = a.values(t), bv = b.values(t);
     if (!std::equal(ai.begin(), ai.end(), bi.begin(), bi.end()) ||
@@ -221,7 +257,8 @@ size_t KeptRows::bytes() const {
   }
   return values * sizeof(double) + indices * sizeof(uint32_t) +
          blocks_.capacity() * sizeof(Block) + rows_.capacity() * sizeof(Row) +
-         labels_.capacity() + square_.capacity() * sizeof(double);
+         labels_.capacity() + square_.capacity() * sizeof(double) +
+         counts_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace perceptron

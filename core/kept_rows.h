@@ -26,7 +26,8 @@ namespace perceptron {
 // non-zeros, however many rows there are, and Append(KeptRows&&) takes the
 // other's blocks without copying them. A row whose non-zeros are coordinates
 // 0, 1, ..., n-1 (a dense x^ with no zero, the bias last) keeps only its
-// values, in a block of such rows: 8 bytes a coordinate, not 12.
+// values, in a block of such rows: 8 bytes a coordinate, not 12. A row may
+// stand for several equal examples: its count (1 unless AddCount raised it).
 class KeptRows {
  public:
   KeptRows() = default;
@@ -48,6 +49,15 @@ class KeptRows {
   void Clear() { *this = KeptRows(); }
 
   size_t size() const { return labels_.size(); }
+  // The examples the rows stand for: the sum of their counts.
+  uint64_t examples() const { return size() + extra_; }
+  // How many equal examples row t stands for (>= 1).
+  uint32_t count(size_t t) const { return counts_.empty() ? 1 : counts_[t]; }
+  // Row t stands for `more` examples more; false (nothing changed) if its
+  // count would pass 2^32 - 1.
+  bool AddCount(size_t t, uint32_t more);
+  // Forgets the last row.
+  void PopBack();
   // Bytes the rows take.
   size_t bytes() const;
 
@@ -122,7 +132,8 @@ class KeptRows {
     const Row& r = rows_[t];
     return {blocks_[r.block].value.get() + r.begin, r.end - r.begin};
   }
-  // The same rows (labels, squares and non-zeros), however they are stored.
+  // The same rows (labels, squares, non-zeros and counts), however they are
+  // stored.
   friend bool operator==(const KeptRows& a, const KeptRows& b);
 
  private:
@@ -166,6 +177,8 @@ class KeptRows {
   std::vector<Row> rows_;
   std::vector<int8_t> labels_;
   std::vector<double> square_;
+  std::vector<uint32_t> counts_;  // empty while every count is 1
+  uint64_t extra_ = 0;            // sum of (count - 1)
 };
 
 }  // namespace perceptron

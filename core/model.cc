@@ -497,6 +497,7 @@ Journal Model::TakeJournal() {
     j.certificate = certificate_->Save(certificate_->TakeCandidatesChanged());
     CertificateTracker::RowsDelta rows = certificate_->TakeRows();
     j.certificate_rows = std::move(rows.rows);
+    j.certificate_repeats = std::move(rows.repeats);
     j.certificate_rows_cleared |= rows.cleared;
   }
   return j;

@@ -98,6 +98,9 @@ struct Journal {
   // Stored beside the log, not in it (server/storage/store.h).
   KeptRows certificate_rows;
   bool certificate_rows_cleared = false;
+  // Places of rows kept before (or among certificate_rows) seen again, once
+  // each (CertificateTracker::RowsDelta).
+  std::vector<uint32_t> certificate_repeats;
   friend bool operator==(const Journal&, const Journal&) = default;
 };
 

@@ -231,6 +231,7 @@ void CertificateToProto(const CertificateReport& in, v1::Certificate* out) {
   out->set_frozen_at(in.frozen_at);
   out->set_converged(in.converged);
   out->set_kept(in.kept);
+  out->set_kept_rows(in.kept_rows);
   out->set_margin(in.margin);
   out->set_margin_bound_available(in.margin_bound_available);
   out->set_margin_bound(in.margin_bound);

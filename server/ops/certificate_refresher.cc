@@ -115,6 +115,7 @@ absl::Duration CertificateRefresher::Refresh(
   };
   absl::ReleasableMutexLock solver_lock(&entry->solver_mu);
   KeptRows rows;
+  std::vector<uint32_t> repeats;
   uint64_t generation = 0;
   double radius = 0;
   uint32_t dimension = 0;
@@ -142,7 +143,7 @@ absl::Duration CertificateRefresher::Refresh(
     if (!tracker->due() && entry->solver_converged) {
       return absl::ZeroDuration();
     }
-    rows = tracker->Take();
+    rows = tracker->Take(&repeats);
     radius = entry->model->CertificateRadius();
     const ModelConfig& config = entry->model->config();
     dimension = config.weight_dimension();
@@ -196,7 +197,7 @@ absl::Duration CertificateRefresher::Refresh(
     entry->solver_generation = generation;
   }
   CertificateSolver& solver = *entry->solver;
-  solver.Add(std::move(rows));
+  solver.Add(std::move(rows), repeats);
   const Certificate c = solver.Solve(radius, options);
   if (c.stopped) return stopped();
   // The margin rule's bound needs a comparator that separates every example
@@ -213,7 +214,8 @@ absl::Duration CertificateRefresher::Refresh(
   entry->solver_converged = c.converged;
   still_freezing =
       Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
-              solver.size(), generation, KeptRows(), std::move(support));
+              solver.size(), generation, KeptRows(), std::move(support),
+              &solver.rows());
   solver_lock.Release();
   if (freezing != nullptr) *freezing = still_freezing;
   entry->NotifyChanged();
@@ -225,7 +227,8 @@ bool CertificateRefresher::Install(ModelEntry& entry,
                                    std::vector<double> sums, double lower,
                                    bool converged, uint64_t covered,
                                    uint64_t generation, KeptRows basis,
-                                   std::shared_ptr<const CandidateSupport> support) {
+                                   std::shared_ptr<const CandidateSupport> support,
+                                   const KeptRows* solved_rows) {
   absl::MutexLock lock(&entry.mu);
   CertificateTracker* tracker =
       entry.deleted ? nullptr : entry.model->certificate();
@@ -236,7 +239,8 @@ bool CertificateRefresher::Install(ModelEntry& entry,
     return false;
   }
   tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
-                   generation, std::move(basis), std::move(support));
+                   generation, std::move(basis), std::move(support),
+                   solved_rows);
   // Not awaited: a failed write fails the next batch's commit too.
   if (persistence_ != nullptr) persistence_->Stage(entry);
   return tracker->phase() == CertificatePhase::kFreezing;

@@ -56,7 +56,8 @@ class CertificateRefresher {
   bool Install(ModelEntry& entry, std::vector<std::vector<double>> vs,
                std::vector<double> sums, double lower, bool converged,
                uint64_t covered, uint64_t generation, KeptRows basis,
-               std::shared_ptr<const CandidateSupport> support = nullptr)
+               std::shared_ptr<const CandidateSupport> support = nullptr,
+               const KeptRows* solved_rows = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.solver_mu);
   void Loop();
 

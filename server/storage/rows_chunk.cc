@@ -68,6 +68,55 @@ void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
   EndChunk(out, at, kRowsChunk, seq);
 }
 
+namespace {
+void AppendPairs(std::string* out, uint64_t seq,
+                 const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
+  const size_t at = BeginChunk(out);
+  const size_t start = out->size();
+  out->resize(start + 4 + 8 * pairs.size());
+  char* w = out->data() + start;
+  PutLittle(w, pairs.size(), 4);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    PutLittle(w + 4 + 8 * k, pairs[k].first, 4);
+    PutLittle(w + 8 + 8 * k, pairs[k].second, 4);
+  }
+  EndChunk(out, at, kRepeatsChunk, seq);
+}
+}  // namespace
+
+void AppendRepeatsChunk(std::string* out, uint64_t seq,
+                        const std::vector<uint32_t>& places) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  pairs.reserve(places.size());
+  for (uint32_t t : places) pairs.emplace_back(t, 1);
+  AppendPairs(out, seq, pairs);
+}
+
+void AppendCountsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    if (rows.count(t) > 1) {
+      pairs.emplace_back(static_cast<uint32_t>(t), rows.count(t) - 1);
+    }
+  }
+  if (!pairs.empty()) AppendPairs(out, seq, pairs);
+}
+
+bool ParseRepeats(absl::string_view p, KeptRows* rows) {
+  if (p.size() < 4) return false;
+  const uint64_t m = GetLittle(p.data(), 4);
+  if (p.size() != 4 + 8 * m) return false;
+  for (uint64_t k = 0; k < m; ++k) {
+    const uint64_t t = GetLittle(p.data() + 4 + 8 * k, 4);
+    const uint32_t more =
+        static_cast<uint32_t>(GetLittle(p.data() + 8 + 8 * k, 4));
+    if (t >= rows->size() || more == 0 || !rows->AddCount(t, more)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string HeaderPayload(absl::string_view id, int64_t created_at) {
   return absl::StrCat(id, "\n", created_at);
 }

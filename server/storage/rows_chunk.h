@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/kept_rows.h"
@@ -30,6 +31,17 @@ void AppendChunk(std::string* out, ChunkType type, uint64_t seq,
 // bytes); the sparse rows' indices (4 bytes each), then every row's values
 // (8-byte doubles), rows in order.
 void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows);
+// Appends a kRepeatsChunk raising the counts of the rows at `places` (among
+// every row since the last kClearedChunk, in order) by one each, or, for
+// AppendCountsChunk, every row of `rows` whose count is above 1 to it. A
+// repeats payload: m (4 bytes), then m pairs of a place and how many more
+// examples that row stands for (4 bytes each).
+void AppendRepeatsChunk(std::string* out, uint64_t seq,
+                        const std::vector<uint32_t>& places);
+void AppendCountsChunk(std::string* out, uint64_t seq, const KeptRows& rows);
+// Raises the counts of `rows` as a repeats payload says; false (some may
+// have been raised) if it does not add up or names a row not in `rows`.
+bool ParseRepeats(absl::string_view payload, KeptRows* rows);
 // The payload of a file's kHeaderChunk.
 std::string HeaderPayload(absl::string_view id, int64_t created_at);
 

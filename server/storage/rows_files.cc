@@ -158,7 +158,8 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     }
     auto it = files_.find(*c.id);
     const bool rows = c.rows != nullptr && c.rows->size() > 0;
-    if (!rows && (!c.cleared || it == files_.end())) continue;
+    const bool repeats = c.repeats != nullptr && !c.repeats->empty();
+    if (!rows && !repeats && (!c.cleared || it == files_.end())) continue;
     if (it == files_.end()) {
       File f;
       f.path = PathOf(*c.id, created_at);
@@ -179,6 +180,11 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     }
     if (rows) {
       AppendRowsChunk(&t.bytes, c.seq, *c.rows);
+      AppendCountsChunk(&t.bytes, c.seq, *c.rows);
+      t.live = true;
+    }
+    if (repeats) {
+      AppendRepeatsChunk(&t.bytes, c.seq, *c.repeats);
       t.live = true;
     }
   }
@@ -259,6 +265,7 @@ absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
     std::string bytes;
     AppendChunk(&bytes, kHeaderChunk, 0, HeaderPayload(id, nanos));
     AppendRowsChunk(&bytes, 0, *rows);
+    AppendCountsChunk(&bytes, 0, *rows);
     absl::Status s = OpenForWrite(f, /*create=*/true);
     if (s.ok() && !WriteAll(f.fd, bytes, 0)) s = Errno("cannot write", f.path);
     if (s.ok() && ::fdatasync(f.fd) != 0) s = Errno("cannot sync", f.path);
@@ -395,6 +402,9 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
       live = false;
     } else if (chunk.type == kRowsChunk) {
       *ok = *ok && ParseRows(chunk.payload, rows);
+      live = true;
+    } else if (chunk.type == kRepeatsChunk) {
+      *ok = *ok && ParseRepeats(chunk.payload, rows);
       live = true;
     } else {
       break;

@@ -48,6 +48,8 @@ class RowsFiles {
     uint64_t seq;
     bool cleared;          // the rows before this record no longer count
     const KeptRows* rows;  // then these are kept (may be empty)
+    // then these places are counted once more each (may be null or empty)
+    const std::vector<uint32_t>* repeats = nullptr;
   };
   // Writes the changes' chunks (synced if `sync`), then runs `commit` (the
   // LevelDB batch holding their records). Changes of a model not stored (put

@@ -29,6 +29,9 @@ enum ChunkType : uint8_t {
   kRowsChunk = 1,
   // Empty: the rows before it no longer count.
   kClearedChunk = 2,
+  // Rows kept before (since the last kClearedChunk) seen again: their counts
+  // raised (EncodeRepeats' payload).
+  kRepeatsChunk = 3,
 };
 
 // A rows file is named "<model id>.<created_at>" and this.

@@ -88,6 +88,7 @@ void CertificateStateToProto(const CertificateState& c,
   out->set_permanent_off(c.permanent_off);
   out->set_observed(c.observed);
   out->set_kept(c.kept);
+  out->set_kept_examples(c.kept_examples);
   out->set_solved(c.solved);
   out->set_frozen_at(c.frozen_at);
   out->set_lower(c.lower);
@@ -118,6 +119,7 @@ absl::StatusOr<CertificateState> CertificateStateFromProto(
   s.permanent_off = c.permanent_off();
   s.observed = c.observed();
   s.kept = c.kept();
+  s.kept_examples = c.kept_examples();
   s.solved = c.solved();
   s.frozen_at = c.frozen_at();
   s.lower = c.lower();
@@ -303,6 +305,9 @@ void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out, bool compact) {
     out->add_ends(end);
     labels->push_back(in.label(t) > 0 ? 1 : 0);
   }
+  if (in.examples() != in.size()) {
+    for (size_t t = 0; t < in.size(); ++t) out->add_counts(in.count(t));
+  }
 }
 
 absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
@@ -340,6 +345,19 @@ absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
     out->Add(indices, absl::MakeConstSpan(in.values().data() + begin, n),
              label == 1 ? 1 : -1);
     begin = end;
+  }
+  if (in.counts_size() > 0) {
+    if (in.counts_size() != in.ends_size()) {
+      return absl::InvalidArgumentError(
+          "certificate rows: counts and rows disagree in length");
+    }
+    const size_t first = out->size() - in.counts_size();
+    for (int t = 0; t < in.counts_size(); ++t) {
+      if (in.counts(t) == 0 || !out->AddCount(first + t, in.counts(t) - 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("certificate rows: row ", t, "'s count is 0"));
+      }
+    }
   }
   if (begin != static_cast<uint64_t>(in.values_size()) ||
       index_begin != static_cast<uint64_t>(in.indices_size())) {

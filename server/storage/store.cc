@@ -346,7 +346,7 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
   }
   rows_->Recover(id, r.created_at, r.seq, &rows, &rows_ok);
   if (rows_ok) {
-    r.certificate_rows = rows.size();
+    r.certificate_rows = rows.examples();
     r.certificate_rows_attached =
         r.model->AttachCertificateRows(std::move(rows));
   }
@@ -446,7 +446,8 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
     }
     changes.push_back({&r->id, r->created_at, r->seq,
                        r->journal.certificate_rows_cleared,
-                       &r->journal.certificate_rows});
+                       &r->journal.certificate_rows,
+                       &r->journal.certificate_repeats});
     record.Clear();
     record.set_seq(r->seq);
     record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));

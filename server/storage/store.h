@@ -46,8 +46,9 @@ struct RecoveredModel {
   uint64_t records_dropped = 0;  // log records after a gap or a failed check
   bool fell_back =
       false;  // the newest snapshot failed its checks; an older one was used
-  // The certificate's kept rows found, and whether it took them (it was
-  // keeping, and they are every example it kept).
+  // The examples the certificate's kept rows found stand for (a row may
+  // stand for several equal ones), and whether it took them (it was keeping,
+  // and they are every example it kept).
   uint64_t certificate_rows = 0;
   bool certificate_rows_attached = false;
 };

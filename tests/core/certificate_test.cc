@@ -3,6 +3,7 @@
 // exceed it.
 #include "core/certificate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <random>
@@ -268,6 +269,42 @@ TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {
 // Rows kept in blocks: however they were added, appended, moved or copied, the
 // same rows read back, the same dot products come out, and a taken block is
 // not copied.
+// A row standing for c equal examples is solved as c copies of it: the same
+// optimum (its dual variable in [0, c C]), whatever the counts.
+TEST(CertificateTest, ARowsCountSolvesAsItsCopies) {
+  std::mt19937_64 random(21);
+  std::normal_distribution<double> normal;
+  const Preparer preparer(Plain(4));
+  for (int trial = 0; trial < 20; ++trial) {
+    CertificateSolver counted(4), copies(4);
+    std::vector<uint32_t> repeats;
+    double radius = 0;
+    for (int t = 0; t < 30; ++t) {
+      std::vector<double> x(4);
+      for (double& v : x) v = normal(random);
+      const int label = random() % 3 == 0 ? -1 : 1;
+      const Prepared p = Prep(preparer, x);
+      radius = std::max(radius, p.norm);
+      counted.Add(p, label);
+      const int times = 1 + static_cast<int>(random() % 5);
+      for (int k = 0; k < times; ++k) copies.Add(p, label);
+      for (int k = 1; k < times; ++k) repeats.push_back(t);
+    }
+    counted.Add(KeptRows(), repeats);
+    EXPECT_EQ(counted.rows().examples(), copies.size());
+    const Certificate a = counted.Solve(radius, {});
+    const Certificate b = copies.Solve(radius, {});
+    ASSERT_TRUE(a.converged && b.converged);
+    EXPECT_LE(a.lower, b.upper * (1 + 1e-12));
+    EXPECT_LE(b.lower, a.upper * (1 + 1e-12));
+    EXPECT_NEAR(a.upper, b.upper, 2e-4 * b.upper);
+    // Its TD is over every example, copies counted.
+    const LeastDistance d = counted.SolveLeastDistance(a.gamma, {});
+    const LeastDistance e = copies.SolveLeastDistance(a.gamma, {});
+    EXPECT_NEAR(d.upper, e.upper, 1e-3 * e.upper + 1e-9);
+  }
+}
+
 TEST(KeptRowsTest, BlocksHoldTheSameRowsHoweverTheyWereAdded) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> normal;

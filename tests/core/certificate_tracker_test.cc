@@ -32,7 +32,9 @@ struct Refresher {
       solver = CertificateSolver(model->config().weight_dimension());
       generation = t->generation();
     }
-    solver.Add(t->Take());
+    std::vector<uint32_t> repeats;
+    KeptRows rows = t->Take(&repeats);
+    solver.Add(std::move(rows), repeats);
     const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
     if (margin_rule) hard = solver.SolveHardMargin({});
     const std::vector<std::vector<double>> vs =
@@ -40,7 +42,8 @@ struct Refresher {
     t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
                solver.size(), generation, KeptRows(),
                solver.wide() ? CandidateSupport::Of(solver.coordinates())
-                             : nullptr);
+                             : nullptr,
+               &solver.rows());
     return c;
   }
   CertificateSolver solver;
@@ -926,6 +929,93 @@ TEST(CertificateTrackerTest, AWideModelKeepsItsCertificate) {
     EXPECT_EQ(a.u_indices, b.u_indices);
     EXPECT_GE(a.upper, static_cast<double>(model->counters().updates));
   }
+}
+
+// Cyclic training (200 passes over 60 examples) keeps 60 rows, each
+// standing for its 200 copies: U bounds the updates at every example and is
+// the solution over the 12,000 examples, the journal's deltas rebuild the
+// rows with their counts, and a state with them goes on bit for bit.
+TEST(CertificateTrackerTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
+  testing::StreamSpec spec;
+  spec.seed = 5;
+  spec.dimension = 5;
+  spec.length = 60;
+  spec.bias = true;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 1000);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  Refresher refresher(config.weight_dimension());
+  KeptRows journaled;
+  constexpr int kPasses = 200;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      const CertificateReport r =
+          model->certificate()->Report(model->CertificateRadius(), false);
+      if (r.available) {
+        ASSERT_GE(r.upper, static_cast<double>(model->counters().updates));
+      }
+    }
+    if (pass % 7 == 3) refresher.Round(model.get());
+    if (pass % 5 == 0) {
+      Journal j = model->TakeJournal();
+      CertificateTracker::Apply(
+          {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+          &journaled);
+    }
+  }
+  Journal j = model->TakeJournal();
+  CertificateTracker::Apply(
+      {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+      &journaled);
+  Certificate c;
+  do {
+    c = refresher.Round(model.get());
+  } while (!c.converged);
+  const double radius = model->CertificateRadius();
+  const CertificateReport r = model->certificate()->Report(radius);
+  EXPECT_EQ(r.phase, CertificatePhase::kKeeping);
+  EXPECT_EQ(r.kept_rows, s.x.size());
+  EXPECT_EQ(r.kept, kPasses * s.x.size());
+  EXPECT_EQ(r.solved, kPasses * s.x.size());
+  EXPECT_EQ(refresher.solver.rows().examples(), kPasses * s.x.size());
+  EXPECT_GE(r.upper, static_cast<double>(model->counters().updates));
+
+  // The same examples as 12,000 rows: the same optimum.
+  CertificateSolver copies(config.weight_dimension());
+  const Preparer preparer(config);
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      copies.Add(*preparer.Prepare(FeatureView::Dense(s.x[t])), s.y[t]);
+    }
+  }
+  const Certificate exact = copies.Solve(radius, {});
+  ASSERT_TRUE(exact.converged);
+  EXPECT_NEAR(r.upper, exact.upper, 1e-3 * exact.upper);
+  EXPECT_LE(r.lower, exact.upper);
+  EXPECT_LE(exact.lower, r.upper);
+
+  // The journal's deltas are the rows with their counts.
+  EXPECT_EQ(journaled.size(), s.x.size());
+  EXPECT_TRUE(journaled == refresher.solver.rows());
+  auto restored = *Model::FromState(model->ExportState());
+  ASSERT_TRUE(restored->AttachCertificateRows(journaled));
+  restored->EnableCertificate(1000, 1000);
+  EXPECT_EQ(restored->ExportState().certificate,
+            model->ExportState().certificate);
+  EXPECT_FALSE(restored->certificate()->due());
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  EXPECT_EQ(model->certificate()->Report(radius).upper,
+            restored->certificate()->Report(radius).upper);
+  EXPECT_EQ(restored->certificate()->Report(radius).kept,
+            (kPasses + 1) * s.x.size());
 }
 
 }  // namespace

@@ -96,5 +96,55 @@ TEST(KeptRowsTest, AppendingCopiesOrTakesTheSameRows) {
   EXPECT_EQ(other.size(), 0u);
 }
 
+// A row may stand for several equal examples: counts are raised, carried by
+// every append and compared; the last row can be taken back.
+TEST(KeptRowsTest, CountsStandForEqualExamples) {
+  KeptRows rows;
+  const std::vector<uint32_t> at = {1, 4};
+  const std::vector<double> value = {0.5, -2};
+  rows.Add(at, value, 1);
+  rows.Add({}, {}, -1);
+  rows.Add(at, value, -1);
+  EXPECT_EQ(rows.examples(), 3u);
+  EXPECT_EQ(rows.count(0), 1u);
+  EXPECT_TRUE(rows.AddCount(0, 4));
+  EXPECT_TRUE(rows.AddCount(2, 1));
+  EXPECT_EQ(rows.count(0), 5u);
+  EXPECT_EQ(rows.count(1), 1u);
+  EXPECT_EQ(rows.examples(), 8u);
+  EXPECT_FALSE(rows.AddCount(0, UINT32_MAX)) << "past 2^32 - 1";
+  EXPECT_EQ(rows.count(0), 5u);
+
+  KeptRows copied;
+  copied.Append(rows);
+  EXPECT_TRUE(copied == rows);
+  EXPECT_EQ(copied.examples(), 8u);
+  KeptRows other = rows;
+  other.AddCount(1, 1);
+  EXPECT_FALSE(other == rows) << "the same rows, other counts";
+
+  // Taken whole (blocks moved) after rows that all count one.
+  KeptRows moved;
+  for (int k = 0; k < 3; ++k) moved.Add(at, value, 1);
+  KeptRows big;
+  std::vector<uint32_t> many(70000);
+  std::vector<double> ones(many.size(), 1.0);
+  for (uint32_t i = 0; i < many.size(); ++i) many[i] = 2 * i;
+  big.Add(many, ones, 1);
+  big.AddCount(0, 2);
+  moved.Append(std::move(big));
+  EXPECT_EQ(moved.size(), 4u);
+  EXPECT_EQ(moved.count(2), 1u);
+  EXPECT_EQ(moved.count(3), 3u);
+  EXPECT_EQ(moved.examples(), 6u);
+
+  rows.PopBack();
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows.examples(), 6u);
+  rows.Add(at, value, 1);
+  EXPECT_EQ(rows.count(2), 1u);
+  EXPECT_EQ(rows.values(2)[1], -2);
+}
+
 }  // namespace
 }  // namespace perceptron

@@ -177,5 +177,51 @@ TEST(RowsChunkTest, PayloadsThatDoNotAddUpAreRefused) {
   EXPECT_TRUE(refused(many));
 }
 
+// Counts go as repeats chunks: places and how many more each stands for,
+// read back onto the rows; a place past the rows or a count of 0 is refused.
+TEST(RowsChunkTest, RepeatsRaiseTheCountsOfRowsBefore) {
+  KeptRows rows;
+  const std::vector<uint32_t> at = {0, 3};
+  const std::vector<double> value = {1.5, -1};
+  for (int t = 0; t < 3; ++t) rows.Add(at, value, t == 1 ? -1 : 1);
+  rows.AddCount(1, 6);
+  std::string bytes;
+  AppendRowsChunk(&bytes, 7, rows);
+  AppendCountsChunk(&bytes, 7, rows);
+  AppendRepeatsChunk(&bytes, 8, {2, 0, 2});
+  absl::string_view rest = bytes;
+  Chunk chunk;
+  KeptRows back;
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  ASSERT_EQ(chunk.type, kRowsChunk);
+  ASSERT_TRUE(ParseRows(chunk.payload, &back));
+  EXPECT_EQ(back.examples(), 3u);
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  ASSERT_EQ(chunk.type, kRepeatsChunk);
+  // m = 1, then (1, 6).
+  EXPECT_EQ(chunk.payload, absl::string_view("\1\0\0\0\1\0\0\0\6\0\0\0", 12));
+  ASSERT_TRUE(ParseRepeats(chunk.payload, &back));
+  EXPECT_TRUE(back == rows);
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  EXPECT_EQ(chunk.seq, 8u);
+  ASSERT_TRUE(ParseRepeats(chunk.payload, &back));
+  EXPECT_EQ(back.count(0), 2u);
+  EXPECT_EQ(back.count(2), 3u);
+  EXPECT_EQ(back.examples(), 12u);
+  EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kEnd);
+
+  KeptRows none = rows;
+  EXPECT_FALSE(ParseRepeats(absl::string_view("\1\0\0\0\3\0\0\0\1\0\0\0", 12),
+                            &none))
+      << "no row 3";
+  EXPECT_FALSE(ParseRepeats(absl::string_view("\1\0\0\0\0\0\0\0\0\0\0\0", 12),
+                            &none))
+      << "0 more";
+  EXPECT_FALSE(ParseRepeats(absl::string_view("\2\0\0\0\0\0\0\0\1\0\0\0", 12),
+                            &none))
+      << "short";
+  EXPECT_TRUE(none == rows);
+}
+
 }  // namespace
 }  // namespace perceptron::server

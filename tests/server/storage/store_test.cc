@@ -112,11 +112,14 @@ TEST(StoreTest, RecoveryCarriesTheCertificatesComparatorsAndSums) {
   CertificateSolver solver(config.weight_dimension());
   auto solve = [&] {
     CertificateTracker* t = model->certificate();
-    solver.Add(t->Take());
+    std::vector<uint32_t> repeats;
+    KeptRows rows = t->Take(&repeats);
+    solver.Add(std::move(rows), repeats);
     const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
     const std::vector<std::vector<double>> vs = CandidatesFrom(c);
     t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
-               solver.size(), t->generation());
+               solver.size(), t->generation(), KeptRows(), nullptr,
+               &solver.rows());
   };
   std::optional<CertificateState> was;
   {
@@ -145,7 +148,9 @@ TEST(StoreTest, RecoveryCarriesTheCertificatesComparatorsAndSums) {
   ASSERT_TRUE(back.has_value());
   // The rows kept beside the log: the certificate goes on keeping, exactly
   // as it was, and its solver gets every example back.
+  // (Drive's streams repeat examples: rows stand for several.)
   EXPECT_EQ((*models)[0].certificate_rows, was->observed);
+  EXPECT_LT(was->kept, was->observed);
   EXPECT_TRUE((*models)[0].certificate_rows_attached);
   EXPECT_EQ(back->phase, CertificatePhase::kKeeping);
   testing::Bits a, b;
@@ -155,7 +160,11 @@ TEST(StoreTest, RecoveryCarriesTheCertificatesComparatorsAndSums) {
             b.Add(was->sums).Add(was->lower).str());
   EXPECT_EQ(*back, *was);
   KeptRows rows = solver.rows();
-  rows.Append(model->certificate()->Take());
+  std::vector<uint32_t> repeats;
+  KeptRows last = model->certificate()->Take(&repeats);
+  for (uint32_t t : repeats) rows.AddCount(t, 1);
+  rows.Append(last);
+  EXPECT_EQ(rows.examples(), was->observed);
   EXPECT_TRUE((*models)[0].model->certificate()->Take() == rows);
 }
 
@@ -440,8 +449,10 @@ TEST(StoreTest, RowsStoredInLevelDbByEarlierServersAreStillRead) {
     for (uint64_t seq = 1; seq <= 3; ++seq) {
       for (int i = 0; i < 5; ++i) driver.Step(*model, &open);
       Journal j = model->TakeJournal();
-      earlier.Append(j.certificate_rows);
+      CertificateTracker::Apply({false, j.certificate_rows, j.certificate_repeats},
+                                &earlier);
       j.certificate_rows.Clear();  // as if written the earlier way, below
+      j.certificate_repeats.clear();
       ASSERT_TRUE(store->Append("c", absl::UnixEpoch(), seq, j, true).ok());
     }
   }
@@ -467,7 +478,8 @@ TEST(StoreTest, RowsStoredInLevelDbByEarlierServersAreStillRead) {
   {
     auto store = *Store::Open(dir);
     ASSERT_TRUE(store->Recover(1000).ok());
-    Drive(*model, *store, "c", 2, 4);  // the rows of records 4 and 5: a file
+    // The rows of records 4 and 5 (other examples): a file.
+    Drive(*model, *store, "c", 2, 4, /*seed=*/5);
   }
   EXPECT_EQ(RowsFiles(dir).size(), 1u);
   {

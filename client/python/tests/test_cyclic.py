@@ -1,0 +1,63 @@
+"""Cyclic training through the server (docs/certificate.md): 200 passes over breast_cancer's 569
+rows keep 569 rows, each standing for its copies, and the certificate is the exact optimum over
+every example, against cvxopt's solution of the same SVM with one weight per row."""
+import time
+
+import numpy as np
+from cvxopt import matrix, solvers
+from sklearn.datasets import load_breast_cancer
+
+from perceptron.v1 import perceptron_pb2 as pb
+
+PASSES = 200
+
+
+def weighted_svm(X, y, C, weights):
+    """P* = min 1/2 ||v||^2 + C sum_t weight_t max(0, 1 - y_t v.x_t) by cvxopt's QP: (primal,
+    dual) objectives, which bracket it."""
+    n, w = X.shape
+    P = np.zeros((w + n, w + n))
+    P[:w, :w] = np.eye(w)
+    q = np.concatenate([np.zeros(w), C * weights])
+    G = np.block([[-(y[:, None] * X), -np.eye(n)], [np.zeros((n, w)), -np.eye(n)]])
+    h = np.concatenate([-np.ones(n), np.zeros(n)])
+    solvers.options.update(show_progress=False, abstol=1e-10, reltol=1e-10, feastol=1e-10,
+                           maxiters=200)
+    r = solvers.qp(matrix(P), matrix(q), matrix(G), matrix(h))
+    assert r["status"] == "optimal", r["status"]
+    return r["primal objective"], r["dual objective"]
+
+
+def test_two_hundred_passes_are_exact_over_the_distinct_rows(client):
+    data = load_breast_cancer()
+    X, y = data.data, np.where(data.target == 1, 1, -1)
+    model = client.create_model("cyclic", dimension=X.shape[1])
+    for _ in range(PASSES):
+        model.learn(X, y)
+    for _ in range(3):
+        model.learn(X[:50], y[:50])  # some rows more often than others
+    n = PASSES * len(y) + 3 * 50
+    end = time.monotonic() + 120
+    while True:
+        c = model.status().stats.certificate
+        if c.available and c.converged and c.solved == c.examples == n:
+            break
+        assert time.monotonic() < end, f"the certificate did not settle: {c}"
+        time.sleep(0.01)  # a poll's pause
+    assert c.state == pb.Certificate.KEEPING
+    assert c.kept_rows == len(y) and c.kept == n
+    # x^: the bias 1 appended, then normalized (R = 1), as the model prepares it.
+    Xb = np.hstack([X, np.ones((len(y), 1))])
+    Xb /= np.linalg.norm(Xb, axis=1)[:, None]
+    r2 = model.status().stats.radius ** 2
+    assert r2 == 1.0
+    counts = np.full(len(y), float(PASSES))
+    counts[:50] += 3
+    primal, dual = weighted_svm(Xb, y.astype(float), 1 / r2, counts)
+    assert abs(primal - dual) <= 1e-6 * primal
+    upper, lower = c.upper / (2 * r2), c.lower / (2 * r2)
+    # L <= P* <= U and (U - L) <= 1e-3 U: U and L within 1e-3 of cvxopt's optimum.
+    assert lower <= primal * (1 + 1e-9)
+    assert upper >= dual * (1 - 1e-9)
+    assert abs(upper - primal) <= 1e-3 * upper
+    assert c.upper >= model.status().stats.updates

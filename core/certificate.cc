@@ -44,8 +44,8 @@ KeptRows CertificateSolver::ToPositions(const KeptRows& rows) {
   for (size_t t = 0; t < rows.size(); ++t) {
     at.clear();
     for (uint32_t i : rows.indices(t)) {
-      const auto [it, added] = positions_.try_emplace(
-          i, static_cast<uint32_t>(coordinates_.size()));
+      const auto [it, added] =
+          positions_.try_emplace(i, static_cast<uint32_t>(coordinates_.size()));
       if (added) coordinates_.push_back(i);
       at.push_back(it->second);
     }
@@ -365,7 +365,8 @@ LeastDistance CertificateSolver::SolveLeastDistance(
   auto distance = [&](const std::vector<double>& u) {
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += rows_.count(t) * std::max(0.0, gamma - rows_.label(t) * DotRow(t, u));
+      td +=
+          rows_.count(t) * std::max(0.0, gamma - rows_.label(t) * DotRow(t, u));
     }
     return td;
   };
@@ -385,8 +386,8 @@ LeastDistance CertificateSolver::SolveLeastDistance(
       for (double v : w) vv += v * v;
       double hinge = 0;
       for (size_t t = 0; t < n; ++t) {
-        hinge += rows_.count(t) *
-                 std::max(0.0, 1 - rows_.label(t) * DotRow(t, w));
+        hinge +=
+            rows_.count(t) * std::max(0.0, 1 - rows_.label(t) * DotRow(t, w));
       }
       const double primal = vv / 2 + cap * hinge;
       const double dual =

@@ -205,7 +205,7 @@ class CertificateSolver {
   // The length of the solver's vectors: the weight dimension, or a wide
   // solver's positions.
   uint32_t dimension_;
-  std::vector<uint32_t> coordinates_;                   // position -> coordinate
+  std::vector<uint32_t> coordinates_;                  // position -> coordinate
   absl::flat_hash_map<uint32_t, uint32_t> positions_;  // coordinate -> position
   KeptRows rows_;
   std::vector<double> alpha_;

@@ -199,8 +199,8 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   if (phase_ == CertificatePhase::kKeeping && counts_repeats()) {
     // Kept to see its bits; taken back if it is a repeat.
     queue_.Add(x, label);
-    const auto [it, added] = seen_.try_emplace(
-        KeyOf(queue_, queue_.size() - 1), static_cast<uint32_t>(kept_));
+    const auto [it, added] = seen_.try_emplace(KeyOf(queue_, queue_.size() - 1),
+                                               static_cast<uint32_t>(kept_));
     queue_.PopBack();
     if (!added && CountAgain(it->second)) {
       ++kept_examples_;
@@ -264,12 +264,11 @@ std::optional<KeptRows> CertificateTracker::TakeAllRows() {
   return rows;
 }
 
-void CertificateTracker::Install(std::vector<std::vector<double>> vs,
-                                 std::vector<double> sums, double lower,
-                                 bool converged, uint64_t covered,
-                                 uint64_t generation, KeptRows basis,
-                                 std::shared_ptr<const CandidateSupport> support,
-                                 const KeptRows* solved_rows) {
+void CertificateTracker::Install(
+    std::vector<std::vector<double>> vs, std::vector<double> sums, double lower,
+    bool converged, uint64_t covered, uint64_t generation, KeptRows basis,
+    std::shared_ptr<const CandidateSupport> support,
+    const KeptRows* solved_rows) {
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
       phase_ == CertificatePhase::kFrozen ||
@@ -410,9 +409,9 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
   // A kernel model's candidates have one coefficient per basis row; a linear
   // model's, one per coordinate (or per coordinate of its support), and no
   // basis.
-  const size_t size = kernel_                ? basis.size()
+  const size_t size = kernel_             ? basis.size()
                       : !support->empty() ? support->size()
-                                             : weight_dimension;
+                                          : weight_dimension;
   if (!kernel_ && basis.size() > 0) {
     return absl::InvalidArgumentError(
         "certificate: a basis of rows is given for a linear model");
@@ -464,7 +463,8 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
           absl::StrCat("certificate: sum ", k, " is not finite and >= 0"));
     }
   }
-  const uint64_t kept_examples = s.kept_examples != 0 ? s.kept_examples : s.kept;
+  const uint64_t kept_examples =
+      s.kept_examples != 0 ? s.kept_examples : s.kept;
   if (!std::isfinite(s.lower) || s.kept > kept_examples ||
       kept_examples > s.observed || s.solved > kept_examples ||
       s.frozen_at > s.observed) {

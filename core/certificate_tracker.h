@@ -401,16 +401,16 @@ class CertificateTracker {
   std::string reason_;
   uint64_t generation_ = 0;
   uint64_t observed_ = 0;
-  uint64_t kept_ = 0;   // rows kept for the solver (<= limit_)
-  uint64_t taken_ = 0;  // of those, rows taken
+  uint64_t kept_ = 0;            // rows kept for the solver (<= limit_)
+  uint64_t taken_ = 0;           // of those, rows taken
   uint64_t kept_examples_ = 0;   // the examples the kept rows stand for
   uint64_t taken_examples_ = 0;  // of those, handed to a solver
   // While keeping: each kept row by its key, to its place among them.
   absl::flat_hash_map<RowKey, uint32_t> seen_;
   std::vector<uint32_t> repeats_;          // rows taken seen again since Take
   std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
-  KeptRows queue_;      // kept rows not yet taken
-  KeptRows restored_;   // rows kept before a Restore, not yet taken
+  KeptRows queue_;                         // kept rows not yet taken
+  KeptRows restored_;  // rows kept before a Restore, not yet taken
   // The state a Restore without rows froze (AttachRows); behind a pointer,
   // as it is rare and a tracker is kept for every model.
   std::unique_ptr<CertificateState> unattached_;

@@ -212,7 +212,8 @@ int CertificateCommand(const Args& args) {
   // "index:value" a line).
   std::ofstream file(out);
   if (wide) {
-    for (const auto& [i, v] : sparse) file << absl::StrFormat("%u:%.17g\n", i, v);
+    for (const auto& [i, v] : sparse)
+      file << absl::StrFormat("%u:%.17g\n", i, v);
   } else {
     for (double v : c->comparator()) file << absl::StrFormat("%.17g\n", v);
   }

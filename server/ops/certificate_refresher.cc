@@ -212,23 +212,21 @@ absl::Duration CertificateRefresher::Refresh(
   std::shared_ptr<const CandidateSupport> support;
   if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
   entry->solver_converged = c.converged;
-  still_freezing =
-      Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
-              solver.size(), generation, KeptRows(), std::move(support),
-              &solver.rows());
+  still_freezing = Install(*entry, std::move(vs), std::move(sums), c.lower,
+                           c.converged, solver.size(), generation, KeptRows(),
+                           std::move(support), &solver.rows());
   solver_lock.Release();
   if (freezing != nullptr) *freezing = still_freezing;
   entry->NotifyChanged();
   return busy();
 }
 
-bool CertificateRefresher::Install(ModelEntry& entry,
-                                   std::vector<std::vector<double>> vs,
-                                   std::vector<double> sums, double lower,
-                                   bool converged, uint64_t covered,
-                                   uint64_t generation, KeptRows basis,
-                                   std::shared_ptr<const CandidateSupport> support,
-                                   const KeptRows* solved_rows) {
+bool CertificateRefresher::Install(
+    ModelEntry& entry, std::vector<std::vector<double>> vs,
+    std::vector<double> sums, double lower, bool converged, uint64_t covered,
+    uint64_t generation, KeptRows basis,
+    std::shared_ptr<const CandidateSupport> support,
+    const KeptRows* solved_rows) {
   absl::MutexLock lock(&entry.mu);
   CertificateTracker* tracker =
       entry.deleted ? nullptr : entry.model->certificate();

@@ -444,10 +444,9 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
       // Rows an earlier version stored in LevelDB.
       for (const auto& [seq, key] : Keys(RowsPrefix(r->id))) batch.Delete(key);
     }
-    changes.push_back({&r->id, r->created_at, r->seq,
-                       r->journal.certificate_rows_cleared,
-                       &r->journal.certificate_rows,
-                       &r->journal.certificate_repeats});
+    changes.push_back(
+        {&r->id, r->created_at, r->seq, r->journal.certificate_rows_cleared,
+         &r->journal.certificate_rows, &r->journal.certificate_repeats});
     record.Clear();
     record.set_seq(r->seq);
     record.set_created_at_unix_nanos(absl::ToUnixNanos(r->created_at));

@@ -39,11 +39,11 @@ struct Refresher {
     if (margin_rule) hard = solver.SolveHardMargin({});
     const std::vector<std::vector<double>> vs =
         CandidatesFrom(c, margin_rule ? &hard : nullptr);
-    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
-               solver.size(), generation, KeptRows(),
-               solver.wide() ? CandidateSupport::Of(solver.coordinates())
-                             : nullptr,
-               &solver.rows());
+    t->Install(
+        vs, HingeSums(solver.rows(), vs), c.lower, c.converged, solver.size(),
+        generation, KeptRows(),
+        solver.wide() ? CandidateSupport::Of(solver.coordinates()) : nullptr,
+        &solver.rows());
     return c;
   }
   CertificateSolver solver;
@@ -963,9 +963,9 @@ TEST(CertificateTrackerTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
     if (pass % 7 == 3) refresher.Round(model.get());
     if (pass % 5 == 0) {
       Journal j = model->TakeJournal();
-      CertificateTracker::Apply(
-          {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
-          &journaled);
+      CertificateTracker::Apply({j.certificate_rows_cleared, j.certificate_rows,
+                                 j.certificate_repeats},
+                                &journaled);
     }
   }
   Journal j = model->TakeJournal();

@@ -211,14 +211,14 @@ TEST(RowsChunkTest, RepeatsRaiseTheCountsOfRowsBefore) {
   EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kEnd);
 
   KeptRows none = rows;
-  EXPECT_FALSE(ParseRepeats(absl::string_view("\1\0\0\0\3\0\0\0\1\0\0\0", 12),
-                            &none))
+  EXPECT_FALSE(
+      ParseRepeats(absl::string_view("\1\0\0\0\3\0\0\0\1\0\0\0", 12), &none))
       << "no row 3";
-  EXPECT_FALSE(ParseRepeats(absl::string_view("\1\0\0\0\0\0\0\0\0\0\0\0", 12),
-                            &none))
+  EXPECT_FALSE(
+      ParseRepeats(absl::string_view("\1\0\0\0\0\0\0\0\0\0\0\0", 12), &none))
       << "0 more";
-  EXPECT_FALSE(ParseRepeats(absl::string_view("\2\0\0\0\0\0\0\0\1\0\0\0", 12),
-                            &none))
+  EXPECT_FALSE(
+      ParseRepeats(absl::string_view("\2\0\0\0\0\0\0\0\1\0\0\0", 12), &none))
       << "short";
   EXPECT_TRUE(none == rows);
 }

@@ -449,8 +449,8 @@ TEST(StoreTest, RowsStoredInLevelDbByEarlierServersAreStillRead) {
     for (uint64_t seq = 1; seq <= 3; ++seq) {
       for (int i = 0; i < 5; ++i) driver.Step(*model, &open);
       Journal j = model->TakeJournal();
-      CertificateTracker::Apply({false, j.certificate_rows, j.certificate_repeats},
-                                &earlier);
+      CertificateTracker::Apply(
+          {false, j.certificate_rows, j.certificate_repeats}, &earlier);
       j.certificate_rows.Clear();  // as if written the earlier way, below
       j.certificate_repeats.clear();
       ASSERT_TRUE(store->Append("c", absl::UnixEpoch(), seq, j, true).ok());

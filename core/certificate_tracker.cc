@@ -196,47 +196,46 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       phase_ != CertificatePhase::kFreezing) {
     return;
   }
-  if (phase_ == CertificatePhase::kKeeping && counts_repeats()) {
-    // Kept to see its bits; taken back if it is a repeat.
-    queue_.Add(x, label);
-    const auto [it, added] = seen_.try_emplace(KeyOf(queue_, queue_.size() - 1),
-                                               static_cast<uint32_t>(kept_));
-    queue_.PopBack();
-    if (!added && CountAgain(it->second)) {
-      ++kept_examples_;
-      if (journaling_) journal_repeats_.push_back(it->second);
-      return;
-    }
-  }
   const uint64_t row = RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
                                            : x.dimension + x.has_bias);
-  if (!Reserve(row)) {
-    // The candidates already count this example: frozen here, it is covered.
-    StopKeeping(budget_->reason());
+  if (phase_ == CertificatePhase::kKeeping) {
+    queue_.Add(x, label);
+    if (counts_repeats()) {
+      // An example equal to a kept row counts that row again instead.
+      const auto [it, added] = seen_.try_emplace(
+          KeyOf(queue_, queue_.size() - 1), static_cast<uint32_t>(kept_));
+      if (!added && CountAgain(it->second)) {
+        queue_.PopBack();
+        ++kept_examples_;
+        if (journaling_) journal_repeats_.push_back(it->second);
+        return;
+      }
+    }
+    if (!Reserve(row)) {
+      queue_.PopBack();
+      // The candidates already count this example: frozen here, it is covered.
+      StopKeeping(budget_->reason());
+      return;
+    }
+    if (journaling_) journal_rows_.Add(x, label);
+    kept_bytes_ += row;
+    ++kept_examples_;
+    if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
+      phase_ = CertificatePhase::kFreezing;
+    }
     return;
   }
-  switch (phase_) {
-    case CertificatePhase::kKeeping:
-      queue_.Add(x, label);
-      if (journaling_) journal_rows_.Add(x, label);
-      kept_bytes_ += row;
-      ++kept_examples_;
-      if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
-        phase_ = CertificatePhase::kFreezing;
-      }
-      break;
-    case CertificatePhase::kFreezing:
-      tail_.Add(x, label);
-      if (journaling_) journal_rows_.Add(x, label);
-      tail_bytes_ += row;
-      // The rows after the limit take no more than those kept before it.
-      if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
-        Freeze(observed_);
-      }
-      break;
-    case CertificatePhase::kFrozen:
-    case CertificatePhase::kOff:
-      break;
+  // Freezing: the rows after the limit, each kept as it comes.
+  if (!Reserve(row)) {
+    StopKeeping(budget_->reason());  // covered, as above
+    return;
+  }
+  tail_.Add(x, label);
+  if (journaling_) journal_rows_.Add(x, label);
+  tail_bytes_ += row;
+  // The rows after the limit take no more than those kept before it.
+  if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
+    Freeze(observed_);
   }
 }
 

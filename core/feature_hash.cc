@@ -163,7 +163,9 @@ uint32_t FeatureHasher::Slot(const NamedFeature& f) const {
 }
 
 absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
-                                 Features* out) const {
+                                 Features* out, HashTrace* trace) const {
+  if (listed_) trace = nullptr;
+  if (trace != nullptr) trace->terms.clear();
   if (x.size() > kMaxNamedFeatures) {
     return absl::InvalidArgumentError(
         absl::StrCat("the example has ", x.size(),
@@ -199,6 +201,9 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
       h = VwHashString(f.name, space_hash);
       if (f.categorical) h = VwHashString(f.category, h);
     }
+    if (trace != nullptr) {
+      trace->terms.push_back({h, static_cast<uint32_t>(i), HashTrace::kNone});
+    }
     terms.push_back({h & mask_, static_cast<uint32_t>(terms.size()), v});
     if (!interactions_.empty()) letters.push_back(Letter(f.space));
   }
@@ -230,6 +235,10 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
           return absl::InvalidArgumentError(absl::StrCat(
               "interaction ", pair, " of features ", first[p], " and ",
               second[q], ": the product ", v1, " * ", v2, " is not finite"));
+        }
+        if (trace != nullptr) {
+          trace->terms.push_back({half ^ h2, trace->terms[first[p]].first,
+                                  trace->terms[second[q]].first});
         }
         terms.push_back(
             {(half ^ h2) & mask_, static_cast<uint32_t>(terms.size()), v});

@@ -80,6 +80,19 @@ std::string FeatureKey(const NamedFeature& f);
 // The most names an explicit list may hold.
 inline constexpr size_t kMaxListedNames = 100000;
 
+// Where each coordinate of a hashed example came from, for a NameTable
+// (core/name_table.h): one entry per term Hash summed, in the order it made
+// them (each single feature, then each interaction's pairs).
+struct HashTrace {
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  struct Term {
+    uint32_t hash;    // the 32-bit hash before it is masked to the slot
+    uint32_t first;   // the feature's position in the example
+    uint32_t second;  // an interaction's second feature, else kNone
+  };
+  std::vector<Term> terms;
+};
+
 class FeatureHasher {
  public:
   // `bits` in 1..kMaxHashBits; each interaction two namespace letters.
@@ -92,8 +105,11 @@ class FeatureHasher {
 
   // The sparse vector of `x`: indices < 2^bits, ascending, unique. On error
   // (INVALID_ARGUMENT naming the feature: an empty or over-long name, a
-  // non-finite value, too many features) `*out` is unspecified.
-  absl::Status Hash(absl::Span<const NamedFeature> x, Features* out) const;
+  // non-finite value, too many features) `*out` is unspecified. With
+  // `trace` (a hashing model's, not a list's) it also says where each term
+  // came from.
+  absl::Status Hash(absl::Span<const NamedFeature> x, Features* out,
+                    HashTrace* trace = nullptr) const;
 
   // The slot of one feature, without interactions (for tools and tests);
   // kNoSlot for a name not in an explicit list.
@@ -101,6 +117,7 @@ class FeatureHasher {
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
 
   uint32_t bits() const { return bits_; }
+  bool listed() const { return listed_ != nullptr; }
   const std::vector<std::string>& interactions() const { return interactions_; }
 
  private:

@@ -83,6 +83,7 @@ Model::Model(const ModelConfig& config)
       bound_(config) {
   if (config.hash_bits != 0) {
     hasher_.emplace(config.hash_bits, config.interactions);
+    names_.emplace(config.hash_bits, kDefaultNameTableBytes);
   } else if (!config.feature_names.empty()) {
     hasher_ = FeatureHasher::Listed(config.feature_names);
   }
@@ -151,6 +152,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
       return absl::InvalidArgumentError(absl::StrCat(
           "state: pending prediction id ", p.prediction_id, " repeated"));
     }
+  }
+  if (model->names_) {
+    PERCEPTRON_RETURN_IF_ERROR(
+        Prefixed("state: ", model->names_->Restore(std::move(state.names))));
+  } else if (!state.names.names.empty() || state.names.unnamed_slots != 0) {
+    return absl::InvalidArgumentError(
+        "state: names for a model that hashes none");
   }
   model->counters_ = state.counters;
   model->next_prediction_id_ = state.next_prediction_id;
@@ -471,6 +479,7 @@ ModelState Model::ExportState() const {
     s.pending.push_back({id, p.features, p.score, p.issued_at});
   }
   if (certificate_) s.certificate = certificate_->Save();
+  if (names_) s.names = names_->State();
   return s;
 }
 
@@ -479,6 +488,7 @@ void Model::SetJournaling(bool on) {
   pending_delta_ = PendingDelta();
   learner_->SetJournaling(on);
   if (certificate_) certificate_->SetJournaling(on);
+  if (names_) names_->StartJournal();
 }
 
 Journal Model::TakeJournal() {
@@ -493,6 +503,7 @@ Journal Model::TakeJournal() {
   j.radius = bound_.radius();
   j.next_prediction_id = next_prediction_id_;
   j.certificate_rows_cleared = std::exchange(certificate_rows_dropped_, false);
+  if (names_ && journaling_) j.names = names_->TakeAdded();
   if (certificate_) {
     j.certificate = certificate_->Save(certificate_->TakeCandidatesChanged());
     CertificateTracker::RowsDelta rows = certificate_->TakeRows();
@@ -525,7 +536,16 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     return absl::InvalidArgumentError(
         "journal: td_gamma or radius is not finite and >= 0");
   }
+  if (!names_ && (!j.names.names.empty() || j.names.unnamed_slots != 0)) {
+    return absl::InvalidArgumentError(
+        "journal: names for a model that hashes none");
+  }
+  if (names_) {
+    PERCEPTRON_RETURN_IF_ERROR(
+        Prefixed("journal: ", names_->CheckAdded(j.names)));
+  }
   PERCEPTRON_RETURN_IF_ERROR(learner_->ApplyDelta(j.learner));
+  if (names_) names_->Apply(j.names).IgnoreError();    // checked above
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
   counters_ = j.counters;
   next_prediction_id_ = j.next_prediction_id;

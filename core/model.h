@@ -36,6 +36,7 @@
 #include "core/example.h"
 #include "core/feature_hash.h"
 #include "core/learner.h"
+#include "core/name_table.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -76,6 +77,8 @@ struct ModelState {
   std::vector<PendingPrediction> pending;  // by increasing prediction_id
   // The certificate's tracker, while enabled (its kept examples excepted).
   std::optional<CertificateState> certificate;
+  // A hashing model's names (NameTable); empty for any other.
+  NameTableState names;
   friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
@@ -101,6 +104,8 @@ struct Journal {
   // Places of rows kept before (or among certificate_rows) seen again, once
   // each (CertificateTracker::RowsDelta).
   std::vector<uint32_t> certificate_repeats;
+  // The names a hashing model kept since the journal before.
+  NameTableState names;
   friend bool operator==(const Journal&, const Journal&) = default;
 };
 
@@ -274,6 +279,11 @@ class Model {
   // The mapping of named features to coordinates; null unless
   // config().hash_bits or feature_names is set.
   const FeatureHasher* hasher() const { return hasher_ ? &*hasher_ : nullptr; }
+  // The names a hashing model has seen (config().hash_bits set), or null.
+  // Its caller records them (NameTable::Record) after the model learned from
+  // or issued the example; Reset keeps them.
+  NameTable* names() { return names_ ? &*names_ : nullptr; }
+  const NameTable* names() const { return names_ ? &*names_ : nullptr; }
   // The primal weights (weight dimension entries; empty for the kernel
   // learner).
   absl::Span<const double> weights() const { return learner_->weights(); }
@@ -326,6 +336,7 @@ class Model {
 
   ModelConfig config_;
   std::optional<FeatureHasher> hasher_;
+  std::optional<NameTable> names_;
   Preparer preparer_;
   std::unique_ptr<Learner> learner_;
   // learner_ itself when it is exactly a ClassicLearner or a MarginLearner

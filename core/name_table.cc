@@ -1,0 +1,130 @@
+#include "core/name_table.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace perceptron {
+
+NameTable::NameTable(uint32_t bits, size_t limit_bytes)
+    : bits_(bits),
+      mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
+      limit_bytes_(limit_bytes) {}
+
+void NameTable::Slow(absl::Span<const NamedFeature> x,
+                     const HashTrace::Term& t) {
+  const uint32_t slot = t.hash & mask_;
+  uint8_t& tag = tags_[slot];
+  const bool fresh = tag == 0;
+  if (fresh) {
+    tag = Tag(t.hash);
+    // A slot named from a state or journal before the tags were made.
+    if (slots_.contains(slot)) {
+      tag = Tag(names_[slots_.find(slot)->second.first].hash);
+      if (Kept(t.hash)) return;
+    }
+  } else if (Kept(t.hash) || !slots_.contains(slot)) {
+    // Known, or on a slot first seen when the table was full (its names
+    // unknown).
+    return;
+  }
+  std::string name = FeatureKey(x[t.first]);
+  if (t.second != HashTrace::kNone) {
+    absl::StrAppend(&name, "*", FeatureKey(x[t.second]));
+  }
+  if (name_bytes_ + NameBytes(name.size()) > limit_bytes_) {
+    if (fresh && !slots_.contains(slot)) ++unnamed_slots_;
+    return;
+  }
+  Add({slot, t.hash, std::move(name)});
+}
+
+bool NameTable::Kept(uint32_t hash) const {
+  const auto it = slots_.find(hash & mask_);
+  if (it == slots_.end()) return false;
+  for (uint32_t i = it->second.first; i != kEnd; i = next_[i]) {
+    if (names_[i].hash == hash) return true;
+  }
+  return false;
+}
+
+void NameTable::Add(NamedSlot n) {
+  const uint32_t index = static_cast<uint32_t>(names_.size());
+  const uint32_t slot = n.slot;
+  name_bytes_ += NameBytes(n.name.size());
+  if (!tags_.empty() && tags_[slot] == 0) tags_[slot] = Tag(n.hash);
+  names_.push_back(std::move(n));
+  next_.push_back(kEnd);
+  const auto [it, added] = slots_.try_emplace(slot, index, index);
+  if (!added) {
+    if (it->second.first == it->second.second) ++collided_slots_;
+    next_[it->second.second] = index;
+    it->second.second = index;
+  }
+}
+
+std::vector<absl::string_view> NameTable::NamesOf(uint32_t slot) const {
+  std::vector<absl::string_view> out;
+  const auto it = slots_.find(slot);
+  if (it == slots_.end()) return out;
+  for (uint32_t i = it->second.first; i != kEnd; i = next_[i]) {
+    out.push_back(names_[i].name);
+  }
+  return out;
+}
+
+NameTableState NameTable::State() const {
+  return NameTableState{names_, unnamed_slots_};
+}
+
+absl::Status NameTable::Check(absl::Span<const NamedSlot> names) const {
+  absl::flat_hash_set<uint32_t> hashes;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const NamedSlot& n = names[i];
+    if (n.slot != (n.hash & mask_)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("names: name ", i, " is on slot ", n.slot,
+                       ", not on its hash's slot ", n.hash & mask_));
+    }
+    if (n.name.empty() || n.name.size() > kMaxTableNameBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("names: name ", i, " has ", n.name.size(), " bytes"));
+    }
+    if (!hashes.insert(n.hash).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("names: name ", i, "'s hash ", n.hash, " repeats"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NameTable::Restore(NameTableState state) {
+  if (absl::Status s = Check(state.names); !s.ok()) return s;
+  NameTable fresh(bits_, limit_bytes_);
+  for (NamedSlot& n : state.names) fresh.Add(std::move(n));
+  fresh.unnamed_slots_ = state.unnamed_slots;
+  fresh.taken_ = fresh.names_.size();
+  *this = std::move(fresh);
+  return absl::OkStatus();
+}
+
+NameTableState NameTable::TakeAdded() {
+  NameTableState out;
+  out.names.assign(names_.begin() + taken_, names_.end());
+  out.unnamed_slots = unnamed_slots_;
+  taken_ = names_.size();
+  return out;
+}
+
+absl::Status NameTable::Apply(const NameTableState& added) {
+  if (absl::Status s = Check(added.names); !s.ok()) return s;
+  for (const NamedSlot& n : added.names) {
+    if (!Kept(n.hash)) Add(n);
+  }
+  unnamed_slots_ = added.unnamed_slots;
+  taken_ = names_.size();
+  return absl::OkStatus();
+}
+
+}  // namespace perceptron

@@ -197,17 +197,21 @@ absl::StatusOr<v1::ModelStatus> Client::GetStatus(const std::string& id) {
   return Unary(&Stub::GetStatus, id, request);
 }
 
-absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id) {
+absl::StatusOr<v1::Weights> Client::GetWeights(const std::string& id,
+                                               uint32_t top) {
   grpc::ClientContext context;
   SetDeadline(&context, id);
   v1::GetWeightsRequest request;
   request.set_model_id(id);
+  request.set_top(top);
   std::unique_ptr<grpc::ClientReader<v1::Weights>> reader =
       stub_->GetWeightsChunks(&context, request);
   v1::Weights all, chunk;
   while (reader->Read(&chunk)) {
     all.mutable_values()->Add(chunk.values().begin(), chunk.values().end());
     all.set_has_bias(chunk.has_bias());
+    all.mutable_top()->Add(chunk.top().begin(), chunk.top().end());
+    if (chunk.has_names()) *all.mutable_names() = chunk.names();
   }
   const grpc::Status s = reader->Finish();
   return Result(s, std::move(all));

@@ -105,8 +105,10 @@ class Client {
   absl::StatusOr<std::string> ServerFor(const std::string& id);
   absl::StatusOr<v1::Model> ResetModel(const std::string& id);
   absl::StatusOr<v1::ModelStatus> GetStatus(const std::string& id);
-  // The weight vector, whatever its size (GetWeightsChunks).
-  absl::StatusOr<v1::Weights> GetWeights(const std::string& id);
+  // The weight vector, whatever its size (GetWeightsChunks); with `top` > 0
+  // the heaviest coordinates with their names instead (Weights.top).
+  absl::StatusOr<v1::Weights> GetWeights(const std::string& id,
+                                         uint32_t top = 0);
   // The learning curve (points of examples, mistakes, updates, bound).
   absl::StatusOr<v1::History> GetHistory(const std::string& id);
   // The certificate with the comparator attaining its bound.

@@ -80,6 +80,10 @@ ABSL_FLAG(uint64_t, certificate_model_mb, 64,
 ABSL_FLAG(uint64_t, certificate_memory_mb, 1024,
           "MiB the examples every model keeps for certificates may take "
           "together");
+ABSL_FLAG(uint64_t, name_table_mb, 8,
+          "MiB of feature names each hashing model keeps, to read its "
+          "weights by name (besides one byte per slot); past them it keeps "
+          "no new names and counts the slots left unnamed. 0 keeps none");
 ABSL_FLAG(double, certificate_cpu, 0.25,
           "Share of one core the certificate's background solver may use, "
           "in (0, 1]");
@@ -128,6 +132,12 @@ int main(int argc, char** argv) {
   options.limits.certificate_memory = absl::GetFlag(FLAGS_certificate_memory_mb)
                                       << 20;
   options.limits.certificate_cpu = absl::GetFlag(FLAGS_certificate_cpu);
+  if (absl::GetFlag(FLAGS_name_table_mb) > (uint64_t{1} << 16)) {
+    std::fprintf(stderr,
+                 "perceptrond: --name_table_mb must be at most 65536\n");
+    return 2;
+  }
+  options.limits.name_table_bytes = absl::GetFlag(FLAGS_name_table_mb) << 20;
   if (!(options.limits.certificate_cpu > 0 &&
         options.limits.certificate_cpu <= 1)) {
     std::fprintf(stderr, "perceptrond: --certificate_cpu must be in (0, 1]\n");

@@ -72,9 +72,9 @@ ABSL_FLAG(std::string, feature_names_file, "",
           "\"namespace^name\", \"name=value\"): named features without "
           "hashing, each name its coordinate");
 ABSL_FLAG(uint32_t, top, 0,
-          "weights: the N heaviest coordinates by |weight| as INDEX WEIGHT "
-          "NAME (names from the model's feature names; 0: every weight, one a "
-          "line)");
+          "weights: the N heaviest non-zero coordinates by |weight| as INDEX "
+          "WEIGHT NAME (a listed model's names, or the names a hashing model "
+          "kept on the slot; 0: every weight, one a line)");
 ABSL_FLAG(uint64_t, max_voted, 1000,
           "create: voted perceptron's stored vectors");
 // data

@@ -134,6 +134,16 @@ void PrintStatus(const v1::ModelStatus& st) {
                 static_cast<unsigned long long>(st.voted_vectors()),
                 static_cast<unsigned long long>(st.dropped()));
   }
+  if (st.has_names()) {
+    const v1::NameTableInfo& n = st.names();
+    std::printf(
+        "names          %llu kept, %llu slots with more than one, %llu "
+        "unnamed (%.1f of %.1f MiB)\n",
+        static_cast<unsigned long long>(n.names()),
+        static_cast<unsigned long long>(n.collided_slots()),
+        static_cast<unsigned long long>(n.unnamed_slots()),
+        n.bytes() / 1048576.0, n.limit_bytes() / 1048576.0);
+  }
 }
 
 }  // namespace

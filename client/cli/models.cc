@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -299,36 +300,36 @@ int Reset(const Args& args) {
 int Weights(const Args& args) {
   if (args.size() != 1) return Usage("weights takes one MODEL");
   std::unique_ptr<Client> client = Connect();
-  absl::StatusOr<v1::Weights> w = client->GetWeights(args[0]);
-  if (!w.ok()) return Fail(w.status());
   const uint32_t top = absl::GetFlag(FLAGS_top);
+  absl::StatusOr<v1::Weights> w = client->GetWeights(args[0], top);
+  if (!w.ok()) return Fail(w.status());
   if (top == 0) {
     for (double v : w->values()) std::printf("%.17g\n", v);
     return 0;
   }
-  // The heaviest coordinates, by |weight| (ties: the lower index first),
-  // named from the model's list of feature names if it has one.
-  absl::StatusOr<v1::Model> m = client->GetModel(args[0]);
-  if (!m.ok()) return Fail(m.status());
-  const v1::ModelConfig& c = m->config();
-  std::vector<uint32_t> order(w->values_size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  const size_t n = std::min<size_t>(top, order.size());
-  std::partial_sort(order.begin(), order.begin() + n, order.end(),
-                    [&](uint32_t a, uint32_t b) {
-                      const double wa = std::abs(w->values(a)),
-                                   wb = std::abs(w->values(b));
-                      return wa != wb ? wa > wb : a < b;
-                    });
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t i = order[k];
+  // The heaviest non-zero coordinates, by |weight| (ties: the lower index
+  // first), with their names: a listed model's name, the names a hashing
+  // model kept on the slot (" | " between names that collided), "-" when
+  // none was kept.
+  for (const v1::WeightedFeature& f : w->top()) {
     std::string name = "-";
-    if (i == c.dimension()) {
+    if (f.bias()) {
       name = "(bias)";
-    } else if (i < static_cast<uint32_t>(c.feature_names_size())) {
-      name = c.feature_names(i);
+    } else if (f.names_size() > 0) {
+      name = absl::StrJoin(f.names(), " | ");
     }
-    std::printf("%u %.17g %s\n", i, w->values(i), name.c_str());
+    std::printf("%u %.17g %s\n", f.index(), f.weight(), name.c_str());
+  }
+  if (w->has_names()) {
+    const v1::NameTableInfo& n = w->names();
+    std::printf(
+        "# names kept: %llu (%llu slots with more than one, %llu slots "
+        "unnamed); %.1f of %.1f MiB, and %.1f MiB of slot tags\n",
+        static_cast<unsigned long long>(n.names()),
+        static_cast<unsigned long long>(n.collided_slots()),
+        static_cast<unsigned long long>(n.unnamed_slots()),
+        n.bytes() / 1048576.0, n.limit_bytes() / 1048576.0,
+        n.tag_bytes() / 1048576.0);
   }
   return 0;
 }

@@ -23,6 +23,9 @@
 namespace perceptron::server {
 namespace {
 
+// The heaviest features /api/v1/models/ID/features lists (the page's).
+constexpr uint32_t kPageFeatures = 10;
+
 struct Reply {
   int code = 200;
   std::string content_type = "application/json";
@@ -173,8 +176,10 @@ class Handler {
       }
       if (!absl::ConsumePrefix(&rest, "/")) return NotFound(handler);
       const bool history = absl::ConsumeSuffix(&rest, "/history");
-      *handler =
-          history ? "/api/v1/models/{id}/history" : "/api/v1/models/{id}";
+      const bool features = !history && absl::ConsumeSuffix(&rest, "/features");
+      *handler = history    ? "/api/v1/models/{id}/history"
+                 : features ? "/api/v1/models/{id}/features"
+                            : "/api/v1/models/{id}";
       const std::string id(rest);
       if (absl::Status s = Allow(authorization, id); !s.ok()) {
         return FromStatus(s);
@@ -188,6 +193,11 @@ class Handler {
         auto h = std::make_unique<v1::History>();
         filled = FillHistory(**entry, h.get());
         message = std::move(h);
+      } else if (features) {
+        // The heaviest features with their names, as the page shows them.
+        auto w = std::make_unique<v1::Weights>();
+        filled = FillWeights(**entry, w.get(), kPageFeatures);
+        message = std::move(w);
       } else {
         auto st = std::make_unique<v1::ModelStatus>();
         filled = FillStatus(**entry, st.get());

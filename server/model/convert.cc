@@ -145,7 +145,9 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
 
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
                                               const FeatureHasher* hasher,
-                                              Features* storage) {
+                                              Features* storage,
+                                              NamedScratch* scratch) {
+  if (scratch != nullptr) scratch->named = false;
   if (in.kind_case() != v1::Features::kNamed) return FeaturesFromProto(in);
   if (hasher == nullptr) return FeaturesFromProto(in);
   const auto& named = in.named().features();
@@ -154,10 +156,14 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
         absl::StrCat("the example has ", named.size(),
                      " named features, over the limit of ", kMaxNamedFeatures));
   }
-  std::vector<NamedFeature> features(named.size());
+  thread_local NamedScratch local;
+  NamedScratch& s = scratch != nullptr ? *scratch : local;
+  std::vector<NamedFeature>& features = s.features;
+  features.resize(named.size());
   for (int i = 0; i < named.size(); ++i) {
     const v1::NamedFeature& f = named[i];
     NamedFeature& out = features[i];
+    out = NamedFeature();
     out.space = f.space();
     out.name = f.name();
     if (f.value_case() == v1::NamedFeature::kCategory) {
@@ -167,7 +173,10 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
       out.value = f.number();
     }
   }
-  PERCEPTRON_RETURN_IF_ERROR(hasher->Hash(features, storage));
+  PERCEPTRON_RETURN_IF_ERROR(hasher->Hash(
+      features, storage,
+      scratch != nullptr && !hasher->listed() ? &s.trace : nullptr));
+  if (scratch != nullptr) scratch->named = !hasher->listed();
   return storage->view();
 }
 

@@ -25,12 +25,28 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in);
 // if neither dense nor sparse is set (named features need the overload below).
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in);
 
+// What hashing named features leaves for the model's NameTable: the features
+// (views into the request) and where each coordinate came from. `named` says
+// whether the last FeaturesFromProto given it hashed names.
+struct NamedScratch {
+  std::vector<NamedFeature> features;
+  HashTrace trace;
+  bool named = false;
+  // Records the names in `table` (if any) once the model has taken the
+  // example.
+  void RecordIn(NameTable* table) const {
+    if (named && table != nullptr) table->Record(features, trace);
+  }
+};
+
 // As above, and named features hashed by `hasher` (a model's; null when it
 // takes none: then INVALID_ARGUMENT) into `*storage`, which the view then
-// borrows. Errors name the feature (core/feature_hash.h).
+// borrows. Errors name the feature (core/feature_hash.h). With `scratch`, it
+// keeps what the model's NameTable records.
 absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
                                               const FeatureHasher* hasher,
-                                              Features* storage);
+                                              Features* storage,
+                                              NamedScratch* scratch = nullptr);
 
 void StatsToProto(const Stats& in, v1::ModelStats* out);
 void CertificateToProto(const CertificateReport& in, v1::Certificate* out);

@@ -37,6 +37,9 @@ struct Limits {
   // The bytes they may take in one model, as CertificateTracker::RowBytes
   // counts. Default: 64 MiB.
   uint64_t certificate_model_bytes = 64u << 20;
+  // The most bytes of names each hashing model keeps (core/name_table.h);
+  // 0 keeps none.
+  uint64_t name_table_bytes = 8u << 20;
   // The bytes every model's kept examples may take together; a model that
   // would pass it freezes its certificate. Default: 1 GiB.
   uint64_t certificate_memory = 1u << 30;

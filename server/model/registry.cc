@@ -106,6 +106,9 @@ void ModelEntry::NotifyDeleted() {
 void Registry::StartCertificate(ModelEntry& entry) const {
   entry.certificate_wakeup = certificate_wakeup_;
   absl::MutexLock lock(&entry.mu);
+  if (NameTable* names = entry.model->names()) {
+    names->set_limit_bytes(limits_.name_table_bytes);
+  }
   if (limits_.certificate_examples == 0) {
     entry.model->DisableCertificate();  // one carried by a stored state
     return;

@@ -229,7 +229,7 @@ class Registry {
       ABSL_GUARDED_BY(mu_);
   void Unmoved(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Starts the model's certificate, as the limits say.
+  // Starts the model's certificate and limits its names, as the limits say.
   void StartCertificate(ModelEntry& entry) const;
   // OK if `id` may name a new model.
   absl::Status CheckFree(const std::string& id) const

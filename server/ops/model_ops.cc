@@ -1,5 +1,8 @@
 #include "server/ops/model_ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -113,6 +116,15 @@ absl::StatusOr<Outcome> LearnOne(ModelEntry& entry, const FeatureView& x,
   return o;
 }
 
+void NamesToProto(const NameTable& t, v1::NameTableInfo* out) {
+  out->set_names(t.names());
+  out->set_collided_slots(t.collided_slots());
+  out->set_unnamed_slots(t.unnamed_slots());
+  out->set_bytes(t.name_bytes());
+  out->set_limit_bytes(t.limit_bytes());
+  out->set_tag_bytes(t.tag_bytes());
+}
+
 // Model::Prefetch for sparse features.
 void Prefetch(const Model& model, const v1::Features& f) {
   if (!f.has_sparse()) return;
@@ -134,12 +146,14 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
-      Features named;
-      absl::StatusOr<FeatureView> x =
-          FeaturesFromProto(item.example(), entry.model->hasher(), &named);
+      thread_local Features named;
+      thread_local NamedScratch names;
+      absl::StatusOr<FeatureView> x = FeaturesFromProto(
+          item.example(), entry.model->hasher(), &named, &names);
       if (!x.ok()) return x.status();
       absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
       if (!issued.ok()) return issued.status();
+      names.RecordIn(entry.model->names());
       v1::PredictionResult* p = result->mutable_prediction();
       p->set_prediction_id(issued->prediction_id);
       p->set_label(issued->label);
@@ -155,12 +169,14 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kLabeled: {
-      Features named;
+      thread_local Features named;
+      thread_local NamedScratch names;
       absl::StatusOr<FeatureView> x = FeaturesFromProto(
-          item.labeled().features(), entry.model->hasher(), &named);
+          item.labeled().features(), entry.model->hasher(), &named, &names);
       if (!x.ok()) return x.status();
       absl::StatusOr<Outcome> o = LearnOne(entry, *x, item.labeled().label());
       if (!o.ok()) return o.status();
+      names.RecordIn(entry.model->names());
       OutcomeToProto(*o, 0, result->mutable_outcome());
       return true;
     }
@@ -472,11 +488,13 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     if (entry.model->hasher() != nullptr) hasher = *entry.model->hasher();
   }
   std::vector<Features> named(request.examples_size());
+  std::vector<NamedScratch> names(request.examples_size());
   std::vector<LabeledExample> data;
   data.reserve(request.examples_size());
   for (int i = 0; i < request.examples_size(); ++i) {
-    absl::StatusOr<FeatureView> x = FeaturesFromProto(
-        request.examples(i).features(), hasher ? &*hasher : nullptr, &named[i]);
+    absl::StatusOr<FeatureView> x =
+        FeaturesFromProto(request.examples(i).features(),
+                          hasher ? &*hasher : nullptr, &named[i], &names[i]);
     if (!x.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("example ", i, ": ", x.status().message()));
@@ -494,6 +512,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
                              };
     r = entry.model->Train(data, options);
     if (!r.ok()) return r.status();
+    for (const NamedScratch& n : names) n.RecordIn(entry.model->names());
     if (!data.empty()) entry.updated_at = absl::Now();
     StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
                  response->mutable_stats());
@@ -543,6 +562,9 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
   status->set_support_vectors(s.figures.support_vectors);
   status->set_voted_vectors(s.figures.voted_vectors);
   status->set_dropped(s.figures.dropped);
+  if (const NameTable* t = model.names()) {
+    NamesToProto(*t, status->mutable_names());
+  }
   *status->mutable_created_at() =
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
   *status->mutable_updated_at() =
@@ -602,12 +624,58 @@ absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
   return absl::OkStatus();
 }
 
-absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights) {
+absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights,
+                         uint32_t top) {
+  if (top > kMaxTopFeatures) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top ", top, " is over the limit of ", kMaxTopFeatures));
+  }
   absl::MutexLock lock(&entry.mu);
   if (entry.deleted) return Deleted(entry);
-  const absl::Span<const double> w = entry.model->weights();
-  weights->mutable_values()->Add(w.begin(), w.end());
-  weights->set_has_bias(entry.model->config().bias);
+  const Model& model = *entry.model;
+  const absl::Span<const double> w = model.weights();
+  weights->set_has_bias(model.config().bias);
+  if (top == 0) {
+    weights->mutable_values()->Add(w.begin(), w.end());
+    return absl::OkStatus();
+  }
+  // One pass with a heap of the `top` heaviest so far (the lightest on top),
+  // under the lock: no copy of the vector.
+  auto heavier = [&w](uint32_t a, uint32_t b) {
+    const double wa = std::abs(w[a]), wb = std::abs(w[b]);
+    return wa != wb ? wa > wb : a < b;
+  };
+  std::vector<uint32_t> heap;
+  heap.reserve(top);
+  for (uint32_t i = 0; i < w.size(); ++i) {
+    if (w[i] == 0.0) continue;
+    if (heap.size() < top) {
+      heap.push_back(i);
+      std::push_heap(heap.begin(), heap.end(), heavier);
+    } else if (heavier(i, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), heavier);
+      heap.back() = i;
+      std::push_heap(heap.begin(), heap.end(), heavier);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), heavier);
+  const ModelConfig& config = model.config();
+  const NameTable* table = model.names();
+  for (uint32_t i : heap) {
+    v1::WeightedFeature* f = weights->add_top();
+    f->set_index(i);
+    f->set_weight(w[i]);
+    if (config.bias && i == config.dimension) {
+      f->set_bias(true);
+    } else if (i < config.feature_names.size()) {
+      f->add_names(config.feature_names[i]);
+    } else if (table != nullptr) {
+      for (absl::string_view n : table->NamesOf(i)) {
+        f->add_names(std::string(n));
+      }
+    }
+  }
+  if (table != nullptr) NamesToProto(*table, weights->mutable_names());
   return absl::OkStatus();
 }
 

@@ -64,7 +64,11 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence);
 // The full status.
 absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status);
 
-absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights);
+// The most coordinates GetWeightsRequest.top may ask for.
+inline constexpr uint32_t kMaxTopFeatures = 10000;
+// The weights, or with `top` > 0 the heaviest coordinates with their names.
+absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights,
+                         uint32_t top = 0);
 
 // The learning curve, ending with the model now.
 absl::Status FillHistory(ModelEntry& entry, v1::History* history);

@@ -357,7 +357,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetWeights(
   return OnModel(
       context, Rpc::kGetWeights, *request, Role::kRead,
       [&](ModelEntry& entry) -> absl::Status {
-        PERCEPTRON_RETURN_IF_ERROR(FillWeights(entry, response));
+        PERCEPTRON_RETURN_IF_ERROR(
+            FillWeights(entry, response, request->top()));
         if (response->ByteSizeLong() <= limits_.max_message_bytes) {
           return absl::OkStatus();
         }
@@ -380,18 +381,23 @@ grpc::ServerWriteReactor<v1::Weights>* PerceptronServiceImpl::GetWeightsChunks(
   // One copy of the vector, taken under the model's lock; the chunks are cut
   // from it as they are sent.
   auto all = std::make_shared<v1::Weights>();
-  if (absl::Status s = FillWeights(**entry, all.get()); !s.ok()) {
+  if (absl::Status s = FillWeights(**entry, all.get(), request->top());
+      !s.ok()) {
     return new FailedWriter<v1::Weights>(s);
   }
   static constexpr int kChunk = 1 << 17;
   auto next = [all, at = 0, first = true](v1::Weights* chunk) mutable {
     if (!first && at >= all->values_size()) return false;
-    first = false;  // an empty vector is still one message, with has_bias
+    if (first) {
+      *chunk->mutable_top() = all->top();
+      if (all->has_names()) *chunk->mutable_names() = all->names();
+    }
     const int n = std::min(kChunk, all->values_size() - at);
     chunk->mutable_values()->Add(all->values().begin() + at,
                                  all->values().begin() + at + n);
     chunk->set_has_bias(all->has_bias());
     at += n;
+    first = false;  // an empty vector is still one message, with has_bias
     return true;
   };
   return new ChunkWriter<v1::Weights>(&streams_, std::move(next));

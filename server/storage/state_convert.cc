@@ -153,6 +153,33 @@ absl::StatusOr<CertificateState> CertificateStateFromProto(
   return s;
 }
 
+void NamesToProto(const NameTableState& in, v1::NameTableState* out) {
+  out->mutable_slots()->Reserve(in.names.size());
+  out->mutable_hashes()->Reserve(in.names.size());
+  out->mutable_names()->Reserve(in.names.size());
+  for (const NamedSlot& n : in.names) {
+    out->add_slots(n.slot);
+    out->add_hashes(n.hash);
+    out->add_names(n.name);
+  }
+  out->set_unnamed_slots(in.unnamed_slots);
+}
+
+absl::StatusOr<NameTableState> NamesFromProto(const v1::NameTableState& in) {
+  if (in.slots_size() != in.hashes_size() ||
+      in.slots_size() != in.names_size()) {
+    return absl::InvalidArgumentError(
+        "names: slots, hashes and names differ in length");
+  }
+  NameTableState out;
+  out.names.reserve(in.slots_size());
+  for (int i = 0; i < in.slots_size(); ++i) {
+    out.names.push_back({in.slots(i), in.hashes(i), in.names(i)});
+  }
+  out.unnamed_slots = in.unnamed_slots();
+  return out;
+}
+
 }  // namespace
 
 void StateToProto(const ModelState& in, v1::ModelState* out) {
@@ -175,6 +202,9 @@ void StateToProto(const ModelState& in, v1::ModelState* out) {
     PendingToProto(p, out->add_pending());
   if (in.certificate) {
     CertificateStateToProto(*in.certificate, out->mutable_certificate());
+  }
+  if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
+    NamesToProto(in.names, out->mutable_names());
   }
 }
 
@@ -210,6 +240,9 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
     if (!c.ok()) return c.status();
     s.certificate = *std::move(c);
   }
+  absl::StatusOr<NameTableState> names = NamesFromProto(in.names());
+  if (!names.ok()) return names.status();
+  s.names = *std::move(names);
   return s;
 }
 
@@ -239,6 +272,9 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
   Put(in.pending_removed, out->mutable_pending_removed());
   if (in.certificate) {
     CertificateStateToProto(*in.certificate, out->mutable_certificate());
+  }
+  if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
+    NamesToProto(in.names, out->mutable_names());
   }
 }
 
@@ -274,6 +310,9 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
     if (!c.ok()) return c.status();
     j.certificate = *std::move(c);
   }
+  absl::StatusOr<NameTableState> names = NamesFromProto(in.names());
+  if (!names.ok()) return names.status();
+  j.names = *std::move(names);
   return j;
 }
 

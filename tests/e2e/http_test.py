@@ -184,6 +184,37 @@ class HttpTest(pp.ServerTest):
         mistakes = [p.mistakes for p in g.points]
         self.assertEqual(mistakes, sorted(mistakes))
 
+    def test_json_features_equal_get_weights_with_top(self):
+        self.create("words", hash_bits=8)
+        items = [pb.LearnItem(labeled=pb.LabeledExample(
+            features=pb.Features(named=pb.NamedFeatures(features=[
+                pb.NamedFeature(space="t", name="w%d" % (t % 30)),
+                pb.NamedFeature(name="n", number=t % 7 - 3.0)])),
+            label=1 if t % 30 < 12 else -1)) for t in range(300)]
+        list(self.stub.Learn(iter([pb.LearnRequest(model_id="words", items=items)])))
+        status, _, body = self.server.get("/api/v1/models/words/features")
+        self.assertEqual(status, 200)
+        got = json.loads(body)
+        want = self.stub.GetWeights(pb.GetWeightsRequest(model_id="words", top=10))
+        self.assertEqual(len(got["top"]), len(want.top))
+        self.assertEqual(len(want.top), 10)
+        for j, f in zip(got["top"], want.top):
+            self.assertEqual((j["index"], j["weight"], j.get("names", []), j.get("bias", False)),
+                             (f.index, f.weight, list(f.names), f.bias))
+        self.assertEqual(int(got["names"]["names"]), want.names.names)
+        self.assertEqual(want.names.names, 31)  # t^w0..t^w29 and n
+        st = self.stub.GetStatus(pb.GetStatusRequest(model_id="words"))
+        self.assertEqual(st.names, want.names)
+        self.assertEqual(got.get("values", []), [])
+        # 10,001 is over the limit; a model with no names lists none.
+        with self.assertRaises(grpc.RpcError) as e:
+            self.stub.GetWeights(pb.GetWeightsRequest(model_id="words", top=10001))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.create("plain", dimension=3)
+        status, _, body = self.server.get("/api/v1/models/plain/features")
+        self.assertEqual((status, json.loads(body).get("top", [])), (200, []))
+        self.assertFalse(self.stub.GetStatus(pb.GetStatusRequest(model_id="plain")).HasField("names"))
+
     def test_healthz_page_and_errors(self):
         self.assertEqual(self.server.get("/healthz")[0::2], (200, "SERVING\n"))
         status, ctype, body = self.server.get("/")

@@ -213,6 +213,51 @@ class PageTest(pp.ServerTest):
         print("screenshot of the live page: " + os.path.abspath(shot))
 
 
+    def test_a_hashing_model_shows_its_heaviest_features_by_name(self):
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="words", config=pb.ModelConfig(
+            hash_bits=6, interactions=["ab"])))
+        items = []
+        for t in range(200):
+            named = pb.NamedFeatures(features=[
+                pb.NamedFeature(space="a", name="w%d" % (t % 40)),
+                pb.NamedFeature(space="b", name="colour",
+                                category=("red", "blue", "green")[t % 3])])
+            items.append(pb.LearnItem(labeled=pb.LabeledExample(
+                features=pb.Features(named=named), label=1 if t % 40 < 15 else -1)))
+        responses = list(self.stub.Learn(iter(
+            [pb.LearnRequest(model_id="words", items=items[k:k + 50]) for k in range(0, 200, 50)])))
+        self.assertTrue(all(not r.HasField("error") for res in responses for r in res.results))
+        self.driver.get(self.server.http + "/")
+        self.wait_for_examples("words", 200)
+        want = self.stub.GetWeights(pb.GetWeightsRequest(model_id="words", top=10))
+        self.assertEqual(len(want.top), 10)
+        self.assertGreater(want.names.collided_slots, 0)  # 6 bits: names collide
+        script = """
+            const s = document.querySelector('section.model[data-model="words"] .features');
+            if (!s || s.hidden) return null;
+            return { rows: [...s.querySelectorAll("tr")].map((r) => [r.dataset.index,
+                        r.cells[1].textContent, r.cells[1].classList.contains("collided")]),
+                     info: s.querySelector(".names-info").textContent };"""
+        shown = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: d.execute_script(script))
+        expected = [[str(f.index), " | ".join(f.names) if f.names else
+                     ("(bias)" if f.bias else "slot %d (name not kept)" % f.index),
+                     len(f.names) > 1] for f in want.top]
+        self.assertEqual(shown["rows"], expected)
+        self.assertTrue(any(name.startswith("a^w") for _, name, _ in shown["rows"]), shown)
+        self.assertTrue(shown["info"].startswith(
+            "%d names kept, %d slots with more than one" % (want.names.names,
+                                                            want.names.collided_slots)),
+            shown["info"])
+        # The models with no names show no such box.
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="plain", config=pb.ModelConfig(
+            dimension=3)))
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(lambda d: d.execute_script(
+            "return document.querySelector('section.model[data-model=\"plain\"]') !== null"))
+        self.assertTrue(self.driver.execute_script(
+            "return document.querySelector('section.model[data-model=\"plain\"] .features')"
+            ".hidden"))
+
     def test_probes_answer_promptly_beside_idle_and_slow_clients_and_the_page(self):
         """docs/design.md section 8: with 50 idle keep-alive connections, 20 clients trickling their
         request headers and the page open on 50 models, /healthz and /metrics each answer within

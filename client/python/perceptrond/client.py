@@ -324,19 +324,19 @@ class Model:
         return np.array([v for c in chunks for v in c.values], dtype=np.float64)
 
     def top_features(self, n: int = 20) -> list:
-        """The n heaviest coordinates by |weight| as (index, weight, name): the name from the
-        model's feature_names, "(bias)" for the bias coordinate, None otherwise (a hashed
-        model does not keep its names yet)."""
-        w = self.weights()
-        config = self.info().config
-        order = sorted(range(len(w)), key=lambda i: (-abs(w[i]), i))[:n]
-        names = list(config.feature_names)
-
-        def name(i):
-            if i == config.dimension:
-                return "(bias)"
-            return names[i] if i < len(names) else None
-        return [(i, float(w[i]), name(i)) for i in order]
+        """The n heaviest non-zero coordinates by |weight| (ties: the lower index first), as
+        (index, weight, name), heaviest first. The name is a listed model's name for the
+        coordinate, the names a hashing model kept on the slot (joined by " | " when several
+        collided there), "(bias)" for the bias coordinate, or None when no name was kept.
+        Computed by the server (GetWeightsRequest.top), whatever the model's dimension."""
+        chunks = self.client._stream("GetWeightsChunks",
+                                     pb.GetWeightsRequest(model_id=self.id, top=n))
+        out = []
+        for chunk in chunks:
+            for f in chunk.top:
+                name = "(bias)" if f.bias else (" | ".join(f.names) if f.names else None)
+                out.append((f.index, f.weight, name))
+        return out
 
     def reset(self) -> None:
         """Back to a new model of the same configuration."""

@@ -12,29 +12,31 @@ NameTable::NameTable(uint32_t bits, size_t limit_bytes)
       mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
       limit_bytes_(limit_bytes) {}
 
+void NameTable::BuildTags() {
+  tags_.assign(size_t{1} << bits_, Tags());
+  for (const NamedSlot& n : names_) SetTag(n.slot, Tag(n.hash));
+}
+
 void NameTable::Slow(absl::Span<const NamedFeature> x,
                      const HashTrace::Term& t) {
   const uint32_t slot = t.hash & mask_;
-  uint8_t& tag = tags_[slot];
-  const bool fresh = tag == 0;
-  if (fresh) {
-    tag = Tag(t.hash);
-    // A slot named from a state or journal before the tags were made.
-    if (slots_.contains(slot)) {
-      tag = Tag(names_[slots_.find(slot)->second.first].hash);
-      if (Kept(t.hash)) return;
-    }
-  } else if (Kept(t.hash) || !slots_.contains(slot)) {
-    // Known, or on a slot first seen when the table was full (its names
-    // unknown).
-    return;
+  const Tags tags = tags_[slot];
+  // A slot whose names are not kept: it was first seen when the table was
+  // full.
+  const bool unnamed = tags.first != 0 && !slots_.contains(slot);
+  if (tags.first != 0 && tags.second != 0) {
+    // A third or later name: looked up.
+    if (unnamed || Kept(t.hash)) return;
+  } else {
+    SetTag(slot, Tag(t.hash));
+    if (unnamed) return;
   }
   std::string name = FeatureKey(x[t.first]);
   if (t.second != HashTrace::kNone) {
     absl::StrAppend(&name, "*", FeatureKey(x[t.second]));
   }
   if (name_bytes_ + NameBytes(name.size()) > limit_bytes_) {
-    if (fresh && !slots_.contains(slot)) ++unnamed_slots_;
+    if (tags.first == 0) ++unnamed_slots_;
     return;
   }
   Add({slot, t.hash, std::move(name)});
@@ -53,7 +55,12 @@ void NameTable::Add(NamedSlot n) {
   const uint32_t index = static_cast<uint32_t>(names_.size());
   const uint32_t slot = n.slot;
   name_bytes_ += NameBytes(n.name.size());
-  if (!tags_.empty() && tags_[slot] == 0) tags_[slot] = Tag(n.hash);
+  // A name recorded has set its tag already; one from a journal sets it here.
+  if (!tags_.empty()) {
+    const Tags t = tags_[slot];
+    const uint8_t tag = Tag(n.hash);
+    if (t.first != tag && t.second != tag) SetTag(slot, tag);
+  }
   names_.push_back(std::move(n));
   next_.push_back(kEnd);
   const auto [it, added] = slots_.try_emplace(slot, index, index);

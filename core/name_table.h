@@ -13,12 +13,14 @@
 // an interaction's two keys joined by '*'). Two names are the same here when
 // their 32-bit hashes before masking agree.
 //
-// Cost: each slot has a tag, 8 bits of the hash of the first name seen on it
-// (1 byte a slot: 1 MiB at 2^20 slots, allocated at the first name), read for
-// every feature of every example recorded; only a feature whose tag differs
-// from its slot's (a new slot, or another name on a named one) goes further.
-// So a second name on a slot is found unless its 8 bits equal the first one's
-// (1 time in 255).
+// Cost: each slot has two tags, 8 bits of the hash of each of the first two
+// names seen on it (2 bytes a slot: 2 MiB at 2^20 slots, allocated at the
+// first name), read for every feature of every example recorded; only a
+// feature whose 8 bits are neither of its slot's tags (a new slot, a second
+// name on a slot, a third or later one) goes further, and only a third or
+// later name looks the names up. So a name is told apart from the first two
+// of its slot unless its 8 bits equal one of theirs (1 time in 255 for a
+// second name, 2 in 255 for a later one).
 //
 // Bounded: names are kept, each for NameBytes of its name, until they would
 // pass `limit_bytes`; after that none is added, the names kept stay, and the
@@ -76,9 +78,11 @@ class NameTable {
   // successful FeatureHasher::Hash of this table's bits left them.
   void Record(absl::Span<const NamedFeature> x, const HashTrace& trace) {
     if (limit_bytes_ == 0) return;
-    if (tags_.empty()) tags_.assign(size_t{1} << bits_, 0);
+    if (tags_.empty()) BuildTags();
     for (const HashTrace::Term& t : trace.terms) {
-      if (tags_[t.hash & mask_] != Tag(t.hash)) Slow(x, t);
+      const Tags tags = tags_[t.hash & mask_];
+      const uint8_t tag = Tag(t.hash);
+      if (tags.first != tag && tags.second != tag) Slow(x, t);
     }
   }
 
@@ -92,7 +96,7 @@ class NameTable {
   uint64_t unnamed_slots() const { return unnamed_slots_; }
   // The names' bytes (NameBytes each) and the tags'.
   size_t name_bytes() const { return name_bytes_; }
-  size_t tag_bytes() const { return tags_.size(); }
+  size_t tag_bytes() const { return tags_.size() * sizeof(Tags); }
   size_t limit_bytes() const { return limit_bytes_; }
   // A new limit; names already kept stay, even above it.
   void set_limit_bytes(size_t bytes) { limit_bytes_ = bytes; }
@@ -117,9 +121,25 @@ class NameTable {
   }
 
  private:
+  // A slot's tags; 0 is none yet.
+  struct Tags {
+    uint8_t first = 0;
+    uint8_t second = 0;
+  };
   static uint8_t Tag(uint32_t hash) {
     const uint8_t t = static_cast<uint8_t>(hash >> 24);
     return t == 0 ? 1 : t;
+  }
+  // Allocates the tags, set from the names kept.
+  void BuildTags();
+  // Sets the next free tag of `slot` to `tag`, if one is free.
+  void SetTag(uint32_t slot, uint8_t tag) {
+    Tags& t = tags_[slot];
+    if (t.first == 0) {
+      t.first = tag;
+    } else if (t.second == 0) {
+      t.second = tag;
+    }
   }
   void Slow(absl::Span<const NamedFeature> x, const HashTrace::Term& t);
   // True if `hash` is kept on its slot.
@@ -131,7 +151,7 @@ class NameTable {
   uint32_t bits_;
   uint32_t mask_;
   size_t limit_bytes_;
-  std::vector<uint8_t> tags_;
+  std::vector<Tags> tags_;
   std::vector<NamedSlot> names_;
   // names_[i]'s next name on its slot, or kEnd.
   std::vector<uint32_t> next_;

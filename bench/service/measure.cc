@@ -204,7 +204,8 @@ std::unique_ptr<Process> Start(const Path& path) {
   if (path.echo) {
     return Launch({Options().bin + "/bench/echo/echo_server", "--port=0"});
   }
-  return Perceptrond(path.durability, path.rpc_metrics, path.certificate);
+  return Perceptrond(path.durability, path.rpc_metrics, path.certificate,
+                     path.names);
 }
 
 std::string CertificateEnd(const v1::Certificate& c) {
@@ -248,6 +249,14 @@ Measured Fresh(const Path& path, const Workload& w,
     const grpc::Status s = stub->GetStatus(&context, request, &status);
     m.certificate = s.ok() ? CertificateEnd(status.stats().certificate())
                            : "GetStatus failed: " + s.error_message();
+    if (s.ok() && status.has_names()) {
+      const v1::NameTableInfo& n = status.names();
+      m.names = absl::StrFormat(
+          "%d names kept, %d slots with more than one, %d unnamed; %.1f MiB "
+          "of names, %.1f MiB of tags",
+          n.names(), n.collided_slots(), n.unnamed_slots(),
+          n.bytes() / 1048576.0, n.tag_bytes() / 1048576.0);
+    }
   }
   const double self_cpu = CpuSeconds("self") - self0;
   m.server_us = server_cpu / (m.rate * seconds) * 1e6;

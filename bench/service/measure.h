@@ -102,6 +102,7 @@ struct Path {
   bool rpc_metrics = true;
   bool certificate = true;
   bool columnar = false;  // sends the batches as columns
+  bool names = true;      // hashing models keep their names
 };
 
 std::unique_ptr<Process> Start(const Path& path);
@@ -111,6 +112,7 @@ struct Measured {
   double server_us = 0;     // the server's CPU time per example, microseconds
   double others = 0;        // cores busy with other processes meanwhile
   std::string certificate;  // where the model's certificate ended, if on
+  std::string names;        // a hashing model's table of names, if any
 };
 
 // Where a model's certificate stands, in a few words.

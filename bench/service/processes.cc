@@ -55,7 +55,8 @@ std::unique_ptr<Process> Launch(const std::vector<std::string>& argv,
 }
 
 std::unique_ptr<Process> Perceptrond(const std::string& durability,
-                                     bool rpc_metrics, bool certificate) {
+                                     bool rpc_metrics, bool certificate,
+                                     bool names) {
   std::string dir =
       std::filesystem::temp_directory_path() / "perceptrond-bench-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) std::exit(1);
@@ -67,7 +68,8 @@ std::unique_ptr<Process> Perceptrond(const std::string& durability,
       "--data_dir=" + dir,
       rpc_metrics ? "--rpc_metrics=true" : "--rpc_metrics=false",
       certificate ? "--certificate_examples=100000"
-                  : "--certificate_examples=0"};
+                  : "--certificate_examples=0",
+      names ? "--name_table_mb=8" : "--name_table_mb=0"};
   for (const std::string& flag : Options().server_flags) {
     argv.push_back(flag);
   }

@@ -48,7 +48,8 @@ std::unique_ptr<Process> Launch(const std::vector<std::string>& argv,
 // A perceptrond on free ports (gRPC and HTTP) with a fresh data directory.
 std::unique_ptr<Process> Perceptrond(const std::string& durability,
                                      bool rpc_metrics = true,
-                                     bool certificate = true);
+                                     bool certificate = true,
+                                     bool names = true);
 
 // VmRSS (KiB) and Threads of a process.
 std::pair<long, long> RssAndThreads(pid_t pid);

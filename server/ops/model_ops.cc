@@ -190,10 +190,12 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
 // lengths agree with each other and with `dimension`.
 class ColumnRows {
  public:
-  static absl::StatusOr<ColumnRows> Of(const v1::Columns& c,
-                                       uint32_t dimension) {
+  static absl::StatusOr<ColumnRows> Of(const v1::Columns& c, uint32_t dimension,
+                                       const FeatureHasher* hasher) {
     ColumnRows r(c, dimension);
-    if (!c.indices().empty() && !c.fixed_indices().empty()) {
+    if (!c.strings().empty() || !c.named_names().empty()) {
+      PERCEPTRON_RETURN_IF_ERROR(r.CheckNamed(hasher));
+    } else if (!c.indices().empty() && !c.fixed_indices().empty()) {
       return absl::InvalidArgumentError(
           "columns: the indices come as fixed_indices or as indices, not both");
     }
@@ -206,18 +208,12 @@ class ColumnRows {
           "columns: rows are dense or sparse (row_ends, indices, values), not "
           "both");
     }
-    if (sparse) {
+    if (r.named_) {
+      // Checked by CheckNamed.
+    } else if (sparse) {
       r.sparse_ = true;
       r.rows_ = c.row_ends().size();
-      uint32_t previous = 0;
-      for (int i = 0; i < c.row_ends().size(); ++i) {
-        if (c.row_ends(i) < previous) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("columns: row_ends[", i, "] = ", c.row_ends(i),
-                           " is below row_ends[", i - 1, "] = ", previous));
-        }
-        previous = c.row_ends(i);
-      }
+      PERCEPTRON_ASSIGN_OR_RETURN(const uint32_t previous, r.CheckRowEnds());
       if (indices.size() != c.values().size() ||
           static_cast<uint64_t>(indices.size()) != previous) {
         return absl::InvalidArgumentError(
@@ -249,7 +245,39 @@ class ColumnRows {
   }
 
   size_t rows() const { return rows_; }
-  bool dense() const { return !sparse_; }
+  bool dense() const { return !sparse_ && !named_; }
+  bool named() const { return named_; }
+  // Row i of named rows, hashed by the model's hasher into `storage`, with
+  // what its NameTable records in `scratch`; a bad feature is the row's
+  // error.
+  absl::StatusOr<FeatureView> NamedRow(size_t i, const FeatureHasher& hasher,
+                                       Features* storage,
+                                       NamedScratch* scratch) const {
+    const uint32_t begin = i == 0 ? 0 : c_->row_ends(i - 1);
+    const uint32_t end = c_->row_ends(i);
+    const auto& strings = c_->strings();
+    std::vector<NamedFeature>& x = scratch->features;
+    x.resize(end - begin);
+    for (uint32_t j = begin; j < end; ++j) {
+      NamedFeature& f = x[j - begin];
+      f = NamedFeature();
+      f.name = strings[c_->named_names(j)];
+      if (!c_->named_spaces().empty()) {
+        f.space = strings[c_->named_spaces(j)];
+      }
+      if (!c_->named_categories().empty() && c_->named_categories(j) > 0) {
+        f.categorical = true;
+        f.category = strings[c_->named_categories(j) - 1];
+      } else if (!c_->named_values().empty()) {
+        f.value = c_->named_values(j);
+      }
+    }
+    scratch->named = false;
+    PERCEPTRON_RETURN_IF_ERROR(
+        hasher.Hash(x, storage, hasher.listed() ? nullptr : &scratch->trace));
+    scratch->named = !hasher.listed();
+    return storage->view();
+  }
   FeatureView row(size_t i) const {
     if (!sparse_) {
       return FeatureView::Dense(
@@ -265,11 +293,78 @@ class ColumnRows {
  private:
   ColumnRows(const v1::Columns& c, uint32_t dimension)
       : c_(&c), indices_(&c.indices()), dimension_(dimension) {}
+
+  // OK if row_ends does not decrease; its last value (0 for no rows).
+  absl::StatusOr<uint32_t> CheckRowEnds() const {
+    uint32_t previous = 0;
+    for (int i = 0; i < c_->row_ends().size(); ++i) {
+      if (c_->row_ends(i) < previous) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("columns: row_ends[", i, "] = ", c_->row_ends(i),
+                         " is below row_ends[", i - 1, "] = ", previous));
+      }
+      previous = c_->row_ends(i);
+    }
+    return previous;
+  }
+
+  // Named rows: for a model that takes names, no other kind of row, arrays
+  // of the features' count, references inside the table.
+  absl::Status CheckNamed(const FeatureHasher* hasher) {
+    const v1::Columns& c = *c_;
+    if (hasher == nullptr) {
+      return absl::InvalidArgumentError(
+          "columns: rows by name for a model that takes none (create it with "
+          "hash_bits or feature_names)");
+    }
+    if (!c.dense().empty() || c.dense_rows() > 0 || !c.indices().empty() ||
+        !c.fixed_indices().empty() || !c.values().empty()) {
+      return absl::InvalidArgumentError(
+          "columns: rows are by name (strings, named_*), dense or sparse, not "
+          "more than one");
+    }
+    PERCEPTRON_ASSIGN_OR_RETURN(const uint32_t features, CheckRowEnds());
+    const int n = c.named_names().size();
+    if (static_cast<uint32_t>(n) != features) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "columns: ", n, " named_names; the last row ends at ", features));
+    }
+    auto same = [n](const auto& a, absl::string_view what) {
+      return a.empty() || a.size() == n
+                 ? absl::OkStatus()
+                 : absl::InvalidArgumentError(
+                       absl::StrCat("columns: ", a.size(), " ", what, " for ",
+                                    n, " named_names (one each, or none)"));
+    };
+    PERCEPTRON_RETURN_IF_ERROR(same(c.named_spaces(), "named_spaces"));
+    PERCEPTRON_RETURN_IF_ERROR(same(c.named_values(), "named_values"));
+    PERCEPTRON_RETURN_IF_ERROR(same(c.named_categories(), "named_categories"));
+    const uint32_t table = c.strings().size();
+    auto within = [table](const auto& refs, uint32_t offset,
+                          absl::string_view what) {
+      for (int j = 0; j < refs.size(); ++j) {
+        if (refs[j] - offset >= table && !(offset == 1 && refs[j] == 0)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("columns: ", what, "[", j, "] = ", refs[j],
+                           " is outside the ", table, " strings"));
+        }
+      }
+      return absl::OkStatus();
+    };
+    PERCEPTRON_RETURN_IF_ERROR(within(c.named_names(), 0, "named_names"));
+    PERCEPTRON_RETURN_IF_ERROR(within(c.named_spaces(), 0, "named_spaces"));
+    PERCEPTRON_RETURN_IF_ERROR(
+        within(c.named_categories(), 1, "named_categories"));
+    named_ = true;
+    rows_ = c.row_ends().size();
+    return absl::OkStatus();
+  }
   const v1::Columns* c_;
   // c's indices or fixed_indices, whichever it carries.
   const google::protobuf::RepeatedField<uint32_t>* indices_;
   uint32_t dimension_;
   bool sparse_ = false;
+  bool named_ = false;
   size_t rows_ = 0;
 };
 
@@ -337,8 +432,8 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
     absl::MutexLock lock(&entry.mu);
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
-    absl::StatusOr<ColumnRows> rows =
-        ColumnRows::Of(columns, entry.model->config().dimension);
+    absl::StatusOr<ColumnRows> rows = ColumnRows::Of(
+        columns, entry.model->config().dimension, entry.model->hasher());
     if (!rows.ok()) return rows.status();
     const size_t reveals = columns.reveal_ids().size();
     const size_t n = reveals + rows->rows();
@@ -384,19 +479,46 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
               }));
     }
     uint64_t next_id = 0;
+    // Rows by name are hashed one ahead, so that the next row's weights are
+    // fetched while this one learns: two buffers, row i in buffer i % 2.
+    thread_local Features named[2];
+    thread_local NamedScratch scratch[2];
+    absl::StatusOr<FeatureView> ahead;
+    if (rows->named() && rows->rows() > 0 && !batched) {
+      ahead = rows->NamedRow(0, *entry.model->hasher(), &named[0], &scratch[0]);
+    }
     for (size_t i = 0; !batched && i < rows->rows(); ++i) {
       const size_t k = reveals + i;
-      if (i + 1 < rows->rows()) entry.model->Prefetch(rows->row(i + 1));
+      FeatureView x;
+      NamedScratch& names = scratch[i % 2];
+      if (rows->named()) {
+        const absl::StatusOr<FeatureView> hashed = std::move(ahead);
+        if (i + 1 < rows->rows()) {
+          ahead = rows->NamedRow(i + 1, *entry.model->hasher(),
+                                 &named[(i + 1) % 2], &scratch[(i + 1) % 2]);
+          if (ahead.ok()) entry.model->Prefetch(*ahead);
+        }
+        if (!hashed.ok()) {
+          fail(k, hashed.status());
+          continue;
+        }
+        x = *hashed;
+      } else {
+        if (i + 1 < rows->rows()) entry.model->Prefetch(rows->row(i + 1));
+        x = rows->row(i);
+      }
       if (labeled) {
-        outcome(k, LearnOne(entry, rows->row(i), columns.labels(i)));
+        const absl::StatusOr<Outcome> o = LearnOne(entry, x, columns.labels(i));
+        if (o.ok() && rows->named()) names.RecordIn(entry.model->names());
+        outcome(k, o);
         continue;
       }
-      absl::StatusOr<Issued> issued =
-          IssueOne(entry, rows->row(i), limits, now);
+      absl::StatusOr<Issued> issued = IssueOne(entry, x, limits, now);
       if (!issued.ok()) {
         fail(k, issued.status());
         continue;
       }
+      if (rows->named()) names.RecordIn(entry.model->names());
       if (next_id == 0) {
         results->set_first_prediction_id(issued->prediction_id);
       } else if (issued->prediction_id != next_id) {

@@ -16,4 +16,62 @@ void FeaturesToProto(const Example& e, v1::Features* out) {
   }
 }
 
+uint32_t NamedColumns::Ref(const std::string& s, v1::Columns* c) {
+  const auto [it, added] =
+      table_.try_emplace(s, static_cast<uint32_t>(c->strings_size()));
+  if (added) c->add_strings(s);
+  return it->second;
+}
+
+void NamedColumns::Append(const std::vector<v1::NamedFeature>& x,
+                          v1::Columns* c) {
+  if (c->strings_size() == 0) table_.clear();
+  // An optional column is in use once a feature needed it: then it has one
+  // entry per feature before this one. `fill` and `value` are called only
+  // for the entries written.
+  auto add = [c](auto* column, bool needed, auto fill, auto value) {
+    const int before = c->named_names_size() - 1;
+    const bool in_use = before > 0 && column->size() == before;
+    if (!in_use && needed) {
+      while (column->size() < before) column->Add(fill());
+    }
+    if (in_use || needed) column->Add(value());
+  };
+  for (const v1::NamedFeature& f : x) {
+    c->add_named_names(Ref(f.name(), c));
+    add(
+        c->mutable_named_spaces(), !f.space().empty(),
+        [&] { return Ref("", c); }, [&] { return Ref(f.space(), c); });
+    const bool categorical = f.value_case() == v1::NamedFeature::kCategory;
+    const double value =
+        f.value_case() == v1::NamedFeature::kNumber ? f.number() : 1.0;
+    add(
+        c->mutable_named_values(), value != 1.0, [] { return 1.0; },
+        [&] { return value; });
+    add(
+        c->mutable_named_categories(), categorical, [] { return 0u; },
+        [&] { return categorical ? Ref(f.category(), c) + 1 : 0u; });
+  }
+  c->add_row_ends(static_cast<uint32_t>(c->named_names_size()));
+}
+
+void NamedColumns::Row(const v1::Columns& c, int i, v1::NamedFeatures* out) {
+  const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
+  const int end = static_cast<int>(c.row_ends(i));
+  for (int j = begin; j < end; ++j) {
+    v1::NamedFeature* f = out->add_features();
+    f->set_name(c.strings(static_cast<int>(c.named_names(j))));
+    if (!c.named_spaces().empty()) {
+      f->set_space(c.strings(static_cast<int>(c.named_spaces(j))));
+    }
+    if (!c.named_categories().empty() && c.named_categories(j) > 0) {
+      f->set_category(c.strings(static_cast<int>(c.named_categories(j)) - 1));
+    } else if (!c.named_values().empty()) {
+      f->set_number(c.named_values(j));
+    } else {
+      f->set_number(1.0);
+    }
+  }
+}
+
 }  // namespace perceptron::client

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "perceptron/v1/perceptron.pb.h"
 
 namespace perceptron::client {
@@ -27,6 +28,25 @@ struct Example {
 
 // The one place the client converts its types to the wire's.
 void FeaturesToProto(const Example& e, v1::Features* out);
+
+// Columns of rows by name (Columns.strings and named_*): each batch's strings
+// in a table, referenced by index.
+class NamedColumns {
+ public:
+  // Appends one row's features to `c` (row_ends included). named_spaces,
+  // named_values and named_categories are written only once a row needs
+  // them (a namespace, a value other than 1, a categorical value), filled in
+  // for the rows before.
+  void Append(const std::vector<v1::NamedFeature>& x, v1::Columns* c);
+  // Row i of `c` as NamedFeatures, the features Append was given.
+  static void Row(const v1::Columns& c, int i, v1::NamedFeatures* out);
+  // For the next batch.
+  void Clear() { table_.clear(); }
+
+ private:
+  uint32_t Ref(const std::string& s, v1::Columns* c);
+  absl::flat_hash_map<std::string, uint32_t> table_;
+};
 
 }  // namespace perceptron::client
 

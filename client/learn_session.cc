@@ -139,6 +139,7 @@ absl::Status LearnSession::Flush() {
     return absl::AbortedError("the stream has ended; Finish tells why");
   }
   request_.Clear();
+  names_.Clear();
   count_ = 0;
   as_items_ = dimension_ == 0;
   rows_ = Rows::kNone;
@@ -167,8 +168,9 @@ void LearnSession::ToItems() {
     r->set_label(c.reveal_labels(k));
   }
   const bool sparse = rows_ == Rows::kSparse;
+  const bool named = rows_ == Rows::kNamed;
   const int rows =
-      sparse ? c.row_ends_size() : static_cast<int>(c.dense_rows());
+      sparse || named ? c.row_ends_size() : static_cast<int>(c.dense_rows());
   for (int i = 0; i < rows; ++i) {
     v1::LearnItem* item = request_.add_items();
     v1::Features* f;
@@ -178,7 +180,9 @@ void LearnSession::ToItems() {
     } else {
       f = item->mutable_example();
     }
-    if (sparse) {
+    if (named) {
+      NamedColumns::Row(c, i, f->mutable_named());
+    } else if (sparse) {
       const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
       const int end = static_cast<int>(c.row_ends(i));
       f->mutable_sparse()->mutable_indices()->Add(
@@ -193,8 +197,9 @@ void LearnSession::ToItems() {
 }
 
 void LearnSession::AddRow(const Example& e, bool labeled) {
-  Rows rows = Rows::kNone;  // not a row columns can hold
+  Rows rows = Rows::kNamed;
   if (e.named.empty()) {
+    rows = Rows::kNone;  // not a row columns can hold
     if (!e.sparse && e.values.size() == dimension_) rows = Rows::kDense;
     if (e.sparse && e.values.size() == e.indices.size()) rows = Rows::kSparse;
   }
@@ -213,7 +218,9 @@ void LearnSession::AddRow(const Example& e, bool labeled) {
   labeled_ = labeled;
   v1::Columns* c = request_.mutable_columns();
   if (labeled) c->add_labels(*e.label);
-  if (rows == Rows::kDense) {
+  if (rows == Rows::kNamed) {
+    names_.Append(e.named, c);
+  } else if (rows == Rows::kDense) {
     c->mutable_dense()->Add(e.values.begin(), e.values.end());
     c->set_dense_rows(c->dense_rows() + 1);
   } else {

@@ -89,7 +89,7 @@ class LearnSession {
  private:
   friend class Client;
   // The rows of the batch being built.
-  enum class Rows { kNone, kDense, kSparse };
+  enum class Rows { kNone, kDense, kSparse, kNamed };
   // What the reader needs to expand a columnar answer into items.
   struct Sent {
     bool columnar = false;
@@ -122,6 +122,8 @@ class LearnSession {
   bool as_items_ = false;
   Rows rows_ = Rows::kNone;
   bool labeled_ = false;
+  // The batch's strings, while its rows are by name.
+  NamedColumns names_;
   bool named_ = false;
   bool finished_ = false;
   std::thread reader_;

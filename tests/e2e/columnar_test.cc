@@ -411,6 +411,104 @@ TEST(ColumnarTest, SessionsSendColumnsWhereABatchAllowsAndAnswerAsItems) {
   EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
 }
 
+// Rows by name go as columns of a string table (Columns.strings, named_*):
+// the same answers, weights and names as items, with namespaces, values,
+// categorical values, interactions, refused rows and reveals mixed in.
+TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start({"--durability=none"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  client::ClientOptions options;
+  options.target = (*server)->target();
+  std::unique_ptr<client::Client> c = client::Client::Connect(options);
+  for (const char* id : {"items", "columns"}) {
+    v1::ModelConfig config;
+    config.set_hash_bits(10);
+    config.add_interactions("ab");
+    ASSERT_TRUE(c->CreateModel(id, config).ok());
+  }
+  std::mt19937_64 rng(29);
+  auto round = [&](const std::vector<uint64_t>& issued) {
+    std::vector<Op> ops;
+    while (ops.size() < 500) {
+      const int kind = static_cast<int>(rng() % (issued.empty() ? 2 : 3));
+      const size_t run = 1 + rng() % 30;
+      for (size_t i = 0; i < run; ++i) {
+        Op op{static_cast<Op::Kind>(kind), {}, 0, 0};
+        if (op.kind == Op::kReveal) {
+          op.id = rng() % 8 == 0 ? 1000000 : issued[rng() % issued.size()];
+          op.label = rng() % 2 ? 1 : -1;
+          ops.push_back(op);
+          continue;
+        }
+        int score = 0;
+        for (uint64_t k = 1 + rng() % 6; k > 0; --k) {
+          v1::NamedFeature f;
+          const uint64_t w = rng() % 60;
+          switch (rng() % 4) {
+            case 0:
+              f.set_space("a");
+              f.set_name(absl::StrCat("w", w));
+              break;
+            case 1:
+              f.set_space("b");
+              f.set_name(absl::StrCat("w", w));
+              f.set_number(static_cast<double>(rng() % 5) - 2);
+              break;
+            case 2:
+              f.set_name("colour");
+              f.set_category(w % 2 ? "red" : "blue");
+              break;
+            default:
+              f.set_name(absl::StrCat(w));  // a numeric name
+          }
+          score += w < 30 ? 1 : -1;
+          op.e.named.push_back(f);
+        }
+        const uint64_t odd = rng() % 40;
+        if (odd == 0) op.e.named[0].set_name("");
+        if (odd == 1) op.e.named[0].set_number(std::nan(""));
+        op.e.label = odd == 2 ? 0 : (score >= 0 ? 1 : -1);
+        ops.push_back(op);
+      }
+    }
+    return ops;
+  };
+  std::vector<uint64_t> issued;
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(::testing::Message() << "round " << r);
+    const std::vector<Op> ops = round(issued);
+    const Streamed by_items = StreamOps(*c, "items", ops, /*columnar=*/false);
+    const Streamed by_columns =
+        StreamOps(*c, "columns", ops, /*columnar=*/true);
+    ASSERT_EQ(by_items.results.size(), ops.size());
+    ASSERT_EQ(by_columns.results.size(), ops.size());
+    int errors = 0;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const v1::ItemResult& a = by_items.results[k];
+      EXPECT_EQ(a.SerializeAsString(),
+                by_columns.results[k].SerializeAsString())
+          << "item " << k << ": " << a.ShortDebugString() << " against "
+          << by_columns.results[k].ShortDebugString();
+      if (a.has_prediction()) issued.push_back(a.prediction().prediction_id());
+      errors += a.has_error();
+    }
+    EXPECT_GT(errors, 5);
+    EXPECT_EQ(by_items.summary.columnar_requests, 0u);
+    EXPECT_GT(by_columns.summary.columnar_requests,
+              by_columns.summary.requests / 4);
+  }
+  absl::StatusOr<v1::Weights> a = c->GetWeights("items");
+  absl::StatusOr<v1::Weights> b = c->GetWeights("columns");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+  absl::StatusOr<v1::Weights> top_a = c->GetWeights("items", 50);
+  absl::StatusOr<v1::Weights> top_b = c->GetWeights("columns", 50);
+  ASSERT_TRUE(top_a.ok() && top_b.ok());
+  EXPECT_EQ(top_a->SerializeAsString(), top_b->SerializeAsString());
+  EXPECT_GT(top_a->names().names(), 100u);
+}
+
 TEST(ColumnarTest, ArraysOfInconsistentLengthsEndTheStreamAndChangeNothing) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start({"--durability=none", "--max_batch_items=10"});

@@ -120,6 +120,51 @@ def _named(x: Mapping, out: pb.NamedFeatures) -> None:
             f.number = float(value)
 
 
+def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> bytes:
+    """Columns of rows by name (docs/design.md section 2.9): a table of the batch's strings and
+    packed references into it, the same rows as _named's items would be, in the same order."""
+    table: dict = {}
+
+    def ref(text: str) -> int:
+        k = table.get(text)
+        if k is None:
+            k = table[text] = len(table)
+        return k
+    names, spaces, values, categories, ends = [], [], [], [], []
+    for x in rows:
+        if not isinstance(x, Mapping):
+            raise ValueError(f"row {len(ends)}: a row by name is a dict, not {type(x).__name__}")
+        for key, value in x.items():
+            if isinstance(key, tuple):
+                if len(key) != 2:
+                    raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
+                space, name = str(key[0]), str(key[1])
+            else:
+                space, name = "", str(key)
+            names.append(ref(name))
+            spaces.append(space)
+            if isinstance(value, str):
+                categories.append(ref(value) + 1)
+                values.append(1.0)
+            else:
+                categories.append(0)
+                values.append(float(value))
+        ends.append(len(names))
+    c = pb.Columns()
+    c.row_ends.extend(ends)
+    c.named_names.extend(names)
+    if any(spaces):
+        c.named_spaces.extend(ref(space) for space in spaces)
+    if any(v != 1.0 for v in values):
+        c.named_values.extend(values)
+    if any(categories):
+        c.named_categories.extend(categories)
+    c.strings.extend(table)
+    if labels is not None:
+        c.labels.extend(int(v) for v in labels)
+    return c.SerializeToString()
+
+
 def _item_outcomes(response: pb.LearnResponse, at: int, result: "LearnResult") -> None:
     """Copies the per-item answers of one request into `result` from position `at`."""
     for i, r in enumerate(response.results):
@@ -228,15 +273,22 @@ class Stream:
         return result
 
     def issue(self, x, batch_size: int = 1024) -> Issued:
-        """Predicts each row of `x` and keeps it pending under a new prediction id."""
-        kind, rows = _rows(x)
-        n = rows.shape[0]
+        """Predicts each row of `x` (an array, a sparse matrix, or a list of dicts by name) and
+        keeps it pending under a new prediction id."""
+        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
+            n = len(x)
+            batches = (_named_columns(x[s:s + batch_size], None)
+                       for s in range(0, n, batch_size))
+        else:
+            kind, rows = _rows(x)
+            n = rows.shape[0]
+            batches = _batches(kind, rows, None, batch_size)
         ids = np.zeros(n, dtype=np.uint64)
         scores = np.zeros(n)
         labels = np.zeros(n, dtype=np.int64)
         errors = []
         at = 0
-        for columns in _batches(kind, rows, None, batch_size):
+        for columns in batches:
             c = self._send(columns).columns
             k = len(c.scores)
             refused = np.zeros(k, dtype=bool)
@@ -378,14 +430,19 @@ class Model:
         refuses every batch for a while (UNAVAILABLE while `perceptron rebalance` moves it to
         another shard) is retried with growing pauses until `retry_for` passes with no progress.
 
-        For a model created with hash_bits, `x` may be a list of dicts by name ({name: value},
-        {(namespace, name): value}; a string value is categorical), sent as items in batches of
-        `batch_size`, one answered before the next (retry_for does not apply)."""
+        For a model created with hash_bits or feature_names, `x` may be a list of dicts by name
+        ({name: value}, {(namespace, name): value}; a string value is categorical), sent as
+        columnar batches of names (a table of each batch's strings and packed references; retry_for
+        does not apply)."""
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
-            with Stream(self) as s:
-                return s.learn(x, y, batch_size)
+            labels = _labels(y, len(x))
+            batches = [_wire.learn_request(self.id if s == 0 else "",
+                                           _named_columns(x[s:s + batch_size],
+                                                          labels[s:s + batch_size]))
+                       for s in range(0, len(x), batch_size)]
+            return _outcomes(self.client._learn(self.id, iter(batches)), len(x))
         kind, rows = _rows(x)
         n = rows.shape[0]
         labels = _labels(y, n)

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import time
 
@@ -13,6 +14,7 @@ import pytest
 import scipy.sparse
 
 import perceptrond
+from perceptron.v1 import perceptron_pb2 as pb
 import vw_hash
 from perceptrond_process import Perceptrond
 
@@ -128,6 +130,56 @@ def test_bad_named_features_refuse_the_item_and_change_nothing(client, bad, says
     assert bits(model.weights()).tolist() == bits(fresh.weights()).tolist()
     assert counters(model) == counters(fresh)
     assert before[1][0] + 2 == counters(model)[0]
+
+
+def test_columns_by_name_issue_and_reveal_as_indices_do(client):
+    rows, y = text_like(120, seed=3)
+    by_name = client.create_model("cols-name", hash_bits=BITS, interactions=INTERACTIONS)
+    by_index = client.create_model("cols-index", hash_bits=BITS, interactions=INTERACTIONS)
+    issued = {}
+    for model, x in ((by_name, rows), (by_index, hashed(rows))):
+        with model.stream() as s:
+            issued[model.id] = s.issue(x, batch_size=32)
+            assert not issued[model.id].errors
+            s.reveal(issued[model.id].ids, y)
+    a, b = issued["cols-name"], issued["cols-index"]
+    assert bits(a.scores).tolist() == bits(b.scores).tolist()
+    assert list(a.ids) == list(b.ids)
+    np.testing.assert_array_equal(bits(by_name.weights()), bits(by_index.weights()))
+    assert counters(by_name) == counters(by_index)
+    assert by_name.status().names.names > 0  # issued examples' names are recorded
+
+
+def test_columns_by_name_refuse_a_malformed_batch_whole(client):
+    model = client.create_model("cols", hash_bits=10)
+    model.learn([{"a": 1.0}], [1])
+    before = (bits(model.weights()).tolist(), counters(model))
+    plain = client.create_model("plain-cols", 4)
+
+    def send(target, **fields):
+        columns = pb.Columns(labels=[1], row_ends=[1], **fields)
+        request = pb.LearnRequest(model_id=target.id, columns=columns).SerializeToString()
+        return list(client._learn(target.id, iter([request])))
+
+    for fields, says in [
+        (dict(strings=["a"], named_names=[1]), "named_names[0] = 1 is outside the 1 strings"),
+        (dict(strings=["a"], named_names=[0], named_spaces=[3]), "named_spaces[0] = 3"),
+        (dict(strings=["a"], named_names=[0], named_categories=[2]), "named_categories[0] = 2"),
+        (dict(strings=["a"], named_names=[0, 0]), "2 named_names; the last row ends at 1"),
+        (dict(strings=["a"], named_names=[0], named_values=[1.0, 2.0]), "2 named_values"),
+        (dict(strings=["a"], named_names=[0], values=[1.0]), "not more than one"),
+    ]:
+        with pytest.raises(perceptrond.PerceptronError, match=re.escape(says)) as e:
+            send(model, **fields)
+        assert e.value.code.name == "INVALID_ARGUMENT"
+    with pytest.raises(perceptrond.PerceptronError, match="rows by name for a model that takes"):
+        send(plain, strings=["a"], named_names=[0])
+    assert (bits(model.weights()).tolist(), counters(model)) == before
+    # A bad feature refuses its row only, named as items name it.
+    (response,) = send(model, strings=["", "b"], named_names=[0])
+    assert [e.item for e in response.columns.errors] == [0]
+    assert "the name is empty" in response.columns.errors[0].error.message
+    assert (bits(model.weights()).tolist(), counters(model)) == before
 
 
 def test_names_need_a_hashed_model(client):

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "client/example.h"
 #include "core/certificate.h"
 #include "core/feature_hash.h"
 #include "core/model.h"
@@ -146,6 +147,24 @@ std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
       l->set_label(d.labels[t]);
       l->mutable_features()->mutable_named()->mutable_features()->Add(
           d.features[t].begin(), d.features[t].end());
+    }
+  }
+  return out;
+}
+
+std::vector<v1::LearnRequest> NamedColumnarRequests(const Workload& w,
+                                                    const NamedData& d,
+                                                    const std::string& model) {
+  std::vector<v1::LearnRequest> out(w.pool_batches);
+  client::NamedColumns names;
+  size_t t = 0;
+  for (v1::LearnRequest& r : out) {
+    r.set_model_id(model);
+    names.Clear();
+    v1::Columns* c = r.mutable_columns();
+    for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
+      names.Append(d.features[t], c);
+      c->add_labels(d.labels[t]);
     }
   }
   return out;

@@ -59,6 +59,11 @@ NamedData GenerateNamed(size_t n, uint64_t seed);
 std::vector<v1::LearnRequest> NamedRequests(const Workload& w,
                                             const NamedData& d,
                                             const std::string& model);
+// The same batches as columns by name (a string table a batch), encoded as
+// the client library encodes them (client::NamedColumns).
+std::vector<v1::LearnRequest> NamedColumnarRequests(const Workload& w,
+                                                    const NamedData& d,
+                                                    const std::string& model);
 // The same examples hashed with the model's function (w.hash_bits), before
 // timing: sparse rows for Requests and ColumnarRequests.
 Data Hashed(const Workload& w, const NamedData& d);

@@ -44,11 +44,30 @@ ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
 }
 
 std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
-    std::vector<uint32_t> coordinates) {
+    std::vector<uint32_t> coordinates,
+    const std::vector<std::vector<double>>* vs, uint64_t dimension) {
   auto s = std::make_shared<CandidateSupport>();
   s->positions_.reserve(coordinates.size());
   for (uint32_t p = 0; p < coordinates.size(); ++p) {
     s->positions_.emplace(coordinates[p], p);
+  }
+  if (vs != nullptr && !vs->empty()) {
+    const std::vector<uint32_t> which = ScaledCandidates(*vs).summed();
+    const uint64_t bytes = dimension * which.size() * sizeof(double);
+    bool fits =
+        which.size() <= kPacked && bytes <= kDenseBytes * coordinates.size();
+    for (uint32_t i : coordinates) fits &= i < dimension;
+    for (uint32_t k : which) fits &= (*vs)[k].size() == coordinates.size();
+    if (fits) {
+      const size_t m = which.size();
+      s->dense_which_ = which;
+      s->dense_.assign(dimension * m, 0.0);
+      for (uint32_t p = 0; p < coordinates.size(); ++p) {
+        for (size_t j = 0; j < m; ++j) {
+          s->dense_[size_t{coordinates[p]} * m + j] = (*vs)[which[j]][p];
+        }
+      }
+    }
   }
   s->coordinates_ = std::move(coordinates);
   return s;
@@ -73,10 +92,33 @@ void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
   for (uint32_t k : which) scores[k] *= x.scale;
 }
 
+void CandidateSupport::AccumulateDense(const std::vector<uint32_t>& which,
+                                       const uint32_t* indices,
+                                       const double* values, size_t n,
+                                       double* scores) const {
+  const size_t m = which.size();
+  const size_t size = dense_.size() / m;
+  constexpr size_t kBatch = 16;
+  for (size_t b = 0; b < n; b += kBatch) {
+    const size_t e = std::min(n, b + kBatch);
+    for (size_t j = b; j < e; ++j) {
+      if (indices[j] < size) __builtin_prefetch(&dense_[indices[j] * m]);
+    }
+    for (size_t j = b; j < e; ++j) {
+      if (indices[j] >= size) continue;
+      const double* at = &dense_[indices[j] * m];
+      for (size_t k = 0; k < m; ++k) scores[which[k]] += at[k] * values[j];
+    }
+  }
+}
+
 void CandidateSupport::Accumulate(const std::vector<std::vector<double>>& vs,
                                   const std::vector<uint32_t>& which,
                                   const uint32_t* indices, const double* values,
                                   size_t n, double* scores) const {
+  if (!dense_which_.empty() && which == dense_which_) {
+    return AccumulateDense(which, indices, values, n, scores);
+  }
   // Past the caches each lookup and each candidate's value is a miss: a
   // batch's are fetched ahead, so that they overlap, then summed in order
   // (the same sums as one at a time).

@@ -51,9 +51,18 @@ class ScaledCandidates {
 // of one value a position.
 class CandidateSupport {
  public:
-  // `coordinates` must be distinct.
+  // `coordinates` must be distinct. With `vs` (the candidates over them, one
+  // value a position) and the weight dimension, when the coordinates are
+  // dense enough that it takes at most kDenseBytes a coordinate, the values
+  // of the candidates whose scores are summed (ScaledCandidates, at most
+  // kPacked of them) are also kept by coordinate, side by side, so that a
+  // score reads them without a lookup.
   static std::shared_ptr<const CandidateSupport> Of(
-      std::vector<uint32_t> coordinates);
+      std::vector<uint32_t> coordinates,
+      const std::vector<std::vector<double>>* vs = nullptr,
+      uint64_t dimension = 0);
+  static constexpr size_t kPacked = 3;
+  static constexpr uint64_t kDenseBytes = 48;
 
   const std::vector<uint32_t>& coordinates() const { return coordinates_; }
   size_t size() const { return coordinates_.size(); }
@@ -65,7 +74,8 @@ class CandidateSupport {
   // Bytes it takes.
   size_t bytes() const {
     return coordinates_.capacity() * sizeof(uint32_t) +
-           positions_.capacity() * (sizeof(uint64_t) + 1);
+           positions_.capacity() * (sizeof(uint64_t) + 1) +
+           dense_.capacity() * sizeof(double);
   }
   // scores[k] = vs[k] . x^ for each k of `which` (the candidates' values at
   // these positions), over x^'s non-zeros in order; the scale applied last,
@@ -83,9 +93,19 @@ class CandidateSupport {
   void Accumulate(const std::vector<std::vector<double>>& vs,
                   const std::vector<uint32_t>& which, const uint32_t* indices,
                   const double* values, size_t n, double* scores) const;
+  // The same from the values kept by coordinate, when they are those of
+  // `which` (the same products, summed in the same order; a coordinate out of
+  // the support adds a zero).
+  void AccumulateDense(const std::vector<uint32_t>& which,
+                       const uint32_t* indices, const double* values, size_t n,
+                       double* scores) const;
 
   std::vector<uint32_t> coordinates_;
   absl::flat_hash_map<uint32_t, uint32_t> positions_;
+  // Dense: the summed candidates' values of coordinate i at
+  // dense_[i * dense_which_.size() + j], and which candidates they are.
+  std::vector<double> dense_;
+  std::vector<uint32_t> dense_which_;
 };
 
 // sum_t max(0, 1 - y_t v . x^_t) over `rows`, for each v of `vs`: the hinge

@@ -553,7 +553,9 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   support_bytes_ = 0;
   if (s.with_candidates) {
     candidates_ = s.candidates;
-    support_ = s.support.empty() ? nullptr : CandidateSupport::Of(s.support);
+    support_ = s.support.empty() ? nullptr
+                                 : CandidateSupport::Of(s.support, &candidates_,
+                                                        weight_dimension_);
     Scale();
     basis_ = s.basis;
     squares_ = Squares(candidates_, basis_);

@@ -197,8 +197,10 @@ class CertificateTracker {
   // What a coordinate of a wide model's certificate takes at most: the
   // candidates' values (6 doubles), the refresher's next candidates while
   // these are kept (6), the solver's iterates and u (4), and the position
-  // tables of the solver and the tracker (about 24 bytes each).
-  static constexpr uint64_t kWideCoordinateBytes = 176;
+  // tables of the solver and the tracker (about 24 bytes each), and the
+  // summed candidates' values by coordinate when the coordinates are dense
+  // enough (CandidateSupport::kDenseBytes, 48).
+  static constexpr uint64_t kWideCoordinateBytes = 224;
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Solutions over exactly the limit that may be installed unconverged before

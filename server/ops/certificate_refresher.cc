@@ -210,7 +210,9 @@ absl::Duration CertificateRefresher::Refresh(
   // A wide solver's candidates are over the coordinates its rows use: the
   // tracker's table of them is built here, off the model's lock.
   std::shared_ptr<const CandidateSupport> support;
-  if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
+  if (solver.wide()) {
+    support = CandidateSupport::Of(solver.coordinates(), &vs, dimension);
+  }
   entry->solver_converged = c.converged;
   still_freezing = Install(*entry, std::move(vs), std::move(sums), c.lower,
                            c.converged, solver.size(), generation, KeptRows(),

@@ -1,11 +1,13 @@
 #include "core/candidate_sums.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "core/kept_rows.h"
+#include "core/prepare.h"
 #include "gtest/gtest.h"
 
 namespace perceptron {
@@ -67,6 +69,70 @@ TEST(CandidateSumsTest, HingeSumsAreTheSumsOfTheHingeTerms) {
     EXPECT_NEAR(sums[k], expected, 1e-9 * (1 + expected)) << k;
   }
   EXPECT_EQ(HingeSums(KeptRows(), vs), std::vector<double>(4, 0.0));
+}
+
+// The summed candidates' values kept by coordinate (the coordinates dense
+// enough) give the same scores as the lookups of positions into each
+// candidate; a sparse support keeps none.
+TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> normal;
+  std::vector<uint32_t> coordinates;
+  for (uint32_t p = 0; p < 40000; ++p) {
+    coordinates.push_back(static_cast<uint32_t>(rng() % (1u << 15)));
+  }
+  std::sort(coordinates.begin(), coordinates.end());
+  coordinates.erase(std::unique(coordinates.begin(), coordinates.end()),
+                    coordinates.end());
+  std::shuffle(coordinates.begin(), coordinates.end(), rng);
+  std::vector<double> v(coordinates.size()), w(coordinates.size());
+  for (double& x : v) x = normal(rng);
+  for (double& x : w) x = normal(rng);
+  auto times = [](std::vector<double> x, double p) {
+    for (double& e : x) e *= p;
+    return x;
+  };
+  // CandidatesFrom's five and a hard-margin one: three summed.
+  const std::vector<std::vector<double>> vs = {v,
+                                               times(v, 0.5),
+                                               times(v, 0.7071067811865476),
+                                               times(v, 1.4142135623730951),
+                                               times(v, 2),
+                                               w};
+  const ScaledCandidates scaled(vs);
+  ASSERT_EQ(scaled.summed().size(), 3u);
+  const auto plain = CandidateSupport::Of(coordinates);
+  const auto packed = CandidateSupport::Of(coordinates, &vs, 1u << 15);
+  EXPECT_GT(packed->bytes(), plain->bytes());
+  EXPECT_EQ(CandidateSupport::Of(coordinates, &vs, 1u << 24)->bytes(),
+            plain->bytes());
+  for (int t = 0; t < 200; ++t) {
+    std::vector<uint32_t> indices;
+    std::vector<double> values;
+    for (int j = 0; j < 40; ++j) {
+      // Coordinates in use and others (whose candidates' values are 0).
+      indices.push_back(j % 3 == 0 ? static_cast<uint32_t>(rng() % (1u << 15))
+                                   : coordinates[rng() % coordinates.size()]);
+      values.push_back(normal(rng));
+    }
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    values.resize(indices.size());
+    Prepared x;
+    x.x = FeatureView::Sparse(indices, values);
+    x.dimension = (1u << 15) - 1;  // the bias coordinate is the last
+    x.has_bias = t % 2 == 0;
+    x.bias_value = 1;
+    x.scale = 0.25;
+    std::vector<double> a(vs.size()), b(vs.size());
+    plain->Scores(vs, scaled.summed(), x, a.data());
+    packed->Scores(vs, scaled.summed(), x, b.data());
+    for (uint32_t k : scaled.summed()) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(a[k]), std::bit_cast<uint64_t>(b[k]))
+          << t << " " << k;
+    }
+    EXPECT_NE(a[0], 0.0);
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "client/cli/flags.h"
@@ -101,6 +102,18 @@ std::string Shortest(double v) {
   char text[32];
   const auto end = std::to_chars(text, text + sizeof(text), v).ptr;
   return std::string(text, end);
+}
+
+std::string SizeText(uint64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " bytes");
+  const char* units[] = {"KiB", "MiB", "GiB"};
+  double v = bytes / 1024.0;
+  int u = 0;
+  while (v >= 1024 && u < 2) {
+    v /= 1024;
+    ++u;
+  }
+  return absl::StrFormat("%.1f %s", v, units[u]);
 }
 
 bool ShowProgress() {

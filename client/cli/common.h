@@ -40,6 +40,8 @@ const char* AlgorithmText(v1::Algorithm a);
 std::string BoundText(const v1::ModelStats& s);
 // The shortest text that reads back as `v`.
 std::string Shortest(double v);
+// A size in bytes, KiB, MiB or GiB, whichever reads best ("12.5 KiB").
+std::string SizeText(uint64_t bytes);
 // Whether to draw progress (--progress; auto: standard error is a terminal).
 bool ShowProgress();
 

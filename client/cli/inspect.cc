@@ -138,11 +138,11 @@ void PrintStatus(const v1::ModelStatus& st) {
     const v1::NameTableInfo& n = st.names();
     std::printf(
         "names          %llu kept, %llu slots with more than one, %llu "
-        "unnamed (%.1f of %.1f MiB)\n",
+        "unnamed (%s of %s)\n",
         static_cast<unsigned long long>(n.names()),
         static_cast<unsigned long long>(n.collided_slots()),
         static_cast<unsigned long long>(n.unnamed_slots()),
-        n.bytes() / 1048576.0, n.limit_bytes() / 1048576.0);
+        SizeText(n.bytes()).c_str(), SizeText(n.limit_bytes()).c_str());
   }
 }
 

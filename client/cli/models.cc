@@ -324,12 +324,12 @@ int Weights(const Args& args) {
     const v1::NameTableInfo& n = w->names();
     std::printf(
         "# names kept: %llu (%llu slots with more than one, %llu slots "
-        "unnamed); %.1f of %.1f MiB, and %.1f MiB of slot tags\n",
+        "unnamed); %s of %s, and %s of slot tags\n",
         static_cast<unsigned long long>(n.names()),
         static_cast<unsigned long long>(n.collided_slots()),
         static_cast<unsigned long long>(n.unnamed_slots()),
-        n.bytes() / 1048576.0, n.limit_bytes() / 1048576.0,
-        n.tag_bytes() / 1048576.0);
+        SizeText(n.bytes()).c_str(), SizeText(n.limit_bytes()).c_str(),
+        SizeText(n.tag_bytes()).c_str());
   }
   return 0;
 }

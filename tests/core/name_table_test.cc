@@ -211,19 +211,24 @@ TEST(NameTableTest, AModelJournalsItsNamesAndRestoresThem) {
   model->SetJournaling(true);
   ASSERT_NE(model->names(), nullptr);
   for (int i = 0; i < 40; ++i) {
-    std::vector<NamedFeature> x = {
-        {.space = "a", .name = absl::StrCat("w", i % 13)},
-        {.space = "b",
-         .name = "k",
-         .category = absl::StrCat("c", i % 3),
-         .categorical = true}};
+    // The features borrow their strings: these outlive them.
+    const std::string word = absl::StrCat("w", i % 13);
+    const std::string category = absl::StrCat("c", i % 3);
+    std::vector<NamedFeature> x(2);
+    x[0].space = "a";
+    x[0].name = word;
+    x[1].space = "b";
+    x[1].name = "k";
+    x[1].category = category;
+    x[1].categorical = true;
     Features f;
     HashTrace trace;
     ASSERT_TRUE(model->hasher()->Hash(x, &f, &trace).ok());
     ASSERT_TRUE(model->Learn(f.view(), i % 2 == 0 ? 1 : -1).ok());
     model->names()->Record(x, trace);
-    if (i % 9 == 0)
+    if (i % 9 == 0) {
       ASSERT_TRUE(replica->ApplyJournal(model->TakeJournal()).ok());
+    }
   }
   ASSERT_TRUE(replica->ApplyJournal(model->TakeJournal()).ok());
   EXPECT_EQ(replica->ExportState(), model->ExportState());

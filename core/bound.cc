@@ -1,6 +1,8 @@
 #include "core/bound.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -9,10 +11,36 @@ namespace perceptron {
 BoundTracker::BoundTracker(const ModelConfig& config) {
   if (config.comparator.empty()) return;
   gamma_ = *config.gamma;
+  classes_ =
+      config.multiclass() ? static_cast<int>(config.weight_vectors()) : 0;
   u_ = config.comparator;
-  u_.resize(config.weight_dimension(), 0.0);
+  const uint32_t dim = config.weight_dimension();
+  if (classes_ > 0 && u_.size() != config.weight_count()) {
+    // k vectors of d values: each gets a 0 for its bias coordinate.
+    std::vector<double> u(config.weight_count(), 0.0);
+    for (int r = 0; r < classes_; ++r) {
+      std::copy_n(config.comparator.begin() + size_t{r} * config.dimension,
+                  config.dimension, u.begin() + size_t{r} * dim);
+    }
+    u_ = std::move(u);
+  }
+  u_.resize(config.weight_count(), 0.0);
   const double norm = std::sqrt(DenseDot(u_.data(), u_.data(), u_.size()));
   for (double& v : u_) v /= norm;
+}
+
+double BoundTracker::MulticlassMargin(const Prepared& x, int y) const {
+  const size_t dim = u_.size() / classes_;
+  double uy = 0, best = -std::numeric_limits<double>::infinity();
+  for (int r = 0; r < classes_; ++r) {
+    const double s = Dot(absl::MakeConstSpan(u_.data() + dim * r, dim), x);
+    if (r == y) {
+      uy = s;
+    } else if (s > best) {
+      best = s;
+    }
+  }
+  return uy - best;
 }
 
 BoundReport BoundTracker::Report(const ModelConfig& config,
@@ -23,7 +51,11 @@ BoundReport BoundTracker::Report(const ModelConfig& config,
   r.td_available = true;
   r.td_gamma = td_gamma_;
   const double g = gamma_;
-  const double classic = (radius_ / g) * (radius_ / g) + 2 * td_gamma_ / g;
+  // A multiclass model's is the binary theorem's for the Kesler vectors, of
+  // radius sqrt(2) R (docs/design.md section 2.8).
+  const double kesler = classes_ > 0 ? 2 : 1;
+  const double classic =
+      kesler * (radius_ / g) * (radius_ / g) + 2 * td_gamma_ / g;
   switch (config.algorithm) {
     case Algorithm::kClassic:
     case Algorithm::kAveraged:

@@ -30,7 +30,8 @@ struct BoundReport {
   // The algorithm's bound on its updates, when the theory gives one for this
   // model:
   //   classic, averaged, voted, and a linear kernel that dropped nothing:
-  //       (R/gamma)^2 + 2 TD_gamma/gamma;
+  //       (R/gamma)^2 + 2 TD_gamma/gamma; multiclass: 2 (R/gamma)^2 +
+  //       2 TD_gamma/gamma (docs/design.md section 2.8);
   //   margin: 8/gamma^2, only while TD_gamma == 0 (the stream so far is
   //   separable by u with
   //       margin gamma);
@@ -57,9 +58,12 @@ class BoundTracker {
   // anything changes: the example's hinge term max(0, gamma - y u.x^) (0
   // without a comparator); whether accounting it keeps R and TD_gamma finite
   // (INVALID_ARGUMENT if not); and the accounting itself.
+  // A multiclass model's: max(0, gamma - (u_y . x^ - max over r != y of
+  // u_r . x^)), y a class index.
   double Hinge(const Prepared& x, int y) const {
     if (u_.empty()) return 0;
-    const double hinge = gamma_ - y * Dot(u_, x);
+    const double hinge =
+        gamma_ - (classes_ > 0 ? MulticlassMargin(x, y) : y * Dot(u_, x));
     return hinge > 0 ? hinge : 0;
   }
   absl::Status CheckObserve(const Prepared& x, double hinge) const;
@@ -76,7 +80,8 @@ class BoundTracker {
   BoundReport Report(const ModelConfig& config,
                      const LearnerFigures& figures) const;
 
-  // The unit comparator (weight dimension entries), empty without one.
+  // The unit comparator (weight dimension entries; a multiclass model's k of
+  // them, of Frobenius norm 1), empty without one.
   const std::vector<double>& comparator() const { return u_; }
   double td_gamma() const { return td_gamma_; }
   double radius() const { return radius_; }
@@ -86,7 +91,11 @@ class BoundTracker {
   void Reset() { td_gamma_ = radius_ = 0; }
 
  private:
+  // u_y . x^ - max over r != y of u_r . x^.
+  double MulticlassMargin(const Prepared& x, int y) const;
+
   std::vector<double> u_;
+  int classes_ = 0;  // k for a multiclass model, else 0
   double gamma_ = 0;
   double td_gamma_ = 0;
   double radius_ = 0;

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/feature_hash.h"
+#include "core/status_macros.h"
 
 namespace perceptron {
 namespace {
@@ -21,13 +23,15 @@ std::string ScaleRange() {
 absl::Status ValidateComparator(const ModelConfig& config) {
   const std::vector<double>& u = config.comparator;
   if (u.empty()) return absl::OkStatus();
-  if (u.size() != config.dimension && u.size() != config.weight_dimension()) {
+  const uint64_t k = config.weight_vectors();
+  if (u.size() != k * config.dimension && u.size() != config.weight_count()) {
     return Invalid(
         "comparator",
-        absl::StrCat("has ", u.size(), " values; expected ", config.dimension,
-                     config.bias
-                         ? absl::StrCat(" or ", config.weight_dimension())
-                         : std::string()));
+        absl::StrCat("has ", u.size(), " values; expected ",
+                     k * config.dimension,
+                     config.bias ? absl::StrCat(" or ", config.weight_count())
+                                 : std::string(),
+                     k > 1 ? absl::StrCat(" (", k, " classes)") : ""));
   }
   double norm_sq = 0;
   for (size_t i = 0; i < u.size(); ++i) {
@@ -68,6 +72,47 @@ absl::Status ValidateKernel(const ModelConfig& config) {
       return absl::OkStatus();
   }
   return Invalid("kernel.type", "is unknown");
+}
+
+absl::Status ValidateClasses(const ModelConfig& config) {
+  const std::vector<std::string>& c = config.classes;
+  if (c.empty()) return absl::OkStatus();
+  if (c.size() < 2 || c.size() > kMaxClasses) {
+    return Invalid("classes", absl::StrCat("has ", c.size(),
+                                           " names; a multiclass model has 2..",
+                                           kMaxClasses));
+  }
+  absl::flat_hash_set<absl::string_view> seen;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i].empty()) {
+      return Invalid("classes", absl::StrCat("name ", i, " is empty"));
+    }
+    if (c[i].size() > kMaxClassNameBytes) {
+      return Invalid("classes",
+                     absl::StrCat("name ", i, " has ", c[i].size(),
+                                  " bytes; at most ", kMaxClassNameBytes));
+    }
+    if (!seen.insert(c[i]).second) {
+      return Invalid("classes",
+                     absl::StrCat("name \"", c[i], "\" is repeated"));
+    }
+  }
+  if (config.algorithm == Algorithm::kMargin ||
+      config.algorithm == Algorithm::kKernel) {
+    return Invalid(
+        "classes",
+        absl::StrCat("do not go with the ", AlgorithmName(config.algorithm),
+                     " rule: a multiclass model is classic, "
+                     "averaged or voted"));
+  }
+  if (config.weight_count() > kMaxMulticlassWeights) {
+    return Invalid(
+        "classes",
+        absl::StrCat(c.size(), " weight vectors of ", config.weight_dimension(),
+                     " are ", config.weight_count(), " weights; at most ",
+                     kMaxMulticlassWeights));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -140,6 +185,7 @@ absl::Status ValidateConfig(const ModelConfig& config) {
           "algorithm",
           absl::StrCat(static_cast<int>(config.algorithm), " is unknown"));
   }
+  PERCEPTRON_RETURN_IF_ERROR(ValidateClasses(config));
   return ValidateComparator(config);
 }
 

@@ -65,6 +65,15 @@ inline constexpr double kMaxScale = 1e100;
 // (x . x' + c0)^16 stays below 1e100 for normalized examples.
 inline constexpr double kMaxKernelOffset = 1e6;
 
+// The most classes a multiclass model may have (docs/design.md section 2.8):
+// its confusion matrix (k x k counts) travels with every journal.
+inline constexpr uint32_t kMaxClasses = 64;
+// The longest class name, in bytes.
+inline constexpr size_t kMaxClassNameBytes = 256;
+// The most weights a multiclass model may have: k weight vectors of the
+// weight dimension (2^27 doubles, 1 GiB).
+inline constexpr uint64_t kMaxMulticlassWeights = uint64_t{1} << 27;
+
 struct ModelConfig {
   // Input dimension d, 1..kMaxDimension. Required.
   uint32_t dimension = 0;
@@ -86,7 +95,8 @@ struct ModelConfig {
   // Comparator u for TD_gamma and the bound: empty (none), or d values, or d+1
   // values when bias is on (the last for the bias coordinate; with d values the
   // bias entry is 0). Must be finite and not zero; the model scales it to unit
-  // length. Default: none.
+  // length. A multiclass model's has k such vectors one after another (k d or
+  // k (d+1) values), scaled to Frobenius norm 1. Default: none.
   std::vector<double> comparator;
   // Used by kKernel only.
   KernelConfig kernel;
@@ -107,9 +117,24 @@ struct ModelConfig {
   // not in it is an error; dimension = its length. Not with hash_bits.
   // Default: none.
   std::vector<std::string> feature_names;
+  // Multiclass (docs/design.md section 2.8): the names of the k classes,
+  // 2..kMaxClasses of them, distinct and not empty, in index order. Labels
+  // are then class indices 0..k-1 instead of -1/+1. Not with kMargin or
+  // kKernel. Default: none (a binary model).
+  std::vector<std::string> classes;
 
+  bool multiclass() const { return !classes.empty(); }
+  // k for a multiclass model, else 1: the number of weight vectors.
+  uint32_t weight_vectors() const {
+    return classes.empty() ? 1 : static_cast<uint32_t>(classes.size());
+  }
   // The length of the weight vector: d, plus one with bias.
   uint32_t weight_dimension() const { return dimension + (bias ? 1 : 0); }
+  // All the learner's weights: weight_vectors() vectors of the weight
+  // dimension, one after another (class r's at r * weight_dimension()).
+  uint64_t weight_count() const {
+    return uint64_t{weight_vectors()} * weight_dimension();
+  }
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 

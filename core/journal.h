@@ -56,6 +56,17 @@ class DirtyTracker {
     for (uint32_t i : x.x.indices) Add(i);
     if (x.has_bias) Add(x.dimension);
   }
+  // The same for `a * x` added at `offset` (a multiclass model's class
+  // vector, one of several laid one after another).
+  void Mark(const Prepared& x, uint32_t offset) {
+    if (!enabled_ || all_) return;
+    if (!x.x.sparse) {
+      all_ = true;
+      return;
+    }
+    for (uint32_t i : x.x.indices) Add(offset + i);
+    if (x.has_bias) Add(offset + x.dimension);
+  }
   void MarkAll() { all_ = enabled_; }
   // The changed coordinates of `v` since the last Take; starts over.
   VectorDelta Take(const std::vector<double>& v);

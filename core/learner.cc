@@ -2,11 +2,13 @@
 
 #include "core/kernel_learner.h"
 #include "core/linear_learners.h"
+#include "core/multiclass_learner.h"
 #include "core/voted_learner.h"
 
 namespace perceptron {
 
 std::unique_ptr<Learner> MakeLearner(const ModelConfig& config) {
+  if (config.multiclass()) return std::make_unique<MulticlassLearner>(config);
   switch (config.algorithm) {
     case Algorithm::kClassic:
       return std::make_unique<ClassicLearner>(config);

@@ -94,8 +94,52 @@ Model::Model(const ModelConfig& config)
     classic_ = static_cast<ClassicLearner*>(&learner);
   } else if (typeid(learner) == typeid(MarginLearner)) {
     margin_ = static_cast<MarginLearner*>(&learner);
+  } else if (typeid(learner) == typeid(MulticlassLearner)) {
+    multi_ = static_cast<MulticlassLearner*>(&learner);
+    confusion_.assign(size_t{config.weight_vectors()} * config.weight_vectors(),
+                      0);
   }
 }
+
+absl::Status Model::CheckLabel(int label) const {
+  if (multi_ == nullptr) return ValidateLabel(label);
+  if (label >= 0 && label < multi_->classes()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "label ", label, " is not a class index 0..", multi_->classes() - 1,
+      " of this model's ", multi_->classes(), " classes"));
+}
+
+namespace {
+
+// OK if `confusion` is a k x k matrix (k = `classes`; empty when 0) whose
+// counts add up to `examples`; else INVALID_ARGUMENT, `what` naming it.
+absl::Status CheckConfusion(absl::string_view what,
+                            const std::vector<uint64_t>& confusion, int classes,
+                            uint64_t examples) {
+  if (confusion.size() != size_t{static_cast<size_t>(classes)} * classes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": a confusion matrix of ", confusion.size(),
+                     " counts for a model of ", classes, " classes"));
+  }
+  if (classes == 0) return absl::OkStatus();
+  uint64_t sum = 0;
+  for (const uint64_t c : confusion) {
+    if (c > examples - sum) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the confusion matrix counts more than ",
+                       examples, " examples"));
+    }
+    sum += c;
+  }
+  if (sum != examples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the confusion matrix counts ", sum,
+                     " examples, not ", examples));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(
     const ModelConfig& config) {
@@ -135,10 +179,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
           absl::StrCat("state: pending prediction id ", p.prediction_id,
                        " is not below ", state.next_prediction_id));
     }
-    if (!std::isfinite(p.score)) {
+    if (!std::isfinite(p.score) || !model->IssuedFits(p)) {
       return absl::InvalidArgumentError(
           absl::StrCat("state: pending prediction ", p.prediction_id,
-                       " has score ", p.score));
+                       " has score ", p.score, " and class ", p.predicted));
     }
     if (absl::Status s = model->ValidateAndPrepare(p.features.view()).status();
         !s.ok()) {
@@ -147,7 +191,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
     }
     if (!model->InsertPending(
             p.prediction_id,
-            Pending{std::move(p.features), p.score, p.issued_at},
+            Pending{std::move(p.features), p.score, p.issued_at, p.predicted},
             /*replace=*/false)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "state: pending prediction id ", p.prediction_id, " repeated"));
@@ -160,6 +204,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromState(ModelState state) {
     return absl::InvalidArgumentError(
         "state: names for a model that hashes none");
   }
+  PERCEPTRON_RETURN_IF_ERROR(CheckConfusion(
+      "state", state.confusion,
+      model->multi_ != nullptr ? model->multi_->classes() : 0, c.examples));
+  if (model->multi_ != nullptr) model->confusion_ = std::move(state.confusion);
   model->counters_ = state.counters;
   model->next_prediction_id_ = state.next_prediction_id;
   if (state.certificate) {
@@ -199,6 +247,31 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void Model::Account(const Prepared& x,
   if (certificate_) certificate_->Observe(x, label);
 }
 
+void Model::AccountClass(const Prepared& x, int label, const Decision& d,
+                         bool updated, double hinge, Outcome* o) {
+  const bool mistake = MulticlassMistake(d, label);
+  o->score = d.margin;
+  o->predicted = d.label;
+  o->mistake = mistake;
+  o->updated = updated;
+  ++counters_.examples;
+  counters_.mistakes += mistake;
+  counters_.updates += updated;
+  ++confusion_[size_t{static_cast<size_t>(label)} * multi_->classes() +
+               d.label];
+  bound_.Observe(x, hinge);
+  if (certificate_) certificate_->Observe(x, label);
+}
+
+absl::StatusOr<Decision> Model::FiniteDecision(const Prepared& p) const {
+  return multi_->Decide(p);
+}
+
+bool Model::IssuedFits(const PendingPrediction& p) const {
+  if (multi_ == nullptr) return p.predicted == 0;
+  return p.score >= 0 && p.predicted >= 0 && p.predicted < multi_->classes();
+}
+
 absl::StatusOr<double> Model::FiniteScore(const Prepared& p) const {
   const double score = learner_->Score(p);
   if (!std::isfinite(score)) return NonFiniteScore(score);
@@ -207,29 +280,55 @@ absl::StatusOr<double> Model::FiniteScore(const Prepared& p) const {
 
 absl::StatusOr<Prediction> Model::Predict(const FeatureView& x) const {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  if (multi_ != nullptr) {
+    PERCEPTRON_ASSIGN_OR_RETURN(const Decision d, FiniteDecision(p));
+    return Prediction{d.margin, d.label};
+  }
   PERCEPTRON_ASSIGN_OR_RETURN(const double score, FiniteScore(p));
   return Prediction{score, PredictedLabel(score)};
 }
 
+absl::StatusOr<std::vector<double>> Model::Scores(const FeatureView& x) const {
+  PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+  if (multi_ == nullptr) {
+    PERCEPTRON_ASSIGN_OR_RETURN(const double score, FiniteScore(p));
+    return std::vector<double>{score};
+  }
+  std::vector<double> s(multi_->classes());
+  multi_->Scores(p, absl::MakeSpan(s));
+  for (const double v : s) {
+    if (!std::isfinite(v)) return NonFiniteScore(v);
+  }
+  return s;
+}
+
 absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
   PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
-  PERCEPTRON_ASSIGN_OR_RETURN(const double score, FiniteScore(p));
+  Decision d;
+  if (multi_ != nullptr) {
+    PERCEPTRON_ASSIGN_OR_RETURN(d, FiniteDecision(p));
+  } else {
+    PERCEPTRON_ASSIGN_OR_RETURN(d.margin, FiniteScore(p));
+    d.label = PredictedLabel(d.margin);
+  }
   if (next_prediction_id_ == std::numeric_limits<uint64_t>::max()) {
     return absl::ResourceExhaustedError(
         "the model has issued every prediction id");
   }
+  const int predicted = multi_ != nullptr ? d.label : 0;
   const uint64_t id = next_prediction_id_++;
-  InsertPending(id, Pending{Features::Copy(x), score, now}, /*replace=*/false);
+  InsertPending(id, Pending{Features::Copy(x), d.margin, now, predicted},
+                /*replace=*/false);
   if (journaling_) {
     pending_delta_.added.push_back(
-        {id, pending_.find(id)->second.features, score, now});
+        {id, pending_.find(id)->second.features, d.margin, now, predicted});
   }
   ++counters_.predictions;
-  return Issued{id, score, PredictedLabel(score)};
+  return Issued{id, d.margin, d.label};
 }
 
 absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
-  PERCEPTRON_RETURN_IF_ERROR(ValidateLabel(label));
+  PERCEPTRON_RETURN_IF_ERROR(CheckLabel(label));
   auto it = pending_.find(prediction_id);
   if (it == pending_.end()) {
     return absl::NotFoundError(
@@ -247,7 +346,12 @@ absl::StatusOr<Outcome> Model::Reveal(uint64_t prediction_id, int label) {
   // On error the prediction stays pending and nothing changes.
   PERCEPTRON_ASSIGN_OR_RETURN(const bool updated, learner_->Learn(*p, label));
   Outcome o;
-  Account(*p, label, it->second.score, updated, hinge, &o);
+  if (multi_ != nullptr) {
+    AccountClass(*p, label, Decision{it->second.predicted, it->second.score},
+                 updated, hinge, &o);
+  } else {
+    Account(*p, label, it->second.score, updated, hinge, &o);
+  }
   ErasePending(it);
   if (journaling_) pending_delta_.removed.push_back(prediction_id);
   return o;
@@ -263,8 +367,19 @@ void Model::Prefetch(const FeatureView& x) const {
 }
 
 absl::StatusOr<Outcome> Model::Learn(const FeatureView& x, int label) {
-  if (!IsLabel(label)) return ValidateLabel(label);
+  if (!IsModelLabel(label)) return CheckLabel(label);
   const std::vector<double>* w = learner_->dot_weights();
+  if (multi_ != nullptr) {
+    PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
+    const double hinge = bound_.Hinge(p, label);
+    PERCEPTRON_RETURN_IF_ERROR(bound_.CheckObserve(p, hinge));
+    bool updated = false;
+    PERCEPTRON_ASSIGN_OR_RETURN(const Decision d,
+                                multi_->DecideAndLearn(p, label, &updated));
+    Outcome o;
+    AccountClass(p, label, d, updated, hinge, &o);
+    return o;
+  }
   if (w == nullptr || x.sparse) {
     PERCEPTRON_ASSIGN_OR_RETURN(Prepared p, ValidateAndPrepare(x));
     const double hinge = bound_.Hinge(p, label);
@@ -391,7 +506,7 @@ absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,
   std::vector<Prepared> prepared;
   prepared.reserve(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
-    absl::Status s = ValidateLabel(data[i].label);
+    absl::Status s = CheckLabel(data[i].label);
     absl::StatusOr<Prepared> p = s.ok() ? ValidateAndPrepare(data[i].x) : s;
     if (!p.ok()) return Prefixed(absl::StrCat("example ", i, ": "), p.status());
     prepared.push_back(*p);
@@ -419,16 +534,31 @@ absl::StatusOr<TrainResult> Model::RunTrain(
       const double hinge = bound_.Hinge(prepared[i], y);
       bool updated = false;
       absl::Status checked = bound_.CheckObserve(prepared[i], hinge);
-      absl::StatusOr<double> score =
-          checked.ok() ? learner_->ScoreAndLearn(prepared[i], y, &updated)
-                       : checked;
-      if (!score.ok()) {
+      absl::StatusOr<Decision> d = Decision();
+      if (!checked.ok()) {
+        d = checked;
+      } else if (multi_ != nullptr) {
+        d = multi_->DecideAndLearn(prepared[i], y, &updated);
+      } else {
+        absl::StatusOr<double> score =
+            learner_->ScoreAndLearn(prepared[i], y, &updated);
+        if (score.ok()) {
+          d = Decision{0, *score};
+        } else {
+          d = score.status();
+        }
+      }
+      if (!d.ok()) {
         return Prefixed(
             absl::StrCat("epoch ", result.epochs, ", example ", i, ": "),
-            score.status());
+            d.status());
       }
       Outcome o;
-      Account(prepared[i], y, *score, updated, hinge, &o);
+      if (multi_ != nullptr) {
+        AccountClass(prepared[i], y, *d, updated, hinge, &o);
+      } else {
+        Account(prepared[i], y, d->margin, updated, hinge, &o);
+      }
       result.mistakes += o.mistake;
       epoch_updates += o.updated;
       if (options.on_example) options.on_example(result.epochs, i, o);
@@ -456,6 +586,7 @@ void Model::Reset() {
   bound_.Reset();
   if (certificate_) certificate_->Reset();
   counters_ = Counters();
+  std::fill(confusion_.begin(), confusion_.end(), 0);
   ClearPending();
   if (journaling_) {
     pending_delta_.cleared = true;
@@ -476,8 +607,9 @@ ModelState Model::ExportState() const {
   s.next_prediction_id = next_prediction_id_;
   s.pending.reserve(pending_.size());
   for (const auto& [id, p] : pending_) {
-    s.pending.push_back({id, p.features, p.score, p.issued_at});
+    s.pending.push_back({id, p.features, p.score, p.issued_at, p.predicted});
   }
+  s.confusion = confusion_;
   if (certificate_) s.certificate = certificate_->Save();
   if (names_) s.names = names_->State();
   return s;
@@ -499,6 +631,7 @@ Journal Model::TakeJournal() {
   pending_delta_ = PendingDelta();
   j.learner = learner_->TakeDelta();
   j.counters = counters_;
+  j.confusion = confusion_;
   j.td_gamma = bound_.td_gamma();
   j.radius = bound_.radius();
   j.next_prediction_id = next_prediction_id_;
@@ -520,7 +653,7 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   }
   for (const PendingPrediction& p : j.pending_added) {
     if (p.prediction_id == 0 || p.prediction_id >= j.next_prediction_id ||
-        !std::isfinite(p.score)) {
+        !std::isfinite(p.score) || !IssuedFits(p)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "journal: pending prediction ", p.prediction_id, " is malformed"));
     }
@@ -536,6 +669,9 @@ absl::Status Model::ApplyJournal(const Journal& j) {
     return absl::InvalidArgumentError(
         "journal: td_gamma or radius is not finite and >= 0");
   }
+  PERCEPTRON_RETURN_IF_ERROR(CheckConfusion(
+      "journal", j.confusion, multi_ != nullptr ? multi_->classes() : 0,
+      j.counters.examples));
   if (!names_ && (!j.names.names.empty() || j.names.unnamed_slots != 0)) {
     return absl::InvalidArgumentError(
         "journal: names for a model that hashes none");
@@ -548,10 +684,12 @@ absl::Status Model::ApplyJournal(const Journal& j) {
   if (names_) names_->Apply(j.names).IgnoreError();    // checked above
   bound_.Restore(j.td_gamma, j.radius).IgnoreError();  // checked above
   counters_ = j.counters;
+  if (multi_ != nullptr) confusion_ = j.confusion;
   next_prediction_id_ = j.next_prediction_id;
   if (j.pending_cleared) ClearPending();
   for (const PendingPrediction& p : j.pending_added) {
-    InsertPending(p.prediction_id, Pending{p.features, p.score, p.issued_at},
+    InsertPending(p.prediction_id,
+                  Pending{p.features, p.score, p.issued_at, p.predicted},
                   /*replace=*/true);
   }
   for (uint64_t id : j.pending_removed) {
@@ -623,7 +761,12 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
   certificate_->SetJournaling(journaling_);
   const uint64_t vector_bytes =
       kernel ? 0 : CertificateTracker::VectorBytes(config_.weight_dimension());
-  if (vector_bytes > limit_bytes) {
+  if (multi_ != nullptr) {
+    certificate_->TurnOff(
+        "the certificate of a multiclass model (docs/design.md section 2.8) "
+        "is not built yet",
+        /*permanent=*/true);
+  } else if (vector_bytes > limit_bytes) {
     // In bytes: rounded to MiB, 64.0001 would read "64 MiB, over 64 MiB".
     certificate_->TurnOff(
         absl::StrCat("its 8 dense vectors of ", config_.weight_dimension(),
@@ -678,6 +821,7 @@ Stats Model::stats(bool with_weight_norm) const {
   s.figures = learner_->figures();
   s.bound = bound_.Report(config_, s.figures);
   s.gamma = config_.gamma;
+  s.confusion = confusion_;
   if (certificate_) {
     s.certificate = CertificateNow(/*with_u=*/false);
   }

@@ -36,6 +36,7 @@
 #include "core/example.h"
 #include "core/feature_hash.h"
 #include "core/learner.h"
+#include "core/multiclass_learner.h"
 #include "core/name_table.h"
 #include "core/prepare.h"
 
@@ -61,6 +62,9 @@ struct PendingPrediction {
   Features features;
   double score = 0;       // the issued score, on which the mistake is judged
   int64_t issued_at = 0;  // the caller's clock, as given to Issue
+  // A multiclass model's issued class (score is then its margin); 0 for a
+  // binary model.
+  int predicted = 0;
   friend bool operator==(const PendingPrediction&,
                          const PendingPrediction&) = default;
 };
@@ -79,6 +83,9 @@ struct ModelState {
   std::optional<CertificateState> certificate;
   // A hashing model's names (NameTable); empty for any other.
   NameTableState names;
+  // A multiclass model's confusion matrix (Model::confusion); empty for a
+  // binary one.
+  std::vector<uint64_t> confusion;
   friend bool operator==(const ModelState&, const ModelState&) = default;
 };
 
@@ -106,12 +113,17 @@ struct Journal {
   std::vector<uint32_t> certificate_repeats;
   // The names a hashing model kept since the journal before.
   NameTableState names;
+  // A multiclass model's confusion matrix now; empty for a binary one.
+  std::vector<uint64_t> confusion;
   friend bool operator==(const Journal&, const Journal&) = default;
 };
 
+// A multiclass model's score is the predicted class's margin over the best
+// other class (>= 0) and its label the class's index (docs/design.md section
+// 2.8); a binary model's are w . x^ and +1 or -1.
 struct Prediction {
   double score = 0;
-  int label = 1;  // +1 if score >= 0, else -1
+  int label = 1;  // +1 if score >= 0, else -1; or a class index
 };
 
 struct Issued {
@@ -124,7 +136,7 @@ struct Issued {
 struct Outcome {
   double score = 0;      // the issued score
   int predicted = 1;     // the issued label
-  bool mistake = false;  // y * score <= 0
+  bool mistake = false;  // y * score <= 0; or the class y did not win
   bool updated = false;  // the learner's state changed
 };
 
@@ -139,6 +151,8 @@ struct Stats {
   // The certificate (docs/design.md section 2.7), without its comparator;
   // absent while not enabled.
   std::optional<CertificateReport> certificate;
+  // A multiclass model's confusion matrix (Model::confusion).
+  std::vector<uint64_t> confusion;
 };
 
 struct LabeledExample {
@@ -174,6 +188,9 @@ class Model {
 
   // The score and label for `x`; nothing is kept or learned.
   absl::StatusOr<Prediction> Predict(const FeatureView& x) const;
+  // A multiclass model's k scores for `x` (those it decides on: the
+  // averaged ones, or the votes); a binary model's one score.
+  absl::StatusOr<std::vector<double>> Scores(const FeatureView& x) const;
 
   // Predicts `x`, keeps it pending under a new prediction id (unique in this
   // model, increasing) and returns the id and issued score. `now` is the
@@ -183,7 +200,7 @@ class Model {
   // Reveals the label of a pending prediction: the mistake is judged on the
   // issued score, the learning rule applied to the current state. NOT_FOUND if
   // the id is unknown, expired or already revealed; INVALID_ARGUMENT if the
-  // label is not +-1.
+  // label is not +-1 (a class index 0..k-1 for a multiclass model).
   absl::StatusOr<Outcome> Reveal(uint64_t prediction_id, int label);
 
   // A labeled example: predict, then reveal at once (the prequential path).
@@ -288,6 +305,13 @@ class Model {
   // learner).
   absl::Span<const double> weights() const { return learner_->weights(); }
   const Counters& counters() const { return counters_; }
+  // A multiclass model's confusion matrix: k x k counts of labeled examples,
+  // row y (the true class) and column p (the class issued for it) at
+  // y * k + p; empty for a binary model.
+  const std::vector<uint64_t>& confusion() const { return confusion_; }
+  // OK if `label` is one of this model's labels: -1 or +1, or a class index
+  // 0..k-1 for a multiclass model; else INVALID_ARGUMENT naming it.
+  absl::Status CheckLabel(int label) const;
   size_t pending_count() const { return pending_.size(); }
   // The memory the pending predictions hold, as counted by PendingBytes.
   size_t pending_bytes() const { return pending_bytes_; }
@@ -300,6 +324,7 @@ class Model {
     Features features;
     double score;
     int64_t issued_at;
+    int predicted;  // a multiclass model's issued class
   };
 
   explicit Model(const ModelConfig& config);
@@ -333,6 +358,18 @@ class Model {
   // bound_.Hinge(x, label), already checked. Sets *o.
   void Account(const Prepared& x, int label, double score, bool updated,
                double hinge, Outcome* o);
+  // The same for a multiclass model, whose decision was d.
+  void AccountClass(const Prepared& x, int label, const Decision& d,
+                    bool updated, double hinge, Outcome* o);
+  // A multiclass model's decision for x^; INVALID_ARGUMENT if a score is not
+  // finite.
+  absl::StatusOr<Decision> FiniteDecision(const Prepared& p) const;
+  // Whether an issued prediction's class and score fit this model.
+  bool IssuedFits(const PendingPrediction& p) const;
+  bool IsModelLabel(int label) const {
+    return multi_ != nullptr ? label >= 0 && label < multi_->classes()
+                             : IsLabel(label);
+  }
 
   ModelConfig config_;
   std::optional<FeatureHasher> hasher_;
@@ -346,6 +383,9 @@ class Model {
   // these again.
   ClassicLearner* classic_ = nullptr;
   MarginLearner* margin_ = nullptr;
+  // learner_ itself for a multiclass model, else null.
+  MulticlassLearner* multi_ = nullptr;
+  std::vector<uint64_t> confusion_;  // k x k for a multiclass model
   BoundTracker bound_;
   std::unique_ptr<CertificateTracker> certificate_;
   // A tracker for this model's algorithm (a kernel model's works in the

@@ -1,0 +1,172 @@
+#include "core/multiclass_certificate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace perceptron {
+
+void SolveClassSubproblem(double A, absl::Span<const double> b, int y,
+                          double cap, absl::Span<double> out) {
+  // a_r = min(cap_r, (beta - b_r) / A) for the beta at which they add up to
+  // 0 (the conditions of optimality). With d_r = b_r + A cap_r, a_r is
+  // capped exactly when beta >= d_r, and the sum is 0 when
+  //   sum over d_r > beta of (d_r - beta) = A cap,
+  // whose left side falls as beta grows: over d in descending order, beta
+  // is the first (sum of the r largest d - A cap) / r not above the next d.
+  const int k = static_cast<int>(b.size());
+  double d[kMaxClasses];
+  for (int r = 0; r < k; ++r) d[r] = b[r] + (r == y ? A * cap : 0.0);
+  std::sort(d, d + k, std::greater<double>());
+  double sum = d[0] - A * cap;
+  int r = 1;
+  while (r < k && sum / r < d[r]) sum += d[r++];
+  const double beta = sum / r;
+  for (int m = 0; m < k; ++m) {
+    out[m] = std::min(m == y ? cap : 0.0, (beta - b[m]) / A);
+  }
+}
+
+MulticlassCertificateSolver::MulticlassCertificateSolver(
+    int classes, uint32_t weight_dimension)
+    : k_(classes),
+      dim_(weight_dimension),
+      w_(classes, std::vector<double>(weight_dimension, 0.0)) {}
+
+void MulticlassCertificateSolver::Add(const Prepared& x, int label) {
+  rows_.Add(x, 1);
+  classes_.push_back(static_cast<uint8_t>(label));
+  alpha_.resize(alpha_.size() + k_, 0.0);
+}
+
+size_t MulticlassCertificateSolver::bytes() const {
+  return rows_.bytes() + classes_.capacity() +
+         alpha_.capacity() * sizeof(double);
+}
+
+double MulticlassCertificateSolver::Pass(double C) {
+  const size_t n = rows_.size();
+  std::vector<uint32_t> order(n);
+  for (size_t t = 0; t < n; ++t) order[t] = static_cast<uint32_t>(t);
+  for (size_t t = n; t > 1; --t) {
+    std::swap(order[t - 1], order[random_.Next() % t]);
+  }
+  double worst = 0;
+  double g[kMaxClasses], b[kMaxClasses], a[kMaxClasses];
+  for (const uint32_t t : order) {
+    const double A = rows_.square(t);
+    if (A == 0) continue;
+    const int y = classes_[t];
+    const double cap = C * rows_.count(t);
+    double* alpha = alpha_.data() + size_t{t} * k_;
+    // The gradient of -D in alpha_t, and how far it is from optimal: the
+    // largest gradient against the smallest among variables below their cap.
+    double top = -std::numeric_limits<double>::infinity();
+    double low = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < k_; ++r) {
+      g[r] = rows_.DotUnordered(t, w_[r]) + (r == y ? 0.0 : 1.0);
+      top = std::max(top, g[r]);
+      if (alpha[r] < (r == y ? cap : 0.0)) low = std::min(low, g[r]);
+    }
+    const double violation = top - low;
+    worst = std::max(worst, violation);
+    if (!(violation > 1e-12)) continue;
+    for (int r = 0; r < k_; ++r) b[r] = g[r] - A * alpha[r];
+    SolveClassSubproblem(A, absl::MakeConstSpan(b, k_), y, cap,
+                         absl::MakeSpan(a, k_));
+    for (int r = 0; r < k_; ++r) {
+      const double delta = a[r] - alpha[r];
+      if (delta == 0) continue;
+      rows_.AddTo(t, delta, &w_[r]);
+      alpha[r] = a[r];
+    }
+  }
+  return worst;
+}
+
+double MulticlassCertificateSolver::Slack(absl::Span<const double> v) const {
+  double slack = 0;
+  std::vector<double> block(dim_);
+  std::vector<std::vector<double>> vs(k_);
+  for (int r = 0; r < k_; ++r) {
+    vs[r].assign(v.begin() + size_t{r} * dim_,
+                 v.begin() + size_t{r + 1} * dim_);
+  }
+  for (size_t t = 0; t < rows_.size(); ++t) {
+    const int y = classes_[t];
+    double sy = 0, best = -std::numeric_limits<double>::infinity();
+    for (int r = 0; r < k_; ++r) {
+      const double s = rows_.DotUnordered(t, vs[r]);
+      if (r == y) {
+        sy = s;
+      } else {
+        best = std::max(best, s);
+      }
+    }
+    slack += rows_.count(t) * std::max(0.0, 1 - (sy - best));
+  }
+  return slack;
+}
+
+MulticlassCertificate MulticlassCertificateSolver::Solve(
+    double radius, const CertificateOptions& options) {
+  MulticlassCertificate c;
+  c.examples = rows_.examples();
+  c.u.assign(size_t{k_} * dim_, 0.0);
+  if (rows_.size() == 0 || radius == 0) {
+    c.converged = true;
+    return c;
+  }
+  // R_K^2 = 2 R^2 (the Kesler vectors' radius), C = 1 / R_K^2.
+  const double rk2 = 2 * radius * radius;
+  const double C = 1 / rk2;
+  if (cost_ != C) {
+    // alpha scaled by C / cost_ stays feasible for C, and W with it.
+    const double f = cost_ == 0 ? 0 : C / cost_;
+    for (double& a : alpha_) a *= f;
+    for (std::vector<double>& w : w_) {
+      for (double& v : w) v *= f;
+    }
+    cost_ = C;
+  }
+  while (true) {
+    Pass(C);
+    ++c.passes;
+    // The figures: D(alpha) = sum_t alpha_t,y_t - ||W||^2 / 2 and
+    // P(W) = ||W||^2 / 2 + C sum_t xi_t(W).
+    double norm2 = 0;
+    for (int r = 0; r < k_; ++r) {
+      norm2 += DenseDot(w_[r].data(), w_[r].data(), dim_);
+    }
+    double gain = 0;
+    for (size_t t = 0; t < rows_.size(); ++t) {
+      gain += alpha_[t * k_ + classes_[t]];
+    }
+    std::vector<double> flat(size_t{k_} * dim_);
+    for (int r = 0; r < k_; ++r) {
+      std::copy(w_[r].begin(), w_[r].end(), flat.begin() + size_t{r} * dim_);
+    }
+    const double slack = Slack(flat);
+    c.dual = gain - norm2 / 2;
+    c.primal = norm2 / 2 + C * slack;
+    c.upper = 2 * rk2 * c.primal;
+    c.lower = std::max(0.0, 2 * rk2 * c.dual);
+    c.converged = c.upper - c.lower <= options.tolerance * c.upper;
+    if (c.converged || c.passes >= options.max_passes) {
+      const double norm = std::sqrt(norm2);
+      if (norm > 0) {
+        c.gamma = 1 / norm;
+        for (size_t i = 0; i < flat.size(); ++i) c.u[i] = flat[i] / norm;
+        c.td = c.gamma * slack;
+      }
+      return c;
+    }
+    if (options.stop && options.stop()) {
+      c.stopped = true;
+      return c;
+    }
+  }
+}
+
+}  // namespace perceptron

@@ -1,5 +1,6 @@
 #include "server/model/convert.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/feature_hash.h"
 #include "core/status_macros.h"
@@ -71,6 +72,13 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
   c.hash_bits = in.hash_bits();
   c.interactions.assign(in.interactions().begin(), in.interactions().end());
   c.feature_names.assign(in.feature_names().begin(), in.feature_names().end());
+  if (static_cast<size_t>(in.classes_size()) > kMaxClasses) {
+    // Before copying them: a request may hold very many.
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: classes has ", in.classes_size(),
+                     " names; a multiclass model has 2..", kMaxClasses));
+  }
+  c.classes.assign(in.classes().begin(), in.classes().end());
   if (!c.feature_names.empty() && c.hash_bits == 0 && c.dimension == 0 &&
       c.feature_names.size() <= kMaxListedNames) {
     c.dimension = static_cast<uint32_t>(c.feature_names.size());
@@ -119,6 +127,33 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
                                   in.interactions.end());
   out.mutable_feature_names()->Add(in.feature_names.begin(),
                                    in.feature_names.end());
+  out.mutable_classes()->Add(in.classes.begin(), in.classes.end());
+  return out;
+}
+
+absl::StatusOr<int> LabelFromProto(int32_t label, const std::string& class_name,
+                                   const ModelConfig& config) {
+  if (class_name.empty()) return label;
+  if (!config.multiclass()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label: class \"", absl::CEscape(class_name.substr(0, 64)),
+                     "\" given to a binary model (labels -1 or +1)"));
+  }
+  for (size_t r = 0; r < config.classes.size(); ++r) {
+    if (config.classes[r] == class_name) return static_cast<int>(r);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("label: \"", absl::CEscape(class_name.substr(0, 64)),
+                   "\" is not one of the model's ", config.classes.size(),
+                   " classes (", ClassList(config.classes), ")"));
+}
+
+std::string ClassList(const std::vector<std::string>& classes) {
+  std::string out;
+  for (size_t r = 0; r < classes.size() && r < 10; ++r) {
+    absl::StrAppend(&out, r == 0 ? "" : ", ", classes[r]);
+  }
+  if (classes.size() > 10) absl::StrAppend(&out, ", ...");
   return out;
 }
 

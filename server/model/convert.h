@@ -3,6 +3,9 @@
 #ifndef PERCEPTRON_SERVER_MODEL_CONVERT_H_
 #define PERCEPTRON_SERVER_MODEL_CONVERT_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "core/model.h"
 #include "grpcpp/support/status.h"
@@ -20,6 +23,15 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
 
 // The wire config with every default filled in.
 v1::ModelConfig ConfigToProto(const ModelConfig& in);
+
+// The model's label for a wire label: `label` itself, or, given a
+// `class_name`, that class's index in a multiclass model. INVALID_ARGUMENT if
+// the name is not one of its classes or the model is binary. The label itself
+// is checked by the model.
+absl::StatusOr<int> LabelFromProto(int32_t label, const std::string& class_name,
+                                   const ModelConfig& config);
+// The first ten class names, joined by ", " (and ", ..." after them).
+std::string ClassList(const std::vector<std::string>& classes);
 
 // A view into `in`'s arrays (no copy); valid while `in` lives. INVALID_ARGUMENT
 // if neither dense nor sparse is set (named features need the overload below).

@@ -161,8 +161,12 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kReveal: {
-      absl::StatusOr<Outcome> o = RevealOne(
-          entry, item.reveal().prediction_id(), item.reveal().label());
+      absl::StatusOr<int> label =
+          LabelFromProto(item.reveal().label(), item.reveal().class_name(),
+                         entry.model->config());
+      if (!label.ok()) return label.status();
+      absl::StatusOr<Outcome> o =
+          RevealOne(entry, item.reveal().prediction_id(), *label);
       if (!o.ok()) return o.status();
       OutcomeToProto(*o, item.reveal().prediction_id(),
                      result->mutable_outcome());
@@ -174,7 +178,11 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       absl::StatusOr<FeatureView> x = FeaturesFromProto(
           item.labeled().features(), entry.model->hasher(), &named, &names);
       if (!x.ok()) return x.status();
-      absl::StatusOr<Outcome> o = LearnOne(entry, *x, item.labeled().label());
+      absl::StatusOr<int> label =
+          LabelFromProto(item.labeled().label(), item.labeled().class_name(),
+                         entry.model->config());
+      if (!label.ok()) return label.status();
+      absl::StatusOr<Outcome> o = LearnOne(entry, *x, *label);
       if (!o.ok()) return o.status();
       names.RecordIn(entry.model->names());
       OutcomeToProto(*o, 0, result->mutable_outcome());
@@ -551,8 +559,11 @@ absl::Status ApplyReveals(
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
+      absl::StatusOr<int> label = LabelFromProto(
+          items[i].label(), items[i].class_name(), entry.model->config());
       absl::StatusOr<Outcome> o =
-          entry.model->Reveal(items[i].prediction_id(), items[i].label());
+          label.ok() ? entry.model->Reveal(items[i].prediction_id(), *label)
+                     : label.status();
       if (!o.ok()) {
         ErrorToProto(ForItem(i, o.status()), result->mutable_error());
         continue;
@@ -587,6 +598,14 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
     v1::Prediction* out = response->add_predictions();
     out->set_label(p->label);
     out->set_score(p->score);
+    if (request.all_scores() && entry.model->config().multiclass()) {
+      absl::StatusOr<std::vector<double>> scores = entry.model->Scores(*x);
+      if (!scores.ok()) {
+        response->Clear();
+        return ForItem(i, scores.status());
+      }
+      out->mutable_scores()->Add(scores->begin(), scores->end());
+    }
   }
   return absl::OkStatus();
 }
@@ -604,11 +623,15 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   // Named features are hashed here, outside the model's lock, with a copy of
   // its (immutable) hasher.
   std::optional<FeatureHasher> hasher;
+  std::vector<std::string> classes;
   {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted) return Deleted(entry);
     if (entry.model->hasher() != nullptr) hasher = *entry.model->hasher();
+    classes = entry.model->config().classes;
   }
+  ModelConfig labels;  // the classes, for LabelFromProto
+  labels.classes = std::move(classes);
   std::vector<Features> named(request.examples_size());
   std::vector<NamedScratch> names(request.examples_size());
   std::vector<LabeledExample> data;
@@ -620,7 +643,12 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     if (!x.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("example ", i, ": ", x.status().message()));
-    data.push_back({*x, request.examples(i).label()});
+    absl::StatusOr<int> label = LabelFromProto(
+        request.examples(i).label(), request.examples(i).class_name(), labels);
+    if (!label.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("example ", i, ": ", label.status().message()));
+    data.push_back({*x, *label});
   }
   absl::StatusOr<TrainResult> r;
   bool due = false;
@@ -687,6 +715,9 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
   if (const NameTable* t = model.names()) {
     NamesToProto(*t, status->mutable_names());
   }
+  status->mutable_classes()->Add(model.config().classes.begin(),
+                                 model.config().classes.end());
+  status->mutable_confusion()->Add(s.confusion.begin(), s.confusion.end());
   *status->mutable_created_at() =
       TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(entry.created_at));
   *status->mutable_updated_at() =
@@ -783,10 +814,14 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights,
   std::sort_heap(heap.begin(), heap.end(), heavier);
   const ModelConfig& config = model.config();
   const NameTable* table = model.names();
-  for (uint32_t i : heap) {
+  const uint32_t dim = config.weight_dimension();
+  for (uint32_t at : heap) {
     v1::WeightedFeature* f = weights->add_top();
+    // A multiclass model's weights are k vectors one after another.
+    const uint32_t i = at % dim;
     f->set_index(i);
-    f->set_weight(w[i]);
+    f->set_weight(w[at]);
+    if (config.multiclass()) f->set_class_name(config.classes[at / dim]);
     if (config.bias && i == config.dimension) {
       f->set_bias(true);
     } else if (i < config.feature_names.size()) {

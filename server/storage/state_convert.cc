@@ -1,5 +1,8 @@
 #include "server/storage/state_convert.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "server/model/convert.h"
@@ -43,13 +46,17 @@ void PendingToProto(const PendingPrediction& p, v1::PendingState* out) {
   }
   out->set_score(p.score);
   out->set_issued_at_unix_nanos(p.issued_at);
+  out->set_predicted_class(static_cast<uint32_t>(p.predicted));
 }
 
 absl::StatusOr<PendingPrediction> PendingFromProto(const v1::PendingState& p) {
   absl::StatusOr<FeatureView> view = FeaturesFromProto(p.features());
   if (!view.ok()) return view.status();
-  return PendingPrediction{p.prediction_id(), Features::Copy(*view), p.score(),
-                           p.issued_at_unix_nanos()};
+  // A class past int's range stays out of range (the model refuses it).
+  return PendingPrediction{
+      p.prediction_id(), Features::Copy(*view), p.score(),
+      p.issued_at_unix_nanos(),
+      static_cast<int>(std::min<uint32_t>(p.predicted_class(), INT32_MAX))};
 }
 
 void VotedToProto(const VotedVector& v, v1::VotedVectorState* out) {
@@ -206,6 +213,7 @@ void StateToProto(const ModelState& in, v1::ModelState* out) {
   if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
     NamesToProto(in.names, out->mutable_names());
   }
+  Put(in.confusion, out->mutable_confusion());
 }
 
 absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
@@ -243,6 +251,7 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
   absl::StatusOr<NameTableState> names = NamesFromProto(in.names());
   if (!names.ok()) return names.status();
   s.names = *std::move(names);
+  s.confusion = Vec(in.confusion());
   return s;
 }
 
@@ -276,6 +285,7 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
   if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
     NamesToProto(in.names, out->mutable_names());
   }
+  Put(in.confusion, out->mutable_confusion());
 }
 
 absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
@@ -313,6 +323,7 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
   absl::StatusOr<NameTableState> names = NamesFromProto(in.names());
   if (!names.ok()) return names.status();
   j.names = *std::move(names);
+  j.confusion = Vec(in.confusion());
   return j;
 }
 

@@ -51,8 +51,12 @@ def zigzag_labels(labels: np.ndarray) -> bytes:
 
 
 def unit_labels(labels: np.ndarray) -> bytes:
-    """Labels that are all -1 or +1 as sint32 varints: one byte each, 1 or 2."""
-    return np.where(np.asarray(labels) > 0, 2, 1).astype(np.uint8).tobytes()
+    """Labels as sint32 varints: where they are all -1 or +1 (a binary model's), one byte
+    each, 1 or 2; else (a multiclass model's class indices) as zigzag_labels."""
+    a = np.asarray(labels)
+    if not np.all((a == 1) | (a == -1)):
+        return zigzag_labels(a)
+    return np.where(a > 0, 2, 1).astype(np.uint8).tobytes()
 
 
 def _field(tag: int, payload: bytes) -> bytes:
@@ -68,7 +72,8 @@ def learn_request(model_id: str, columns: bytes, if_examples: int | None = None)
 
 
 def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> bytes:
-    """Columns of dense rows (float64, C order) and, if given, their labels (-1 or +1)."""
+    """Columns of dense rows (float64, C order) and, if given, their labels (-1 or +1, or
+    class indices)."""
     out = _field(_DENSE, np.ascontiguousarray(rows, dtype="<f8").tobytes())
     if labels is not None:
         out += _field(_LABELS, unit_labels(labels))
@@ -78,7 +83,7 @@ def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> bytes:
 def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
                    labels: np.ndarray | None) -> bytes:
     """Columns of CSR rows (indptr as scipy's, starting at any offset) and, if given, their
-    labels (-1 or +1)."""
+    labels (-1 or +1, or class indices)."""
     indices = np.asarray(indices)
     if indices.size and (indices.min() < 0 or indices.max() >= 2**32):
         raise ValueError("feature indices must be >= 0 and below 2**32")

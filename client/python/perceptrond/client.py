@@ -69,6 +69,10 @@ class LearnResult:
     #: learn(retry_for=...): indexes of examples a broken stream had the model learn whose
     #: answers were lost with it (their scores NaN, mistakes and updates False).
     unanswered: list = dataclasses.field(default_factory=list)
+    #: The label issued for each example: -1 or +1, or a multiclass model's class name (None
+    #: where refused). For a multiclass model `scores` are the margins of those classes over
+    #: the runner-up, and a mistake is an example whose class was not strictly above every other.
+    predicted: Optional[np.ndarray] = None
 
 
 def _bits(packed: bytes, n: int) -> np.ndarray:
@@ -95,6 +99,34 @@ def _labels(y, n: int) -> np.ndarray:
     if not np.all((a == 1) | (a == -1)):
         raise ValueError("labels must be -1 or +1")
     return a.astype(np.int64)
+
+
+def _class_key(label) -> str:
+    """A label as the name of a class: itself if a string, else its number written as an
+    integer where it is one (3, 3.0 and numpy's 3 all name class "3")."""
+    if isinstance(label, (str, np.str_)):
+        return str(label)
+    if isinstance(label, (bool, np.bool_)):
+        raise ValueError(f"label {label!r}: a class is named by a string or a number")
+    f = float(label)
+    return str(int(f)) if f.is_integer() else repr(f)
+
+
+def _class_labels(y, n: int, classes: Sequence[str]) -> np.ndarray:
+    """A multiclass model's labels as class indices: each label names a class (_class_key)."""
+    a = np.asarray(y, dtype=object)
+    if a.shape != (n,):
+        raise ValueError(f"{a.shape[0] if a.ndim else 0} labels for {n} examples")
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.empty(n, dtype=np.int64)
+    for i, label in enumerate(a):
+        at = index.get(_class_key(label))
+        if at is None:
+            shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
+            raise ValueError(f"label {label!r} (example {i}) is not one of the model's "
+                             f"{len(classes)} classes ({shown})")
+        out[i] = at
+    return out
 
 
 def _is_named(x) -> bool:
@@ -203,6 +235,7 @@ def _outcomes(responses: Iterator[pb.LearnResponse], n: int) -> LearnResult:
     scores = np.zeros(n)
     mistakes = np.zeros(n, dtype=bool)
     updates = np.zeros(n, dtype=bool)
+    labels = np.zeros(n, dtype=np.int64)
     errors = []
     stats = pb.ModelStats()
     at = 0
@@ -210,12 +243,13 @@ def _outcomes(responses: Iterator[pb.LearnResponse], n: int) -> LearnResult:
         c = response.columns
         k = len(c.scores)
         scores[at:at + k] = c.scores
+        labels[at:at + k] = c.labels
         mistakes[at:at + k] = _bits(c.mistakes, k)
         updates[at:at + k] = _bits(c.updates, k)
         errors.extend(_error(e, at) for e in c.errors)
         stats = response.stats
         at += k
-    return LearnResult(scores, mistakes, updates, errors, stats)
+    return LearnResult(scores, mistakes, updates, errors, stats, predicted=labels)
 
 
 @dataclasses.dataclass
@@ -224,7 +258,8 @@ class Issued:
     #: The prediction id to reveal later (0 where the example was refused).
     ids: np.ndarray
     scores: np.ndarray
-    #: +1 where the score is >= 0, else -1 (0 where refused).
+    #: +1 where the score is >= 0, else -1 (0 where refused); a multiclass model's class
+    #: names (None where refused), the scores then their margins over the runner-up.
     labels: np.ndarray
     #: (index, PerceptronError) of each example the server refused.
     errors: list
@@ -300,13 +335,17 @@ class Stream:
             scores[at:at + k] = c.scores
             labels[at:at + k] = c.labels
             at += k
+        if self._model.classes:  # class names, None where refused
+            labels = np.array(self._model.classes, dtype=object)[labels]
+            for i, _ in errors:
+                labels[i] = None
         return Issued(ids, scores, labels, errors)
 
     def reveal(self, ids, y) -> LearnResult:
         """The labels of issued predictions: each is judged on the score issued then and
         learned on the current weights."""
         ids = np.asarray(ids, dtype=np.uint64)
-        labels = _labels(y, ids.shape[0])
+        labels = self._model._labels(y, ids.shape[0])
         return _outcomes((self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
                           for s in range(0, len(ids), 1024)), len(ids))
 
@@ -318,19 +357,19 @@ class Stream:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if _is_named(x):
-            return self._learn_named([x], _labels([y], 1), batch_size)
+            return self._learn_named([x], self._model._labels([y], 1), batch_size)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            return self._learn_named(x, _labels(y, len(x)), batch_size)
+            return self._learn_named(x, self._model._labels(y, len(x)), batch_size)
         if isinstance(x, Mapping):
             indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
             values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
             if np.any(indices < 0):
                 raise ValueError("feature indices must be >= 0")
             columns = _wire.sparse_columns(np.array([0, len(x)]), indices, values,
-                                           _labels([y], 1))
+                                           self._model._labels([y], 1))
             return _outcomes(iter([self._send(columns)]), 1)
         kind, rows = _rows(x)
-        labels = _labels(y, rows.shape[0])
+        labels = self._model._labels(y, rows.shape[0])
         return _outcomes((self._send(c) for c in _batches(kind, rows, labels, batch_size)),
                          rows.shape[0])
 
@@ -348,6 +387,31 @@ class Model:
         self.client = client
         self.id = model_id
         self._one: Optional[Stream] = None
+        self._classes: Optional[list] = None
+
+    @property
+    def classes(self) -> list:
+        """A multiclass model's class names in index order (fixed at creation); empty for a
+        binary model."""
+        if self._classes is None:
+            self._classes = list(self.info().config.classes)
+        return self._classes
+
+    def _labels(self, y, n: int) -> np.ndarray:
+        """Labels for the wire: -1/+1 for a binary model; a multiclass model's class names
+        (strings, or numbers naming them) as class indices."""
+        if not self.classes:
+            return _labels(y, n)
+        return _class_labels(y, n, self.classes)
+
+    def _named_classes(self, result: LearnResult) -> LearnResult:
+        """result.predicted as class names for a multiclass model (None where refused)."""
+        if self.classes and result.predicted is not None:
+            names = np.array(self.classes, dtype=object)[result.predicted]
+            for i, _ in result.errors:
+                names[i] = None
+            result.predicted = names
+        return result
 
     def __repr__(self) -> str:
         return f"Model({self.id!r})"
@@ -437,22 +501,23 @@ class Model:
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
-            labels = _labels(y, len(x))
+            labels = self._labels(y, len(x))
             batches = [_wire.learn_request(self.id if s == 0 else "",
                                            _named_columns(x[s:s + batch_size],
                                                           labels[s:s + batch_size]))
                        for s in range(0, len(x), batch_size)]
-            return _outcomes(self.client._learn(self.id, iter(batches)), len(x))
+            return self._named_classes(
+                _outcomes(self.client._learn(self.id, iter(batches)), len(x)))
         kind, rows = _rows(x)
         n = rows.shape[0]
-        labels = _labels(y, n)
+        labels = self._labels(y, n)
         if retry_for > 0:
             return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         batches = [_wire.learn_request(self.id if i == 0 else "", columns)
                    for i, columns in enumerate(_batches(kind, rows, labels, batch_size))]
         if not batches:  # still one request, so that an unknown model is an error
             batches.append(_wire.learn_request(self.id, b""))
-        return _outcomes(self.client._learn(self.id, iter(batches)), n)
+        return self._named_classes(_outcomes(self.client._learn(self.id, iter(batches)), n))
 
     def _learn_resuming(self, kind, rows, labels, batch_size, retry_for) -> LearnResult:
         n = rows.shape[0]
@@ -562,9 +627,9 @@ class Model:
             raise result.errors[0][1]
         return bool(result.mistakes[0])
 
-    def predict_one(self, x) -> int:
+    def predict_one(self, x):
         """The label (+1 or -1) of one example (River's predict_one), given as learn_one
-        takes it."""
+        takes it; a multiclass model's class name."""
         request = pb.PredictRequest(model_id=self.id)
         if _is_named(x):
             _named(x, request.examples.add().named)
@@ -575,7 +640,8 @@ class Model:
         else:
             request.examples.add().dense.values.extend(
                 np.asarray(x, dtype=np.float64).ravel().tolist())
-        return int(self.client._call("Predict", request).predictions[0].label)
+        label = int(self.client._call("Predict", request).predictions[0].label)
+        return self.classes[label] if self.classes else label
 
     def close(self) -> None:
         """Closes the stream learn_one keeps open, if any."""
@@ -583,17 +649,14 @@ class Model:
             self._one.close()
             self._one = None
 
-    def decision_function(self, x) -> np.ndarray:
-        """The model's score of each row of `x` (or of each dict by name in a list, for a model
-        with hash_bits); nothing is learned or issued."""
+    def _predict(self, x, all_scores: bool = False) -> pb.PredictResponse:
+        """The Predict call for each row of `x` (or each dict by name in a list)."""
+        request = pb.PredictRequest(model_id=self.id, all_scores=all_scores)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            request = pb.PredictRequest(model_id=self.id)
             for row in x:
                 _named(row, request.examples.add().named)
-            response = self.client._call("Predict", request)
-            return np.array([p.score for p in response.predictions], dtype=np.float64)
+            return self.client._call("Predict", request)
         kind, rows = _rows(x)
-        request = pb.PredictRequest(model_id=self.id)
         for i in range(rows.shape[0]):
             f = request.examples.add()
             if kind == "dense":
@@ -602,11 +665,25 @@ class Model:
                 lo, hi = rows.indptr[i], rows.indptr[i + 1]
                 f.sparse.indices.extend(rows.indices[lo:hi].tolist())
                 f.sparse.values.extend(rows.data[lo:hi])
-        response = self.client._call("Predict", request)
+        return self.client._call("Predict", request)
+
+    def decision_function(self, x) -> np.ndarray:
+        """The model's score of each row of `x` (or of each dict by name in a list, for a model
+        with hash_bits); nothing is learned or issued. A multiclass model's: a row of k scores
+        per example, in class order (those it decides on: averaged, or the votes for voted)."""
+        if self.classes:
+            response = self._predict(x, all_scores=True)
+            return np.array([list(p.scores) for p in response.predictions],
+                            dtype=np.float64).reshape(-1, len(self.classes))
+        response = self._predict(x)
         return np.array([p.score for p in response.predictions], dtype=np.float64)
 
     def predict(self, x) -> np.ndarray:
-        """+1 where the score is >= 0, else -1."""
+        """+1 where the score is >= 0, else -1; a multiclass model's class names (the highest
+        score, the lowest index among ties)."""
+        if self.classes:
+            names = np.array(self.classes, dtype=object)
+            return names[[p.label for p in self._predict(x).predictions]]
         return np.where(self.decision_function(x) >= 0, 1, -1)
 
 
@@ -708,12 +785,16 @@ class Client:
                      kernel_budget: Optional[int] = None,
                      max_voted_vectors: Optional[int] = None, hash_bits: Optional[int] = None,
                      interactions: Optional[Sequence[str]] = None,
-                     feature_names: Optional[Sequence[str]] = None) -> Model:
+                     feature_names: Optional[Sequence[str]] = None,
+                     classes: Optional[Sequence] = None) -> Model:
         """Creates a model; unset options take the server's defaults (docs/design.md).
         hash_bits b: the model takes features by name, hashed into 2^b coordinates as Vowpal
         Wabbit hashes them (dimension may then be left 0); interactions: VW's -q pairs.
         feature_names: features by name without hashing, "name", "namespace^name" or
-        "name=value" being coordinate i of the list (a name not in it is refused)."""
+        "name=value" being coordinate i of the list (a name not in it is refused).
+        classes: a multiclass model (docs/design.md section 2.8) of these 2..64 classes, in
+        index order; numbers name the classes "0", "1", ... as labels then do (learn's y may be
+        numbers or strings)."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
         config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
@@ -730,6 +811,8 @@ class Client:
             config.interactions.extend(interactions)
         if feature_names is not None:
             config.feature_names.extend(feature_names)
+        if classes is not None:
+            config.classes.extend(_class_key(c) for c in classes)
         if kernel is not None:
             if kernel not in _KERNELS:
                 raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")

@@ -23,6 +23,20 @@ namespace {
 absl::StatusOr<int> MapLabel(absl::string_view raw,
                              const ReadOptions& options) {
   raw = absl::StripAsciiWhitespace(raw);
+  if (!options.classes.empty()) {
+    const std::string key = ClassKey(raw);
+    for (size_t r = 0; r < options.classes.size(); ++r) {
+      if (options.classes[r] == key) return static_cast<int>(r);
+    }
+    std::string shown;
+    for (size_t r = 0; r < options.classes.size() && r < 10; ++r) {
+      absl::StrAppend(&shown, r == 0 ? "" : ", ", options.classes[r]);
+    }
+    if (options.classes.size() > 10) absl::StrAppend(&shown, ", ...");
+    return absl::InvalidArgumentError(
+        absl::StrCat("label \"", raw, "\" is not one of the model's ",
+                     options.classes.size(), " classes (", shown, ")"));
+  }
   if (!options.positive_label.empty())
     return raw == options.positive_label ? 1 : -1;
   double v;
@@ -35,6 +49,32 @@ absl::StatusOr<int> MapLabel(absl::string_view raw,
                    "\" is not +1/1 or -1/0 (name the positive class to map "
                    "other labels)"));
 }
+
+}  // namespace
+
+std::string ClassKey(absl::string_view raw) {
+  raw = absl::StripAsciiWhitespace(raw);
+  double v;
+  if (absl::SimpleAtod(raw, &v) && std::isfinite(v) && v == std::floor(v) &&
+      std::abs(v) < 1e15) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  return std::string(raw);
+}
+
+absl::Status DataReader::SetLabel(absl::string_view raw, Example* e) const {
+  if (options_.raw_labels) {
+    e->label = 0;
+    e->raw_label = ClassKey(raw);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int> label = MapLabel(raw, options_);
+  if (!label.ok()) return Bad(label.status().message());
+  e->label = *label;
+  return absl::OkStatus();
+}
+
+namespace {
 
 bool ParseDouble(absl::string_view s, double* v) {
   return absl::SimpleAtod(absl::StripAsciiWhitespace(s), v);
@@ -185,9 +225,7 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
   e->sparse = true;
   size_t first = 0;
   if (!absl::StrContains(tokens[0], ':')) {
-    absl::StatusOr<int> label = MapLabel(tokens[0], options_);
-    if (!label.ok()) return Bad(label.status().message());
-    e->label = *label;
+    if (absl::Status s = SetLabel(tokens[0], e); !s.ok()) return s;
     first = 1;
   } else if (options_.require_labels) {
     return Bad("no label");
@@ -252,9 +290,7 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
   }
   for (size_t k = 0; k < columns_; ++k) {
     if (k == label_at) {
-      absl::StatusOr<int> label = MapLabel(cells[k], options_);
-      if (!label.ok()) return Bad(label.status().message());
-      e->label = *label;
+      if (absl::Status s = SetLabel(cells[k], e); !s.ok()) return s;
       continue;
     }
     double v;
@@ -300,9 +336,7 @@ absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
   for (size_t k = 0; k < cells.size(); ++k) {
     const absl::string_view cell = absl::StripAsciiWhitespace(cells[k]);
     if (k == label_at) {
-      absl::StatusOr<int> label = MapLabel(cell, options_);
-      if (!label.ok()) return Bad(label.status().message());
-      e->label = *label;
+      if (absl::Status s = SetLabel(cell, e); !s.ok()) return s;
       continue;
     }
     if (cell.empty()) continue;
@@ -332,9 +366,7 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
       continue;
     }
     if (k == 0) {
-      absl::StatusOr<int> label = MapLabel(head[k], options_);
-      if (!label.ok()) return Bad(label.status().message());
-      e->label = *label;
+      if (absl::Status s = SetLabel(head[k], e); !s.ok()) return s;
     } else if (k == 1) {
       double w;
       if (!absl::SimpleAtod(head[k], &w) || w != 1.0) {
@@ -447,9 +479,7 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
   if (label != j.end() && !label->is_null()) {
     const std::string raw =
         label->is_string() ? label->get<std::string>() : label->dump();
-    absl::StatusOr<int> y = MapLabel(raw, options_);
-    if (!y.ok()) return Bad(y.status().message());
-    e->label = *y;
+    if (absl::Status s = SetLabel(raw, e); !s.ok()) return s;
   } else if (options_.require_labels) {
     return Bad("no label");
   }

@@ -61,7 +61,19 @@ struct ReadOptions {
   // its value if it is a number, else the categorical feature name=cell; an
   // empty cell is no feature. Default: false.
   bool named = false;
+  // A multiclass model's classes (docs/design.md section 2.8): each label
+  // names one (ClassKey), and maps to its index; a label naming none is an
+  // error. positive_label then does not apply. Default: none.
+  std::vector<std::string> classes;
+  // Labels are not mapped: each example's label is 0 and raw_label its
+  // ClassKey (to collect a file's classes). Default: false.
+  bool raw_labels = false;
 };
+
+// A label as the name of a class: a number written as an integer where it is
+// one ("3", "3.0" and "+3" name class "3"), anything else as written (spaces
+// around it removed).
+std::string ClassKey(absl::string_view raw);
 
 // One example at a time from a file or standard input ("-"), holding one
 // line in memory.
@@ -102,6 +114,12 @@ class DataReader {
   // The input dimension seen so far: CSV columns less the label; LIBSVM the
   // largest index + 1.
   uint32_t dimension() const { return dimension_; }
+  // From the next example on, labels name these classes (ReadOptions::classes;
+  // raw_labels off).
+  void set_classes(std::vector<std::string> classes) {
+    options_.classes = std::move(classes);
+    options_.raw_labels = false;
+  }
 
  private:
   // One line: true and `*e` filled for an example; false for a blank,
@@ -113,6 +131,8 @@ class DataReader {
   absl::StatusOr<bool> ParseVw(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseJsonl(absl::string_view text, Example* e);
   absl::Status Bad(absl::string_view why) const;
+  // Sets e's label from its text as options_ say; the error names the line.
+  absl::Status SetLabel(absl::string_view raw, Example* e) const;
 
   std::unique_ptr<std::istream> owned_;
   std::istream* in_;

@@ -22,8 +22,10 @@ struct Example {
   // Not empty: the example is these features by name (values and indices are
   // then unused).
   std::vector<v1::NamedFeature> named;
-  // -1 or +1 when known.
+  // -1 or +1 when known; a multiclass model's class index.
   std::optional<int> label;
+  // The label as the file wrote it, when read with ReadOptions::raw_labels.
+  std::string raw_label;
 };
 
 // The one place the client converts its types to the wire's.

@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
@@ -46,10 +48,12 @@ bool ByNameFromFlags() {
 
 // `hashed`: the model takes features by name, so a CSV file is read by its
 // header's names.
-absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels,
-                                                 bool hashed) {
+absl::StatusOr<ReadOptions> ReadOptionsFromFlags(
+    bool require_labels, bool hashed,
+    const std::vector<std::string>& classes = {}) {
   ReadOptions o;
   o.named = hashed;
+  o.classes = classes;
   const std::string f = absl::GetFlag(FLAGS_format);
   if (f == "libsvm") {
     o.format = Format::kLibsvm;
@@ -70,19 +74,66 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(bool require_labels,
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<DataReader>> OpenData(const std::string& path,
-                                                     bool require_labels,
-                                                     bool hashed) {
-  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels, hashed);
+// `classes`: a multiclass model's, which labels name; `raw_labels`: labels
+// kept as written (ReadOptions::raw_labels), to collect a file's classes.
+absl::StatusOr<std::unique_ptr<DataReader>> OpenData(
+    const std::string& path, bool require_labels, bool hashed,
+    const std::vector<std::string>& classes = {}, bool raw_labels = false) {
+  absl::StatusOr<ReadOptions> o =
+      ReadOptionsFromFlags(require_labels, hashed, classes);
   if (!o.ok()) return o.status();
+  o->raw_labels = raw_labels;
   return DataReader::Open(path, *o);
 }
 
 absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
-                                 bool hashed) {
-  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(require_labels, hashed);
+                                 bool hashed,
+                                 const std::vector<std::string>& classes = {}) {
+  absl::StatusOr<ReadOptions> o =
+      ReadOptionsFromFlags(require_labels, hashed, classes);
   if (!o.ok()) return o.status();
   return ReadDataFile(path, *o);
+}
+
+// A model's classes (empty for a binary model).
+std::vector<std::string> ClassesOf(const v1::ModelConfig& c) {
+  return {c.classes().begin(), c.classes().end()};
+}
+
+// The classes a file's labels name, from their ClassKeys in order of first
+// appearance: none (a binary model) when they are all -1/0/+1; else numbers
+// in increasing order when all are integers, names in byte order otherwise.
+// INVALID_ARGUMENT past kMaxFileClasses.
+constexpr size_t kMaxFileClasses = 64;
+absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
+    const std::string& name, const std::vector<std::string>& seen) {
+  bool binary = true, integers = true;
+  for (const std::string& k : seen) {
+    binary &= k == "1" || k == "-1" || k == "0";
+    int64_t v;
+    integers &= absl::SimpleAtoi(k, &v);
+  }
+  if (binary) return std::vector<std::string>();
+  if (seen.size() > kMaxFileClasses) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", seen.size(),
+                     " different labels; a multiclass model has "
+                     "at most ",
+                     kMaxFileClasses, " classes"));
+  }
+  std::vector<std::string> classes = seen;
+  if (integers) {
+    std::sort(classes.begin(), classes.end(),
+              [](const std::string& a, const std::string& b) {
+                int64_t x = 0, y = 0;
+                (void)absl::SimpleAtoi(a, &x);
+                (void)absl::SimpleAtoi(b, &y);
+                return x < y;
+              });
+  } else {
+    std::sort(classes.begin(), classes.end());
+  }
+  return classes;
 }
 
 // OK if `e` fits a model of input dimension `dimension`; else
@@ -160,8 +211,10 @@ int Fit(const Args& args) {
   const bool hashed =
       create ? ByNameFromFlags() : m.ok() && ByName(m->config());
   // One Train request carries the whole set, so it is read whole.
-  absl::StatusOr<Dataset> data =
-      LoadData(args[0], /*require_labels=*/true, hashed);
+  absl::StatusOr<Dataset> data = LoadData(
+      args[0], /*require_labels=*/true, hashed,
+      create ? absl::GetFlag(FLAGS_classes)
+             : (m.ok() ? ClassesOf(m->config()) : std::vector<std::string>()));
   if (!data.ok()) return FailLocal(data.status());
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
@@ -206,8 +259,14 @@ int Train(const Args& args) {
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(m.status());
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
+  std::vector<std::string> classes =
+      create ? absl::GetFlag(FLAGS_classes) : ClassesOf(m->config());
+  // train --create of a file without --classes (or --positive): the file's
+  // labels say whether the model is multiclass, and its classes.
+  const bool collect = create && classes.empty() &&
+                       absl::GetFlag(FLAGS_positive).empty() && args[0] != "-";
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
-      OpenData(args[0], /*require_labels=*/true, hashed);
+      OpenData(args[0], /*require_labels=*/true, hashed, classes, collect);
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
   const bool file = reader.seekable();
@@ -233,11 +292,17 @@ int Train(const Args& args) {
   ProgressLine progress(ShowProgress());
   uint64_t per_pass = 0;  // examples in the file; 0 for standard input
   Example e;
+  std::vector<std::string> labels_seen;  // collect: in order of appearance
+  absl::flat_hash_set<std::string> label_set;
   if (file) {
     while (true) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) return FailLocal(more.status());
       if (!*more) break;
+      if (collect && label_set.size() <= kMaxFileClasses &&
+          label_set.insert(e.raw_label).second) {
+        labels_seen.push_back(e.raw_label);
+      }
       if (dimension != 0) {
         absl::Status s =
             FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
@@ -250,6 +315,13 @@ int Train(const Args& args) {
     }
     per_pass = reader.examples();
     if (dimension == 0) dimension = reader.dimension();
+    if (collect) {
+      absl::StatusOr<std::vector<std::string>> found =
+          ClassesOfLabels(args[0], labels_seen);
+      if (!found.ok()) return FailLocal(found.status());
+      classes = *std::move(found);
+      reader.set_classes(classes);  // none: -1/+1 as before
+    }
     if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
   } else if (create && dimension == 0 && !hashed) {
     return Usage("train --create from standard input needs --dim");
@@ -257,9 +329,16 @@ int Train(const Args& args) {
   if (create) {
     absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);
     if (!config.ok()) return FailLocal(config.status());
+    if (config->classes().empty()) {
+      config->mutable_classes()->Add(classes.begin(), classes.end());
+    }
     m = client->CreateModel(model, *config);
     if (!m.ok()) return Fail(m.status());
     dimension = m->config().dimension();
+    if (collect && !classes.empty()) {
+      std::printf("classes of %s: %s\n", model.c_str(),
+                  absl::StrJoin(classes, ",").c_str());
+    }
   }
   // With --retry_for: the model's examples before this run, so that after a
   // broken stream the examples it holds say where to resume.
@@ -475,23 +554,34 @@ int Predict(const Args& args) {
   std::unique_ptr<Client> client = Connect();
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());
+  // A multiclass model's labels in the file are not read (any is taken).
+  const std::vector<std::string> classes = ClassesOf(m->config());
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
-      OpenData(args[0], /*require_labels=*/false, ByName(m->config()));
+      OpenData(args[0], /*require_labels=*/false, ByName(m->config()), {},
+               /*raw_labels=*/!classes.empty());
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
   Example e;
   absl::Status local;
+  // A label as printed: +1/-1, or a multiclass model's class name.
+  auto label_text = [&classes](int label) {
+    if (classes.empty()) return absl::StrFormat("%+d", label);
+    return label >= 0 && static_cast<size_t>(label) < classes.size()
+               ? classes[label]
+               : absl::StrCat(label);
+  };
   if (absl::GetFlag(FLAGS_issue)) {
     SessionOptions so;
     so.batch_size = absl::GetFlag(FLAGS_batch);
     so.columnar = absl::GetFlag(FLAGS_columnar);
-    so.on_response = [](const v1::LearnResponse& r) {
+    so.on_response = [&label_text](const v1::LearnResponse& r) {
       for (const v1::ItemResult& item : r.results()) {
         if (item.has_prediction()) {
-          std::printf("%llu %+d %.17g\n",
+          std::printf("%llu %s %.17g\n",
                       static_cast<unsigned long long>(
                           item.prediction().prediction_id()),
-                      item.prediction().label(), item.prediction().score());
+                      label_text(item.prediction().label()).c_str(),
+                      item.prediction().score());
         } else {
           std::printf("error %s\n", item.error().message().c_str());
         }
@@ -527,7 +617,7 @@ int Predict(const Args& args) {
     absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
     if (!r.ok()) return Fail(r.status());
     for (const v1::Prediction& p : r->predictions())
-      std::printf("%+d %.17g\n", p.label(), p.score());
+      std::printf("%s %.17g\n", label_text(p.label()).c_str(), p.score());
   }
   return 0;
 }

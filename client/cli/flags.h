@@ -40,6 +40,7 @@ ABSL_DECLARE_FLAG(uint32_t, hash_bits);
 ABSL_DECLARE_FLAG(std::string, feature_names_file);
 ABSL_DECLARE_FLAG(uint32_t, top);
 ABSL_DECLARE_FLAG(std::vector<std::string>, interactions);
+ABSL_DECLARE_FLAG(std::vector<std::string>, classes);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(std::string, positive);
 ABSL_DECLARE_FLAG(int, index_base);

@@ -82,10 +82,60 @@ bool CertificateBoundsUpdates(const v1::ModelStatus& st) {
   return st.algorithm() != v1::KERNEL || st.dropped() == 0;
 }
 
+// A multiclass model's confusion matrix: a row per true class, a column per
+// class issued, with each class's examples and the share it got right; past
+// 16 classes, only those per-class figures.
+void PrintConfusion(const v1::ModelStatus& st) {
+  const int k = st.classes_size();
+  if (k == 0 || st.confusion_size() != k * k) return;
+  size_t name_width = 5;
+  for (const std::string& c : st.classes()) {
+    name_width = std::max(name_width, std::min<size_t>(c.size(), 24));
+  }
+  const int w = static_cast<int>(name_width);
+  const bool matrix = k <= 16;
+  std::printf("confusion      %s\n",
+              matrix ? "rows: the true class; columns: the class issued"
+                     : "per true class (the matrix is in the JSON API)");
+  std::printf("  %-*s", w, "");
+  if (matrix) {
+    for (int p = 0; p < k; ++p) {
+      std::printf(" %7.7s", st.classes(p).c_str());
+    }
+  }
+  std::printf(" %9s %8s\n", "examples", "right");
+  for (int y = 0; y < k; ++y) {
+    uint64_t row = 0;
+    for (int p = 0; p < k; ++p) row += st.confusion(y * k + p);
+    std::printf("  %-*.*s", w, w, st.classes(y).c_str());
+    if (matrix) {
+      for (int p = 0; p < k; ++p) {
+        std::printf(" %7llu",
+                    static_cast<unsigned long long>(st.confusion(y * k + p)));
+      }
+    }
+    const uint64_t right = st.confusion(y * k + y);
+    if (row == 0) {
+      std::printf(" %9s %8s\n", "0", "-");
+    } else {
+      std::printf(" %9llu %7.2f%%\n", static_cast<unsigned long long>(row),
+                  100.0 * right / row);
+    }
+  }
+}
+
 void PrintStatus(const v1::ModelStatus& st) {
   const v1::ModelStats& s = st.stats();
   std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
               AlgorithmText(st.algorithm()), st.dimension());
+  if (st.classes_size() > 0) {
+    std::string shown;
+    for (int r = 0; r < st.classes_size() && r < 20; ++r) {
+      absl::StrAppend(&shown, r == 0 ? "" : ",", st.classes(r));
+    }
+    if (st.classes_size() > 20) absl::StrAppend(&shown, ",...");
+    std::printf("classes        %d: %s\n", st.classes_size(), shown.c_str());
+  }
   std::printf("examples       %llu\n",
               static_cast<unsigned long long>(s.examples()));
   std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
@@ -144,6 +194,7 @@ void PrintStatus(const v1::ModelStatus& st) {
         static_cast<unsigned long long>(n.unnamed_slots()),
         SizeText(n.bytes()).c_str(), SizeText(n.limit_bytes()).c_str());
   }
+  PrintConfusion(st);
 }
 
 }  // namespace

@@ -166,6 +166,9 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
     if (!names.ok()) return names.status();
     c.mutable_feature_names()->Add(names->begin(), names->end());
   }
+  for (const std::string& name : absl::GetFlag(FLAGS_classes)) {
+    c.add_classes(name);
+  }
   if ((c.hash_bits() != 0 || c.feature_names_size() > 0) &&
       absl::GetFlag(FLAGS_dim) == 0) {
     c.set_dimension(0);

@@ -125,6 +125,69 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
   ExpectSameModel(*client_, "bc3", *CoreRun(*data, averaged, 3));
 }
 
+TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
+  const testing::ScopedDir scoped("cli-multiclass");
+  const std::string csv = scoped.path() + "/flowers.csv";
+  {
+    // Three classes by name around three centres; a header row.
+    std::ofstream out(csv);
+    out << "a,b,c,species\n";
+    std::mt19937 rng(7);
+    std::normal_distribution<double> noise(0, 0.4);
+    const char* names[] = {"rose", "iris", "lily"};
+    for (int t = 0; t < 300; ++t) {
+      const int y = (t * 7) % 3;
+      out << absl::StrFormat("%.6f,%.6f,%.6f,%s\n", y + noise(rng),
+                             2 * (y == 1) + noise(rng), noise(rng), names[y]);
+    }
+  }
+  testing::CommandResult r = RunCommand(
+      Cli(*server_, "train " + csv + " --model=fl --create --epochs=2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Names in byte order: iris, lily, rose.
+  EXPECT_THAT(r.output, HasSubstr("classes of fl: iris,lily,rose"));
+  client::ReadOptions options;
+  options.classes = {"iris", "lily", "rose"};
+  absl::StatusOr<client::Dataset> data = client::ReadDataFile(csv, options);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ModelConfig config;
+  config.dimension = 3;
+  config.classes = options.classes;
+  const std::unique_ptr<Model> core = CoreRun(*data, config, 2);
+  ExpectSameModel(*client_, "fl", *core);
+  r = RunCommand(Cli(*server_, "status fl"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("classes        3: iris,lily,rose"));
+  EXPECT_THAT(r.output, HasSubstr("rows: the true class; columns: the class "
+                                  "issued"));
+  // Row "iris": its counts as the core counted them, then examples.
+  const std::vector<uint64_t>& m = core->confusion();
+  EXPECT_THAT(r.output,
+              HasSubstr(absl::StrFormat("  iris  %7d %7d %7d %9d", m[0], m[1],
+                                        m[2], m[0] + m[1] + m[2])))
+      << r.output;
+  // Predictions are class names.
+  r = RunCommand(Cli(*server_, "predict " + csv + " --model=fl"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 5), "rose ") << r.output;  // the first row
+  // A label outside the classes: named with its file and line, nothing sent.
+  std::ofstream(csv, std::ios::app) << "0,0,0,tulip\n";
+  r = RunCommand(Cli(*server_, "train " + csv + " --model=fl"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("flowers.csv:302: label \"tulip\" is not "
+                                  "one of the model's 3 classes (iris, lily, "
+                                  "rose)"));
+  absl::StatusOr<v1::ModelStatus> st = client_->GetStatus("fl");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->stats().examples(), 600u);
+  // --classes names them at creation, in that order.
+  r = RunCommand(Cli(*server_, "create fl2 --dim=3 --classes=rose,iris,lily"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "create fl3 --dim=3 --classes=rose,rose"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("classes name \"rose\" is repeated"));
+}
+
 TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   // A directory of its own: another run of the suite may share TempDir().
   const testing::ScopedDir scoped("cli-generate");

@@ -5,9 +5,11 @@ grid search.
     clf = PerceptronClassifier(address="127.0.0.1:50051")
     cross_val_score(make_pipeline(StandardScaler(), clf), X, y)
 
-Each fitted estimator owns models on the server: one for two classes, one per class (one against
-the rest) for more, named `model_id_` (plus "-<k>" per class). fit starts them anew; partial_fit
-goes on learning. delete_models() removes them. The estimator pickles without its connection:
+Each fitted estimator owns models on the server: one for two classes; for more, one multiclass
+model (docs/design.md section 2.8: one weight vector a class, its bound and confusion matrix on
+the server), named `model_id_`, whose classes are named "0", "1", ... for the positions of
+`classes_`; the margin and kernel rules, which have no multiclass form, take one model per class
+(one against the rest, "<model_id_>-<k>"). fit starts them anew; partial_fit goes on learning. delete_models() removes them. The estimator pickles without its connection:
 unpickled, it talks to the same models.
 """
 from __future__ import annotations
@@ -64,8 +66,13 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         state.pop("_connection", None)
         return state
 
+    def _multiclass(self) -> bool:
+        """Whether the classes go to one multiclass model (more than two, and a rule that has
+        a multiclass form)."""
+        return len(self.classes_) > 2 and self.algorithm in ("classic", "averaged", "voted")
+
     def _models(self) -> list:
-        ids = ([self.model_id_] if len(self.classes_) == 2 else
+        ids = ([self.model_id_] if len(self.classes_) == 2 or self._multiclass() else
                [f"{self.model_id_}-{k}" for k in range(len(self.classes_))])
         return [Model(self._client(), i) for i in ids]
 
@@ -81,10 +88,14 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             self._client().create_model(
                 m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
                 normalize=self.normalize, gamma=self.gamma,
-                hash_bits=self.hash_bits if n_features is None else None)
+                hash_bits=self.hash_bits if n_features is None else None,
+                classes=range(len(self.classes_)) if self._multiclass() else None)
 
     def _targets(self, y: np.ndarray) -> list:
-        """Per model, y as -1/+1: the second class against the first, or each against the rest."""
+        """Per model, y as its labels: the position of each class in classes_ (a multiclass
+        model), or -1/+1, the second class against the first or each against the rest."""
+        if self._multiclass():
+            return [np.searchsorted(self.classes_, y)]
         if len(self.classes_) == 2:
             return [np.where(y == self.classes_[1], 1, -1)]
         return [np.where(y == c, 1, -1) for c in self.classes_]
@@ -157,7 +168,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """The score of each row: shape (n,) for two classes (positive: classes_[1]), else
-        (n, classes) with each class's score against the rest."""
+        (n, classes): each class's score in the multiclass model (or against the rest)."""
         check_is_fitted(self, "model_id_")
         if _dicts(X):
             scores = [np.concatenate([m.decision_function(list(X[s:s + self.batch_size]))
@@ -165,9 +176,10 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                       for m in self._models()]
             return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
         X = self._validate_data(X, accept_sparse="csr", dtype=np.float64, reset=False)
+        empty = np.zeros((0, len(self.classes_)) if self._multiclass() else 0)
         scores = [np.concatenate([m.decision_function(X[s:s + self.batch_size])
                                   for s in range(0, X.shape[0], self.batch_size)])
-                  if X.shape[0] else np.zeros(0) for m in self._models()]
+                  if X.shape[0] else empty for m in self._models()]
         return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
 
     def predict(self, X) -> np.ndarray:

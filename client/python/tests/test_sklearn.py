@@ -53,16 +53,27 @@ def test_pipelines_partial_fit_and_pickles(server, client):
     # Pickled without its connection; unpickled, the same models answer.
     copy = pickle.loads(pickle.dumps(online))
     assert np.array_equal(copy.predict(x), online.predict(x))
-    # Three classes: one model per class against the rest.
+    # Three classes: one multiclass model, its classes the positions of classes_.
     three = np.where(x[:, 0] > np.median(x[:, 0]), 2, y)
-    multi = PerceptronClassifier(address=server.target).fit(x, three)
+    multi = PerceptronClassifier(address=server.target, max_epochs=3).fit(x, three)
     assert multi.decision_function(x).shape == (len(y), 3)
-    assert set(multi.predict(x)) <= {0, 1, 2}
+    model = client.model(multi.model_id_)
+    assert model.classes == ["0", "1", "2"]
+    status = model.status()
+    assert sum(status.confusion) == status.stats.examples > 0
+    labels = np.array(model.predict(x)).astype(int)
+    assert np.array_equal(multi.predict(x), multi.classes_[labels])
+    # The margin rule has no multiclass form: one model per class against the rest.
+    ovr = PerceptronClassifier(address=server.target, algorithm="margin", gamma=0.1,
+                               max_epochs=2).fit(x, three)
+    assert ovr.decision_function(x).shape == (len(y), 3)
     ids = {m.model_id for m in client.list_models()}
-    assert {multi.model_id_ + "-0", multi.model_id_ + "-2"} <= ids
-    multi.delete_models()
-    assert not any(i.startswith(multi.model_id_) for i in
-                   (m.model_id for m in client.list_models()))
+    assert multi.model_id_ in ids and multi.model_id_ + "-0" not in ids
+    assert {ovr.model_id_ + "-0", ovr.model_id_ + "-2"} <= ids
+    for estimator in (multi, ovr):
+        estimator.delete_models()
+        assert not any(i.startswith(estimator.model_id_) for i in
+                       (m.model_id for m in client.list_models()))
 
 
 def test_check_estimator(server):

@@ -258,6 +258,47 @@ class PageTest(pp.ServerTest):
             "return document.querySelector('section.model[data-model=\"plain\"] .features')"
             ".hidden"))
 
+    def test_a_multiclass_model_shows_its_confusion_matrix_as_a_heat_map(self):
+        classes = ["cat", "dog", "bird"]
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="animals", config=pb.ModelConfig(
+            dimension=2, classes=classes)))
+        centres = [(1.0, 0.0), (-1.0, 0.5), (0.0, -1.0)]
+        items = [pb.LearnItem(labeled=pb.LabeledExample(
+            features=pb.Features(dense=pb.DenseVector(values=[
+                centres[t % 3][0] + 0.3 * ((t * 7) % 5 - 2), centres[t % 3][1]])),
+            class_name=classes[t % 3])) for t in range(90)]
+        responses = list(self.stub.Learn(iter([pb.LearnRequest(model_id="animals", items=items)])))
+        self.assertTrue(all(r.HasField("outcome") for r in responses[0].results))
+        status = self.stub.GetStatus(pb.GetStatusRequest(model_id="animals"))
+        self.assertEqual(sum(status.confusion), 90)
+        self.driver.get(self.server.http + "/")
+        self.wait_for_examples("animals", 90)
+        script = """
+            const s = document.querySelector('section.model[data-model="animals"] .confusion');
+            if (!s || s.hidden) return null;
+            return { cells: [...s.querySelectorAll("rect")].map((r) =>
+                         [Number(r.dataset.row), Number(r.dataset.column), Number(r.dataset.count),
+                          r.querySelector("title").textContent]),
+                     perClass: s.querySelector(".per-class").textContent,
+                     kind: document.querySelector('section.model[data-model="animals"] .kind')
+                         .textContent };"""
+        shown = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: d.execute_script(script))
+        self.assertEqual([c[:3] for c in shown["cells"]],
+                         [[y, p, status.confusion[y * 3 + p]] for y in range(3) for p in range(3)])
+        self.assertTrue(shown["cells"][1][3].startswith(
+            "true cat, predicted dog: %d" % status.confusion[1]), shown["cells"][1])
+        self.assertTrue(shown["perClass"].startswith("right per class: cat "), shown["perClass"])
+        self.assertIn("3 classes", shown["kind"])
+        # A binary model shows none.
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="binary", config=pb.ModelConfig(
+            dimension=2)))
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(lambda d: d.execute_script(
+            "return document.querySelector('section.model[data-model=\"binary\"]') !== null"))
+        self.assertTrue(self.driver.execute_script(
+            "return document.querySelector('section.model[data-model=\"binary\"] .confusion')"
+            ".hidden"))
+
     def test_probes_answer_promptly_beside_idle_and_slow_clients_and_the_page(self):
         """docs/design.md section 8: with 50 idle keep-alive connections, 20 clients trickling their
         request headers and the page open on 50 models, /healthz and /metrics each answer within

@@ -31,6 +31,13 @@ void AddValue(prom::MetricFamily& f, const std::string& model, double v) {
   f.metric.push_back(std::move(m));
 }
 
+// A series of a multiclass model's class: labels model and class.
+void AddClassValue(prom::MetricFamily& f, const std::string& model,
+                   const std::string& name, double v) {
+  AddValue(f, model, v);
+  f.metric.back().label.push_back({"class", name});
+}
+
 }  // namespace
 
 Metrics::Metrics(Registry* registry, Families more)
@@ -112,6 +119,15 @@ std::string Metrics::Render(
       "1 once the model's certificate is frozen (its examples outgrew what "
       "it may keep), 0 while it is exact or being refreshed",
       T::Gauge);
+  // Per class of a multiclass model: at most kMaxClasses series a model.
+  prom::MetricFamily class_examples = Family(
+      "perceptron_model_class_examples_total",
+      "A multiclass model's labeled examples of each true class", T::Counter);
+  prom::MetricFamily class_missed = Family(
+      "perceptron_model_class_misclassified_total",
+      "A multiclass model's labeled examples of each true class that were "
+      "issued another class (a row of the confusion matrix less its diagonal)",
+      T::Counter);
   double count = 0;
   for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
     if (visible && !visible(entry->id)) continue;
@@ -135,6 +151,18 @@ std::string Metrics::Render(
       AddValue(cert_frozen, entry->id,
                s.certificate->phase == CertificatePhase::kFrozen ? 1 : 0);
     }
+    const std::vector<std::string>& classes = entry->model->config().classes;
+    const size_t k = classes.size();
+    if (k > 0 && s.confusion.size() == k * k) {
+      for (size_t y = 0; y < k; ++y) {
+        uint64_t row = 0;
+        for (size_t p = 0; p < k; ++p) row += s.confusion[y * k + p];
+        AddClassValue(class_examples, entry->id, classes[y],
+                      static_cast<double>(row));
+        AddClassValue(class_missed, entry->id, classes[y],
+                      static_cast<double>(row - s.confusion[y * k + y]));
+      }
+    }
   }
   prom::ClientMetric total;
   total.gauge.value = count;
@@ -151,7 +179,7 @@ std::string Metrics::Render(
   for (prom::MetricFamily* f :
        {&models, &examples, &mistakes, &updates, &predictions, &expired,
         &pending, &bound, &td, &radius, &recent, &cert_upper, &cert_lower,
-        &cert_frozen, &set_aside}) {
+        &cert_frozen, &class_examples, &class_missed, &set_aside}) {
     families.push_back(std::move(*f));
   }
   return ExpositionText(families);

@@ -197,3 +197,24 @@ def test_restart_kill_and_export_keep_a_multiclass_model(digits):
             assert list(copy.status().confusion) == list(before.confusion)
             np.testing.assert_array_equal(copy.weights(), weights)
         assert server.stop() == 0
+
+
+def test_metrics_count_each_class(server, client):
+    model = client.create_model("three", 2, classes=["a", "b", "c"])
+    X = np.array([[1.0, 0], [0, 1.0], [-1.0, -1.0]] * 20)
+    y = np.array(["a", "b", "c"] * 20)
+    model.learn(X, y)
+    confusion = np.array(model.status().confusion).reshape(3, 3)
+    code, _, text = server.get("/metrics")
+    assert code == 200
+    series = {}
+    for line in text.splitlines():
+        if line.startswith("perceptron_model_class_"):
+            name, value = line.rsplit(" ", 1)
+            series[name] = float(value)
+    for i, c in enumerate("abc"):
+        labels = '{model="three",class="%s"}' % c
+        assert series["perceptron_model_class_examples_total" + labels] == 20
+        assert series["perceptron_model_class_misclassified_total" + labels] == \
+            confusion[i].sum() - confusion[i, i]
+    assert len(series) == 6  # binary models have none

@@ -41,6 +41,32 @@ Data Generate(const Workload& w, size_t n, uint64_t seed) {
   std::normal_distribution<double> normal;
   std::vector<double> u(w.dimension);
   for (double& v : u) v = normal(rng);
+  if (w.classes > 0) {
+    // k classes: each example's the highest of k random directions (dense
+    // rows; 10% of labels replaced by a random class).
+    std::vector<std::vector<double>> us(w.classes,
+                                        std::vector<double>(w.dimension));
+    for (auto& c : us) {
+      for (double& v : c) v = normal(rng);
+    }
+    Data d;
+    for (size_t t = 0; t < n; ++t) {
+      std::vector<double> val(w.dimension);
+      for (double& v : val) v = normal(rng);
+      int best = 0;
+      double top = -1e300;
+      for (uint32_t r = 0; r < w.classes; ++r) {
+        double s = 0;
+        for (uint32_t i = 0; i < w.dimension; ++i) s += us[r][i] * val[i];
+        if (s > top) top = s, best = static_cast<int>(r);
+      }
+      if (rng() % 10 == 0) best = static_cast<int>(rng() % w.classes);
+      d.values.push_back(std::move(val));
+      d.indices.emplace_back();
+      d.labels.push_back(best);
+    }
+    return d;
+  }
   Data d;
   for (size_t t = 0; t < n; ++t) {
     std::vector<double> val;

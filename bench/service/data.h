@@ -28,6 +28,8 @@ struct Workload {
   int pool_batches;        // distinct batches, cycled
   int64_t examples;        // per throughput measurement
   uint32_t hash_bits = 0;  // the model's (named features); 0: none
+  // A multiclass model's classes (labels 0..classes-1); 0: a binary model.
+  uint32_t classes = 0;
 };
 
 struct Data {

@@ -139,6 +139,7 @@ Latency PingPong(Stream* s, const Data& d, int examples, bool echo) {
 double CoreRate(const Workload& w, const Data& d, int64_t examples) {
   ModelConfig c;
   c.dimension = w.dimension;
+  for (uint32_t r = 0; r < w.classes; ++r) c.classes.push_back(absl::StrCat(r));
   auto model = *Model::Create(c);
   if (w.nonzeros == 0) {
     // Dense rows packed before timing and learned a batch at a time
@@ -179,12 +180,16 @@ double CoreRate(const Workload& w, const Data& d, int64_t examples) {
 }
 
 void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
-                 const std::string& id, uint32_t d, uint32_t hash_bits) {
+                 const std::string& id, uint32_t d, uint32_t hash_bits,
+                 uint32_t classes) {
   grpc::ClientContext context;
   v1::CreateModelRequest req;
   req.set_model_id(id);
   req.mutable_config()->set_dimension(d);
   req.mutable_config()->set_hash_bits(hash_bits);
+  for (uint32_t r = 0; r < classes; ++r) {
+    req.mutable_config()->add_classes(absl::StrCat(r));
+  }
   v1::Model m;
   grpc::Status s = stub.CreateModel(&context, req, &m);
   if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
@@ -195,9 +200,9 @@ void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
 }
 
 void CreateModel(const std::string& target, const std::string& id, uint32_t d,
-                 uint32_t hash_bits) {
+                 uint32_t hash_bits, uint32_t classes) {
   auto stub = v1::PerceptronService::NewStub(Channel(target));
-  CreateModel(*stub, id, d, hash_bits);
+  CreateModel(*stub, id, d, hash_bits, classes);
 }
 
 std::unique_ptr<Process> Start(const Path& path) {
@@ -228,7 +233,7 @@ Measured Fresh(const Path& path, const Workload& w,
                const std::vector<grpc::ByteBuffer>& pool, int64_t batches) {
   std::unique_ptr<Process> server = Start(path);
   if (!path.echo) {
-    CreateModel(server->target(), "bench", w.dimension, w.hash_bits);
+    CreateModel(server->target(), "bench", w.dimension, w.hash_bits, w.classes);
   }
   const std::string pid = absl::StrCat(server->pid);
   const double server0 = CpuSeconds(pid), self0 = CpuSeconds("self"),

@@ -87,11 +87,13 @@ bool ForEachOutputLine(const std::string& cmd, F f) {
 double CoreRate(const Workload& w, const Data& d, int64_t examples);
 
 // A model of dimension d (hash_bits: names hashed into 2^hash_bits = d).
+// `classes` > 0: a multiclass model of classes named "0".."classes-1".
 void CreateModel(perceptron::v1::PerceptronService::Stub& stub,
-                 const std::string& id, uint32_t d, uint32_t hash_bits = 0);
+                 const std::string& id, uint32_t d, uint32_t hash_bits = 0,
+                 uint32_t classes = 0);
 
 void CreateModel(const std::string& target, const std::string& id, uint32_t d,
-                 uint32_t hash_bits = 0);
+                 uint32_t hash_bits = 0, uint32_t classes = 0);
 
 // What a measurement streams through: the echo, or perceptrond with these
 // flags.

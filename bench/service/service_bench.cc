@@ -12,6 +12,9 @@
 //   w4       one example at a time, predict then reveal: round trips
 //   w5       named features (30 a text-like example, hash_bits 20): by name,
 //            hashed before timing, as columns, against the echo
+//   w6       a multiclass model (10 classes, d = 64, batches of 64) per item
+//            and as columns against the echo; its core epoch against
+//            scikit-learn's Perceptron (one against the rest)
 //   peers    scikit-learn's Perceptron on the same data, the core beside it
 //   python   the Python package: numpy columns against per-item messages
 //   memory   10,000 models; durability sync streaming; 1,000 open streams
@@ -55,8 +58,8 @@ ABSL_FLAG(int, repeats, 3,
           "Repeats of each throughput measurement (medians are shown)");
 ABSL_FLAG(bool, quick, false, "Smaller sizes, for a smoke run");
 ABSL_FLAG(std::string, parts, "all",
-          "The parts to run (comma-separated): paths, refresh, w4, w5, peers, "
-          "python, memory, growth, proxy, targets; or all");
+          "The parts to run (comma-separated): paths, refresh, w4, w5, w6, "
+          "peers, python, memory, growth, proxy, targets; or all");
 ABSL_FLAG(std::string, deploy, "deploy",
           "The deploy directory, for nginx/nginx.conf");
 ABSL_FLAG(std::string, workloads, "",
@@ -75,9 +78,9 @@ ABSL_FLAG(int, in_flight, 64,
 namespace perceptron::bench {
 namespace {
 
-const std::vector<std::string> kParts = {"paths", "refresh", "w4",     "w5",
-                                         "peers", "python",  "memory", "growth",
-                                         "proxy", "targets"};
+const std::vector<std::string> kParts = {
+    "paths",  "refresh", "w4",     "w5",    "w6",     "peers",
+    "python", "memory",  "growth", "proxy", "targets"};
 
 // The benchmark's state: the workloads' data, built once, and every figure
 // the parts measured, which the targets part reads.
@@ -106,6 +109,7 @@ class Benchmark {
     if (name == "refresh") return RefreshPart();
     if (name == "w4") return W4Part();
     if (name == "w5") return W5Part();
+    if (name == "w6") return W6Part();
     if (name == "peers") return PeersPart();
     if (name == "python") return PythonPart();
     if (name == "memory") return MemoryPart();
@@ -355,6 +359,90 @@ class Benchmark {
     }
     std::printf("\nThe certificate (by name): %s\n", ended.c_str());
     std::printf("The name table (by name): %s\n", names.c_str());
+    std::fflush(stdout);
+    return true;
+  }
+
+  // W6 (docs/design.md section 7): a multiclass model of 10 classes, dense
+  // rows of d = 64 in batches of 64, per item and as columns, each against an
+  // echo of its own bytes (a fresh server each, interleaved); and the core's
+  // multiclass epoch against scikit-learn's Perceptron's (one against the
+  // rest, ten binary models) on the same rows, in-process.
+  bool W6Part() {
+    const Workload w{"W6", 64, 0, 64, 64, quick_ ? 50000 : 400000, 0, 10};
+    const Data d =
+        Generate(w, static_cast<size_t>(w.batch) * w.pool_batches, 13);
+    const std::vector<grpc::ByteBuffer> items =
+        Serialized(Requests(w, d, "bench"));
+    const std::vector<grpc::ByteBuffer> columns =
+        Serialized(ColumnarRequests(w, d, "bench"));
+    struct Row {
+      std::string name;
+      Path path;
+      const std::vector<grpc::ByteBuffer>* pool;
+    };
+    const std::vector<Row> rows = {
+        {"per item", {"none"}, &items},
+        {"echo of the items", {"echo", true}, &items},
+        {"columns", {"columnar", false, "none", true, true, true}, &columns},
+        {"echo of the columns", {"echo columnar", true}, &columns},
+    };
+    std::map<std::string, std::vector<double>> rate, us;
+    for (int r = 0; r < repeats_; ++r) {
+      for (const Row& row : rows) {
+        const Measured m = Fresh(row.path, w, *row.pool, w.examples / w.batch);
+        rate[row.name].push_back(m.rate);
+        us[row.name].push_back(m.server_us);
+      }
+    }
+    // In-process: scikit-learn's epoch, then the core's, on the same rows.
+    std::string dir =
+        std::filesystem::temp_directory_path() / "perceptron-w6-XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) return false;
+    const int in_process_repeats = quick_ ? 1 : 9;
+    WriteForSklearn(dir, w, d);
+    const std::string cmd = absl::StrCat(
+        Options().python, " ",
+        std::filesystem::path(__FILE__).parent_path().string(),
+        "/sklearn_bench.py ", dir, " ", in_process_repeats, " ", w.name);
+    double sk_epoch = 0;
+    const bool ran = ForEachOutputLine(
+        cmd, [&](const std::vector<std::string>& f, double v) {
+          if (f.size() == 3 && f[1] == "epoch") sk_epoch = v;
+        });
+    std::filesystem::remove_all(dir);
+    if (!ran || sk_epoch == 0) {
+      std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n",
+                   cmd.c_str());
+      return false;
+    }
+    std::vector<double> core;
+    for (int r = 0; r < in_process_repeats; ++r) {
+      core.push_back(
+          CoreRate(w, d, static_cast<int64_t>(d.labels.size()) * 20));
+    }
+    std::printf(
+        "\n## W6: a multiclass model of 10 classes, d = 64 dense, batches of "
+        "64\n\n| path | examples/s | server CPU us/example |\n|---|---|---|\n");
+    for (const Row& row : rows) {
+      std::printf("| %s | %s | %.3f |\n", row.name.c_str(),
+                  Si(Median(rate[row.name])).c_str(), Median(us[row.name]));
+    }
+    auto ratio = [&](const char* a, const char* b) {
+      return Median(rate[a]) / Median(rate[b]);
+    };
+    w6_ = {{"per item / echo", ratio("per item", "echo of the items")},
+           {"columns / echo", ratio("columns", "echo of the columns")},
+           {"core epoch / scikit-learn epoch", Median(core) / sk_epoch}};
+    std::printf(
+        "\nIn-process, the same %zu rows (medians of %d): the core %s, "
+        "scikit-learn's Perceptron (one against the rest) %s an epoch.\n",
+        d.labels.size(), in_process_repeats, Si(Median(core)).c_str(),
+        Si(sk_epoch).c_str());
+    std::printf("\n| ratio | value |\n|---|---|\n");
+    for (const auto& [name, value] : w6_) {
+      std::printf("| %s | %.2f |\n", name.c_str(), value);
+    }
     std::fflush(stdout);
     return true;
   }
@@ -676,6 +764,7 @@ class Benchmark {
   std::vector<std::vector<v1::LearnRequest>> requests_;
   std::vector<std::vector<grpc::ByteBuffer>> pools_, columnar_pools_;
   std::vector<std::pair<std::string, double>> w5_;
+  std::vector<std::pair<std::string, double>> w6_;
 
   // What the parts measured, by "WORKLOAD PATH" (and "WORKLOAD core").
   std::map<std::string, std::vector<double>> figures_, server_us_;

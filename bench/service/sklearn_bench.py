@@ -47,7 +47,7 @@ def main():
 
         m = min(n, 2000)
         p = Perceptron(eta0=1, penalty=None, fit_intercept=True, shuffle=False)
-        classes = np.array([-1.0, 1.0])
+        classes = np.unique(y)  # -1/+1, or W6's classes
         t = time.perf_counter()
         for i in range(m):
             p.partial_fit(x[i:i + 1], y[i:i + 1], classes=classes)

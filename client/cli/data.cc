@@ -633,6 +633,25 @@ int Reveal(const Args& args) {
         "input) of \"ID LABEL\" lines");
   }
   std::unique_ptr<Client> client = Connect();
+  // A multiclass model's labels are its class names.
+  absl::StatusOr<v1::Model> m = client->GetModel(model);
+  if (!m.ok()) return Fail(m.status());
+  const std::vector<std::string> classes = ClassesOf(m->config());
+  auto parse_label = [&classes](absl::string_view text, int* label) {
+    if (classes.empty()) return ParseLabel(text, label);
+    const std::string key = ClassKey(text);
+    for (size_t r = 0; r < classes.size(); ++r) {
+      if (classes[r] == key) {
+        *label = static_cast<int>(r);
+        return true;
+      }
+    }
+    return false;
+  };
+  const std::string label_rule =
+      classes.empty() ? std::string("a label is +1/1 or -1/0")
+                      : absl::StrCat("a label is one of the model's classes: ",
+                                     absl::StrJoin(classes, ", "));
   std::atomic<int> rc{0};
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
@@ -665,10 +684,9 @@ int Reveal(const Args& args) {
     uint64_t id;
     int label;
     if (absl::StrContains(a, ':') &&
-        (!absl::SimpleAtoi(kv.first, &id) || !ParseLabel(kv.second, &label))) {
-      return Usage(absl::StrCat("\"", a,
-                                "\" is not ID:LABEL (a label is +1/1 or "
-                                "-1/0)"));
+        (!absl::SimpleAtoi(kv.first, &id) || !parse_label(kv.second, &label))) {
+      return Usage(
+          absl::StrCat("\"", a, "\" is not ID:LABEL (", label_rule, ")"));
     }
   }
   std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
@@ -680,7 +698,7 @@ int Reveal(const Args& args) {
       uint64_t id = 0;
       int label = 0;
       (void)absl::SimpleAtoi(kv.first, &id);
-      (void)ParseLabel(kv.second, &label);
+      (void)parse_label(kv.second, &label);
       if (!session->AddReveal(id, label).ok()) break;
       continue;
     }
@@ -701,10 +719,10 @@ int Reveal(const Args& args) {
       uint64_t id;
       int label;
       if (cells.size() < 2 || !absl::SimpleAtoi(cells[0], &id) ||
-          !ParseLabel(cells[1], &label)) {
+          !parse_label(cells[1], &label)) {
         local = absl::InvalidArgumentError(
             absl::StrCat(name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
-                         "\" is not \"ID LABEL\" (a label is +1/1 or -1/0)"));
+                         "\" is not \"ID LABEL\" (", label_rule, ")"));
         break;
       }
       if (!session->AddReveal(id, label).ok()) break;

@@ -4,8 +4,11 @@
 // build/release/bench/core/core_benchmark
 //
 //   W1: dense, d = 20        W2: dense, d = 1000        W3: sparse, 32
-//   non-zeros of d = 2^20
+//   non-zeros of d = 2^20    W6: dense, d = 64, a multiclass model of 10
+//   classes
+#include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -21,10 +24,21 @@ size_t PoolSize(uint32_t nonzeros) { return nonzeros == 0 ? 4096 : 65536; }
 
 struct Workload {
   uint32_t dimension;
-  uint32_t nonzeros;  // 0: dense
+  uint32_t nonzeros;     // 0: dense
+  uint32_t classes = 0;  // a multiclass model's; 0: binary
 };
 
-constexpr Workload kW1{20, 0}, kW2{1000, 0}, kW3{1u << 20, 32};
+constexpr Workload kW1{20, 0}, kW2{1000, 0}, kW3{1u << 20, 32}, kW6{64, 0, 10};
+
+// The model for `w` (its classes named "0", "1", ...).
+ModelConfig ConfigOf(const Workload& w) {
+  ModelConfig config;
+  config.dimension = w.dimension;
+  for (uint32_t r = 0; r < w.classes; ++r) {
+    config.classes.push_back(std::to_string(r));
+  }
+  return config;
+}
 
 struct Data {
   std::vector<std::vector<double>> values;
@@ -58,9 +72,17 @@ Data MakeData(const Workload& w) {
       for (uint32_t i : idx)
         s += d.separator[i] * val.emplace_back(normal(rng));
     }
+    int label = (s >= 0) == (rng() % 10 != 0) ? 1 : -1;
+    if (w.classes > 0) {
+      // The class of the highest of the first `classes` coordinates, 10%
+      // replaced at random.
+      label = static_cast<int>(
+          std::max_element(val.begin(), val.begin() + w.classes) - val.begin());
+      if (rng() % 10 == 0) label = static_cast<int>(rng() % w.classes);
+    }
     d.values.push_back(std::move(val));
     d.indices.push_back(std::move(idx));
-    d.labels.push_back((s >= 0) == (rng() % 10 != 0) ? 1 : -1);
+    d.labels.push_back(label);
   }
   return d;
 }
@@ -73,8 +95,7 @@ FeatureView View(const Data& d, size_t t, bool sparse) {
 void Run(benchmark::State& state, const Workload& w, Algorithm algorithm,
          bool comparator) {
   const Data data = MakeData(w);
-  ModelConfig config;
-  config.dimension = w.dimension;
+  ModelConfig config = ConfigOf(w);
   config.algorithm = algorithm;
   if (comparator) {
     config.gamma = 0.05;
@@ -101,8 +122,7 @@ void Run(benchmark::State& state, const Workload& w, Algorithm algorithm,
 // pool's rows packed one after another.
 void RunDense(benchmark::State& state, const Workload& w, bool comparator) {
   const Data data = MakeData(w);
-  ModelConfig config;
-  config.dimension = w.dimension;
+  ModelConfig config = ConfigOf(w);
   if (comparator) {
     config.gamma = 0.05;
     config.comparator = data.separator;
@@ -167,6 +187,11 @@ BENCHMARK_CAPTURE(Run, W3_averaged_bound, kW3, Algorithm::kAveraged, true);
 BENCHMARK_CAPTURE(Predict, W1, kW1);
 BENCHMARK_CAPTURE(Predict, W2, kW2);
 BENCHMARK_CAPTURE(Predict, W3, kW3);
+// A multiclass model of 10 classes (docs/design.md section 2.8).
+BENCHMARK_CAPTURE(Run, W6_multiclass, kW6, Algorithm::kClassic, false);
+BENCHMARK_CAPTURE(RunDense, W6_multiclass, kW6, false);
+BENCHMARK_CAPTURE(Run, W6_multiclass_averaged, kW6, Algorithm::kAveraged,
+                  false);
 
 }  // namespace
 }  // namespace perceptron

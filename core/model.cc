@@ -116,7 +116,7 @@ namespace {
 absl::Status CheckConfusion(absl::string_view what,
                             const std::vector<uint64_t>& confusion, int classes,
                             uint64_t examples) {
-  if (confusion.size() != size_t{static_cast<size_t>(classes)} * classes) {
+  if (confusion.size() != static_cast<size_t>(classes) * classes) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": a confusion matrix of ", confusion.size(),
                      " counts for a model of ", classes, " classes"));
@@ -257,7 +257,7 @@ void Model::AccountClass(const Prepared& x, int label, const Decision& d,
   ++counters_.examples;
   counters_.mistakes += mistake;
   counters_.updates += updated;
-  ++confusion_[size_t{static_cast<size_t>(label)} * multi_->classes() +
+  ++confusion_[static_cast<size_t>(label) * multi_->classes() +
                d.label];
   bound_.Observe(x, hinge);
   if (certificate_) certificate_->Observe(x, label);

@@ -90,8 +90,8 @@ double MulticlassCertificateSolver::Slack(absl::Span<const double> v) const {
   std::vector<double> block(dim_);
   std::vector<std::vector<double>> vs(k_);
   for (int r = 0; r < k_; ++r) {
-    vs[r].assign(v.begin() + size_t{r} * dim_,
-                 v.begin() + size_t{r + 1} * dim_);
+    vs[r].assign(v.begin() + static_cast<size_t>(r) * dim_,
+                 v.begin() + static_cast<size_t>(r + 1) * dim_);
   }
   for (size_t t = 0; t < rows_.size(); ++t) {
     const int y = classes_[t];
@@ -113,7 +113,7 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
     double radius, const CertificateOptions& options) {
   MulticlassCertificate c;
   c.examples = rows_.examples();
-  c.u.assign(size_t{k_} * dim_, 0.0);
+  c.u.assign(static_cast<size_t>(k_) * dim_, 0.0);
   if (rows_.size() == 0 || radius == 0) {
     c.converged = true;
     return c;
@@ -143,9 +143,9 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
     for (size_t t = 0; t < rows_.size(); ++t) {
       gain += alpha_[t * k_ + classes_[t]];
     }
-    std::vector<double> flat(size_t{k_} * dim_);
+    std::vector<double> flat(static_cast<size_t>(k_) * dim_);
     for (int r = 0; r < k_; ++r) {
-      std::copy(w_[r].begin(), w_[r].end(), flat.begin() + size_t{r} * dim_);
+      std::copy(w_[r].begin(), w_[r].end(), flat.begin() + static_cast<size_t>(r) * dim_);
     }
     const double slack = Slack(flat);
     c.dual = gain - norm2 / 2;

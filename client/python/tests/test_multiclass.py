@@ -218,3 +218,36 @@ def test_metrics_count_each_class(server, client):
         assert series["perceptron_model_class_misclassified_total" + labels] == \
             confusion[i].sum() - confusion[i, i]
     assert len(series) == 6  # binary models have none
+
+
+def test_columns_and_items_learn_alike(client, digits):
+    """The same rows as columnar batches (Model.learn) and as per-item messages (labels as class
+    indices and as class names): the same answers and weights, bit for bit."""
+    X, y = digits
+    X, y = X[:300], y[:300]
+    columns = client.create_model("columns", 64, classes=range(10), algorithm="averaged")
+    result = columns.learn(X, y, batch_size=50)
+    answers = []
+    for by_name in (False, True):
+        model_id = "items-by-name" if by_name else "items"
+        client.create_model(model_id, 64, classes=range(10), algorithm="averaged")
+        requests = []
+        for start in range(0, 300, 50):
+            request = pb.LearnRequest(model_id=model_id)
+            for t in range(start, start + 50):
+                item = request.items.add().labeled
+                item.features.dense.values.extend(X[t])
+                if by_name:
+                    item.class_name = str(y[t])
+                else:
+                    item.label = int(y[t])
+            requests.append(request)
+        outcomes = [r.outcome for response in client._stub.Learn(iter(requests))
+                    for r in response.results]
+        answers.append(outcomes)
+        np.testing.assert_array_equal(client.model(model_id).weights(), columns.weights())
+    for outcomes in answers:
+        assert [o.label for o in outcomes] == [int(c) for c in result.predicted]
+        assert [o.score for o in outcomes] == list(result.scores)
+        assert [o.mistake for o in outcomes] == list(result.mistakes)
+        assert [o.updated for o in outcomes] == list(result.updates)

@@ -321,7 +321,10 @@ int Weights(const Args& args) {
     } else if (f.names_size() > 0) {
       name = absl::StrJoin(f.names(), " | ");
     }
-    std::printf("%u %.17g %s\n", f.index(), f.weight(), name.c_str());
+    // A multiclass model's: the class whose weight this is, last.
+    std::printf(
+        "%u %.17g %s%s%s\n", f.index(), f.weight(), name.c_str(),
+        f.class_name().empty() ? "" : " class=", f.class_name().c_str());
   }
   if (w->has_names()) {
     const v1::NameTableInfo& n = w->names();

@@ -166,6 +166,14 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
               HasSubstr(absl::StrFormat("  iris  %7d %7d %7d %9d", m[0], m[1],
                                         m[2], m[0] + m[1] + m[2])))
       << r.output;
+  // The heaviest weights name their class.
+  r = RunCommand(Cli(*server_, "weights fl --top=2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // INDEX WEIGHT NAME class=CLASS (no name kept: "-"; the bias: "(bias)").
+  EXPECT_THAT(r.output,
+              ::testing::MatchesRegex("([0-9]+ [-0-9.e]+ (-|\\(bias\\)) "
+                                      "class=(iris|lily|rose)\n){2}"))
+      << r.output;
   // Predictions are class names.
   r = RunCommand(Cli(*server_, "predict " + csv + " --model=fl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

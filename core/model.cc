@@ -257,8 +257,7 @@ void Model::AccountClass(const Prepared& x, int label, const Decision& d,
   ++counters_.examples;
   counters_.mistakes += mistake;
   counters_.updates += updated;
-  ++confusion_[static_cast<size_t>(label) * multi_->classes() +
-               d.label];
+  ++confusion_[static_cast<size_t>(label) * multi_->classes() + d.label];
   bound_.Observe(x, hinge);
   if (certificate_) certificate_->Observe(x, label);
 }
@@ -432,6 +431,10 @@ absl::Status Model::LearnDense(
         absl::StrCat("a dense batch of ", values.size(), " values and ", n,
                      " labels does not fit ", n, " rows of dimension ", d));
   }
+  if (multi_ != nullptr) {
+    LearnClassRows(values, labels, each);
+    return absl::OkStatus();
+  }
   const std::vector<double>* w = learner_->dot_weights();
   if (w == nullptr) {
     for (size_t i = 0; i < n; ++i)
@@ -497,6 +500,58 @@ void Model::LearnDenseRows(
       each(i, r);
     }
   }
+}
+
+void Model::LearnClassRows(
+    absl::Span<const double> values, absl::Span<const int> labels,
+    absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each) {
+  const size_t d = config_.dimension, n = labels.size();
+  // Learn's path for a multiclass model, with the squared norms and
+  // preparations of a block of rows (which do not depend on W) done before
+  // the block is learned, as LearnDenseRows does: their square roots and
+  // divisions overlap. DenseSquares sums each x . x as Prepare does (the same
+  // bits), so each row's outcome and the state after it are Learn's.
+  constexpr size_t kBlock = 8;
+  Prepared slot[kBlock];
+  double sum_squares[kBlock];
+  bool prepared[kBlock];
+  absl::StatusOr<Outcome> r;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t m = std::min(kBlock, n - begin);
+    DenseSquares(values.data() + begin * d, m, d, sum_squares);
+    for (size_t k = 0; k < m; ++k) {
+      prepared[k] = preparer_.TryPrepare(DenseRow(values, d, begin + k),
+                                         sum_squares[k], &slot[k]);
+    }
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = begin + k;
+      const int label = labels.data()[i];  // i < n: no check
+      if (!IsModelLabel(label)) {
+        r = CheckLabel(label);
+        each(i, r);
+        continue;
+      }
+      Outcome& o = r.emplace();
+      absl::Status s =
+          LearnClassFrom(slot[k], prepared[k], sum_squares[k], label, &o);
+      if (!s.ok()) r = std::move(s);
+      each(i, r);
+    }
+  }
+}
+
+absl::Status Model::LearnClassFrom(Prepared& p, bool prepared, double x_dot_x,
+                                   int label, Outcome* o) {
+  if (!prepared) {
+    PERCEPTRON_ASSIGN_OR_RETURN(p, preparer_.Prepare(p.x, x_dot_x));
+  }
+  const double hinge = bound_.Hinge(p, label);
+  if (!bound_.CanObserve(p, hinge)) return bound_.CheckObserve(p, hinge);
+  bool updated = false;
+  PERCEPTRON_ASSIGN_OR_RETURN(const Decision d,
+                              multi_->DecideAndLearn(p, label, &updated));
+  AccountClass(p, label, d, updated, hinge, o);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainResult> Model::Train(absl::Span<const LabeledExample> data,

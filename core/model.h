@@ -346,6 +346,15 @@ class Model {
                               double x_dot_x, double w_dot_x,
                               const std::vector<double>& w, int label,
                               Outcome* o);
+  // LearnDense's rows for a multiclass model, once checked.
+  void LearnClassRows(
+      absl::Span<const double> values, absl::Span<const int> labels,
+      absl::FunctionRef<void(size_t i, const absl::StatusOr<Outcome>& r)> each);
+  // Learn's path for a multiclass model once x's squared norm is summed:
+  // `prepared` is TryPrepare's answer, p what it filled. Sets *o unless it
+  // fails.
+  absl::Status LearnClassFrom(Prepared& p, bool prepared, double x_dot_x,
+                              int label, Outcome* o);
   // LearnDense's rows for a linear learner with weights w, once checked.
   template <typename Step>
   void LearnDenseRows(

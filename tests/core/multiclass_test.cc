@@ -515,6 +515,63 @@ TEST(MulticlassTest, DelayedRevealsJournalsAndStatesEqualThePerItemPath) {
   }
 }
 
+// Batches of dense rows (the server's columnar path) against the same rows
+// learned one at a time: outcomes, errors and states equal, bit for bit.
+TEST(MulticlassTest, DenseBatchesLearnAsRowsOneAtATime) {
+  for (int n = 0; n < 40; ++n) {
+    const ClassSpec spec = RandomSpec(n);
+    const ClassStream s = MakeClassStream(spec);
+    ModelConfig c = ClassConfig(spec);
+    c.algorithm = n % 3 == 0
+                      ? Algorithm::kClassic
+                      : (n % 3 == 1 ? Algorithm::kAveraged : Algorithm::kVoted);
+    auto rows = *Model::Create(c);
+    auto batch = *Model::Create(c);
+    std::vector<double> values;
+    std::vector<int> labels = s.y;
+    for (const std::vector<double>& x : s.x)
+      values.insert(values.end(), x.begin(), x.end());
+    // A label outside the classes, a NaN and (for a model that normalizes)
+    // a zero row: each refused alone.
+    labels[3] = spec.classes;
+    values[5 * spec.dimension] = std::nan("");
+    if (spec.normalize && !spec.bias) {
+      std::fill_n(values.begin() + 7 * spec.dimension, spec.dimension, 0.0);
+    }
+    std::vector<absl::StatusOr<Outcome>> one, many;
+    for (size_t t = 0; t < labels.size(); ++t) {
+      one.push_back(
+          rows->Learn(FeatureView::Dense(absl::MakeConstSpan(
+                          values.data() + t * spec.dimension, spec.dimension)),
+                      labels[t]));
+    }
+    for (size_t at = 0; at < labels.size(); at += 13) {
+      const size_t m = std::min<size_t>(13, labels.size() - at);
+      ASSERT_TRUE(
+          batch
+              ->LearnDense(absl::MakeConstSpan(values).subspan(
+                               at * spec.dimension, m * spec.dimension),
+                           absl::MakeConstSpan(labels).subspan(at, m),
+                           [&](size_t, const absl::StatusOr<Outcome>& r) {
+                             many.push_back(r);
+                           })
+              .ok());
+    }
+    ASSERT_EQ(one.size(), many.size());
+    for (size_t t = 0; t < one.size(); ++t) {
+      ASSERT_EQ(one[t].status(), many[t].status()) << n << " t " << t;
+      if (!one[t].ok()) continue;
+      EXPECT_EQ(one[t]->score, many[t]->score);
+      EXPECT_EQ(one[t]->predicted, many[t]->predicted);
+      EXPECT_EQ(one[t]->mistake, many[t]->mistake);
+      EXPECT_EQ(one[t]->updated, many[t]->updated);
+    }
+    EXPECT_FALSE(one[3].ok());
+    EXPECT_FALSE(one[5].ok());
+    EXPECT_EQ(rows->ExportState(), batch->ExportState());
+  }
+}
+
 TEST(MulticlassTest, TrainCyclesToSeparationAndRefusesABadLabelWhole) {
   ClassSpec spec;
   spec.classes = 4;

@@ -393,16 +393,35 @@ class Model:
     def classes(self) -> list:
         """A multiclass model's class names in index order (fixed at creation); empty for a
         binary model."""
+        return self._classes_of(0)
+
+    def _classes_of(self, retry_for: float) -> list:
         if self._classes is None:
-            self._classes = list(self.info().config.classes)
+            self._classes = list(self._retrying(self.info, retry_for).config.classes)
         return self._classes
 
-    def _labels(self, y, n: int) -> np.ndarray:
+    @staticmethod
+    def _retrying(call, retry_for: float):
+        """call(); with retry_for (seconds), retried with growing pauses while it fails with a
+        code a resumed stream retries (a server restarting, a model being moved)."""
+        deadline = time.monotonic() + retry_for
+        pause = 0.1
+        while True:
+            try:
+                return call()
+            except PerceptronError as e:
+                if e.code not in _RESUMABLE or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)  # a retry's pause
+                pause = min(2 * pause, 2.0)
+
+    def _labels(self, y, n: int, retry_for: float = 0) -> np.ndarray:
         """Labels for the wire: -1/+1 for a binary model; a multiclass model's class names
         (strings, or numbers naming them) as class indices."""
-        if not self.classes:
+        classes = self._classes_of(retry_for)
+        if not classes:
             return _labels(y, n)
-        return _class_labels(y, n, self.classes)
+        return _class_labels(y, n, classes)
 
     def _named_classes(self, result: LearnResult) -> LearnResult:
         """result.predicted as class names for a multiclass model (None where refused)."""
@@ -510,7 +529,7 @@ class Model:
                 _outcomes(self.client._learn(self.id, iter(batches)), len(x)))
         kind, rows = _rows(x)
         n = rows.shape[0]
-        labels = self._labels(y, n)
+        labels = self._labels(y, n, retry_for)
         if retry_for > 0:
             return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         batches = [_wire.learn_request(self.id if i == 0 else "", columns)
@@ -521,7 +540,7 @@ class Model:
 
     def _learn_resuming(self, kind, rows, labels, batch_size, retry_for) -> LearnResult:
         n = rows.shape[0]
-        dimension = self.info().config.dimension
+        dimension = self._retrying(self.info, retry_for).config.dimension
         if kind == "dense":
             if rows.shape[1] != dimension or not np.all(np.isfinite(rows)):
                 raise ValueError(f"retry_for: rows must have {dimension} finite values")
@@ -529,7 +548,7 @@ class Model:
               rows.has_canonical_format is False):
             raise ValueError(f"retry_for: rows must be finite, of dimension {dimension} at "
                              "most, without repeated indices")
-        base = self.status().stats.examples
+        base = self._retrying(self.status, retry_for).stats.examples
         scores, mistakes, updates = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         stats = pb.ModelStats()
         unanswered = []

@@ -19,8 +19,9 @@ BoundTracker::BoundTracker(const ModelConfig& config) {
     // k vectors of d values: each gets a 0 for its bias coordinate.
     std::vector<double> u(config.weight_count(), 0.0);
     for (int r = 0; r < classes_; ++r) {
-      std::copy_n(config.comparator.begin() + static_cast<size_t>(r) * config.dimension,
-                  config.dimension, u.begin() + static_cast<size_t>(r) * dim);
+      std::copy_n(
+          config.comparator.begin() + static_cast<size_t>(r) * config.dimension,
+          config.dimension, u.begin() + static_cast<size_t>(r) * dim);
     }
     u_ = std::move(u);
   }

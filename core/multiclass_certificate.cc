@@ -85,14 +85,9 @@ double MulticlassCertificateSolver::Pass(double C) {
   return worst;
 }
 
-double MulticlassCertificateSolver::Slack(absl::Span<const double> v) const {
+double MulticlassCertificateSolver::Slack(
+    const std::vector<std::vector<double>>& vs) const {
   double slack = 0;
-  std::vector<double> block(dim_);
-  std::vector<std::vector<double>> vs(k_);
-  for (int r = 0; r < k_; ++r) {
-    vs[r].assign(v.begin() + static_cast<size_t>(r) * dim_,
-                 v.begin() + static_cast<size_t>(r + 1) * dim_);
-  }
   for (size_t t = 0; t < rows_.size(); ++t) {
     const int y = classes_[t];
     double sy = 0, best = -std::numeric_limits<double>::infinity();
@@ -145,9 +140,10 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
     }
     std::vector<double> flat(static_cast<size_t>(k_) * dim_);
     for (int r = 0; r < k_; ++r) {
-      std::copy(w_[r].begin(), w_[r].end(), flat.begin() + static_cast<size_t>(r) * dim_);
+      std::copy(w_[r].begin(), w_[r].end(),
+                flat.begin() + static_cast<size_t>(r) * dim_);
     }
-    const double slack = Slack(flat);
+    const double slack = Slack(w_);
     c.dual = gain - norm2 / 2;
     c.primal = norm2 / 2 + C * slack;
     c.upper = 2 * rk2 * c.primal;

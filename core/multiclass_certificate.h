@@ -88,8 +88,8 @@ class MulticlassCertificateSolver {
   // solution. With no example kept: upper = lower = 0.
   MulticlassCertificate Solve(double radius, const CertificateOptions& options);
 
-  // sum_t xi_t(V) over the kept examples, V as k blocks (u's layout).
-  double Slack(absl::Span<const double> v) const;
+  // sum_t xi_t(V) over the kept examples, V as k vectors.
+  double Slack(const std::vector<std::vector<double>>& vs) const;
 
  private:
   // One pass over every example in a fresh random order at cost C; returns

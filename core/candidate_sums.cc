@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace perceptron {
 
@@ -190,6 +191,58 @@ std::vector<double> HingeSums(const KeptRows& rows,
     for (size_t k = 0; k < vs.size(); ++k) {
       const double h = 1 - rows.label(t) * scores[k];
       if (h > 0) sums[k] += rows.count(t) * h;
+    }
+  }
+  return sums;
+}
+
+double ClassMargin(const KeptRows& rows, size_t t, const std::vector<double>& v,
+                   int classes) {
+  const size_t dimension = v.size() / static_cast<size_t>(classes);
+  const int y = rows.label(t);
+  double own = 0;
+  double other = -std::numeric_limits<double>::infinity();
+  for (int r = 0; r < classes; ++r) {
+    const double s =
+        rows.DotUnordered(t, v.data() + static_cast<size_t>(r) * dimension);
+    if (r == y) {
+      own = s;
+    } else {
+      other = std::max(other, s);
+    }
+  }
+  return own - other;
+}
+
+std::vector<double> ClassHingeSums(const KeptRows& rows,
+                                   const std::vector<std::vector<double>>& vs,
+                                   int classes) {
+  std::vector<double> sums(vs.size(), 0.0);
+  const ScaledCandidates scaled(vs);
+  std::vector<double> margins(vs.size());
+  for (size_t t = 0; t < rows.size(); ++t) {
+    for (uint32_t k : scaled.summed()) {
+      margins[k] = ClassMargin(rows, t, vs[k], classes);
+    }
+    scaled.Spread(margins.data());
+    for (size_t k = 0; k < vs.size(); ++k) {
+      const double h = 1 - margins[k];
+      if (h > 0) sums[k] += rows.count(t) * h;
+    }
+  }
+  return sums;
+}
+
+std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
+                                     absl::Span<const uint32_t> places,
+                                     const std::vector<std::vector<double>>& vs,
+                                     int classes) {
+  std::vector<double> sums(vs.size(), 0.0);
+  for (uint32_t t : places) {
+    if (t >= rows.size()) continue;
+    for (size_t k = 0; k < vs.size(); ++k) {
+      const double h = 1 - ClassMargin(rows, t, vs[k], classes);
+      if (h > 0) sums[k] += h;
     }
   }
   return sums;

@@ -124,6 +124,26 @@ std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
                               const CandidateSupport& support);
 
+// A multiclass model's candidate V = (v_1..v_k) is one vector of k times the
+// weight dimension, the class vectors one after another (as the model keeps
+// its weights), and a kept row's label is its class y. Its margin on row t is
+// (v_y - max_{r != y} v_r) . x^_t, and its hinge max(0, 1 - margin): each
+// v_r . x^_t is KeptRows::DotUnordered's.
+double ClassMargin(const KeptRows& rows, size_t t, const std::vector<double>& v,
+                   int classes);
+// sum_t max(0, 1 - margin_t) over `rows` (each row times its count), for
+// each V of `vs`: TD_gamma(U) = gamma * sum for U = V / ||V||_F,
+// gamma = 1 / ||V||_F (docs/design.md section 2.8). Margins of scaled
+// candidates are shared as ScaledCandidates says.
+std::vector<double> ClassHingeSums(const KeptRows& rows,
+                                   const std::vector<std::vector<double>>& vs,
+                                   int classes);
+// The same over the rows at `places`, as HingeSumsAt.
+std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
+                                     absl::Span<const uint32_t> places,
+                                     const std::vector<std::vector<double>>& vs,
+                                     int classes);
+
 }  // namespace perceptron
 
 #endif  // PERCEPTRON_CORE_CANDIDATE_SUMS_H_

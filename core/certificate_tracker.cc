@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -30,11 +31,12 @@ bool CertificateBudget::Take(uint64_t n) {
 CertificateTracker::CertificateTracker(
     uint64_t limit, uint64_t slack, uint64_t limit_bytes,
     std::shared_ptr<CertificateBudget> budget,
-    std::optional<KernelConfig> kernel, uint32_t weight_dimension)
+    std::optional<KernelConfig> kernel, uint32_t weight_dimension, int classes)
     : limit_(limit < 1 ? 1 : limit),
       slack_(slack),
       kernel_(kernel),
       weight_dimension_(weight_dimension),
+      classes_(classes),
       limit_bytes_(limit_bytes),
       budget_(std::move(budget)) {
   if (kernel_) {
@@ -54,6 +56,7 @@ std::vector<double> CertificateTracker::Sums(
     const KeptRows& rows, const std::vector<std::vector<double>>& vs,
     const KeptRows& basis, const CandidateSupport* support) const {
   if (kernel_) return KernelHingeSums(rows, basis, kernel_rows_.get(), vs);
+  if (classes_ > 0) return ClassHingeSums(rows, vs, classes_);
   if (support != nullptr) return HingeSums(rows, vs, *support);
   return HingeSums(rows, vs);
 }
@@ -158,7 +161,9 @@ CertificateTracker::RowsDelta CertificateTracker::TakeRows() {
 void CertificateTracker::Observe(const Prepared& x, int label) {
   ++observed_;
   const std::vector<uint32_t>& summed = scaled_.summed();
-  if (kernel_ && !candidates_.empty()) {
+  if (classes_ > 0) {
+    ClassMargins(x, label);
+  } else if (kernel_ && !candidates_.empty()) {
     kernel_rows_->Against(basis_, x, &kernel_values_);
     for (uint32_t k : summed) {
       double f = 0;
@@ -188,8 +193,10 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     for (uint32_t k : summed) scores_[k] = Dot(candidates_[k], x);
   }
   scaled_.Spread(scores_.data());
+  // A multiclass candidate's score is its margin: its hinge is 1 - margin.
+  const double y = classes_ > 0 ? 1.0 : label;
   for (size_t k = 0; k < candidates_.size(); ++k) {
-    const double h = 1 - label * scores_[k];
+    const double h = 1 - y * scores_[k];
     if (h > 0) sums_[k] += h;
   }
   if (phase_ != CertificatePhase::kKeeping &&
@@ -239,6 +246,39 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   }
 }
 
+void CertificateTracker::ClassMargins(const Prepared& x, int label) {
+  const size_t d = weight_dimension_;
+  double s[kMaxClasses];
+  for (uint32_t c : scaled_.summed()) {
+    const double* v = candidates_[c].data();
+    if (!x.x.sparse) {
+      // The k class scores in passes over x of up to eight at a time (the
+      // same bits as Dot's).
+      constexpr int kChunk = 8;
+      const double* vs[kChunk];
+      double raw[kChunk];
+      for (int r0 = 0; r0 < classes_; r0 += kChunk) {
+        const int m = std::min(kChunk, classes_ - r0);
+        for (int j = 0; j < m; ++j) vs[j] = v + static_cast<size_t>(r0 + j) * d;
+        DenseDotsOf(vs, static_cast<size_t>(m), x.x.values.data(),
+                    x.x.values.size(), raw);
+        for (int j = 0; j < m; ++j) {
+          s[r0 + j] = DotFrom(raw[j], absl::MakeConstSpan(vs[j], d), x);
+        }
+      }
+    } else {
+      for (int r = 0; r < classes_; ++r) {
+        s[r] = Dot(absl::MakeConstSpan(v + static_cast<size_t>(r) * d, d), x);
+      }
+    }
+    double other = -std::numeric_limits<double>::infinity();
+    for (int r = 0; r < classes_; ++r) {
+      if (r != label) other = std::max(other, s[r]);
+    }
+    scores_[c] = s[label] - other;
+  }
+}
+
 KeptRows CertificateTracker::Take(std::vector<uint32_t>* repeats) {
   // Rows restored with the state come first: they were kept before.
   KeptRows rows = std::move(restored_);
@@ -280,7 +320,9 @@ void CertificateTracker::Install(
   const std::vector<double> tailed = Sums(tail_, vs, basis, support.get());
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
   if (!repeats_.empty()) {
-    const std::vector<double> again = HingeSumsAt(*solved_rows, repeats_, vs);
+    const std::vector<double> again =
+        classes_ > 0 ? ClassHingeSumsAt(*solved_rows, repeats_, vs, classes_)
+                     : HingeSumsAt(*solved_rows, repeats_, vs);
     for (size_t k = 0; k < vs.size(); ++k) sums[k] += again[k];
   }
   squares_ = Squares(vs, basis);
@@ -364,7 +406,7 @@ void CertificateTracker::Reset() {
     Release();
     const bool journaling = journaling_;
     *this = CertificateTracker(limit_, slack_, limit_bytes_, budget_, kernel_,
-                               weight_dimension_);
+                               weight_dimension_, classes_);
     journaling_ = journaling;
     candidates_changed_ = true;
   }
@@ -408,9 +450,12 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
   // A kernel model's candidates have one coefficient per basis row; a linear
   // model's, one per coordinate (or per coordinate of its support), and no
   // basis.
-  const size_t size = kernel_             ? basis.size()
-                      : !support->empty() ? support->size()
-                                          : weight_dimension;
+  // A multiclass model's, one per coordinate of each class.
+  const size_t size = kernel_ ? basis.size()
+                      : !support->empty()
+                          ? support->size()
+                          : size_t{weight_dimension} *
+                                static_cast<size_t>(std::max(classes_, 1));
   if (!kernel_ && basis.size() > 0) {
     return absl::InvalidArgumentError(
         "certificate: a basis of rows is given for a linear model");
@@ -495,6 +540,11 @@ absl::Status CertificateTracker::Restore(const CertificateState& s,
 bool CertificateTracker::RowsFit(const KeptRows& rows) const {
   if (rows.examples() != observed_) return false;
   for (size_t t = 0; t < rows.size(); ++t) {
+    const int label = rows.label(t);
+    if (classes_ > 0 ? label < 0 || label >= classes_
+                     : label != 1 && label != -1) {
+      return false;
+    }
     for (uint32_t i : rows.indices(t)) {
       if (i >= weight_dimension_) return false;
     }
@@ -604,7 +654,8 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
   r.kept_rows = kept_;
   r.bytes = bytes();
   if (candidates_.empty() || phase_ == CertificatePhase::kOff) return r;
-  const double r2 = radius * radius;
+  // A multiclass bound's radius is the Kesler vectors', sqrt(2) R.
+  const double r2 = (classes_ > 0 ? 2 : 1) * radius * radius;
   size_t best = 0;
   double upper = 0;
   for (size_t k = 0; k < candidates_.size(); ++k) {
@@ -693,18 +744,25 @@ size_t CertificateTracker::bytes() const {
   return b;
 }
 
-std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
-                                                const HardMargin* hard) {
+std::vector<std::vector<double>> CandidatesFrom(const std::vector<double>& u,
+                                                double gamma) {
   std::vector<std::vector<double>> vs;
-  if (!(c.gamma > 0) || c.u.empty()) return vs;
+  if (!(gamma > 0) || u.empty()) return vs;
   for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
-    std::vector<double> v(c.u.size());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
+    std::vector<double> v(u.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = u[i] * scale / gamma;
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {
       vs.push_back(std::move(v));  // not one that overflows
     }
   }
+  return vs;
+}
+
+std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
+                                                const HardMargin* hard) {
+  if (!(c.gamma > 0) || c.u.empty()) return {};
+  std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
   if (hard != nullptr && hard->separable && hard->lower > 0 &&
       hard->u.size() == c.u.size()) {
     const double scale = (1 + 1e-9) / hard->lower;

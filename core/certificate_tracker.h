@@ -173,12 +173,16 @@ class CertificateTracker {
   // reach `limit_bytes` (as counted by RowBytes), plus `slack` examples; the
   // bytes of every row kept are taken from `budget` too, if given. With
   // `kernel`, for a kernel model of weight dimension `weight_dimension`: its
-  // candidates are coefficient vectors over a basis of rows (Install).
+  // candidates are coefficient vectors over a basis of rows (Install). With
+  // `classes` k > 0, for a multiclass model (docs/design.md section 2.8):
+  // labels are classes 0..k-1, a candidate V holds k vectors of the weight
+  // dimension one after another, its hinge is the multiclass one
+  // (ClassHingeSums) and its bound 2 R^2 ||V||_F^2 + 2 sum_t xi_t.
   CertificateTracker(uint64_t limit, uint64_t slack,
                      uint64_t limit_bytes = UINT64_MAX,
                      std::shared_ptr<CertificateBudget> budget = nullptr,
                      std::optional<KernelConfig> kernel = std::nullopt,
-                     uint32_t weight_dimension = 0);
+                     uint32_t weight_dimension = 0, int classes = 0);
   ~CertificateTracker() { Release(); }
   CertificateTracker(const CertificateTracker&) = delete;
   CertificateTracker& operator=(const CertificateTracker&) = delete;
@@ -278,6 +282,8 @@ class CertificateTracker {
                const KeptRows* solved_rows = nullptr);
   // Whether the candidates live in a kernel's feature space.
   bool kernel() const { return kernel_.has_value(); }
+  // A multiclass model's classes k; 0 for a binary model.
+  int classes() const { return classes_; }
 
   // The rows a journal carries: with journaling on, every row kept since the
   // last TakeRows, and whether the rows handed out before them no longer
@@ -377,6 +383,9 @@ class CertificateTracker {
                            const std::vector<std::vector<double>>& vs,
                            const KeptRows& basis,
                            const CandidateSupport* support) const;
+  // A multiclass model's: scores_[c] = the margin of each summed candidate c
+  // on x^ of class `label`.
+  void ClassMargins(const Prepared& x, int label);
   // Finds which candidates are multiples of others (after they change).
   void Scale();
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
@@ -389,6 +398,7 @@ class CertificateTracker {
   uint64_t slack_;
   std::optional<KernelConfig> kernel_;
   uint32_t weight_dimension_;
+  int classes_;
   // Kernel values, for a kernel model (scratch; its scratch vector is
   // restored after each use).
   std::unique_ptr<KernelRows> kernel_rows_;
@@ -424,9 +434,10 @@ class CertificateTracker {
   std::vector<std::vector<double>> candidates_;
   // The coordinates a wide model's candidates hold (null: every one).
   std::shared_ptr<const CandidateSupport> support_;
-  uint64_t support_bytes_ = 0;   // counted for them, of kept_bytes_
-  ScaledCandidates scaled_;      // of candidates_
-  std::vector<double> scores_;   // scratch: each candidate's v . x^
+  uint64_t support_bytes_ = 0;  // counted for them, of kept_bytes_
+  ScaledCandidates scaled_;     // of candidates_
+  // scratch: each candidate's v . x^ (a multiclass candidate's margin)
+  std::vector<double> scores_;
   KeptRows basis_;               // a kernel model's candidates' rows
   std::vector<double> squares_;  // ||v||^2 of each candidate
   std::vector<double> sums_;     // their hinge sums
@@ -447,6 +458,10 @@ class CertificateTracker {
 // the margin for the margin rule).
 std::vector<std::vector<double>> CandidatesFrom(
     const Certificate& c, const HardMargin* hard = nullptr);
+// The same for a comparator `u` (a unit vector, or a multiclass one of
+// Frobenius norm 1) of margin `gamma`.
+std::vector<std::vector<double>> CandidatesFrom(const std::vector<double>& u,
+                                                double gamma);
 
 }  // namespace perceptron
 

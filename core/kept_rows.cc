@@ -68,7 +68,7 @@ void KeptRows::Close(const Block& b, size_t begin, int label, double square) {
   rows_.push_back({static_cast<uint32_t>(&b - blocks_.data()),
                    static_cast<uint32_t>(begin),
                    static_cast<uint32_t>(b.size)});
-  labels_.push_back(static_cast<int8_t>(label > 0 ? 1 : -1));
+  labels_.push_back(static_cast<int8_t>(label));
   square_.push_back(square);
   if (!counts_.empty()) counts_.push_back(1);
 }

@@ -36,7 +36,8 @@ class KeptRows {
   KeptRows(KeptRows&&) = default;
   KeptRows& operator=(KeptRows&&) = default;
 
-  // Keeps a copy of x^ and its label (-1 or +1). O(nnz).
+  // Keeps a copy of x^ and its label: -1 or +1, or a multiclass model's class
+  // index 0..kMaxClasses-1. O(nnz).
   void Add(const Prepared& x, int label);
   // Keeps a row given by its non-zeros (indices and values of x^).
   void Add(absl::Span<const uint32_t> indices, absl::Span<const double> values,
@@ -65,6 +66,9 @@ class KeptRows {
   double square(size_t t) const { return square_[t]; }
   // w . x^_t, over the non-zeros in order.
   double Dot(size_t t, const std::vector<double>& w) const {
+    return Dot(t, w.data());
+  }
+  double Dot(size_t t, const double* w) const {
     const Row& r = rows_[t];
     const Block& b = blocks_[r.block];
     double s = 0;
@@ -81,10 +85,15 @@ class KeptRows {
   // sparse row as Dot does. For the solver, whose iterates and figures depend
   // on no particular order of a sum.
   double DotUnordered(size_t t, const std::vector<double>& w) const {
+    return DotUnordered(t, w.data());
+  }
+  // The same for w given by its first coordinate (a multiclass model's
+  // class vector within its k).
+  double DotUnordered(size_t t, const double* w) const {
     const Row& r = rows_[t];
     const Block& b = blocks_[r.block];
     if (b.index == nullptr) {
-      return DenseDot(w.data(), b.value.get() + r.begin, r.end - r.begin);
+      return DenseDot(w, b.value.get() + r.begin, r.end - r.begin);
     }
     return Dot(t, w);
   }

@@ -814,17 +814,27 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
       NewTracker(kernel ? std::min(limit, kKernelCertificateLimit) : limit,
                  slack, limit_bytes, std::move(budget));
   certificate_->SetJournaling(journaling_);
+  // A multiclass model's vectors hold k class vectors each.
+  const uint64_t classes = multi_ != nullptr ? multi_->classes() : 1;
   const uint64_t vector_bytes =
-      kernel ? 0 : CertificateTracker::VectorBytes(config_.weight_dimension());
-  if (multi_ != nullptr) {
+      kernel ? 0
+      : multi_ != nullptr
+          ? classes * config_.weight_dimension() * 64
+          : CertificateTracker::VectorBytes(config_.weight_dimension());
+  if (multi_ != nullptr && IsWide(config_.weight_dimension())) {
     certificate_->TurnOff(
-        "the certificate of a multiclass model (docs/design.md section 2.8) "
-        "is not built yet",
+        absl::StrCat("a multiclass model's certificate keeps its k vectors "
+                     "dense, up to a weight dimension of ",
+                     kWideDimension, " (this model's is ",
+                     config_.weight_dimension(),
+                     "; a smaller hash_bits or dimension fits)"),
         /*permanent=*/true);
   } else if (vector_bytes > limit_bytes) {
     // In bytes: rounded to MiB, 64.0001 would read "64 MiB, over 64 MiB".
     certificate_->TurnOff(
-        absl::StrCat("its 8 dense vectors of ", config_.weight_dimension(),
+        absl::StrCat("its 8 dense vectors of ",
+                     classes > 1 ? absl::StrCat(classes, " x ") : "",
+                     config_.weight_dimension(),
                      " coordinates (the weight dimension) would take ",
                      vector_bytes,
                      " bytes, over the certificate's memory per "
@@ -853,7 +863,7 @@ std::unique_ptr<CertificateTracker> Model::NewTracker(
   return std::make_unique<CertificateTracker>(
       limit, slack, limit_bytes, std::move(budget),
       kernel ? std::optional<KernelConfig>(config_.kernel) : std::nullopt,
-      config_.weight_dimension());
+      config_.weight_dimension(), multi_ != nullptr ? multi_->classes() : 0);
 }
 
 std::optional<CertificateReport> Model::CertificateNow(bool with_u) const {

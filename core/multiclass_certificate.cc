@@ -35,14 +35,23 @@ MulticlassCertificateSolver::MulticlassCertificateSolver(
       w_(classes, std::vector<double>(weight_dimension, 0.0)) {}
 
 void MulticlassCertificateSolver::Add(const Prepared& x, int label) {
-  rows_.Add(x, 1);
-  classes_.push_back(static_cast<uint8_t>(label));
+  rows_.Add(x, label);
   alpha_.resize(alpha_.size() + k_, 0.0);
 }
 
+void MulticlassCertificateSolver::Add(KeptRows rows,
+                                      absl::Span<const uint32_t> repeats) {
+  rows_.Append(std::move(rows));
+  alpha_.resize(rows_.size() * static_cast<size_t>(k_), 0.0);
+  // A row counted more has a larger cap: alpha stays feasible.
+  for (uint32_t t : repeats) {
+    if (t < rows_.size()) rows_.AddCount(t, 1);
+  }
+}
+
 size_t MulticlassCertificateSolver::bytes() const {
-  return rows_.bytes() + classes_.capacity() +
-         alpha_.capacity() * sizeof(double);
+  return rows_.bytes() + alpha_.capacity() * sizeof(double) +
+         static_cast<size_t>(k_) * dim_ * sizeof(double);
 }
 
 double MulticlassCertificateSolver::Pass(double C) {
@@ -57,7 +66,7 @@ double MulticlassCertificateSolver::Pass(double C) {
   for (const uint32_t t : order) {
     const double A = rows_.square(t);
     if (A == 0) continue;
-    const int y = classes_[t];
+    const int y = rows_.label(t);
     const double cap = C * rows_.count(t);
     double* alpha = alpha_.data() + size_t{t} * k_;
     // The gradient of -D in alpha_t, and how far it is from optimal: the
@@ -89,7 +98,7 @@ double MulticlassCertificateSolver::Slack(
     const std::vector<std::vector<double>>& vs) const {
   double slack = 0;
   for (size_t t = 0; t < rows_.size(); ++t) {
-    const int y = classes_[t];
+    const int y = rows_.label(t);
     double sy = 0, best = -std::numeric_limits<double>::infinity();
     for (int r = 0; r < k_; ++r) {
       const double s = rows_.DotUnordered(t, vs[r]);
@@ -136,7 +145,7 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
     }
     double gain = 0;
     for (size_t t = 0; t < rows_.size(); ++t) {
-      gain += alpha_[t * k_ + classes_[t]];
+      gain += alpha_[t * k_ + rows_.label(t)];
     }
     std::vector<double> flat(static_cast<size_t>(k_) * dim_);
     for (int r = 0; r < k_; ++r) {

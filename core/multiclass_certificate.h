@@ -78,7 +78,12 @@ class MulticlassCertificateSolver {
   // Keeps a copy of x^ (its non-zeros and the bias coordinate) and its class
   // (0..k-1). O(nnz).
   void Add(const Prepared& x, int label);
+  // Keeps `rows` (labels: classes 0..k-1; a row of count c stands for c equal
+  // examples), and counts the rows at `repeats` (places among those kept)
+  // once more each, as CertificateSolver::Add.
+  void Add(KeptRows rows, absl::Span<const uint32_t> repeats = {});
 
+  const KeptRows& rows() const { return rows_; }
   size_t size() const { return rows_.size(); }
   int classes() const { return k_; }
   // Bytes the kept examples and their dual variables take.
@@ -98,8 +103,7 @@ class MulticlassCertificateSolver {
 
   int k_;
   uint32_t dim_;
-  KeptRows rows_;  // labels unused: classes_ holds them
-  std::vector<uint8_t> classes_;
+  KeptRows rows_;                       // labels: classes
   std::vector<double> alpha_;           // k a row
   std::vector<std::vector<double>> w_;  // W(alpha): w_[r], dim_ each
   double cost_ = 0;                     // the C alpha_ is feasible for

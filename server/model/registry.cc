@@ -29,6 +29,7 @@ std::optional<KeptRows> ModelEntry::CertificateRows() const {
       taken = original ? &*original : &solver->rows();
     }
     if (kernel_solver != nullptr) taken = &kernel_solver->rows();
+    if (class_solver != nullptr) taken = &class_solver->rows();
   }
   return t->RowsNow(taken);
 }

@@ -32,6 +32,7 @@
 #include "core/certificate.h"
 #include "core/kernel_certificate.h"
 #include "core/model.h"
+#include "core/multiclass_certificate.h"
 #include "server/model/history.h"
 #include "server/model/limits.h"
 
@@ -103,6 +104,9 @@ struct ModelEntry {
   std::unique_ptr<CertificateSolver> solver ABSL_GUARDED_BY(solver_mu);
   // A kernel model's instead.
   std::unique_ptr<KernelCertificateSolver> kernel_solver
+      ABSL_GUARDED_BY(solver_mu);
+  // A multiclass model's instead.
+  std::unique_ptr<MulticlassCertificateSolver> class_solver
       ABSL_GUARDED_BY(solver_mu);
   uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
   bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;

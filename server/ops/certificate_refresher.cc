@@ -15,6 +15,7 @@
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
 #include "core/kernel_certificate.h"
+#include "core/multiclass_certificate.h"
 
 namespace perceptron::server {
 namespace {
@@ -121,6 +122,7 @@ absl::Duration CertificateRefresher::Refresh(
   uint32_t dimension = 0;
   bool margin_rule = false;
   std::optional<KernelConfig> kernel;
+  int classes = 0;
   {
     absl::MutexLock lock(&entry->mu);
     CertificateTracker* tracker =
@@ -137,6 +139,7 @@ absl::Duration CertificateRefresher::Refresh(
       // Frozen, off or reset: the solver's rows serve nothing any more.
       entry->solver.reset();
       entry->kernel_solver.reset();
+      entry->class_solver.reset();
       entry->solver_converged = true;
       if (!live) return absl::ZeroDuration();
     }
@@ -149,6 +152,7 @@ absl::Duration CertificateRefresher::Refresh(
     dimension = config.weight_dimension();
     margin_rule = config.algorithm == Algorithm::kMargin;
     if (config.algorithm == Algorithm::kKernel) kernel = config.kernel;
+    classes = static_cast<int>(config.classes.size());
   }
   CertificateOptions options;
   options.tolerance = kConvergedGap;
@@ -187,6 +191,27 @@ absl::Duration CertificateRefresher::Refresh(
     still_freezing =
         Install(*entry, std::move(k.vs), std::move(sums), c.lower, c.converged,
                 solver.size(), generation, std::move(k.basis));
+    solver_lock.Release();
+    if (freezing != nullptr) *freezing = still_freezing;
+    entry->NotifyChanged();
+    return busy();
+  }
+  if (classes > 0) {
+    if (entry->class_solver == nullptr) {
+      entry->class_solver =
+          std::make_unique<MulticlassCertificateSolver>(classes, dimension);
+      entry->solver_generation = generation;
+    }
+    MulticlassCertificateSolver& solver = *entry->class_solver;
+    solver.Add(std::move(rows), repeats);
+    const MulticlassCertificate c = solver.Solve(radius, options);
+    if (c.stopped) return stopped();
+    std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
+    std::vector<double> sums = ClassHingeSums(solver.rows(), vs, classes);
+    entry->solver_converged = c.converged;
+    still_freezing =
+        Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
+                solver.size(), generation, KeptRows(), nullptr, &solver.rows());
     solver_lock.Release();
     if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/config.h"
 #include "server/storage/crc.h"
 
 namespace perceptron::server {
@@ -54,7 +55,8 @@ void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
   char* index = count + 4 * n;
   char* value = index + 4 * indices;
   for (size_t t = 0; t < n; ++t) {
-    label[t] = static_cast<char>(rows.label(t) > 0 ? 1 : -1);
+    // -1 or +1, or a multiclass model's class 0..kMaxClasses-1.
+    label[t] = static_cast<char>(rows.label(t));
     dense[t] = static_cast<char>(rows.dense(t) ? 1 : 0);
     const absl::Span<const double> v = rows.values(t);
     PutLittle(count + 4 * t, v.size(), 4);
@@ -130,7 +132,9 @@ bool ParseRows(absl::string_view p, KeptRows* rows) {
   const char* count = dense + n;
   uint64_t indices = 0, values = 0;
   for (uint64_t t = 0; t < n; ++t) {
-    if ((label[t] != 1 && label[t] != -1) || (dense[t] != 0 && dense[t] != 1))
+    // Whether the labels fit the model is its certificate's check.
+    if (label[t] < -1 || label[t] >= static_cast<int>(kMaxClasses) ||
+        (dense[t] != 0 && dense[t] != 1))
       return false;
     const uint64_t k = GetLittle(count + 4 * t, 4);
     values += k;

@@ -26,10 +26,10 @@ void AppendChunk(std::string* out, ChunkType type, uint64_t seq,
                  absl::string_view payload);
 // Appends a kRowsChunk holding `rows`, written from their blocks in one copy.
 // A rows payload: the number of rows n (4 bytes); n labels (1 byte, +1 or
-// -1); n marks (1 byte: 1 if the row is dense, its non-zeros coordinates
-// 0..k-1, whose indices are then not written); n counts of non-zeros (4
-// bytes); the sparse rows' indices (4 bytes each), then every row's values
-// (8-byte doubles), rows in order.
+// -1, or a multiclass model's class 0..63); n marks (1 byte: 1 if the row is
+// dense, its non-zeros coordinates 0..k-1, whose indices are then not written);
+// n counts of non-zeros (4 bytes); the sparse rows' indices (4 bytes each),
+// then every row's values (8-byte doubles), rows in order.
 void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows);
 // Appends a kRepeatsChunk raising the counts of the rows at `places` (among
 // every row since the last kClearedChunk, in order) by one each, or, for

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "core/config.h"
 #include "server/model/convert.h"
 
 namespace perceptron::server {
@@ -328,7 +329,12 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
 }
 
 void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out, bool compact) {
-  std::string* labels = out->mutable_labels();
+  // A multiclass model's classes as they are, unless all are 1 (or -1).
+  bool signs = true;
+  for (size_t t = 0; t < in.size() && signs; ++t) {
+    signs = in.label(t) == 1 || in.label(t) == -1;
+  }
+  std::string* labels = signs ? out->mutable_labels() : out->mutable_classes();
   labels->reserve(in.size());
   std::string* dense = compact ? out->mutable_dense() : nullptr;
   // Room for every non-zero at once: grown a row at a time, the arrays were
@@ -353,7 +359,8 @@ void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out, bool compact) {
     }
     end += value.size();
     out->add_ends(end);
-    labels->push_back(in.label(t) > 0 ? 1 : 0);
+    labels->push_back(signs ? (in.label(t) > 0 ? 1 : 0)
+                            : static_cast<char>(in.label(t)));
   }
   if (in.examples() != in.size()) {
     for (size_t t = 0; t < in.size(); ++t) out->add_counts(in.count(t));
@@ -362,7 +369,10 @@ void KeptRowsToProto(const KeptRows& in, v1::KeptRowsState* out, bool compact) {
 
 absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
   const bool marked = !in.dense().empty();
-  if (in.ends_size() != static_cast<int>(in.labels().size()) ||
+  const bool classes = !in.classes().empty();
+  const std::string& labels = classes ? in.classes() : in.labels();
+  if (in.ends_size() != static_cast<int>(labels.size()) ||
+      (classes && !in.labels().empty()) ||
       (marked && in.ends_size() != static_cast<int>(in.dense().size())) ||
       (!marked && in.indices_size() != in.values_size())) {
     return absl::InvalidArgumentError(
@@ -373,10 +383,12 @@ absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
   uint64_t begin = 0, index_begin = 0;
   for (int t = 0; t < in.ends_size(); ++t) {
     const uint64_t end = in.ends(t);
-    const char label = in.labels()[t];
+    const char label = labels[t];
     const char dense = marked ? in.dense()[t] : 0;
     if (end < begin || end > static_cast<uint64_t>(in.values_size()) ||
-        (label != 0 && label != 1) || (dense != 0 && dense != 1) ||
+        (classes ? label < 0 || label >= static_cast<int>(kMaxClasses)
+                 : label != 0 && label != 1) ||
+        (dense != 0 && dense != 1) ||
         (dense == 0 && end - begin > static_cast<uint64_t>(in.indices_size()) -
                                          index_begin)) {
       return absl::InvalidArgumentError(
@@ -393,7 +405,9 @@ absl::Status KeptRowsFromProto(const v1::KeptRowsState& in, KeptRows* out) {
       index_begin += n;
     }
     out->Add(indices, absl::MakeConstSpan(in.values().data() + begin, n),
-             label == 1 ? 1 : -1);
+             classes      ? label
+             : label == 1 ? 1
+                          : -1);
     begin = end;
   }
   if (in.counts_size() > 0) {

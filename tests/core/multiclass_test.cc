@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate_sums.h"
+#include "core/certificate_tracker.h"
 #include "core/model.h"
+#include "core/multiclass_certificate.h"
 #include "core/multiclass_learner.h"
 #include "gtest/gtest.h"
 #include "tests/core/streams.h"
@@ -598,6 +601,172 @@ TEST(MulticlassTest, TrainCyclesToSeparationAndRefusesABadLabelWhole) {
   EXPECT_NE(bad.status().message().find("example 17"), absl::string_view::npos)
       << bad.status();
   EXPECT_EQ(model->ExportState(), before);
+}
+
+// The refresher's round for a multiclass model, done in place as the
+// server's does: take the rows kept, solve over all of them, install the
+// candidates with their multiclass hinge sums.
+struct ClassRefresher {
+  ClassRefresher(int classes, uint32_t weight_dimension)
+      : classes(classes), solver(classes, weight_dimension) {}
+  MulticlassCertificate Round(Model* model, int max_passes = 1000) {
+    CertificateTracker* t = model->certificate();
+    if (t->generation() != generation) {
+      solver = MulticlassCertificateSolver(classes,
+                                           model->config().weight_dimension());
+      generation = t->generation();
+    }
+    std::vector<uint32_t> repeats;
+    KeptRows rows = t->Take(&repeats);
+    solver.Add(std::move(rows), repeats);
+    CertificateOptions options;
+    options.max_passes = max_passes;
+    const MulticlassCertificate c =
+        solver.Solve(model->stats(false).bound.radius, options);
+    const std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
+    t->Install(vs, ClassHingeSums(solver.rows(), vs, classes), c.lower,
+               c.converged, solver.size(), generation, KeptRows(), nullptr,
+               &solver.rows());
+    return c;
+  }
+  int classes;
+  MulticlassCertificateSolver solver;
+  uint64_t generation = 0;
+};
+
+// The bound a model given (U, gamma) as its comparator reports over the first
+// n examples of `s`.
+double BoundOf(const ModelConfig& config, const ClassStream& s, size_t n,
+               const std::vector<double>& u, double gamma) {
+  ModelConfig with = config;
+  with.comparator = u;
+  with.gamma = gamma;
+  auto check = *Model::Create(with);
+  for (size_t t = 0; t < n; ++t) {
+    EXPECT_TRUE(check->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  const BoundReport b = check->stats().bound;
+  EXPECT_TRUE(b.bound_available);
+  return b.bound;
+}
+
+// The certificate of a multiclass model (docs/design.md section 2.8), refreshed
+// at random moments: at every example its U bounds the updates and is the
+// bound of the comparator it names (checked by a model given that comparator),
+// L stays below U, over 1,000 random streams with k from 2 to 20, separable
+// and not, kept whole or frozen after a third.
+TEST(MulticlassTest, TheCertificatesUBoundsTheUpdatesAtEveryRefresh) {
+  int checks = 0, frozen = 0, refreshes = 0;
+  for (int n = 0; n < 1000; ++n) {
+    const ClassSpec spec = RandomSpec(n);
+    const ClassStream s = MakeClassStream(spec);
+    const ModelConfig config = ClassConfig(spec);
+    auto model = *Model::Create(config);
+    const uint64_t limit = n % 2 ? s.x.size() / 3 : s.x.size() + 1;
+    model->EnableCertificate(limit, /*slack=*/limit);
+    ClassRefresher refresher(spec.classes, config.weight_dimension());
+    uint64_t state = static_cast<uint64_t>(n) + 1;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      // As the server's refresher, at once when a freeze waits for it.
+      if ((state >> 33) % 11 == 0 || t + 1 == s.x.size() ||
+          model->certificate()->phase() == CertificatePhase::kFreezing) {
+        refresher.Round(model.get());
+        ++refreshes;
+      }
+      const double radius = model->stats(false).bound.radius;
+      const CertificateReport r = model->certificate()->Report(radius);
+      ASSERT_NE(r.phase, CertificatePhase::kOff) << r.reason;
+      EXPECT_EQ(r.examples, t + 1);
+      if (!r.available) continue;
+      ASSERT_LE(r.lower, r.upper) << "stream " << n;
+      ASSERT_LE(static_cast<double>(model->counters().updates),
+                r.upper * (1 + 1e-9))
+          << "stream " << n << " at " << t + 1;
+      if (t % 41 == 0 || t + 1 == s.x.size()) {
+        ++checks;
+        ASSERT_EQ(r.u.size(), config.weight_dimension() * spec.classes);
+        EXPECT_NEAR(BoundOf(config, s, t + 1, r.u, r.gamma), r.upper,
+                    1e-9 * r.upper)
+            << "stream " << n << " at " << t + 1;
+      }
+    }
+    frozen +=
+        model->certificate()->Report(1).phase == CertificatePhase::kFrozen;
+  }
+  EXPECT_GT(checks, 3000);
+  EXPECT_GT(refreshes, 10000);
+  EXPECT_GT(frozen, 400);
+}
+
+// The tracker's figures over a whole stream solved at once equal the solver's
+// own (U = 2 R_K^2 P(W), L = 2 R_K^2 D(alpha)); and a state or its journals
+// carry the certificate, its kept rows (classes and all) going on as before.
+TEST(MulticlassTest, TheCertificateIsTheSolversAndCarriesOver) {
+  ClassSpec spec = RandomSpec(31);
+  spec.length = 500;
+  const ClassStream s = MakeClassStream(spec);
+  const ModelConfig config = ClassConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 1000);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  auto replica = *Model::FromState(model->ExportState());
+  ClassRefresher refresher(spec.classes, config.weight_dimension());
+  KeptRows journaled;
+  for (size_t t = 0; t < 300; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t % 50 == 49) {
+      Journal j = model->TakeJournal();
+      journaled.Append(j.certificate_rows);
+      ASSERT_TRUE(replica->ApplyJournal(j).ok());
+    }
+  }
+  MulticlassCertificate c;
+  do {
+    c = refresher.Round(model.get());
+  } while (!c.converged);
+  const double radius = model->stats(false).bound.radius;
+  CertificateReport r = model->certificate()->Report(radius);
+  ASSERT_TRUE(r.available);
+  EXPECT_NEAR(r.upper, c.upper, 1e-9 * c.upper);
+  EXPECT_NEAR(r.lower, c.lower, 1e-9 * c.upper);
+  EXPECT_NEAR(r.gamma, c.gamma, 1e-12);
+  EXPECT_GT(r.upper, 0);
+  for (size_t t = 0; t < journaled.size(); ++t) {
+    ASSERT_EQ(journaled.label(t), s.y[t]) << t;
+  }
+  const CertificateState was = model->ExportState().certificate.value();
+  ASSERT_EQ(was.phase, CertificatePhase::kKeeping);
+  ASSERT_EQ(was.candidates.at(0).size(),
+            config.weight_dimension() * spec.classes);
+  auto restored = *Model::FromState(model->ExportState());
+  for (Model* m : {restored.get(), replica.get()}) {
+    SCOPED_TRACE(m == replica.get() ? "journals" : "state");
+    if (m == replica.get()) {
+      ASSERT_TRUE(m->ApplyJournal(model->TakeJournal()).ok());
+    }
+    // Rows whose classes do not fit the model are not taken.
+    KeptRows bad = journaled;
+    bad.Clear();
+    for (size_t t = 0; t < journaled.size(); ++t) {
+      bad.Add(journaled.indices(t), journaled.values(t),
+              t == 5 ? spec.classes : journaled.label(t));
+    }
+    EXPECT_FALSE(m->AttachCertificateRows(bad));
+    ASSERT_TRUE(m->AttachCertificateRows(journaled));
+    m->EnableCertificate(1000, 1000);
+    EXPECT_EQ(m->ExportState().certificate.value(), was);
+    EXPECT_TRUE(m->certificate()->Take() == journaled);
+  }
+  // Learning on, the restored model's certificate is the original's.
+  for (size_t t = 300; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  EXPECT_EQ(restored->certificate()->Report(radius).upper,
+            model->certificate()->Report(radius).upper);
 }
 
 }  // namespace

@@ -75,6 +75,21 @@ TEST(RowsChunkTest, ReadsBackWhatWasWritten) {
   EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kEnd);
 }
 
+TEST(RowsChunkTest, AMulticlassModelsClassesReadBack) {
+  KeptRows rows;
+  rows.Add(std::vector<uint32_t>{0, 1}, std::vector<double>{0.5, 1}, 0);
+  rows.Add(std::vector<uint32_t>{3}, std::vector<double>{2}, 63);
+  rows.Add(std::vector<uint32_t>{0, 1}, std::vector<double>{1, 1}, 7);
+  std::string bytes;
+  AppendRowsChunk(&bytes, 1, rows);
+  KeptRows back;
+  ASSERT_TRUE(ParseRows(absl::string_view(bytes).substr(kChunkHeader), &back));
+  EXPECT_TRUE(back == rows);
+  EXPECT_EQ(back.label(0), 0);
+  EXPECT_EQ(back.label(1), 63);
+  EXPECT_EQ(back.label(2), 7);
+}
+
 // The layout docs/formats.md gives: CRC-32 (zlib's) of everything after it,
 // length, type, seq, then the payload; a rows payload with dense rows'
 // indices left out.
@@ -164,7 +179,9 @@ TEST(RowsChunkTest, PayloadsThatDoNotAddUpAreRefused) {
   }
   EXPECT_TRUE(refused(good + "x"));  // a byte too many
   std::string label = good;
-  label[4] = 2;  // a label neither +1 nor -1
+  label[4] = 64;  // neither +1, -1 nor a class 0..63
+  EXPECT_TRUE(refused(label));
+  label[4] = -2;
   EXPECT_TRUE(refused(label));
   std::string mark = good;
   mark[4 + 4] = 3;  // a mark neither dense nor sparse

@@ -749,6 +749,39 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   EXPECT_FALSE(Store::Open(file).ok());
 }
 
+// A multiclass model's rows keep their classes; rows whose classes are all 1
+// are written as labels +1 and read back as class 1.
+TEST(StoreTest, AMulticlassModelsRowsKeepTheirClasses) {
+  KeptRows rows;
+  for (int t = 0; t < 20; ++t) {
+    rows.Add(std::vector<uint32_t>{0, 1}, std::vector<double>{0.25 * t, 1.0},
+             t % 10);
+  }
+  v1::KeptRowsState state;
+  KeptRowsToProto(rows, &state, /*compact=*/true);
+  EXPECT_TRUE(state.labels().empty());
+  EXPECT_EQ(state.classes().size(), rows.size());
+  KeptRows back;
+  ASSERT_TRUE(KeptRowsFromProto(state, &back).ok());
+  EXPECT_TRUE(back == rows);
+
+  KeptRows ones;
+  ones.Add(std::vector<uint32_t>{0}, std::vector<double>{2.0}, 1);
+  v1::KeptRowsState signs;
+  KeptRowsToProto(ones, &signs);
+  EXPECT_TRUE(signs.classes().empty());
+  KeptRows ones_back;
+  ASSERT_TRUE(KeptRowsFromProto(signs, &ones_back).ok());
+  EXPECT_EQ(ones_back.label(0), 1);
+
+  v1::KeptRowsState bad = state;
+  (*bad.mutable_classes())[3] = 64;  // past the most classes
+  EXPECT_FALSE(KeptRowsFromProto(bad, &back).ok());
+  bad = state;
+  bad.set_labels(std::string(rows.size(), 1));  // both
+  EXPECT_FALSE(KeptRowsFromProto(bad, &back).ok());
+}
+
 // The store keeps a dense row's values alone (its indices 0, 1, ..., n-1
 // marked, not written); export blobs give every index, as older servers read.
 // Both read back as the same rows, as do rows written before the mark; rows

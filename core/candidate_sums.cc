@@ -238,10 +238,16 @@ std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      const std::vector<std::vector<double>>& vs,
                                      int classes) {
   std::vector<double> sums(vs.size(), 0.0);
+  const ScaledCandidates scaled(vs);
+  std::vector<double> margins(vs.size());
   for (uint32_t t : places) {
     if (t >= rows.size()) continue;
+    for (uint32_t k : scaled.summed()) {
+      margins[k] = ClassMargin(rows, t, vs[k], classes);
+    }
+    scaled.Spread(margins.data());
     for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - ClassMargin(rows, t, vs[k], classes);
+      const double h = 1 - margins[k];
       if (h > 0) sums[k] += h;
     }
   }

@@ -122,15 +122,17 @@ void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
 
 CertificateTracker::RowKey CertificateTracker::KeyOf(const KeptRows& rows,
                                                      size_t t) {
+  // The bytes of the indices and values, hashed as strings (absl hashes a
+  // span of doubles value by value, several times slower; equal bits are
+  // what counts here).
   const absl::Span<const uint32_t> i = rows.indices(t);
   const absl::Span<const double> v = rows.values(t);
+  const absl::string_view ib(reinterpret_cast<const char*>(i.data()),
+                             i.size() * sizeof(uint32_t));
+  const absl::string_view vb(reinterpret_cast<const char*>(v.data()),
+                             v.size() * sizeof(double));
   const int label = rows.label(t);
-  return {absl::Hash<std::tuple<int, int, absl::Span<const uint32_t>,
-                                absl::Span<const double>>>{}(
-              std::make_tuple(1, label, i, v)),
-          absl::Hash<std::tuple<int, absl::Span<const double>, int,
-                                absl::Span<const uint32_t>>>{}(
-              std::make_tuple(label, v, 2, i))};
+  return {absl::HashOf(1, label, ib, vb), absl::HashOf(label, vb, 2, ib)};
 }
 
 bool CertificateTracker::CountAgain(uint32_t place) {
@@ -745,10 +747,15 @@ size_t CertificateTracker::bytes() const {
 }
 
 std::vector<std::vector<double>> CandidatesFrom(const std::vector<double>& u,
-                                                double gamma) {
+                                                double gamma,
+                                                bool powers_of_two) {
   std::vector<std::vector<double>> vs;
   if (!(gamma > 0) || u.empty()) return vs;
-  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
+  static constexpr double kScales[] = {1.0, 0.5, 0.7071067811865476,
+                                       1.4142135623730951, 2.0};
+  static constexpr double kPowers[] = {1.0, 0.5, 2.0, 4.0};
+  for (double scale : powers_of_two ? absl::MakeConstSpan(kPowers)
+                                    : absl::MakeConstSpan(kScales)) {
     std::vector<double> v(u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = u[i] * scale / gamma;
     if (std::all_of(v.begin(), v.end(),

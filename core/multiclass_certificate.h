@@ -98,8 +98,9 @@ class MulticlassCertificateSolver {
 
  private:
   // One pass over every example in a fresh random order at cost C; returns
-  // the largest violation of the optimality conditions met.
-  double Pass(double C);
+  // the largest violation of the optimality conditions met, and the sum of
+  // the examples' shares of the duality gap, each at the W it met, in `gap`.
+  double Pass(double C, double* gap);
 
   int k_;
   uint32_t dim_;

@@ -383,16 +383,21 @@ class Benchmark {
     };
     const std::vector<Row> rows = {
         {"per item", {"none"}, &items},
+        {"per item, certificate off",
+         {"nocert", false, "none", true, false},
+         &items},
         {"echo of the items", {"echo", true}, &items},
         {"columns", {"columnar", false, "none", true, true, true}, &columns},
         {"echo of the columns", {"echo columnar", true}, &columns},
     };
     std::map<std::string, std::vector<double>> rate, us;
+    std::string ended;
     for (int r = 0; r < repeats_; ++r) {
       for (const Row& row : rows) {
         const Measured m = Fresh(row.path, w, *row.pool, w.examples / w.batch);
         rate[row.name].push_back(m.rate);
         us[row.name].push_back(m.server_us);
+        if (row.name == "per item") ended = m.certificate;
       }
     }
     // In-process: scikit-learn's epoch, then the core's, on the same rows.
@@ -433,12 +438,15 @@ class Benchmark {
     };
     w6_ = {{"per item / echo", ratio("per item", "echo of the items")},
            {"columns / echo", ratio("columns", "echo of the columns")},
+           {"certificate on / off (per item)",
+            ratio("per item", "per item, certificate off")},
            {"core epoch / scikit-learn epoch", Median(core) / sk_epoch}};
     std::printf(
         "\nIn-process, the same %zu rows (medians of %d): the core %s, "
         "scikit-learn's Perceptron (one against the rest) %s an epoch.\n",
         d.labels.size(), in_process_repeats, Si(Median(core)).c_str(),
         Si(sk_epoch).c_str());
+    std::printf("The certificate (per item, last repeat): %s\n", ended.c_str());
     std::printf("\n| ratio | value |\n|---|---|\n");
     for (const auto& [name, value] : w6_) {
       std::printf("| %s | %.2f |\n", name.c_str(), value);

@@ -206,7 +206,8 @@ absl::Duration CertificateRefresher::Refresh(
     solver.Add(std::move(rows), repeats);
     const MulticlassCertificate c = solver.Solve(radius, options);
     if (c.stopped) return stopped();
-    std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
+    std::vector<std::vector<double>> vs =
+        CandidatesFrom(c.u, c.gamma, /*powers_of_two=*/true);
     std::vector<double> sums = ClassHingeSums(solver.rows(), vs, classes);
     entry->solver_converged = c.converged;
     still_freezing =

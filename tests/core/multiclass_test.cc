@@ -623,7 +623,8 @@ struct ClassRefresher {
     options.max_passes = max_passes;
     const MulticlassCertificate c =
         solver.Solve(model->stats(false).bound.radius, options);
-    const std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
+    const std::vector<std::vector<double>> vs =
+        CandidatesFrom(c.u, c.gamma, /*powers_of_two=*/true);
     t->Install(vs, ClassHingeSums(solver.rows(), vs, classes), c.lower,
                c.converged, solver.size(), generation, KeptRows(), nullptr,
                &solver.rows());

@@ -5,6 +5,7 @@ export/import."""
 import os
 import signal
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -251,3 +252,87 @@ def test_columns_and_items_learn_alike(client, digits):
         assert [o.score for o in outcomes] == list(result.scores)
         assert [o.mistake for o in outcomes] == list(result.mistakes)
         assert [o.updated for o in outcomes] == list(result.updates)
+
+
+def peers():
+    """tests/core/peers/multiclass_peers.py: liblinear's Crammer-Singer solution, run live."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "core", "peers",
+                        "multiclass_peers.py")
+    spec = importlib.util.spec_from_file_location("multiclass_peers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def settled(model, n):
+    """The certificate once a converged solution covers all n examples."""
+    end = time.monotonic() + 120
+    while True:
+        c = model.status().stats.certificate
+        if c.available and c.converged and c.solved == c.examples == n:
+            return c
+        assert time.monotonic() < end, f"the certificate did not settle: {c}"
+        time.sleep(0.01)  # a poll's pause
+
+
+def test_certificate_of_digits_matches_liblinear_and_survives_restarts(digits, tmp_path):
+    X, y = digits
+    n = 1200
+    data = str(tmp_path / "data")
+    first = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    with perceptrond.Client(first.target) as c:
+        model = c.create_model("cert", 64, classes=range(10))
+        assert not model.learn(X[:n], y[:n], batch_size=64).errors
+        cert = settled(model, n)
+        stats = model.status().stats
+        # Normalized with a bias: x^ = [x, 1] / ||[x, 1]||, R = 1, R_K^2 = 2 R^2, C = 1 / R_K^2.
+        Xa = np.hstack([X[:n], np.ones((n, 1))])
+        Xa /= np.linalg.norm(Xa, axis=1, keepdims=True)
+        assert stats.radius == pytest.approx(1, rel=1e-12)
+        rk2 = 2 * stats.radius ** 2
+        peer, _ = peers().liblinear(Xa, y[:n], 10, 1 / rk2)
+        upper, lower = cert.upper / (2 * rk2), cert.lower / (2 * rk2)
+        assert lower <= peer * (1 + 1e-9)
+        assert abs(upper - peer) <= 1e-3 * max(upper, peer)
+        assert cert.lower <= cert.upper and stats.updates <= cert.upper
+        # The comparator: k vectors of the weight dimension, one after another, of norm 1,
+        # whose bound recomputed here is U.
+        answer = model.certificate()
+        U = np.array(answer.comparator).reshape(10, 65)
+        assert np.sum(U * U) == pytest.approx(1, rel=1e-9)
+        gamma = answer.certificate.gamma
+        S = Xa @ U.T
+        own = S[np.arange(n), y[:n]]
+        S[np.arange(n), y[:n]] = -np.inf
+        td = np.maximum(0.0, gamma - (own - S.max(axis=1))).sum()
+        assert 2 / gamma ** 2 + 2 * td / gamma == pytest.approx(answer.certificate.upper,
+                                                                 rel=1e-9)
+        before = model.certificate()
+    assert first.stop() == 0
+    second = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    with perceptrond.Client(second.target) as c:
+        model = c.model("cert")
+        after = model.certificate()
+        assert after.certificate.state == before.certificate.state
+        for field in ("upper", "lower", "gamma", "td_gamma", "examples", "solved"):
+            assert getattr(after.certificate, field) == getattr(before.certificate, field)
+        assert list(after.comparator) == list(before.comparator)
+        # It goes on keeping (the rows came back with their classes), through kill -9 too.
+        assert not model.learn(X[n:1500], y[n:1500]).errors
+        expected = settled(model, 1500)
+        assert expected.kept == 1500
+        second.proc.send_signal(signal.SIGKILL)
+        second.proc.wait()
+    third = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    try:
+        with perceptrond.Client(third.target) as c:
+            model = c.model("cert")
+            again = model.status().stats.certificate
+            assert (again.upper, again.lower, again.examples) == (
+                expected.upper, expected.lower, expected.examples)
+            assert not model.learn(X[1500:], y[1500:]).errors
+            final = settled(model, len(y))
+            assert final.kept == len(y) and model.status().stats.updates <= final.upper
+    finally:
+        assert third.stop() == 0

@@ -240,7 +240,15 @@ std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> margins(vs.size());
-  for (uint32_t t : places) {
+  // Each place once, times the number of times it is listed (a cycled data
+  // set lists every row again and again).
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
     if (t >= rows.size()) continue;
     for (uint32_t k : scaled.summed()) {
       margins[k] = ClassMargin(rows, t, vs[k], classes);
@@ -248,7 +256,7 @@ std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
     scaled.Spread(margins.data());
     for (size_t k = 0; k < vs.size(); ++k) {
       const double h = 1 - margins[k];
-      if (h > 0) sums[k] += h;
+      if (h > 0) sums[k] += static_cast<double>(n) * h;
     }
   }
   return sums;

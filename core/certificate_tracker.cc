@@ -746,30 +746,18 @@ size_t CertificateTracker::bytes() const {
   return b;
 }
 
-std::vector<std::vector<double>> CandidatesFrom(const std::vector<double>& u,
-                                                double gamma,
-                                                bool powers_of_two) {
+std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
+                                                const HardMargin* hard) {
   std::vector<std::vector<double>> vs;
-  if (!(gamma > 0) || u.empty()) return vs;
-  static constexpr double kScales[] = {1.0, 0.5, 0.7071067811865476,
-                                       1.4142135623730951, 2.0};
-  static constexpr double kPowers[] = {1.0, 0.5, 2.0, 4.0};
-  for (double scale : powers_of_two ? absl::MakeConstSpan(kPowers)
-                                    : absl::MakeConstSpan(kScales)) {
-    std::vector<double> v(u.size());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = u[i] * scale / gamma;
+  if (!(c.gamma > 0) || c.u.empty()) return vs;
+  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
+    std::vector<double> v(c.u.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {
       vs.push_back(std::move(v));  // not one that overflows
     }
   }
-  return vs;
-}
-
-std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
-                                                const HardMargin* hard) {
-  if (!(c.gamma > 0) || c.u.empty()) return {};
-  std::vector<std::vector<double>> vs = CandidatesFrom(c.u, c.gamma);
   if (hard != nullptr && hard->separable && hard->lower > 0 &&
       hard->u.size() == c.u.size()) {
     const double scale = (1 + 1e-9) / hard->lower;

@@ -458,14 +458,6 @@ class CertificateTracker {
 // the margin for the margin rule).
 std::vector<std::vector<double>> CandidatesFrom(
     const Certificate& c, const HardMargin* hard = nullptr);
-// The same for a comparator `u` (a unit vector, or a multiclass one of
-// Frobenius norm 1) of margin `gamma`; with `powers_of_two`, the multiples
-// 0.5, 2 and 4 of u / gamma, whose scores are all taken from its own
-// (ScaledCandidates): a multiclass model's, whose candidates cost k dot
-// products each per example.
-std::vector<std::vector<double>> CandidatesFrom(const std::vector<double>& u,
-                                                double gamma,
-                                                bool powers_of_two = false);
 
 }  // namespace perceptron
 

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
+
+#include "core/candidate_sums.h"
 
 namespace perceptron {
 
@@ -100,25 +103,6 @@ double MulticlassCertificateSolver::Pass(double C, double* gap) {
   return worst;
 }
 
-double MulticlassCertificateSolver::Slack(
-    const std::vector<std::vector<double>>& vs) const {
-  double slack = 0;
-  for (size_t t = 0; t < rows_.size(); ++t) {
-    const int y = rows_.label(t);
-    double sy = 0, best = -std::numeric_limits<double>::infinity();
-    for (int r = 0; r < k_; ++r) {
-      const double s = rows_.DotUnordered(t, vs[r]);
-      if (r == y) {
-        sy = s;
-      } else {
-        best = std::max(best, s);
-      }
-    }
-    slack += rows_.count(t) * std::max(0.0, 1 - (sy - best));
-  }
-  return slack;
-}
-
 MulticlassCertificate MulticlassCertificateSolver::Solve(
     double radius, const CertificateOptions& options) {
   MulticlassCertificate c;
@@ -165,13 +149,27 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
       continue;
     }
     // The figures: D(alpha) = sum_t alpha_t,y_t - ||W||^2 / 2 and
-    // P(W) = ||W||^2 / 2 + C sum_t xi_t(W).
+    // P(W) = ||W||^2 / 2 + C sum_t xi_t(W), the slack summed with the
+    // candidates' hinge sums (W's is the slack).
     std::vector<double> flat(static_cast<size_t>(k_) * dim_);
     for (int r = 0; r < k_; ++r) {
       std::copy(w_[r].begin(), w_[r].end(),
                 flat.begin() + static_cast<size_t>(r) * dim_);
     }
-    const double slack = Slack(w_);
+    c.candidates.clear();
+    if (norm2 > 0) {
+      for (double scale : {1.0, 0.5, 2.0, 4.0}) {
+        std::vector<double> v(flat.size());
+        for (size_t i = 0; i < v.size(); ++i) v[i] = scale * flat[i];
+        if (std::all_of(v.begin(), v.end(),
+                        [](double x) { return std::isfinite(x); })) {
+          c.candidates.push_back(std::move(v));  // not one that overflows
+        }
+      }
+    }
+    c.sums = ClassHingeSums(rows_, c.candidates, k_);
+    const double slack =
+        c.sums.empty() ? static_cast<double>(rows_.examples()) : c.sums[0];
     c.dual = dual;
     c.primal = norm2 / 2 + C * slack;
     c.upper = 2 * rk2 * c.primal;

@@ -58,6 +58,13 @@ struct MulticlassCertificate {
   // liblinear's -s 4 reports as its objective.
   double primal = 0;
   double dual = 0;
+  // The candidates a tracker installs (CertificateTracker::Install): W and
+  // 0.5 W, 2 W and 4 W (exact multiples, whose margins are taken from W's;
+  // the best scale moves as examples arrive once the rows are frozen), and
+  // their multiclass hinge sums over the kept examples (ClassHingeSums: W's is
+  // the slack of `primal`). None when W is 0.
+  std::vector<std::vector<double>> candidates;
+  std::vector<double> sums;
   uint64_t examples = 0;
   int passes = 0;
   bool converged = false;
@@ -92,9 +99,6 @@ class MulticlassCertificateSolver {
   // Solves for radius `radius` (>= every kept ||x^||), from the last
   // solution. With no example kept: upper = lower = 0.
   MulticlassCertificate Solve(double radius, const CertificateOptions& options);
-
-  // sum_t xi_t(V) over the kept examples, V as k vectors.
-  double Slack(const std::vector<std::vector<double>>& vs) const;
 
  private:
   // One pass over every example in a fresh random order at cost C; returns

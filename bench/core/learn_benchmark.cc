@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "core/candidate_sums.h"
 #include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "core/multiclass_certificate.h"
@@ -141,11 +140,8 @@ void RunCertificate(benchmark::State& state, const Workload& w) {
   solver.Add(std::move(rows), repeats);
   const MulticlassCertificate c =
       solver.Solve(model->stats(false).bound.radius, {});
-  const std::vector<std::vector<double>> vs =
-      CandidatesFrom(c.u, c.gamma, /*powers_of_two=*/true);
-  tracker->Install(vs, ClassHingeSums(solver.rows(), vs, w.classes), c.lower,
-                   c.converged, solver.size(), tracker->generation(),
-                   KeptRows(), nullptr, &solver.rows());
+  tracker->Install(c.candidates, c.sums, c.lower, c.converged, solver.size(),
+                   tracker->generation(), KeptRows(), nullptr, &solver.rows());
   size_t t = 0;
   for (auto _ : state) {
     const size_t next = t + 1 == data.labels.size() ? 0 : t + 1;

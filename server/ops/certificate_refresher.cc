@@ -204,15 +204,12 @@ absl::Duration CertificateRefresher::Refresh(
     }
     MulticlassCertificateSolver& solver = *entry->class_solver;
     solver.Add(std::move(rows), repeats);
-    const MulticlassCertificate c = solver.Solve(radius, options);
+    MulticlassCertificate c = solver.Solve(radius, options);
     if (c.stopped) return stopped();
-    std::vector<std::vector<double>> vs =
-        CandidatesFrom(c.u, c.gamma, /*powers_of_two=*/true);
-    std::vector<double> sums = ClassHingeSums(solver.rows(), vs, classes);
     entry->solver_converged = c.converged;
-    still_freezing =
-        Install(*entry, std::move(vs), std::move(sums), c.lower, c.converged,
-                solver.size(), generation, KeptRows(), nullptr, &solver.rows());
+    still_freezing = Install(*entry, std::move(c.candidates), std::move(c.sums),
+                             c.lower, c.converged, solver.size(), generation,
+                             KeptRows(), nullptr, &solver.rows());
     solver_lock.Release();
     if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();

@@ -201,6 +201,20 @@ class ShardsTest(unittest.TestCase):
                     ps.ClearField("certificate")  # refreshed in the background, at its own pace
                     ds.ClearField("certificate")
                     self.assertEqual(ps, ds)
+                # A multiclass model (docs/design.md section 2.8) the same way.
+                x = rng.standard_normal((3000, 5))
+                names = np.array(["a", "b", "c"])[np.argmax(x[:, :3], axis=1)]
+                d = direct.create_model("multi", dimension=5, classes=["a", "b", "c"])
+                p = self.proxy.create_model("multi", dimension=5, classes=["a", "b", "c"])
+                got, want = p.learn(x, names), d.learn(x, names)
+                self.assertEqual(bits(got.scores).tolist(), bits(want.scores).tolist())
+                self.assertEqual(list(got.predicted), list(want.predicted))
+                self.assertEqual(bits(p.weights()).tolist(), bits(d.weights()).tolist())
+                ps, ds = p.status(), d.status()
+                self.assertEqual(list(ps.confusion), list(ds.confusion))
+                ps.stats.ClearField("certificate")
+                ds.stats.ClearField("certificate")
+                self.assertEqual(ps.stats, ds.stats)
         finally:
             self.assertEqual(single.stop(), 0)
         # What the proxy cannot route is refused, not sent to some shard.
@@ -489,13 +503,22 @@ class ShardsTest(unittest.TestCase):
     def test_rebalance_3_to_4_to_3_moves_models_while_a_stream_writes(self):
         rng = np.random.default_rng(3)
         for k in range(60):
-            m = self.proxy.create_model(f"model-{k:02d}", dimension=5)
             x = rng.standard_normal((200, 5))
+            if k % 6 == 0:  # multiclass models move as the binary ones do
+                m = self.proxy.create_model(f"model-{k:02d}", dimension=5,
+                                            classes=["a", "b", "c"])
+                m.learn(x, np.array(["a", "b", "c"])[np.argmax(x[:, :3], axis=1)])
+                continue
+            m = self.proxy.create_model(f"model-{k:02d}", dimension=5)
             m.learn(x, np.where(x @ np.arange(1, 6) > 0, 1, -1))
         self.shards.append(pp.Perceptrond(PERCEPTROND, "--durability=sync",
                                           data_dir=os.path.join(self.data.name, "3")))
         grow, grow_writer = self.rebalance_while_writing([0, 1, 2, 3], 3, "grow")
         shrink, shrink_writer = self.rebalance_while_writing([0, 1, 2], 0, "shrink")
+        # Multiclass models among those moved (the ids are fixed, and so is where they go).
+        multiclass = {f"model-{k:02d}" for k in range(0, 60, 6)}
+        moved = set(re.findall(r"perceptron: moved (\S+) ", grow + shrink))
+        self.assertTrue(moved & multiclass, moved)
         self.assertEqual(self.shards[3].stop(), 0)
         self.shards[3] = None
         for name, text in (("3 -> 4", grow), ("writer", grow_writer), ("4 -> 3", shrink),

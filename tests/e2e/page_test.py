@@ -290,6 +290,30 @@ class PageTest(pp.ServerTest):
             "true cat, predicted dog: %d" % status.confusion[1]), shown["cells"][1])
         self.assertTrue(shown["perClass"].startswith("right per class: cat "), shown["perClass"])
         self.assertIn("3 classes", shown["kind"])
+        # Its certificate (docs/design.md section 2.8) on the card once it has settled.
+        end = time.monotonic() + 60
+        while True:
+            cert = self.stub.GetStatus(pb.GetStatusRequest(model_id="animals")).stats.certificate
+            if cert.available and cert.converged and cert.solved == 90:
+                break
+            self.assertLess(time.monotonic(), end, f"the certificate did not settle: {cert}")
+            time.sleep(0.01)  # a poll's pause
+        self.assertLessEqual(status.stats.updates, cert.upper)
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(lambda d: d.execute_script(
+            "const l = document.querySelector("
+            "'section.model[data-model=\"animals\"] line.certificate');"
+            "return l !== null && l.dataset.upper !== '' && Number(l.dataset.upper) === arguments[0];",
+            cert.upper))
+        card = self.driver.find_element(By.CSS_SELECTOR, 'section.model[data-model="animals"]')
+        os.makedirs(OUTPUT, exist_ok=True)
+        shot = os.path.join(OUTPUT, "multiclass_card.png")
+        size = self.driver.get_window_size()
+        self.driver.set_window_size(size["width"], 2000)  # the whole card in view
+        try:
+            self.assertTrue(card.screenshot(shot))
+        finally:
+            self.driver.set_window_size(size["width"], size["height"])
+        print("screenshot of a multiclass card: " + os.path.abspath(shot))
         # A binary model shows none.
         self.stub.CreateModel(pb.CreateModelRequest(model_id="binary", config=pb.ModelConfig(
             dimension=2)))

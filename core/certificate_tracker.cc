@@ -124,8 +124,11 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(const KeptRows& rows,
                                                      size_t t) {
   // The bytes of the indices and values, hashed as strings (absl hashes a
   // span of doubles value by value, several times slower; equal bits are
-  // what counts here).
-  const absl::Span<const uint32_t> i = rows.indices(t);
+  // what counts here). A dense row's indices are 0..n-1: its values alone
+  // (an equal example kept sparse then has another key, and is only kept
+  // apart, not taken for another).
+  const absl::Span<const uint32_t> i =
+      rows.dense(t) ? absl::Span<const uint32_t>() : rows.indices(t);
   const absl::Span<const double> v = rows.values(t);
   const absl::string_view ib(reinterpret_cast<const char*>(i.data()),
                              i.size() * sizeof(uint32_t));

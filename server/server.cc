@@ -45,7 +45,8 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
       "stored (restart the server)",
       T::Gauge, c.failed ? 1 : 0);
   one("perceptron_storage_durability",
-      "The durability mode (--durability): 1 for the server's", T::Gauge, 1,
+      "The server's durability mode (--durability), as its label: always 1",
+      T::Gauge, 1,
       {{"mode", std::string(durability)}});
   return out;
 }

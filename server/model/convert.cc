@@ -223,9 +223,9 @@ void StatsToProto(const Stats& in, v1::ModelStats* out) {
   out->set_pending(in.pending);
   out->set_expired(in.counters.expired);
   out->set_td_available(in.bound.td_available);
-  out->set_td_gamma(in.bound.td_gamma);
+  if (in.bound.td_available) out->set_td_gamma(in.bound.td_gamma);
   out->set_bound_available(in.bound.bound_available);
-  out->set_bound(in.bound.bound);
+  if (in.bound.bound_available) out->set_bound(in.bound.bound);
   out->set_radius(in.bound.radius);
   if (in.certificate) {
     CertificateToProto(*in.certificate, out->mutable_certificate());
@@ -278,7 +278,7 @@ void CertificateToProto(const CertificateReport& in, v1::Certificate* out) {
   out->set_kept_rows(in.kept_rows);
   out->set_margin(in.margin);
   out->set_margin_bound_available(in.margin_bound_available);
-  out->set_margin_bound(in.margin_bound);
+  if (in.margin_bound_available) out->set_margin_bound(in.margin_bound);
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {

@@ -161,6 +161,21 @@ class HttpTest(pp.ServerTest):
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(body)["stats"]["td_gamma"], st.stats.td_gamma)
 
+        # A model with no comparator has no bound and no TD_gamma: absent, not 0.
+        self.create("plain", dimension=5)
+        pp.learn(pb, self.stub, "plain", [stream.next() for _ in range(50)])
+        status, _, body = self.server.get("/api/v1/models/plain")
+        self.assertEqual(status, 200)
+        stats = json.loads(body)["stats"]
+        self.assertEqual((stats["bound_available"], stats["td_available"]), (False, False))
+        self.assertNotIn("bound", stats)
+        self.assertNotIn("td_gamma", stats)
+        self.assertNotIn("margin_bound", stats["certificate"])
+        self.assertEqual(stats["certificate"]["margin_bound_available"], False)
+        plain = self.stub.GetStatus(pb.GetStatusRequest(model_id="plain")).stats
+        self.assertFalse(plain.HasField("bound") or plain.HasField("td_gamma"))
+        self.assertTrue(st.stats.HasField("bound") and st.stats.HasField("td_gamma"))
+
         status, _, body = self.server.get("/api/v1/models/curve/history")
         self.assertEqual(status, 200)
         h = json.loads(body)
@@ -294,11 +309,16 @@ class RpcMetricsOffTest(unittest.TestCase):
             stream = pp.Stream(d=4, seed=5)
             responses = pp.learn(pb, stub, "s", [stream.next() for _ in range(640)], batch=64)
             channel.close()
-            metrics = samples(server.get("/metrics")[2])
+            text = server.get("/metrics")[2]
+            metrics = samples(text)
         finally:
             self.assertEqual(server.stop(), 0)
         self.assertEqual(metrics[("perceptron_storage_durability",
                                   frozenset({("mode", "sync")}))], 1)
+        helps = [line for line in text.splitlines()
+                 if line.startswith("# HELP perceptron_storage_durability ")]
+        self.assertEqual(helps, ["# HELP perceptron_storage_durability The server's durability "
+                                 "mode (--durability), as its label: always 1"])
         # A log record per batch that changed the model (each of the 10 did), and one per
         # certificate refresh the background stored meanwhile (as many as it finished),
         # group-committed: one fsync for every record queued.

@@ -46,8 +46,7 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
       T::Gauge, c.failed ? 1 : 0);
   one("perceptron_storage_durability",
       "The server's durability mode (--durability), as its label: always 1",
-      T::Gauge, 1,
-      {{"mode", std::string(durability)}});
+      T::Gauge, 1, {{"mode", std::string(durability)}});
   return out;
 }
 

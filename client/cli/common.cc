@@ -93,8 +93,12 @@ const char* AlgorithmText(v1::Algorithm a) {
 }
 
 std::string BoundText(const v1::ModelStats& s) {
-  if (!s.bound_available()) return "n/a";
-  return absl::StrFormat("%.1f", s.bound());
+  if (s.bound_available()) return absl::StrFormat("%.1f", s.bound());
+  // With no comparator: the certificate's, once it has a solution.
+  if (s.certificate().available()) {
+    return absl::StrFormat("U %.1f (certificate)", s.certificate().upper());
+  }
+  return "n/a";
 }
 
 // The shortest text that reads back as `v`.

@@ -36,7 +36,8 @@ std::unique_ptr<Client> Connect();
 ClientOptions Options();
 
 const char* AlgorithmText(v1::Algorithm a);
-// The bound, or "n/a".
+// The bound; with no comparator, the certificate's U ("U 123.4
+// (certificate)"); else "n/a".
 std::string BoundText(const v1::ModelStats& s);
 // The shortest text that reads back as `v`.
 std::string Shortest(double v);

@@ -656,18 +656,31 @@ int Reveal(const Args& args) {
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
   so.columnar = absl::GetFlag(FLAGS_columnar);
-  so.on_response = [&rc](const v1::LearnResponse& r) {
+  // A line per prediction revealed: what was issued, whether it was a
+  // mistake (judged on the issued prediction), and whether the model changed
+  // (judged on its weights now: a right prediction issued earlier may be
+  // learned from if the weights have moved since). Errors on standard error.
+  so.on_response = [&rc, &classes](const v1::LearnResponse& r) {
     for (const v1::ItemResult& item : r.results()) {
       if (item.has_error()) {
-        std::printf("error %s\n", item.error().message().c_str());
+        std::fprintf(stderr, "perceptron: %s\n",
+                     item.error().message().c_str());
         rc = 1;
-      } else {
-        std::printf(
-            "%llu mistake=%s updated=%s\n",
-            static_cast<unsigned long long>(item.outcome().prediction_id()),
-            item.outcome().mistake() ? "yes" : "no",
-            item.outcome().updated() ? "yes" : "no");
+        continue;
       }
+      const v1::Outcome& o = item.outcome();
+      const std::string issued =
+          classes.empty() ? (o.label() > 0 ? "+1" : "-1")
+          : o.label() >= 0 && static_cast<size_t>(o.label()) < classes.size()
+              ? classes[static_cast<size_t>(o.label())]
+              : absl::StrCat(o.label());
+      std::printf("%llu: issued %s, %s; %s\n",
+                  static_cast<unsigned long long>(o.prediction_id()),
+                  issued.c_str(), o.mistake() ? "a mistake" : "right",
+                  o.updated() ? (o.mistake() ? "the model learned from it"
+                                             : "the model learned from it "
+                                               "(its weights now erred on it)")
+                              : "the model is unchanged");
     }
   };
   // Every argument is checked before anything is sent; a file's lines as

@@ -85,7 +85,8 @@ ABSL_FLAG(uint64_t, max_voted, 1000,
 // data
 ABSL_FLAG(std::string, format, "auto",
           "train/fit/predict: auto (from the extension: .csv, .vw, .jsonl, "
-          "else libsvm), libsvm, csv, vw or jsonl");
+          "else libsvm), libsvm, csv, vw or jsonl; status: text (auto) or "
+          "json");
 ABSL_FLAG(std::string, positive, "",
           "train: the raw label that is +1 (others -1); default maps +1/1 to "
           "+1, -1/0 to -1");

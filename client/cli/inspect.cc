@@ -16,6 +16,7 @@
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
 #include "client/plot.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace perceptron::client::cli {
 
@@ -138,11 +139,15 @@ void PrintStatus(const v1::ModelStatus& st) {
   }
   std::printf("examples       %llu\n",
               static_cast<unsigned long long>(s.examples()));
-  std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
-              static_cast<unsigned long long>(s.mistakes()),
-              100 * st.mistake_rate(), 100 * st.recent_mistake_rate(),
-              static_cast<unsigned>(
-                  std::min<uint64_t>(s.examples(), st.recent_window())));
+  if (s.examples() == 0) {
+    std::printf("mistakes       0\n");
+  } else {
+    std::printf("mistakes       %llu (%.2f%%; %.2f%% of the last %u)\n",
+                static_cast<unsigned long long>(s.mistakes()),
+                100 * st.mistake_rate(), 100 * st.recent_mistake_rate(),
+                static_cast<unsigned>(
+                    std::min<uint64_t>(s.examples(), st.recent_window())));
+  }
   std::printf("updates        %llu\n",
               static_cast<unsigned long long>(s.updates()));
   if (s.td_available()) {
@@ -173,7 +178,13 @@ void PrintStatus(const v1::ModelStatus& st) {
               static_cast<unsigned long long>(s.predictions()),
               static_cast<unsigned long long>(s.pending()),
               static_cast<unsigned long long>(s.expired()));
-  std::printf("||w||          %.6g\n", st.weight_norm());
+  if (st.algorithm() == v1::KERNEL) {
+    // Its w lives in the kernel's feature space, a sum over support vectors.
+    std::printf(
+        "||w||          n/a (a kernel model's w is its support vectors)\n");
+  } else {
+    std::printf("||w||          %.6g\n", st.weight_norm());
+  }
   if (st.algorithm() == v1::KERNEL) {
     std::printf("support        %llu stored, %llu dropped\n",
                 static_cast<unsigned long long>(st.support_vectors()),
@@ -201,8 +212,26 @@ void PrintStatus(const v1::ModelStatus& st) {
 
 int Status(const Args& args) {
   if (args.size() != 1) return Usage("status takes one MODEL");
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "auto" && format != "text" && format != "json") {
+    return Usage(
+        absl::StrCat("status --format=", format, " is not text or json"));
+  }
   absl::StatusOr<v1::ModelStatus> st = Connect()->GetStatus(args[0]);
   if (!st.ok()) return Fail(st.status());
+  if (format == "json") {
+    // As the HTTP API's /api/v1/models/MODEL gives it.
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    options.preserve_proto_field_names = true;
+    std::string json;
+    if (!google::protobuf::util::MessageToJsonString(*st, &json, options)
+             .ok()) {
+      return FailLocal(absl::InternalError("status: cannot write JSON"));
+    }
+    std::printf("%s\n", json.c_str());
+    return 0;
+  }
   PrintStatus(*st);
   return 0;
 }

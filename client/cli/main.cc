@@ -3,23 +3,30 @@
 //
 // Results go to standard output, progress and errors to standard error. Exit
 // status: 0 on success, 1 on failure, 2 for a usage error.
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
+#include "client/cli/flags.h"
 #include "common/program.h"
 
 namespace perceptron::client::cli {
 namespace {
 
-constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
+// absl's --help prints it after "perceptron: ".
+constexpr char kUsage[] = R"(the command-line client of perceptrond
 
   perceptron create MODEL --dim=D [--algorithm=classic|margin|averaged|voted|kernel]
              [--gamma=G --comparator_file=FILE] [--eta --bias --normalize --kernel ...]
-  perceptron list | get MODEL | delete MODEL | reset MODEL | weights MODEL | health
+  perceptron list | get MODEL | delete MODEL... | reset MODEL | weights MODEL | health
              (list, health: --shards=HOST:PORT,... asks each shard behind a proxy)
   perceptron rebalance --server=NEXT_PROXY --shards=HOST:PORT,... [--live=PROXY]
              (after shards are added or removed: moves every model to the shard NEXT_PROXY
@@ -30,7 +37,7 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron predict FILE --model=MODEL [--issue]
   perceptron reveal --model=MODEL ID:LABEL ... | FILE   (e.g. 17:-1 18:+1, or a FILE of
              "ID LABEL" lines, as predict --issue prints them with the true labels)
-  perceptron status MODEL
+  perceptron status MODEL [--format=json]
   perceptron certificate MODEL   (the bound with no comparator given, and the comparator u
              that attains it: as numbers for --comparator_file)
   perceptron watch MODEL [--interval=200ms] [--count=N]
@@ -41,11 +48,139 @@ constexpr char kUsage[] = R"(perceptron: the command-line client of perceptrond
   perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
              [--out=FILE] [--separator_out=FILE]
 
-Files are LIBSVM/SVMlight ("label index:value ...") or CSV (".csv"; label in the last column);
-"-" reads standard input (export: writes standard output). Labels are +1/1 and -1/0.
---server=host:port (default 127.0.0.1:50051). With a secured server: --tls_ca=CA.pem
-[--tls_cert=client.pem --tls_key=client.key] and --token_file=FILE (or PERCEPTRON_TOKEN).
---help lists every flag.)";
+Files are LIBSVM/SVMlight ("label index:value ..."), CSV (".csv"), Vowpal Wabbit's text (".vw")
+or JSON lines (".jsonl"); "-" reads standard input (export: writes standard output). Labels are
++1/1 and -1/0, or a multiclass model's class names (--classes=a,b,c).
+--server=host:port (or PERCEPTRON_SERVER; default 127.0.0.1:50051). With a secured server:
+--tls_ca=CA.pem [--tls_cert=client.pem --tls_key=client.key] and --token_file=FILE (or
+PERCEPTRON_TOKEN). perceptron help COMMAND (or perceptron COMMAND --help) shows one command and
+its flags; --help lists every flag.)";
+
+// One command's help: what it does and the flags it reads (besides the
+// connection's: --server, --tls_*, --token_file, --timeout).
+struct CommandHelp {
+  const char* name;
+  const char* text;
+  std::vector<const char*> flags;
+};
+
+const std::vector<CommandHelp>& Helps() {
+  static const auto* helps = new std::vector<CommandHelp>{
+      {"create",
+       "perceptron create MODEL --dim=D [flags]\n"
+       "  Creates a model: a dimension (or --hash_bits, or "
+       "--feature_names_file for features by\n"
+       "  name), an algorithm, and optionally a comparator u "
+       "(--comparator_file) with its margin\n"
+       "  --gamma, or --classes for a multiclass model.",
+       {"dim", "algorithm", "eta", "bias", "bias_constant", "normalize",
+        "gamma", "comparator_file", "kernel", "degree", "c0", "sigma", "budget",
+        "max_voted", "hash_bits", "interactions", "feature_names_file",
+        "classes"}},
+      {"list",
+       "perceptron list [--shards=HOST:PORT,...]\n  Lists the models.",
+       {"shards"}},
+      {"get", "perceptron get MODEL\n  Prints a model's configuration.", {}},
+      {"delete",
+       "perceptron delete MODEL...\n  Deletes each model named, in turn.",
+       {}},
+      {"reset",
+       "perceptron reset MODEL\n  Forgets what a model learned; keeps its "
+       "configuration.",
+       {}},
+      {"weights",
+       "perceptron weights MODEL [--top=N]\n"
+       "  Prints the weights, or the N heaviest features (by name for a "
+       "hashing model).",
+       {"top"}},
+      {"health",
+       "perceptron health [--shards=HOST:PORT,...]\n  Asks whether the server "
+       "serves.",
+       {"shards"}},
+      {"train",
+       "perceptron train FILE --model=MODEL [flags]\n"
+       "  Streams a file's labeled examples to a model (each predicted, then "
+       "learned), checking\n"
+       "  the file first; progress on standard error, a summary at the end.",
+       {"model", "create", "dim", "classes", "positive", "format", "epochs",
+        "batch", "in_flight", "columnar", "progress", "skip_rejected",
+        "retry_for", "index_base", "label_column"}},
+      {"fit",
+       "perceptron fit FILE --model=MODEL [--max_epochs=100]\n"
+       "  Cyclic training to separation, in one Train request.",
+       {"model", "create", "dim", "classes", "positive", "format",
+        "max_epochs"}},
+      {"predict",
+       "perceptron predict FILE --model=MODEL [--issue]\n"
+       "  Prints a prediction per example (with --issue, an id to reveal its "
+       "label by later).",
+       {"model", "issue", "format", "batch", "index_base", "label_column"}},
+      {"reveal",
+       "perceptron reveal --model=MODEL ID:LABEL ... | FILE\n"
+       "  Gives the labels of predictions issued with ids; the model learns "
+       "from them.",
+       {"model"}},
+      {"status",
+       "perceptron status MODEL [--format=json]\n"
+       "  Counters, TD_gamma, the bound, the certificate and, for a multiclass "
+       "model, the\n"
+       "  confusion matrix; as JSON, the HTTP API's /api/v1/models/MODEL.",
+       {"format"}},
+      {"certificate",
+       "perceptron certificate MODEL\n"
+       "  The best bound with no comparator given, and the comparator u that "
+       "attains it.",
+       {}},
+      {"watch",
+       "perceptron watch MODEL\n  Prints the model's status as it changes.",
+       {"interval", "count"}},
+      {"plot",
+       "perceptron plot MODEL --out=FILE.svg\n"
+       "  Cumulative mistakes and the bound against examples, as an SVG.",
+       {"out", "log_scale"}},
+      {"export",
+       "perceptron export MODEL FILE\n  The whole model as a portable blob.",
+       {}},
+      {"import",
+       "perceptron import FILE [--as=NEW_ID]\n  A model from an exported blob.",
+       {"as"}},
+      {"generate",
+       "perceptron generate --dim=D --count=N\n"
+       "  A synthetic stream separable with a margin (and noise), as LIBSVM "
+       "lines.",
+       {"dim", "count", "margin", "noise", "seed", "out", "separator_out"}},
+      {"rebalance",
+       "perceptron rebalance --server=NEXT_PROXY --shards=HOST:PORT,... "
+       "[--live=PROXY]\n"
+       "  After shards are added or removed: moves every model to the shard "
+       "NEXT_PROXY routes\n"
+       "  it to.",
+       {"shards", "live", "switch_timeout"}},
+  };
+  return *helps;
+}
+
+// Prints COMMAND's help to standard output; 0, or a usage error for an
+// unknown one.
+int PrintHelp(const std::string& name) {
+  for (const CommandHelp& h : Helps()) {
+    if (name != h.name) continue;
+    std::printf("%s\n", h.text);
+    if (!h.flags.empty()) std::printf("\nFlags:\n");
+    for (const char* flag : h.flags) {
+      const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
+      if (f == nullptr) continue;
+      std::printf(
+          "  --%s (%s); default: %s\n", flag, f->Help().c_str(),
+          f->DefaultValue().empty() ? "\"\"" : f->DefaultValue().c_str());
+    }
+    std::printf(
+        "\nThe connection: --server (or PERCEPTRON_SERVER), --tls_ca, "
+        "--tls_cert, --tls_key, --token_file, --timeout.\n");
+    return 0;
+  }
+  return Usage(absl::StrCat("no command \"", name, "\" to help with"));
+}
 
 struct Command {
   const char* name;
@@ -85,10 +220,37 @@ int Run(const std::string& name, const Args& args) {
 }  // namespace perceptron::client::cli
 
 int main(int argc, char** argv) {
-  perceptron::SetProgramUsage("perceptron", "cli/flags.cc",
-                              perceptron::client::cli::kUsage);
+  namespace cli = perceptron::client::cli;
+  perceptron::SetProgramUsage("perceptron", "cli/flags.cc", cli::kUsage);
+  // perceptron COMMAND --help: that command's help, not every flag's.
+  if (argc >= 3 && argv[1][0] != '-') {
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--help" || a == "-help") return cli::PrintHelp(argv[1]);
+    }
+  }
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() < 2) return perceptron::client::cli::Usage("no command");
-  const perceptron::client::cli::Args args(rest.begin() + 2, rest.end());
-  return perceptron::client::cli::Run(rest[1], args);
+  // The server's address: --server if given, else PERCEPTRON_SERVER if set.
+  bool server_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    server_given |= a == "--server" || a == "-server" ||
+                    a.rfind("--server=", 0) == 0 || a.rfind("-server=", 0) == 0;
+  }
+  if (const char* env = std::getenv("PERCEPTRON_SERVER");
+      !server_given && env != nullptr && *env != '\0') {
+    absl::SetFlag(&FLAGS_server, std::string(env));
+  }
+  if (rest.size() < 2) return cli::Usage("no command");
+  if (std::string(rest[1]) == "help") {
+    if (rest.size() == 2) {
+      std::printf("perceptron: %s\n", cli::kUsage);
+      return 0;
+    }
+    if (rest.size() > 3) return cli::Usage("help takes one COMMAND");
+    return cli::PrintHelp(rest[2]);
+  }
+  const cli::Args args(rest.begin() + 2, rest.end());
+  return cli::Run(rest[1], args);
 }

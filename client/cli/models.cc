@@ -144,6 +144,13 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
     if (!u.ok()) return u.status();
     c.mutable_comparator()->Add(u->begin(), u->end());
   }
+  if (c.has_gamma() && c.comparator_size() == 0 && algorithm != v1::MARGIN) {
+    return absl::InvalidArgumentError(
+        "--gamma without --comparator_file does nothing: gamma is the margin "
+        "of a comparator u (with --comparator_file), or the margin rule's "
+        "(--algorithm=margin); without either, the certificate finds the "
+        "best comparator itself");
+  }
   const std::string k = absl::GetFlag(FLAGS_kernel);
   v1::KernelType kernel;
   if (!v1::KernelType_Parse(absl::AsciiStrToUpper(k), &kernel) || kernel == 0) {
@@ -285,10 +292,15 @@ int Get(const Args& args) {
 }
 
 int Delete(const Args& args) {
-  if (args.size() != 1) return Usage("delete takes one MODEL");
-  absl::Status s = Connect()->DeleteModel(args[0]);
-  if (!s.ok()) return Fail(s);
-  std::printf("deleted %s\n", args[0].c_str());
+  if (args.empty()) return Usage("delete takes one MODEL or more");
+  // Each in turn; the first that fails stops there (those before it are
+  // deleted, and said so).
+  std::unique_ptr<Client> client = Connect();
+  for (const std::string& model : args) {
+    absl::Status s = client->DeleteModel(model);
+    if (!s.ok()) return Fail(s);
+    std::printf("deleted %s\n", model.c_str());
+  }
   return 0;
 }
 

@@ -375,7 +375,8 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   r = RunCommand(Cli(*server_, "create m"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("create needs --dim"));
-  r = RunCommand(Cli(*server_, "create m --dim=3 --gamma=-1"));
+  r = RunCommand(
+      Cli(*server_, "create m --dim=3 --algorithm=margin --gamma=-1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT: config: gamma -1"));
   // A usage error is one line that points at --help; an unknown command is
@@ -391,11 +392,12 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   // get prints the configuration as status prints figures, numbers in their
   // shortest round-trip form.
-  r = RunCommand(Cli(*server_, "create g --dim=4 --gamma=0.1"));
+  r = RunCommand(
+      Cli(*server_, "create g --dim=4 --algorithm=margin --gamma=0.1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(Cli(*server_, "get g"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("model          g (classic, d=4)\n"));
+  EXPECT_THAT(r.output, HasSubstr("model          g (margin, d=4)\n"));
   EXPECT_THAT(r.output, HasSubstr("gamma          0.1\n"));
   EXPECT_THAT(r.output, HasSubstr("comparator     none"));
   r = RunCommand(Cli(*server_, "health"));
@@ -546,6 +548,69 @@ TEST(CliHelpTest, HelpListsEveryFlagAndVersionNamesTheRelease) {
   EXPECT_THAT(r.output, HasSubstr("default: 8080;"));
 }
 
+// What a new user meets first (issue 50's list): one command's help, the
+// server's address from the environment, several models deleted at once, a
+// gamma that would do nothing refused, status as JSON, a fresh model's status.
+TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
+  testing::CommandResult r =
+      RunCommand(std::string(PERCEPTRON_CLI_PATH) + " --help");
+  EXPECT_EQ(r.output.rfind("perceptron: the command-line client of "
+                           "perceptrond\n",
+                           0),
+            0u)
+      << r.output;
+  for (const std::string how : {" help train", " train --help"}) {
+    r = RunCommand(std::string(PERCEPTRON_CLI_PATH) + how);
+    EXPECT_EQ(r.exit_code, 0) << how;
+    EXPECT_EQ(r.output.rfind("perceptron train FILE --model=MODEL", 0), 0u)
+        << r.output;
+    EXPECT_THAT(r.output, HasSubstr("  --epochs (train: passes over the "
+                                    "file); default: 1\n"));
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("--sigma"))) << how;
+  }
+  r = RunCommand(std::string(PERCEPTRON_CLI_PATH) + " help nosuch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("no command \"nosuch\" to help with"));
+
+  // PERCEPTRON_SERVER when --server is not given; --server wins.
+  const std::string env =
+      absl::StrCat("PERCEPTRON_SERVER=", server_->target(), " ");
+  r = RunCommand(env + PERCEPTRON_CLI_PATH + " create a --dim=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(env + PERCEPTRON_CLI_PATH + " create b --dim=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand("PERCEPTRON_SERVER=127.0.0.1:1 " + Cli(*server_, "list"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("a\t"));
+
+  // A fresh model's status: no rate of no examples; as JSON, the HTTP API's.
+  r = RunCommand(Cli(*server_, "status a"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("mistakes       0\n"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("of the last 0")));
+  r = RunCommand(Cli(*server_, "status a --format=json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"model_id\":\"a\""));
+  EXPECT_THAT(r.output, HasSubstr("\"bound_available\":false"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("\"bound\":")));
+  r = RunCommand(Cli(*server_, "status a --format=xml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("status --format=xml is not text or json"));
+
+  // --gamma with nothing to be the margin of is refused, nothing created.
+  r = RunCommand(Cli(*server_, "create c --dim=2 --gamma=0.1"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--gamma without --comparator_file does "
+                                  "nothing"));
+  EXPECT_EQ(RunCommand(Cli(*server_, "get c")).exit_code, 1);
+
+  r = RunCommand(Cli(*server_, "delete a b"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "deleted a\ndeleted b\n");
+  r = RunCommand(Cli(*server_, "list"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("a\t")));
+}
+
 // A loopback port reserved by a bound, unlistening socket: connections to it
 // are refused until the socket is closed. It is below Linux's ephemeral range
 // (32768 up), so a client's connection to it cannot be given it as its own
@@ -636,8 +701,12 @@ TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
   EXPECT_THAT(r.output, HasSubstr("1 +1 0\n2 +1 0\n"));
   r = RunCommand(Cli(*server_, "reveal --model=p 2:-1 1:+1 9:1"));
   EXPECT_EQ(r.exit_code, 1);  // id 9 was never issued
-  EXPECT_THAT(r.output, HasSubstr("2 mistake=yes updated=yes"));
-  EXPECT_THAT(r.output, HasSubstr("1 mistake=yes updated=yes"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("2: issued +1, a mistake; the model learned from it\n"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("1: issued +1, a mistake; the model learned from it\n"));
   EXPECT_THAT(r.output, HasSubstr("item 2: prediction 9 was never issued"));
 
   // What predict --issue prints, with the true label written over the
@@ -655,11 +724,11 @@ TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
   }
   r = RunCommand(Cli(*server_, "reveal --model=p " + dir + "/truth.txt"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("3 mistake="));
+  EXPECT_THAT(r.output, HasSubstr("3: issued "));
   r = RunCommand("printf '4 +1 0.25\\n' | " +
                  Cli(*server_, "reveal --model=p -"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("4 mistake="));
+  EXPECT_THAT(r.output, HasSubstr("4: issued "));
   EXPECT_EQ(client_->GetStatus("p")->stats().pending(), 0u);
   r = RunCommand("printf '5 +1\\n6 yes\\n' | " +
                  Cli(*server_, "reveal --model=p -"));

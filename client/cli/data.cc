@@ -136,33 +136,101 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
   return classes;
 }
 
-// OK if `e` fits a model of input dimension `dimension`; else
-// INVALID_ARGUMENT naming the file, line and index (as the file writes it).
+// What a file's examples are checked against before they are sent.
+struct Shape {
+  uint32_t dimension = 0;  // 0: not known yet (not checked)
+  bool hashed = false;     // takes features by name
+  // A model that normalizes without a bias cannot take a zero x.
+  bool normalize = false;
+  bool bias = true;
+};
+
+Shape ShapeOf(const v1::ModelConfig& c) {
+  return {c.dimension(), ByName(c), c.normalize(), c.bias()};
+}
+
+Shape ShapeFromFlags(uint32_t dimension) {
+  return {dimension, ByNameFromFlags(), absl::GetFlag(FLAGS_normalize),
+          absl::GetFlag(FLAGS_bias)};
+}
+
+// OK if `e` fits a model of `shape`; else INVALID_ARGUMENT naming the file,
+// line and index (as the file writes it): an index past the dimension, a
+// width not the dimension, names for a model of vectors, a value that is
+// not a finite number, or a zero x the model cannot normalize.
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
-                          const Example& e, uint32_t dimension, bool hashed) {
+                          const Example& e, const Shape& shape) {
+  const std::string at = absl::StrCat(name, ":", line, ": ");
+  bool zero = true;
   if (!e.named.empty()) {
-    if (hashed) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ":", line,
-        ": the features are names, and the model takes vectors: create it "
-        "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
-        "with --feature_names_file to list them"));
+    if (!shape.hashed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at,
+          "the features are names, and the model takes vectors: create it "
+          "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
+          "with --feature_names_file to list them"));
+    }
+    for (const v1::NamedFeature& f : e.named) {
+      if (f.has_number() && !std::isfinite(f.number())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, "feature ", f.name(), "'s value ", f.number(),
+                         " is not a finite number"));
+      }
+      zero = zero && f.has_number() && f.number() == 0;
+    }
+  } else {
+    for (size_t k = 0; k < e.values.size(); ++k) {
+      const double v = e.values[k];
+      if (!std::isfinite(v)) {
+        // A sparse row's feature by its index as the file writes it; a dense
+        // row's by its place among the features, from 1.
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, "feature ",
+            e.sparse ? absl::StrCat("index ", e.indices[k] + index_base)
+                     : absl::StrCat(k + 1, " of ", e.values.size()),
+            " has the value ", v, ", not a finite number"));
+      }
+      zero = zero && v == 0;
+    }
   }
+  if (zero && shape.normalize && !shape.bias) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at,
+        "every feature is 0, and the model normalizes without a bias: x / "
+        "||x|| does not exist (give the model a bias, or leave the row out)"));
+  }
+  if (!e.named.empty() || shape.dimension == 0) return absl::OkStatus();
   if (e.sparse) {
     for (uint32_t i : e.indices) {
-      if (i >= dimension) {
+      if (i >= shape.dimension) {
         return absl::InvalidArgumentError(absl::StrCat(
-            name, ":", line, ": index ", i + index_base,
-            " is past the model's dimension ", dimension, " (indices ",
-            index_base, " to ", dimension - 1 + index_base, ")"));
+            at, "index ", i + index_base, " is past the model's dimension ",
+            shape.dimension, " (indices ", index_base, " to ",
+            shape.dimension - 1 + index_base, ")"));
       }
     }
-  } else if (e.values.size() != dimension) {
+  } else if (e.values.size() != shape.dimension) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ":", line, ": ", e.values.size(),
-                     " features; the model's dimension is ", dimension));
+        absl::StrCat(at, e.values.size(),
+                     " features; the model's dimension is ", shape.dimension));
   }
   return absl::OkStatus();
+}
+
+// A server's "item K: why" for the K-th example of a request, as
+// "FILE:LINE: why" given the requests' examples' lines.
+std::string AtLine(const std::string& name, absl::string_view message,
+                   const std::vector<size_t>& lines) {
+  absl::string_view why = message;
+  size_t item = 0;
+  if (absl::ConsumePrefix(&why, "item ")) {
+    const size_t colon = why.find(": ");
+    if (colon != absl::string_view::npos &&
+        absl::SimpleAtoi(why.substr(0, colon), &item) && item < lines.size()) {
+      return absl::StrCat(name, ":", lines[item], ": ", why.substr(colon + 2));
+    }
+  }
+  return std::string(message);
 }
 
 // A label as data files write it: +1/1 or -1/0.
@@ -225,9 +293,8 @@ int Fit(const Args& args) {
   }
   if (!m.ok()) return Fail(m.status());
   for (size_t k = 0; k < data->examples.size(); ++k) {
-    absl::Status s =
-        FitsTheModel(args[0], data->lines[k], data->index_base,
-                     data->examples[k], m->config().dimension(), hashed);
+    absl::Status s = FitsTheModel(args[0], data->lines[k], data->index_base,
+                                  data->examples[k], ShapeOf(m->config()));
     if (!s.ok()) return FailLocal(s);
   }
   absl::StatusOr<v1::TrainResponse> r =
@@ -294,6 +361,8 @@ int Train(const Args& args) {
   Example e;
   std::vector<std::string> labels_seen;  // collect: in order of appearance
   absl::flat_hash_set<std::string> label_set;
+  Shape checked = create ? ShapeFromFlags(dimension) : ShapeOf(m->config());
+  checked.dimension = dimension;
   if (file) {
     while (true) {
       absl::StatusOr<bool> more = reader.Next(&e);
@@ -303,12 +372,9 @@ int Train(const Args& args) {
           label_set.insert(e.raw_label).second) {
         labels_seen.push_back(e.raw_label);
       }
-      if (dimension != 0) {
-        absl::Status s =
-            FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
-                         dimension, hashed);
-        if (!s.ok()) return FailLocal(s);
-      }
+      absl::Status s = FitsTheModel(reader.name(), reader.line(),
+                                    reader.index_base(), e, checked);
+      if (!s.ok()) return FailLocal(s);
       progress.Draw(reader.bytes_read(), reader.size(),
                     absl::StrCat("checking ", args[0], ": ", reader.examples(),
                                  " examples"));
@@ -400,6 +466,7 @@ int Train(const Args& args) {
   // its new shard): since when, and the pause before the next try.
   std::optional<absl::Time> stalled_since;
   absl::Duration stalled_pause = absl::Milliseconds(100);
+  const Shape shape = ShapeOf(m->config());
   while (true) {
     if (retry) so.if_examples = base + done;
     added = absl::OkStatus();
@@ -428,7 +495,7 @@ int Train(const Args& args) {
           continue;
         }
         local = FitsTheModel(reader.name(), reader.line(), reader.index_base(),
-                             e, dimension, hashed);
+                             e, shape);
         if (!local.ok()) break;
         {
           absl::MutexLock lock(&mu);
@@ -501,14 +568,18 @@ int Train(const Args& args) {
   progress.End();
   if (!summary.ok()) return Fail(summary.status());
   const v1::ModelStats& s = summary->stats;
-  std::printf(
-      "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, reading "
-      "included), %llu requests (%llu as columns)\n",
-      model.c_str(), reader.name().c_str(),
-      static_cast<unsigned long long>(done + summary->items), seconds,
-      (done + summary->items) / std::max(seconds, 1e-9),
-      static_cast<unsigned long long>(summary->requests),
-      static_cast<unsigned long long>(summary->columnar_requests));
+  // A run that stopped short says so below, not "trained".
+  const bool stopped = !local.ok() || summary->item_errors > 0;
+  if (!stopped) {
+    std::printf(
+        "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, "
+        "reading included), %llu requests (%llu as columns)\n",
+        model.c_str(), reader.name().c_str(),
+        static_cast<unsigned long long>(done + summary->items), seconds,
+        (done + summary->items) / std::max(seconds, 1e-9),
+        static_cast<unsigned long long>(summary->requests),
+        static_cast<unsigned long long>(summary->columnar_requests));
+  }
   if (resumed > 0) {
     std::printf(
         "resumed %d time(s) after a broken stream; the last stream "
@@ -563,6 +634,21 @@ int Predict(const Args& args) {
   DataReader& reader = **opened;
   Example e;
   absl::Status local;
+  // A file is checked whole before anything is sent or printed (standard
+  // input each example as it is read): an example the model cannot take is
+  // named by its line.
+  const Shape shape = ShapeOf(m->config());
+  if (reader.seekable()) {
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) return FailLocal(more.status());
+      if (!*more) break;
+      absl::Status s = FitsTheModel(reader.name(), reader.line(),
+                                    reader.index_base(), e, shape);
+      if (!s.ok()) return FailLocal(s);
+    }
+    if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
+  }
   // A label as printed: +1/-1, or a multiclass model's class name.
   auto label_text = [&classes](int label) {
     if (classes.empty()) return absl::StrFormat("%+d", label);
@@ -583,7 +669,8 @@ int Predict(const Args& args) {
                       label_text(item.prediction().label()).c_str(),
                       item.prediction().score());
         } else {
-          std::printf("error %s\n", item.error().message().c_str());
+          std::fprintf(stderr, "perceptron: %s\n",
+                       item.error().message().c_str());
         }
       }
     };
@@ -592,7 +679,9 @@ int Predict(const Args& args) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) local = more.status();
       if (!local.ok() || !*more) break;
-      if (!session->AddExample(e).ok()) break;
+      local = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                           shape);
+      if (!local.ok() || !session->AddExample(e).ok()) break;
     }
     absl::StatusOr<SessionSummary> summary = session->Finish();
     if (!summary.ok()) return Fail(summary.status());
@@ -601,9 +690,11 @@ int Predict(const Args& args) {
   }
   const size_t batch = std::max<uint32_t>(1, absl::GetFlag(FLAGS_batch));
   std::vector<Example> chunk;
+  std::vector<size_t> lines;  // of chunk's examples
   bool end = false;
   while (!end) {
     chunk.clear();
+    lines.clear();
     while (chunk.size() < batch) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) return FailLocal(more.status());
@@ -611,11 +702,20 @@ int Predict(const Args& args) {
         end = true;
         break;
       }
+      absl::Status s = FitsTheModel(reader.name(), reader.line(),
+                                    reader.index_base(), e, shape);
+      if (!s.ok()) return FailLocal(s);
       chunk.push_back(std::move(e));
+      lines.push_back(reader.line());
     }
     if (chunk.empty()) break;
     absl::StatusOr<v1::PredictResponse> r = client->Predict(model, chunk);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) {
+      // The server's "item K: why" names the file's line instead.
+      return Fail(
+          absl::Status(r.status().code(),
+                       AtLine(reader.name(), r.status().message(), lines)));
+    }
     for (const v1::Prediction& p : r->predictions())
       std::printf("%s %.17g\n", label_text(p.label()).c_str(), p.score());
   }

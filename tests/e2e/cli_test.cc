@@ -611,6 +611,58 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("a\t")));
 }
 
+// A file an example of which the model cannot take: train and predict name
+// its line (as the file counts lines and indices) before anything is sent or
+// printed, NaN, infinities and zero rows a model cannot normalize included.
+TEST_F(CliTest, BadRowsAreNamedByLineBeforeAnythingIsSent) {
+  const testing::ScopedDir dir("cli-bad-rows");
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir.path() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  ASSERT_EQ(RunCommand(Cli(*server_, "create p --dim=3")).exit_code, 0);
+  const std::string wide = write("wide.svm", "+1 1:1 3:1\n-1 2:1\n+1 4:1\n");
+  testing::CommandResult r =
+      RunCommand(Cli(*server_, "predict " + wide + " --model=p --batch=2"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "perceptron: " + wide +
+                          ":3: index 4 is past the model's dimension 3 "
+                          "(indices 1 to 3)\n");
+  r = RunCommand("cat " + wide + " | " +
+                 Cli(*server_, "predict - --model=p --batch=2"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("standard input:3: index 4 is past"));
+
+  const std::string nan =
+      write("nan.csv", "a,b,c,label\n1,2,3,1\n1,nan,3,0\n4,5,6,1\n");
+  r = RunCommand(Cli(*server_, "train " + nan + " --model=p"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "perceptron: " + nan +
+                          ":3: feature 2 of 3 has the value nan, not a finite "
+                          "number\n");
+  const std::string inf = write("inf.svm", "+1 1:1\n-1 2:inf\n");
+  r = RunCommand(Cli(*server_, "train " + inf + " --model=p"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output,
+              HasSubstr(":2: feature index 2 has the value inf, not a finite"));
+  EXPECT_EQ(client_->GetStatus("p")->stats().examples(), 0u);
+
+  // Zeros: refused by a model that normalizes without a bias, taken by one
+  // with a bias.
+  const std::string zero = write("zero.svm", "+1 1:1\n-1 2:0\n");
+  r = RunCommand(Cli(*server_, "train " + zero +
+                                   " --model=z --create --dim=3 --nobias "
+                                   "--normalize"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr(zero + ":2: every feature is 0, and the "
+                                         "model normalizes without a bias"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("trained")));
+  r = RunCommand(Cli(*server_, "train " + zero + " --model=p"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("trained p on " + zero + ": 2 examples"));
+}
+
 // A loopback port reserved by a bound, unlistening socket: connections to it
 // are refused until the socket is closed. It is below Linux's ephemeral range
 // (32768 up), so a client's connection to it cannot be given it as its own

@@ -93,12 +93,34 @@ def _rows(x) -> tuple:
 
 
 def _labels(y, n: int) -> np.ndarray:
+    """A binary model's labels as -1/+1, read as the command-line client reads a file's: +1
+    or 1 (or True) is +1, -1 or 0 (or False) is -1; strings too ("+1", "0")."""
     a = np.asarray(y)
     if a.shape != (n,):
         raise ValueError(f"{a.shape[0] if a.ndim else 0} labels for {n} examples")
-    if not np.all((a == 1) | (a == -1)):
-        raise ValueError("labels must be -1 or +1")
-    return a.astype(np.int64)
+    if a.dtype.kind == "b":
+        return np.where(a, 1, -1).astype(np.int64)
+    if a.dtype.kind in "USO":
+        out = np.empty(n, dtype=np.int64)
+        for i, v in enumerate(a.tolist()):
+            try:
+                number = float(v)
+            except (TypeError, ValueError):
+                number = None
+            if number not in (1.0, -1.0, 0.0):
+                raise ValueError(f"label {v!r} (example {i}) is not +1/1 or -1/0: a binary "
+                                 "model's labels (create the model with classes=... for "
+                                 "named classes)")
+            out[i] = 1 if number == 1.0 else -1
+        return out
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"labels of type {a.dtype} are not +1/1 or -1/0")
+    bad = ~((a == 1) | (a == -1) | (a == 0))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise ValueError(f"label {a[i]!r} (example {i}) is not +1/1 or -1/0: a binary "
+                         "model's labels (create the model with classes=... for more classes)")
+    return np.where(a == 1, 1, -1).astype(np.int64)
 
 
 def _class_key(label) -> str:
@@ -370,6 +392,7 @@ class Stream:
             return _outcomes(iter([self._send(columns)]), 1)
         kind, rows = _rows(x)
         labels = self._model._labels(y, rows.shape[0])
+        self._model._check_width(kind, rows)
         return _outcomes((self._send(c) for c in _batches(kind, rows, labels, batch_size)),
                          rows.shape[0])
 
@@ -387,7 +410,7 @@ class Model:
         self.client = client
         self.id = model_id
         self._one: Optional[Stream] = None
-        self._classes: Optional[list] = None
+        self._config: Optional[pb.ModelConfig] = None
 
     @property
     def classes(self) -> list:
@@ -395,10 +418,24 @@ class Model:
         binary model."""
         return self._classes_of(0)
 
+    def _config_of(self, retry_for: float) -> pb.ModelConfig:
+        """The model's configuration (fixed at creation), fetched once."""
+        if self._config is None:
+            self._config = self._retrying(self.info, retry_for).config
+        return self._config
+
     def _classes_of(self, retry_for: float) -> list:
-        if self._classes is None:
-            self._classes = list(self._retrying(self.info, retry_for).config.classes)
-        return self._classes
+        return list(self._config_of(retry_for).classes)
+
+    def _check_width(self, kind: str, rows, retry_for: float = 0) -> None:
+        """A dense array's rows must have the model's dimension: said here, in the caller's
+        terms, rather than by the server in the wire's."""
+        if kind != "dense":
+            return
+        dimension = self._config_of(retry_for).dimension
+        if rows.shape[1] != dimension:
+            raise ValueError(f"the examples have {rows.shape[1]} features; model "
+                             f"{self.id!r} has dimension {dimension}")
 
     @staticmethod
     def _retrying(call, retry_for: float):
@@ -497,8 +534,10 @@ class Model:
 
     def learn(self, x, y, batch_size: int = 1024, retry_for: float = 0) -> LearnResult:
         """Predict then learn each labeled example in order (the prequential protocol):
-        `x` a 2-D numpy array or a scipy.sparse matrix, `y` its labels (-1 or +1). Streamed
-        as columnar batches of `batch_size` rows on one Learn stream, several in flight.
+        `x` a 2-D numpy array or a scipy.sparse matrix, `y` its labels (+1/1/True or
+        -1/0/False, as numbers, booleans or strings; a multiclass model's class names).
+        Streamed as columnar batches of `batch_size` rows on one Learn stream, several in
+        flight.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
         errors and change nothing; the others are learned.
 
@@ -530,6 +569,7 @@ class Model:
         kind, rows = _rows(x)
         n = rows.shape[0]
         labels = self._labels(y, n, retry_for)
+        self._check_width(kind, rows, retry_for)
         if retry_for > 0:
             return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         batches = [_wire.learn_request(self.id if i == 0 else "", columns)
@@ -676,6 +716,7 @@ class Model:
                 _named(row, request.examples.add().named)
             return self.client._call("Predict", request)
         kind, rows = _rows(x)
+        self._check_width(kind, rows)
         for i in range(rows.shape[0]):
             f = request.examples.add()
             if kind == "dense":

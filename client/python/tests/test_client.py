@@ -4,6 +4,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import warnings
 
 import grpc
 import numpy as np
@@ -119,14 +120,20 @@ def test_bad_input_is_refused_and_changes_nothing(client):
         client.model("missing").learn(np.ones((2, 3)), [1, -1])
     assert e.value.code == grpc.StatusCode.NOT_FOUND
     assert "missing" in e.value.message
-    with pytest.raises(ValueError, match="-1 or \\+1"):
-        model.learn(np.ones((2, 3)), [1, 0])
+    with pytest.raises(ValueError, match=r"label 2 \(example 1\) is not \+1/1 or -1/0"):
+        model.learn(np.ones((2, 3)), [1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning before the answer
+        with pytest.raises(ValueError, match=r"label 'cat' \(example 0\).*classes="):
+            model.learn(np.ones((2, 3)), np.array(["cat", "dog"]))
     with pytest.raises(ValueError, match="3 labels for 2"):
         model.learn(np.ones((2, 3)), [1, -1, 1])
-    # A whole array of the wrong width ends the stream: nothing learned.
-    with pytest.raises(perceptrond.PerceptronError) as e:
+    # A whole array of the wrong width is refused here, in the caller's terms: nothing learned.
+    with pytest.raises(ValueError, match="the examples have 4 features; model 'm' has "
+                                         "dimension 3"):
         model.learn(np.ones((2, 4)), [1, -1])
-    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(ValueError, match="the examples have 2 features"):
+        model.predict(np.ones((1, 2)))
     assert model.status().stats.examples == 0
     # A bad row is refused alone, named by its index; the others are learned.
     x = np.ones((5, 3))
@@ -140,6 +147,25 @@ def test_bad_input_is_refused_and_changes_nothing(client):
     with pytest.raises(perceptrond.PerceptronError) as e:
         client.create_model("m", dimension=3)
     assert e.value.code == grpc.StatusCode.ALREADY_EXISTS
+
+
+def test_labels_are_read_as_the_command_line_reads_them(client):
+    """+1/1/True is +1 and -1/0/False is -1, as numbers, booleans or strings: the same model."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((200, 3))
+    signs = np.where(x @ [1.0, -2.0, 0.5] > 0, 1, -1)
+    reference = client.create_model("signs", dimension=3).learn(x, signs)
+    for name, y in (("zero_one", (signs + 1) // 2), ("bools", signs > 0),
+                    ("floats", ((signs + 1) // 2).astype(float)),
+                    ("strings", np.where(signs > 0, "+1", "0"))):
+        got = client.create_model(name, dimension=3).learn(x, y)
+        np.testing.assert_array_equal(got.scores, reference.scores, err_msg=name)
+        np.testing.assert_array_equal(got.mistakes, reference.mistakes, err_msg=name)
+    one = client.model("bools")
+    one.learn_one(x[0], True)
+    one.learn_one(x[1], False)
+    one.close()
+    assert one.status().stats.examples == len(x) + 2
 
 
 def test_issue_then_reveal_equals_the_per_item_path(client):

@@ -266,6 +266,9 @@ def test_installs_with_its_stubs(server, tmp_path):
                           "--no-deps", "--no-index", "--target", str(tmp_path / "site"),
                           str(source)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+    # Nothing written into the source tree (build/, an egg-info).
+    assert sorted(p.name for p in source.iterdir()) == sorted(
+        p.name for p in here.iterdir() if p.name not in ("tests", "__pycache__"))
     assert (tmp_path / "site" / "perceptron" / "v1" / "perceptron_pb2.py").exists()
     assert (tmp_path / "site" / "perceptrond" / "py.typed").exists()
     program = ("import numpy, perceptrond\n"

@@ -154,6 +154,12 @@ absl::Status ValidateConfig(const ModelConfig& config) {
   if (!InScale(config.eta)) {
     return Invalid("eta", absl::StrCat(config.eta, ScaleRange()));
   }
+  if (!std::isfinite(config.idle_expiry_seconds) ||
+      config.idle_expiry_seconds < 0) {
+    return Invalid("idle_expiry_seconds",
+                   absl::StrCat(config.idle_expiry_seconds,
+                                " is not a finite number >= 0"));
+  }
   if (config.bias && !InScale(config.bias_constant)) {
     return Invalid("bias_constant",
                    absl::StrCat(config.bias_constant, ScaleRange()));

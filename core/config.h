@@ -122,6 +122,10 @@ struct ModelConfig {
   // are then class indices 0..k-1 instead of -1/+1. Not with kMargin or
   // kKernel. Default: none (a binary model).
   std::vector<std::string> classes;
+  // The server deletes the model once it has learned nothing for this long
+  // (seconds; 0: never). Carried with the configuration; core/ does not use
+  // it. Finite and >= 0. Default: 0.
+  double idle_expiry_seconds = 0;
 
   bool multiclass() const { return !classes.empty(); }
   // k for a multiclass model, else 1: the number of weight vectors.

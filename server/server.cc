@@ -158,8 +158,14 @@ PerceptronServer::~PerceptronServer() { Shutdown(); }
 
 void PerceptronServer::ExpiryLoop() {
   while (!stop_.WaitForNotificationWithTimeout(options_.expiry_interval)) {
+    const absl::Time now = absl::Now();
     for (const std::shared_ptr<ModelEntry>& e : registry_.All()) {
       ExpirePending(*e, *persistence_, options_.limits.pending_ttl);
+      // A model made for a while (idle_expiry_seconds) goes once idle.
+      // A store that fails here says so itself (health, /metrics).
+      if (registry_.DeleteIfIdle(e, now)) {
+        persistence_->Deleted(e->id).IgnoreError();
+      }
     }
   }
 }

@@ -70,6 +70,7 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
   if (in.kernel_budget() != 0) c.kernel_budget = in.kernel_budget();
   if (in.max_voted_vectors() != 0) c.max_voted_vectors = in.max_voted_vectors();
   c.hash_bits = in.hash_bits();
+  c.idle_expiry_seconds = in.idle_expiry_seconds();
   c.interactions.assign(in.interactions().begin(), in.interactions().end());
   c.feature_names.assign(in.feature_names().begin(), in.feature_names().end());
   if (static_cast<size_t>(in.classes_size()) > kMaxClasses) {
@@ -128,6 +129,7 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   out.mutable_feature_names()->Add(in.feature_names.begin(),
                                    in.feature_names.end());
   out.mutable_classes()->Add(in.classes.begin(), in.classes.end());
+  out.set_idle_expiry_seconds(in.idle_expiry_seconds);
   return out;
 }
 

@@ -249,6 +249,26 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
   return absl::OkStatus();
 }
 
+bool Registry::DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry,
+                            absl::Time now) {
+  {
+    absl::MutexLock lock(&entry->mu);
+    const double idle = entry->model->config().idle_expiry_seconds;
+    if (entry->deleted || entry->moving || !(idle > 0) ||
+        now - entry->updated_at < absl::Seconds(idle)) {
+      return false;
+    }
+    entry->deleted = true;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = models_.find(entry->id);
+    if (it != models_.end() && it->second == entry) models_.erase(it);
+  }
+  entry->NotifyDeleted();
+  return true;
+}
+
 std::vector<std::shared_ptr<ModelEntry>> Registry::List(
     const std::string& after, size_t limit,
     const std::function<bool(absl::string_view)>& visible) const {

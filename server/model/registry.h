@@ -190,6 +190,12 @@ class Registry {
   // if unknown; with `if_moving`, FAILED_PRECONDITION (nothing removed) unless
   // the model is marked moving.
   absl::Status Delete(const std::string& id, bool if_moving = false);
+  // Removes the model of `entry` as Delete does if its configuration's
+  // idle_expiry_seconds is set and it has learned nothing for that long at
+  // `now` (checked and marked under its lock, so that nothing learned is
+  // lost); not one being moved. Returns whether it did (the caller then
+  // deletes its data).
+  bool DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry, absl::Time now);
   // Up to `limit` models with ids greater than `after`, in id order, counting
   // only those `visible` accepts (all when it is null).
   std::vector<std::shared_ptr<ModelEntry>> List(

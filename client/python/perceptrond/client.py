@@ -846,7 +846,8 @@ class Client:
                      max_voted_vectors: Optional[int] = None, hash_bits: Optional[int] = None,
                      interactions: Optional[Sequence[str]] = None,
                      feature_names: Optional[Sequence[str]] = None,
-                     classes: Optional[Sequence] = None) -> Model:
+                     classes: Optional[Sequence] = None,
+                     idle_expiry: Optional[float] = None) -> Model:
         """Creates a model; unset options take the server's defaults (docs/design.md).
         hash_bits b: the model takes features by name, hashed into 2^b coordinates as Vowpal
         Wabbit hashes them (dimension may then be left 0); interactions: VW's -q pairs.
@@ -854,7 +855,8 @@ class Client:
         "name=value" being coordinate i of the list (a name not in it is refused).
         classes: a multiclass model (docs/design.md section 2.8) of these 2..64 classes, in
         index order; numbers name the classes "0", "1", ... as labels then do (learn's y may be
-        numbers or strings)."""
+        numbers or strings). idle_expiry (seconds): the server deletes the model once it has
+        learned nothing for that long (a model made for a while); None keeps it."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
         config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
@@ -862,7 +864,7 @@ class Client:
                             ("normalize", normalize), ("gamma", gamma),
                             ("kernel_budget", kernel_budget),
                             ("max_voted_vectors", max_voted_vectors),
-                            ("hash_bits", hash_bits)):
+                            ("hash_bits", hash_bits), ("idle_expiry_seconds", idle_expiry)):
             if value is not None:
                 setattr(config, name, value)
         if comparator is not None:

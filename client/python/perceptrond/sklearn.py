@@ -9,8 +9,11 @@ Each fitted estimator owns models on the server: one for two classes; for more, 
 model (docs/design.md section 2.8: one weight vector a class, its bound and confusion matrix on
 the server), named `model_id_`, whose classes are named "0", "1", ... for the positions of
 `classes_`; the margin and kernel rules, which have no multiclass form, take one model per class
-(one against the rest, "<model_id_>-<k>"). fit starts them anew; partial_fit goes on learning. delete_models() removes them. The estimator pickles without its connection:
-unpickled, it talks to the same models.
+(one against the rest, "<model_id_>-<k>"). fit starts them anew (deleting the estimator's earlier
+ones); partial_fit goes on learning; delete_models() removes them, and the server deletes them by
+itself once they have learned nothing for `idle_expiry` seconds (an hour by default: the clones
+that cross-validation fits go away; idle_expiry=None keeps them, and model_id names them). The
+estimator pickles without its connection: unpickled, it talks to the same models.
 """
 from __future__ import annotations
 
@@ -33,23 +36,33 @@ def _dicts(X) -> bool:
 
 class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     """Parameters mirror perceptrond's model configuration (docs/design.md); None takes the
-    server's default. fit makes up to `max_epochs` passes over the data, stopping after a pass
-    with no update; partial_fit makes one. X may also be a list of dicts by name (as
+    server's default. fit makes up to `max_iter` passes over the data (in a new random order
+    each with `shuffle`, seeded by `random_state`), stopping after a pass with no update;
+    partial_fit makes one; `max_epochs`, the earlier name of max_iter, wins if given. After
+    fit, `n_iter_` is the passes it made, `mistakes_` and `updates_` count them over every
+    model, and status()
+    gives each model's figures on the server (its bound, its certificate). X may also be a list of dicts by name (as
     DictVectorizer takes them; a string value is categorical): fit then creates models with
     `hash_bits` that hash the names on the server, and predict takes such lists too."""
 
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,
                  normalize: Optional[bool] = None, gamma: Optional[float] = None,
-                 max_epochs: int = 100, batch_size: int = 1024, token: Optional[str] = None,
-                 model_id: Optional[str] = None, hash_bits: int = 18):
+                 max_iter: int = 100, batch_size: int = 1024, token: Optional[str] = None,
+                 model_id: Optional[str] = None, hash_bits: int = 18, shuffle: bool = False,
+                 random_state: Optional[int] = None,
+                 idle_expiry: Optional[float] = 3600.0, max_epochs: Optional[int] = None):
         self.address = address
         self.algorithm = algorithm
         self.eta = eta
         self.bias = bias
         self.normalize = normalize
         self.gamma = gamma
+        self.max_iter = max_iter
         self.max_epochs = max_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.idle_expiry = idle_expiry
         self.batch_size = batch_size
         self.token = token
         self.model_id = model_id
@@ -89,7 +102,8 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                 m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
                 normalize=self.normalize, gamma=self.gamma,
                 hash_bits=self.hash_bits if n_features is None else None,
-                classes=range(len(self.classes_)) if self._multiclass() else None)
+                classes=range(len(self.classes_)) if self._multiclass() else None,
+                idle_expiry=self.idle_expiry)
 
     def _targets(self, y: np.ndarray) -> list:
         """Per model, y as its labels: the position of each class in classes_ (a multiclass
@@ -100,23 +114,43 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             return [np.where(y == self.classes_[1], 1, -1)]
         return [np.where(y == c, 1, -1) for c in self.classes_]
 
+    def _max_passes(self) -> int:
+        return self.max_epochs if self.max_epochs is not None else self.max_iter
+
     def _passes(self, x, y, passes: int) -> None:
         """Up to `passes` passes over (x, y), each model on one Learn stream, stopping after a
-        pass that changed no model."""
+        pass that changed no model; with shuffle, each pass in a new random order."""
         streams = [m.stream() for m in self._models()]
+        rng = np.random.default_rng(self.random_state) if self.shuffle else None
+        mistakes = updates = made = 0
         try:
             for _ in range(passes):
+                made += 1
+                xs, ys = x, y
+                if rng is not None:
+                    order = rng.permutation(len(y))
+                    xs = [x[i] for i in order] if isinstance(x, list) else x[order]
+                    ys = y[order]
                 changed = False
-                for s, target in zip(streams, self._targets(y)):
-                    result = s.learn(x, target, batch_size=self.batch_size)
+                for s, target in zip(streams, self._targets(ys)):
+                    result = s.learn(xs, target, batch_size=self.batch_size)
                     if result.errors:
                         raise result.errors[0][1]
                     changed |= bool(result.updates.any())
+                    mistakes += int(result.mistakes.sum())
+                    updates += int(result.updates.sum())
                 if not changed:
                     break
         finally:
             for s in streams:
                 s.close()
+        self.mistakes_, self.updates_, self.n_iter_ = mistakes, updates, made
+
+    def status(self) -> list:
+        """The server's status (ModelStatus) of each of this estimator's models: counters,
+        TD_gamma, the bound, the certificate, a multiclass model's confusion matrix."""
+        check_is_fitted(self, "model_id_")
+        return [m.status() for m in self._models()]
 
     def fit(self, X, y):
         if _dicts(X):
@@ -130,7 +164,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                              "a classifier needs samples of at least 2 classes")
         self.classes_ = classes
         self._start(X.shape[1])
-        self._passes(X, y, self.max_epochs)
+        self._passes(X, y, self._max_passes())
         return self
 
     def _fit_dicts(self, X, y):
@@ -145,7 +179,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("a classifier needs samples of at least 2 classes")
         self.classes_ = classes
         self._start(None)
-        self._passes(list(X), y, self.max_epochs)
+        self._passes(list(X), y, self._max_passes())
         return self
 
     def partial_fit(self, X, y, classes=None):

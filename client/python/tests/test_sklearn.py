@@ -2,6 +2,7 @@
 import os
 import pickle
 import subprocess
+import time
 import warnings
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import perceptrond
 from perceptrond.sklearn import PerceptronClassifier
+from perceptrond_process import Perceptrond
 from test_client import CSV, bits
 
 
@@ -55,7 +57,7 @@ def test_pipelines_partial_fit_and_pickles(server, client):
     assert np.array_equal(copy.predict(x), online.predict(x))
     # Three classes: one multiclass model, its classes the positions of classes_.
     three = np.where(x[:, 0] > np.median(x[:, 0]), 2, y)
-    multi = PerceptronClassifier(address=server.target, max_epochs=3).fit(x, three)
+    multi = PerceptronClassifier(address=server.target, max_iter=3).fit(x, three)
     assert multi.decision_function(x).shape == (len(y), 3)
     model = client.model(multi.model_id_)
     assert model.classes == ["0", "1", "2"]
@@ -96,3 +98,42 @@ def test_check_estimator(server):
     print(f"check_estimator: {len(passed)} passed, {len(skipped)} skipped: {skipped}")
     assert failed == []
     assert len(passed) >= 40
+
+
+def test_models_made_for_a_while_go_and_fit_reports_its_counts():
+    """Cross-validation's clones leave no models behind: the server deletes each once it has
+    learned nothing for idle_expiry seconds; idle_expiry=None keeps one. fit counts its
+    mistakes and updates; shuffle with a seed passes in a random order, the same each time."""
+    server = Perceptrond(os.environ["PERCEPTROND"], "--durability=none", "--expiry_interval=0.05s")
+    try:
+        x, y = breast_cancer()
+        with perceptrond.Client(server.target) as client:
+            short = PerceptronClassifier(address=server.target, idle_expiry=0.5)
+            kept = PerceptronClassifier(address=server.target, idle_expiry=None).fit(x, y)
+            cross_val_score(make_pipeline(StandardScaler(), short), x, y, cv=3)
+            end = time.monotonic() + 60
+            while {m.model_id for m in client.list_models()} != {kept.model_id_}:
+                assert time.monotonic() < end, [m.model_id for m in client.list_models()]
+                time.sleep(0.05)  # a poll's pause
+            assert client.model(kept.model_id_).info().config.idle_expiry_seconds == 0
+            # One pass: its counts are the model's.
+            once = PerceptronClassifier(address=server.target, max_iter=1, idle_expiry=None)
+            once.fit(x, y)
+            stats = once.status()[0].stats
+            assert (once.mistakes_, once.updates_) == (stats.mistakes, stats.updates)
+            assert once.mistakes_ > 0
+            # Shuffled passes: the same order for the same seed, another without one.
+            a = PerceptronClassifier(address=server.target, max_iter=3, shuffle=True,
+                                     random_state=7, idle_expiry=None).fit(x, y)
+            b = PerceptronClassifier(address=server.target, max_iter=3, shuffle=True,
+                                     random_state=7, idle_expiry=None).fit(x, y)
+            plain = PerceptronClassifier(address=server.target, max_iter=3,
+                                         idle_expiry=None).fit(x, y)
+            assert np.array_equal(bits(a.decision_function(x)), bits(b.decision_function(x)))
+            assert not np.array_equal(bits(a.decision_function(x)),
+                                      bits(plain.decision_function(x)))
+            # max_epochs, the earlier name, still counts passes.
+            old = PerceptronClassifier(address=server.target, max_epochs=1, idle_expiry=None)
+            assert old.fit(x, y).mistakes_ == once.mistakes_
+    finally:
+        assert server.stop() == 0

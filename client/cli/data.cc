@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/cli/checks.h"
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
@@ -34,17 +35,6 @@
 namespace perceptron::client::cli {
 
 namespace {
-
-// Whether a model takes features by name (hashed or from its list).
-bool ByName(const v1::ModelConfig& c) {
-  return c.hash_bits() != 0 || c.feature_names_size() > 0;
-}
-
-// Whether `create` from the flags makes such a model.
-bool ByNameFromFlags() {
-  return absl::GetFlag(FLAGS_hash_bits) != 0 ||
-         !absl::GetFlag(FLAGS_feature_names_file).empty();
-}
 
 // `hashed`: the model takes features by name, so a CSV file is read by its
 // header's names.
@@ -134,103 +124,6 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
     std::sort(classes.begin(), classes.end());
   }
   return classes;
-}
-
-// What a file's examples are checked against before they are sent.
-struct Shape {
-  uint32_t dimension = 0;  // 0: not known yet (not checked)
-  bool hashed = false;     // takes features by name
-  // A model that normalizes without a bias cannot take a zero x.
-  bool normalize = false;
-  bool bias = true;
-};
-
-Shape ShapeOf(const v1::ModelConfig& c) {
-  return {c.dimension(), ByName(c), c.normalize(), c.bias()};
-}
-
-Shape ShapeFromFlags(uint32_t dimension) {
-  return {dimension, ByNameFromFlags(), absl::GetFlag(FLAGS_normalize),
-          absl::GetFlag(FLAGS_bias)};
-}
-
-// OK if `e` fits a model of `shape`; else INVALID_ARGUMENT naming the file,
-// line and index (as the file writes it): an index past the dimension, a
-// width not the dimension, names for a model of vectors, a value that is
-// not a finite number, or a zero x the model cannot normalize.
-absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
-                          const Example& e, const Shape& shape) {
-  const std::string at = absl::StrCat(name, ":", line, ": ");
-  bool zero = true;
-  if (!e.named.empty()) {
-    if (!shape.hashed) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          at,
-          "the features are names, and the model takes vectors: create it "
-          "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
-          "with --feature_names_file to list them"));
-    }
-    for (const v1::NamedFeature& f : e.named) {
-      if (f.has_number() && !std::isfinite(f.number())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(at, "feature ", f.name(), "'s value ", f.number(),
-                         " is not a finite number"));
-      }
-      zero = zero && f.has_number() && f.number() == 0;
-    }
-  } else {
-    for (size_t k = 0; k < e.values.size(); ++k) {
-      const double v = e.values[k];
-      if (!std::isfinite(v)) {
-        // A sparse row's feature by its index as the file writes it; a dense
-        // row's by its place among the features, from 1.
-        return absl::InvalidArgumentError(absl::StrCat(
-            at, "feature ",
-            e.sparse ? absl::StrCat("index ", e.indices[k] + index_base)
-                     : absl::StrCat(k + 1, " of ", e.values.size()),
-            " has the value ", v, ", not a finite number"));
-      }
-      zero = zero && v == 0;
-    }
-  }
-  if (zero && shape.normalize && !shape.bias) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at,
-        "every feature is 0, and the model normalizes without a bias: x / "
-        "||x|| does not exist (give the model a bias, or leave the row out)"));
-  }
-  if (!e.named.empty() || shape.dimension == 0) return absl::OkStatus();
-  if (e.sparse) {
-    for (uint32_t i : e.indices) {
-      if (i >= shape.dimension) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            at, "index ", i + index_base, " is past the model's dimension ",
-            shape.dimension, " (indices ", index_base, " to ",
-            shape.dimension - 1 + index_base, ")"));
-      }
-    }
-  } else if (e.values.size() != shape.dimension) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at, e.values.size(),
-                     " features; the model's dimension is ", shape.dimension));
-  }
-  return absl::OkStatus();
-}
-
-// A server's "item K: why" for the K-th example of a request, as
-// "FILE:LINE: why" given the requests' examples' lines.
-std::string AtLine(const std::string& name, absl::string_view message,
-                   const std::vector<size_t>& lines) {
-  absl::string_view why = message;
-  size_t item = 0;
-  if (absl::ConsumePrefix(&why, "item ")) {
-    const size_t colon = why.find(": ");
-    if (colon != absl::string_view::npos &&
-        absl::SimpleAtoi(why.substr(0, colon), &item) && item < lines.size()) {
-      return absl::StrCat(name, ":", lines[item], ": ", why.substr(colon + 2));
-    }
-  }
-  return std::string(message);
 }
 
 // A label as data files write it: +1/1 or -1/0.

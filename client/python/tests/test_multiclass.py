@@ -5,7 +5,6 @@ export/import."""
 import os
 import signal
 import tempfile
-import time
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from sklearn.datasets import load_digits
 import perceptrond
 from perceptron.v1 import perceptron_pb2 as pb
 from perceptrond_process import Perceptrond
+from test_named import settled
 
 
 def reference(X, y, k, bias=True, normalize=True, eta=1.0):
@@ -263,17 +263,6 @@ def peers():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def settled(model, n):
-    """The certificate once a converged solution covers all n examples."""
-    end = time.monotonic() + 120
-    while True:
-        c = model.status().stats.certificate
-        if c.available and c.converged and c.solved == c.examples == n:
-            return c
-        assert time.monotonic() < end, f"the certificate did not settle: {c}"
-        time.sleep(0.01)  # a poll's pause
 
 
 def test_certificate_of_digits_matches_liblinear_and_survives_restarts(digits, tmp_path):

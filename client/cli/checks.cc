@@ -1,0 +1,104 @@
+#include "client/cli/checks.h"
+
+#include <cmath>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "client/cli/flags.h"
+
+namespace perceptron::client::cli {
+
+bool ByName(const v1::ModelConfig& c) {
+  return c.hash_bits() != 0 || c.feature_names_size() > 0;
+}
+
+bool ByNameFromFlags() {
+  return absl::GetFlag(FLAGS_hash_bits) != 0 ||
+         !absl::GetFlag(FLAGS_feature_names_file).empty();
+}
+
+Shape ShapeOf(const v1::ModelConfig& c) {
+  return {c.dimension(), ByName(c), c.normalize(), c.bias()};
+}
+
+Shape ShapeFromFlags(uint32_t dimension) {
+  return {dimension, ByNameFromFlags(), absl::GetFlag(FLAGS_normalize),
+          absl::GetFlag(FLAGS_bias)};
+}
+
+absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
+                          const Example& e, const Shape& shape) {
+  const std::string at = absl::StrCat(name, ":", line, ": ");
+  bool zero = true;
+  if (!e.named.empty()) {
+    if (!shape.hashed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at,
+          "the features are names, and the model takes vectors: create it "
+          "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
+          "with --feature_names_file to list them"));
+    }
+    for (const v1::NamedFeature& f : e.named) {
+      if (f.has_number() && !std::isfinite(f.number())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, "feature ", f.name(), "'s value ", f.number(),
+                         " is not a finite number"));
+      }
+      zero = zero && f.has_number() && f.number() == 0;
+    }
+  } else {
+    for (size_t k = 0; k < e.values.size(); ++k) {
+      const double v = e.values[k];
+      if (!std::isfinite(v)) {
+        // A sparse row's feature by its index as the file writes it; a dense
+        // row's by its place among the features, from 1.
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, "feature ",
+            e.sparse ? absl::StrCat("index ", e.indices[k] + index_base)
+                     : absl::StrCat(k + 1, " of ", e.values.size()),
+            " has the value ", v, ", not a finite number"));
+      }
+      zero = zero && v == 0;
+    }
+  }
+  if (zero && shape.normalize && !shape.bias) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at,
+        "every feature is 0, and the model normalizes without a bias: x / "
+        "||x|| does not exist (give the model a bias, or leave the row out)"));
+  }
+  if (!e.named.empty() || shape.dimension == 0) return absl::OkStatus();
+  if (e.sparse) {
+    for (uint32_t i : e.indices) {
+      if (i >= shape.dimension) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, "index ", i + index_base, " is past the model's dimension ",
+            shape.dimension, " (indices ", index_base, " to ",
+            shape.dimension - 1 + index_base, ")"));
+      }
+    }
+  } else if (e.values.size() != shape.dimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, e.values.size(),
+                     " features; the model's dimension is ", shape.dimension));
+  }
+  return absl::OkStatus();
+}
+
+std::string AtLine(const std::string& name, absl::string_view message,
+                   const std::vector<size_t>& lines) {
+  absl::string_view why = message;
+  size_t item = 0;
+  if (absl::ConsumePrefix(&why, "item ")) {
+    const size_t colon = why.find(": ");
+    if (colon != absl::string_view::npos &&
+        absl::SimpleAtoi(why.substr(0, colon), &item) && item < lines.size()) {
+      return absl::StrCat(name, ":", lines[item], ": ", why.substr(colon + 2));
+    }
+  }
+  return std::string(message);
+}
+
+}  // namespace perceptron::client::cli

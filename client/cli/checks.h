@@ -1,0 +1,49 @@
+// The checks the data commands (train, fit, predict) make of a file's
+// examples before anything is sent: each names the file and line.
+#ifndef PERCEPTRON_CLIENT_CLI_CHECKS_H_
+#define PERCEPTRON_CLIENT_CLI_CHECKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "client/example.h"
+#include "perceptron/v1/perceptron.pb.h"
+
+namespace perceptron::client::cli {
+
+// Whether a model takes features by name (hashed or from its list).
+bool ByName(const v1::ModelConfig& c);
+// Whether `create` from the flags makes such a model.
+bool ByNameFromFlags();
+
+// What a file's examples are checked against before they are sent.
+struct Shape {
+  uint32_t dimension = 0;  // 0: not known yet (not checked)
+  bool hashed = false;     // takes features by name
+  // A model that normalizes without a bias cannot take a zero x.
+  bool normalize = false;
+  bool bias = true;
+};
+Shape ShapeOf(const v1::ModelConfig& c);
+// The shape `create` from the flags makes, of dimension `dimension`.
+Shape ShapeFromFlags(uint32_t dimension);
+
+// OK if `e` fits a model of `shape`; else INVALID_ARGUMENT naming the file,
+// line and index (as the file writes it): an index past the dimension, a
+// width not the dimension, names for a model of vectors, a value that is
+// not a finite number, or a zero x the model cannot normalize.
+absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
+                          const Example& e, const Shape& shape);
+
+// A server's "item K: why" for the K-th example of a request, as
+// "FILE:LINE: why" given the request's examples' lines.
+std::string AtLine(const std::string& name, absl::string_view message,
+                   const std::vector<size_t>& lines);
+
+}  // namespace perceptron::client::cli
+
+#endif  // PERCEPTRON_CLIENT_CLI_CHECKS_H_

@@ -7,6 +7,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "core/multiclass_learner.h"
 
 namespace perceptron {
 namespace {
@@ -252,30 +253,9 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
 }
 
 void CertificateTracker::ClassMargins(const Prepared& x, int label) {
-  const size_t d = weight_dimension_;
   double s[kMaxClasses];
   for (uint32_t c : scaled_.summed()) {
-    const double* v = candidates_[c].data();
-    if (!x.x.sparse) {
-      // The k class scores in passes over x of up to eight at a time (the
-      // same bits as Dot's).
-      constexpr int kChunk = 8;
-      const double* vs[kChunk];
-      double raw[kChunk];
-      for (int r0 = 0; r0 < classes_; r0 += kChunk) {
-        const int m = std::min(kChunk, classes_ - r0);
-        for (int j = 0; j < m; ++j) vs[j] = v + static_cast<size_t>(r0 + j) * d;
-        DenseDotsOf(vs, static_cast<size_t>(m), x.x.values.data(),
-                    x.x.values.size(), raw);
-        for (int j = 0; j < m; ++j) {
-          s[r0 + j] = DotFrom(raw[j], absl::MakeConstSpan(vs[j], d), x);
-        }
-      }
-    } else {
-      for (int r = 0; r < classes_; ++r) {
-        s[r] = Dot(absl::MakeConstSpan(v + static_cast<size_t>(r) * d, d), x);
-      }
-    }
+    ClassScores(candidates_[c].data(), classes_, weight_dimension_, x, s);
     double other = -std::numeric_limits<double>::infinity();
     for (int r = 0; r < classes_; ++r) {
       if (r != label) other = std::max(other, s[r]);

@@ -34,21 +34,29 @@ MulticlassLearner::MulticlassLearner(const ModelConfig& config)
   if (algorithm_ == Algorithm::kAveraged) acc_.assign(w_.size(), 0.0);
 }
 
-void MulticlassLearner::RawScores(const std::vector<double>& w,
-                                  const Prepared& x,
-                                  absl::Span<double> out) const {
+void ClassScores(const double* w, int k, uint32_t dim, const Prepared& x,
+                 double* out) {
+  auto block = [&](int r) {
+    return absl::MakeConstSpan(w + size_t{dim} * static_cast<size_t>(r), dim);
+  };
   if (x.x.sparse) {
-    for (int r = 0; r < k_; ++r) out[r] = Dot(Block(w, r), x);
+    for (int r = 0; r < k; ++r) out[r] = Dot(block(r), x);
     return;
   }
   // A dense x: the k sums in one pass over x per four classes (DenseDotsOf),
-  // each in DenseDot's order, then the bias and scale as Dot applies them:
-  // the same bits as k calls of Dot.
+  // each in DenseDot's order, then the bias and scale as Dot applies them.
   const double* vs[kMaxClasses];
   double raw[kMaxClasses];
-  for (int r = 0; r < k_; ++r) vs[r] = w.data() + size_t{dim_} * r;
-  DenseDotsOf(vs, k_, x.x.values.data(), x.x.values.size(), raw);
-  for (int r = 0; r < k_; ++r) out[r] = DotFrom(raw[r], Block(w, r), x);
+  for (int r = 0; r < k; ++r) vs[r] = block(r).data();
+  DenseDotsOf(vs, static_cast<size_t>(k), x.x.values.data(), x.x.values.size(),
+              raw);
+  for (int r = 0; r < k; ++r) out[r] = DotFrom(raw[r], block(r), x);
+}
+
+void MulticlassLearner::RawScores(const std::vector<double>& w,
+                                  const Prepared& x,
+                                  absl::Span<double> out) const {
+  ClassScores(w.data(), k_, dim_, x, out.data());
 }
 
 void MulticlassLearner::Scores(const Prepared& x,

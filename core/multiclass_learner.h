@@ -25,6 +25,12 @@
 
 namespace perceptron {
 
+// w_r . x^ for each of the k class vectors of `w` (k times `dim` values, one
+// after another) into out[0..k-1]: a dense x's in one pass over x per four
+// classes (DenseDotsOf), the same bits as k calls of Dot.
+void ClassScores(const double* w, int k, uint32_t dim, const Prepared& x,
+                 double* out);
+
 // What a multiclass model predicts: the class with the highest score (the
 // lowest index among ties) and its margin over the best other class
 // (s_label - max over r != label of s_r, >= 0; 0 on a tie).

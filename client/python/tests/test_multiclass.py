@@ -317,9 +317,18 @@ def test_certificate_of_digits_matches_liblinear_and_survives_restarts(digits, t
     try:
         with perceptrond.Client(third.target) as c:
             model = c.model("cert")
-            again = model.status().stats.certificate
-            assert (again.upper, again.lower, again.examples) == (
-                expected.upper, expected.lower, expected.examples)
+            stats = model.status().stats
+            again = stats.certificate
+            # Every acknowledged example is back and kept. The solution's own record is
+            # written after it is installed, not awaited (docs/certificate.md): killed before
+            # that write, the server reports the solution before it, still a bound over all
+            # 1,500 examples, and solves again; both solutions are within the tolerance.
+            assert (again.examples, again.kept, stats.examples) == (1500, 1500, 1500)
+            assert again.available and again.lower <= again.upper
+            assert stats.updates <= again.upper
+            resolved = settled(model, 1500)
+            assert abs(resolved.upper - expected.upper) <= 2e-3 * expected.upper
+            assert resolved.lower <= expected.upper and expected.lower <= resolved.upper
             assert not model.learn(X[1500:], y[1500:]).errors
             final = settled(model, len(y))
             assert final.kept == len(y) and model.status().stats.updates <= final.upper

@@ -59,19 +59,17 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
   const double w = o.width, h = o.height;
   const double iw = w - left - right, ih = h - top - bottom;
   double max_x = 1, max_y = 1;
-  bool differs = false, has_bound = false;
+  bool differs = false, has_bound = false, has_cert = false;
   for (const v1::HistoryPoint& p : history.points()) {
     max_x = std::max(max_x, static_cast<double>(p.examples()));
     max_y = std::max({max_y, static_cast<double>(p.mistakes()),
                       static_cast<double>(p.updates()),
-                      p.has_bound() ? p.bound() : 0.0});
+                      p.has_bound() ? p.bound() : 0.0,
+                      p.has_certificate_upper() ? p.certificate_upper() : 0.0});
     differs |= p.updates() != p.mistakes();
     has_bound |= p.has_bound();
+    has_cert |= p.has_certificate_upper();
   }
-  const v1::Certificate& cert = o.certificate;
-  const bool has_cert = cert.available() && std::isfinite(cert.upper()) &&
-                        std::isfinite(cert.lower());
-  if (has_cert) max_y = std::max(max_y, cert.upper());
   const double x_step = NiceStep(max_x, 5), y_step = NiceStep(max_y, 5);
   const double x_max = std::ceil(max_x / x_step) * x_step;
   const double y_max = std::ceil(max_y / y_step) * y_step;
@@ -90,9 +88,16 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
       "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
       o.width, o.height, o.width, o.height);
+  // The title says what the chart holds.
+  std::string against;
+  if (has_bound) against = " against the bound on updates";
+  if (has_cert) {
+    absl::StrAppend(&against, has_bound ? " and" : " against",
+                    " the certificate's U");
+  }
   absl::StrAppend(&svg, "<text x=\"", left, "\" y=\"22\" font-size=\"16\" ",
                   "fill=\"#1d2430\">", Escape(history.model_id()),
-                  ": cumulative mistakes against the bound</text>\n");
+                  ": cumulative mistakes", against, "</text>\n");
   // Legend.
   double lx = left;
   auto legend = [&](const char* color, const char* label, bool dashed) {
@@ -107,7 +112,8 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
   if (differs) legend("#7a8699", "updates", true);
   if (has_bound) legend("#c8372d", "bound on updates", false);
   if (has_cert) {
-    legend("#2d8a4e", "certificate now: best bound U, band from L", false);
+    legend("#2d8a4e", "certificate U", false);
+    legend("#2d8a4e", "L: no bound below it", true);
   }
   // Grid and axes.
   std::vector<double> y_ticks;
@@ -144,36 +150,24 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
                 "fill=\"#5c6778\">labeled examples seen</text>\n",
                 left, top + ih, w - right, top + ih, left + iw / 2, h - 10));
-  // The certificate: the best bound over the whole stream so far, a level
-  // across the chart at U and the band down to L.
-  if (has_cert) {
-    const double lower = std::max(0.0, cert.lower());
-    absl::StrAppend(
-        &svg,
-        absl::StrFormat(
-            "<rect class=\"gap\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-            "height=\"%.1f\" fill=\"#2d8a4e\" fill-opacity=\"0.12\"/>\n"
-            "<line class=\"certificate\" data-upper=\"%.17g\" x1=\"%.1f\" "
-            "y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2d8a4e\" "
-            "stroke-width=\"2\"/>\n",
-            left, sy(cert.upper()), iw,
-            std::max(0.0, sy(lower) - sy(cert.upper())), cert.upper(), left,
-            sy(cert.upper()), w - right, sy(cert.upper())));
-  }
   // Curves.
   auto polyline = [&](const char* cls, const char* color, const char* extra,
                       const std::function<std::optional<double>(
                           const v1::HistoryPoint&)>& value) {
     std::string points;
     int n = 0;
+    double last = 0;
     for (const v1::HistoryPoint& p : history.points()) {
       const std::optional<double> v = value(p);
       if (!v) continue;
       absl::StrAppend(&points, n == 0 ? "" : " ",
                       absl::StrFormat("%.1f,%.1f", sx(p.examples()), sy(*v)));
+      last = *v;
       ++n;
     }
+    // data-last: the last value whole, for a reader of the file.
     absl::StrAppend(&svg, "<polyline class=\"", cls, "\" data-count=\"", n,
+                    "\" data-last=\"", absl::StrFormat("%.17g", last),
                     "\" fill=\"none\" stroke=\"", color,
                     "\" stroke-width=\"2\"", extra, " points=\"", points,
                     "\"/>\n");
@@ -182,6 +176,21 @@ std::string HistorySvg(const v1::History& history, const PlotOptions& o) {
     polyline("updates", "#7a8699", " stroke-dasharray=\"4 3\"",
              [](const v1::HistoryPoint& p) -> std::optional<double> {
                return static_cast<double>(p.updates());
+             });
+  }
+  if (has_cert) {
+    // The certificate as the stream grew (the last point: the certificate
+    // when the history was read).
+    polyline("certificate-lower", "#2d8a4e",
+             " stroke-dasharray=\"2 3\" stroke-opacity=\"0.8\"",
+             [](const v1::HistoryPoint& p) -> std::optional<double> {
+               if (!p.has_certificate_lower()) return std::nullopt;
+               return p.certificate_lower();
+             });
+    polyline("certificate", "#2d8a4e", "",
+             [](const v1::HistoryPoint& p) -> std::optional<double> {
+               if (!p.has_certificate_upper()) return std::nullopt;
+               return p.certificate_upper();
              });
   }
   if (has_bound) {

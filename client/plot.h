@@ -1,10 +1,10 @@
 // A model's learning curve (GetHistory) drawn as a standalone SVG: cumulative
 // mistakes, updates (when they differ) and the bound on updates against
-// labeled examples seen, and the certificate now (a level at U over the band
-// down to L), as on the server's live page.
+// labeled examples seen, and the certificate's U and L as the stream grew, as
+// on the server's live page.
 //
 //   absl::StatusOr<v1::History> h = client->GetHistory("spam");
-//   std::string svg = HistorySvg(*h, {.certificate = status->stats().certificate()});
+//   std::string svg = HistorySvg(*h, {.log_scale = true});
 #ifndef PERCEPTRON_CLIENT_PLOT_H_
 #define PERCEPTRON_CLIENT_PLOT_H_
 
@@ -20,8 +20,6 @@ struct PlotOptions {
   // A logarithmic y axis (1 to the next power of ten), for a bound far above
   // the mistakes.
   bool log_scale = false;
-  // The model's certificate (ModelStats): drawn when available.
-  v1::Certificate certificate;
 };
 
 std::string HistorySvg(const v1::History& history, const PlotOptions& options);

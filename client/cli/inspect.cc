@@ -361,11 +361,8 @@ int Plot(const Args& args) {
   std::unique_ptr<Client> c = Connect();
   absl::StatusOr<v1::History> history = c->GetHistory(args[0]);
   if (!history.ok()) return Fail(history.status());
-  absl::StatusOr<v1::ModelStatus> status = c->GetStatus(args[0]);
-  if (!status.ok()) return Fail(status.status());
   PlotOptions options;
   options.log_scale = absl::GetFlag(FLAGS_log_scale);
-  options.certificate = status->stats().certificate();
   const std::string svg = HistorySvg(*history, options);
   std::ofstream out(out_path, std::ios::binary);
   out << svg;
@@ -376,7 +373,6 @@ int Plot(const Args& args) {
   }
   const v1::HistoryPoint* last =
       history->points().empty() ? nullptr : &*history->points().rbegin();
-  const v1::Certificate& cert = options.certificate;
   std::printf(
       "plotted %s to %s: %d points, %llu examples, %llu mistakes%s%s\n",
       args[0].c_str(), out_path.c_str(), history->points_size(),
@@ -385,8 +381,9 @@ int Plot(const Args& args) {
       last && last->has_bound()
           ? absl::StrFormat(", bound %.6g", last->bound()).c_str()
           : "",
-      cert.available()
-          ? absl::StrFormat(", certificate U %.6g", cert.upper()).c_str()
+      last && last->has_certificate_upper()
+          ? absl::StrFormat(", certificate U %.6g", last->certificate_upper())
+                .c_str()
           : "");
   return 0;
 }

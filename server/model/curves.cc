@@ -13,6 +13,10 @@ void PointToProto(const HistoryPoint& p, v1::HistoryPointState* out) {
   out->set_updates(p.updates);
   if (p.has_bound()) out->set_bound(p.bound);
   if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
+  if (p.has_certificate()) {
+    out->set_certificate_upper(p.certificate_upper);
+    out->set_certificate_lower(p.certificate_lower);
+  }
 }
 
 HistoryPoint PointFromProto(const v1::HistoryPointState& in) {
@@ -22,6 +26,10 @@ HistoryPoint PointFromProto(const v1::HistoryPointState& in) {
   p.updates = in.updates();
   if (in.has_bound()) p.bound = in.bound();
   if (in.has_td_gamma()) p.td_gamma = in.td_gamma();
+  if (in.has_certificate_upper()) {
+    p.certificate_upper = in.certificate_upper();
+    p.certificate_lower = in.certificate_lower();
+  }
   return p;
 }
 
@@ -29,6 +37,10 @@ bool PointIsValid(const v1::HistoryPointState& p) {
   // NaN stands for "absent" in memory, so a stored NaN is refused.
   return (!p.has_bound() || std::isfinite(p.bound())) &&
          (!p.has_td_gamma() || std::isfinite(p.td_gamma())) &&
+         p.has_certificate_upper() == p.has_certificate_lower() &&
+         (!p.has_certificate_upper() ||
+          (std::isfinite(p.certificate_upper()) &&
+           std::isfinite(p.certificate_lower()))) &&
          p.mistakes() <= p.examples() && p.updates() <= p.examples();
 }
 

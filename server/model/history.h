@@ -3,7 +3,7 @@
 // examples; when `capacity` points are held, every other one is dropped and the
 // stride doubles, so the curve always spans the whole stream with at most
 // `capacity` points, evenly spaced in examples. Memory grows with the points
-// held (40 bytes each, nothing reserved up front): at most 10 KiB a model at
+// held (56 bytes each, nothing reserved up front): at most 14 KiB a model at
 // the default capacity. Thread-compatible.
 //
 //   History h;
@@ -27,9 +27,13 @@ struct HistoryPoint {
   // The bound on updates and TD_gamma at that point; NaN when not available.
   double bound = std::numeric_limits<double>::quiet_NaN();
   double td_gamma = std::numeric_limits<double>::quiet_NaN();
+  // The certificate's U and L at that point; NaN when not available.
+  double certificate_upper = std::numeric_limits<double>::quiet_NaN();
+  double certificate_lower = std::numeric_limits<double>::quiet_NaN();
 
   bool has_bound() const { return !std::isnan(bound); }
   bool has_td_gamma() const { return !std::isnan(td_gamma); }
+  bool has_certificate() const { return !std::isnan(certificate_upper); }
 };
 
 inline constexpr size_t kHistoryCapacity = 256;

@@ -42,6 +42,10 @@ HistoryPoint ModelEntry::CurrentPoint() const {
   p.updates = s.counters.updates;
   if (s.bound.bound_available) p.bound = s.bound.bound;
   if (s.bound.td_available) p.td_gamma = s.bound.td_gamma;
+  if (s.certificate && s.certificate->available) {
+    p.certificate_upper = s.certificate->upper;
+    p.certificate_lower = s.certificate->lower;
+  }
   return p;
 }
 

@@ -771,9 +771,18 @@ absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
     out->set_updates(p.updates);
     if (p.has_bound()) out->set_bound(p.bound);
     if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
+    if (p.has_certificate()) {
+      out->set_certificate_upper(p.certificate_upper);
+      out->set_certificate_lower(p.certificate_lower);
+    }
   };
-  for (const HistoryPoint& p : points) add(p);
-  if (!ends_now) add(now);
+  // The last point is the model now: when the last recorded one has its
+  // counts, it is given with the certificate now (a refresh since it was
+  // recorded may have lowered U).
+  for (size_t i = 0; i + (ends_now ? 1 : 0) < points.size(); ++i) {
+    add(points[i]);
+  }
+  add(now);
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_format.h"
 #include "client/data_reader.h"
 #include "core/model.h"
@@ -251,6 +252,8 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   EXPECT_THAT(r.output, HasSubstr("updates/U      ["));
   EXPECT_THAT(r.output, HasSubstr(absl::StrFormat("U %.6g", cert.upper())));
   const std::string svg_path = dir + "/gen.svg";
+  const absl::StatusOr<v1::History> history = client_->GetHistory("gen");
+  ASSERT_TRUE(history.ok()) << history.status();
   r = RunCommand(Cli(*server_, "plot gen --out=" + svg_path));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output,
@@ -258,10 +261,17 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
   std::ifstream in(svg_path);
   const std::string svg((std::istreambuf_iterator<char>(in)),
                         std::istreambuf_iterator<char>());
-  EXPECT_THAT(svg,
-              HasSubstr(absl::StrFormat(
-                  "class=\"certificate\" data-upper=\"%.17g\"", cert.upper())));
-  EXPECT_THAT(svg, HasSubstr("certificate now: best bound U, band from L"));
+  // U as the stream grew, its last point the certificate now.
+  EXPECT_THAT(svg, HasSubstr(absl::StrFormat(
+                       "class=\"certificate\" data-count=\"%d\" "
+                       "data-last=\"%.17g\"",
+                       absl::c_count_if(history->points(),
+                                        [](const v1::HistoryPoint& p) {
+                                          return p.has_certificate_upper();
+                                        }),
+                       cert.upper())));
+  EXPECT_THAT(svg, HasSubstr(">certificate U</text>"));
+  EXPECT_THAT(svg, HasSubstr(">L: no bound below it</text>"));
 }
 
 // A kernel model's certificate: status shows U, and `certificate --out`

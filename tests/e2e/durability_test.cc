@@ -112,6 +112,18 @@ TEST(DurabilityTest, TheRecentWindowAndTheCurveSurviveRestartsAndImports) {
       Stream(*c, "c", Examples(3000, 6, 9));
       ASSERT_TRUE(c->ResetModel("c").ok());  // a reset is replayed too
       Stream(*c, "c", Examples(1700, 6, 10));
+      // The curve's last point carries the certificate now: read once the
+      // refresher has nothing left to install (a converged solution over
+      // every example).
+      ASSERT_TRUE(c->Watch(
+                       "c", absl::Milliseconds(20),
+                       [](const v1::ModelStatus& st) {
+                         const v1::Certificate& x = st.stats().certificate();
+                         return !(x.available() && x.converged() &&
+                                  x.solved() == st.stats().examples());
+                       },
+                       absl::Minutes(5))
+                      .ok());
       history = c->GetHistory("c")->SerializeAsString();
       rate = absl::StrCat(c->GetStatus("c")->recent_mistake_rate());
       blob = *c->ExportModel("c");

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -247,11 +248,24 @@ class HttpTest(pp.ServerTest):
                                   frozenset({("handler", "/api/v1/models/{id}"),
                                              ("code", "404")}))], 1)
 
+    def settled(self, model_id):
+        """The model's certificate once a converged solution covers every example (60 s at
+        most): nothing changes it after that."""
+        end = time.monotonic() + 60
+        while True:
+            st = self.stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
+            c = st.certificate
+            if c.available and c.converged and c.solved == c.examples == st.examples:
+                return c
+            self.assertLess(time.monotonic(), end, f"the certificate did not settle: {c}")
+            time.sleep(0.01)  # a poll's pause
+
     def test_plot_draws_the_history(self):
         self.create("bc", dimension=30, gamma=0.01, comparator=[1.0] + [0.0] * 29)
         run = subprocess.run([CLI, "--server=" + self.server.target, "train", CSV, "--model=bc"],
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(run.returncode, 0, run.stderr)
+        cert = self.settled("bc")
         g = self.stub.GetHistory(pb.GetHistoryRequest(model_id="bc"))
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "bc.svg")
@@ -259,14 +273,22 @@ class HttpTest(pp.ServerTest):
                                   "--out=" + out], capture_output=True, text=True, timeout=60)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("569 examples", run.stdout)
+            self.assertIn("certificate U %.6g" % cert.upper, run.stdout)
             svg = ET.parse(out).getroot()
         ns = "{http://www.w3.org/2000/svg}"
         lines = {p.get("class"): p for p in svg.iter(ns + "polyline")}
-        self.assertEqual(set(lines), {"mistakes", "bound"})
-        for cls in ("mistakes", "bound"):
+        self.assertEqual(set(lines), {"mistakes", "bound", "certificate", "certificate-lower"})
+        # The certificate as the stream grew: U and L at the points where it was available,
+        # the last the certificate now.
+        with_u = [p for p in g.points if p.HasField("certificate_upper")]
+        self.assertEqual(with_u[-1].examples, 569)
+        self.assertEqual((with_u[-1].certificate_upper, with_u[-1].certificate_lower),
+                         (cert.upper, cert.lower))
+        for cls, n in (("mistakes", len(g.points)), ("bound", len(g.points)),
+                       ("certificate", len(with_u)), ("certificate-lower", len(with_u))):
             points = lines[cls].get("points").split()
-            self.assertEqual(len(points), len(g.points), cls)
-            self.assertEqual(int(lines[cls].get("data-count")), len(g.points))
+            self.assertEqual(len(points), n, cls)
+            self.assertEqual(int(lines[cls].get("data-count")), n)
             xs = [float(p.split(",")[0]) for p in points]
             self.assertEqual(xs, sorted(xs))
         # Mistakes never decrease: y (downwards in SVG) never increases.
@@ -274,6 +296,9 @@ class HttpTest(pp.ServerTest):
         self.assertEqual(ys, sorted(ys, reverse=True))
         texts = [t.text for t in svg.iter(ns + "text")]
         self.assertIn("bound on updates", texts)
+        self.assertIn("certificate U", texts)
+        self.assertIn("bc: cumulative mistakes against the bound on updates and the "
+                      "certificate's U", texts)
         # The last x label ends at the axis' end (anchored "end"), so it is never clipped.
         width = float(svg.get("width"))
         for t in svg.iter(ns + "text"):
@@ -284,14 +309,19 @@ class HttpTest(pp.ServerTest):
         run = subprocess.run([CLI, "--server=" + self.server.target, "train", CSV,
                               "--model=nobound"], capture_output=True, text=True, timeout=120)
         self.assertEqual(run.returncode, 0, run.stderr)
+        self.settled("nobound")
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "nobound.svg")
             run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "nobound",
                                   "--out=" + out], capture_output=True, text=True, timeout=60)
             self.assertEqual(run.returncode, 0, run.stderr)
             svg = ET.parse(out).getroot()
-        self.assertNotIn("bound on updates", [t.text for t in svg.iter(ns + "text")])
-        self.assertEqual({p.get("class") for p in svg.iter(ns + "polyline")}, {"mistakes"})
+        texts = [t.text for t in svg.iter(ns + "text")]
+        self.assertNotIn("bound on updates", texts)
+        self.assertNotIn("bc: cumulative mistakes", texts)
+        self.assertEqual({p.get("class") for p in svg.iter(ns + "polyline")},
+                         {"mistakes", "certificate", "certificate-lower"})
+        self.assertIn("nobound: cumulative mistakes against the certificate's U", texts)
         run = subprocess.run([CLI, "--server=" + self.server.target, "plot", "nope",
                               "--out=/dev/null"], capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 1)

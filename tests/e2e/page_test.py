@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -89,9 +90,15 @@ class PageTest(pp.ServerTest):
                  circles: s.querySelectorAll("circle.point").length,
                  boundLegendShown: !s.querySelector(".l-bound").hidden,
                  certificate: { shown: !s.querySelector(".l-certificate").hidden,
-                                upper: s.querySelector("line.certificate").dataset.upper,
-                                width: s.querySelector("line.certificate").getBoundingClientRect().width },
-                 lines: { mistakes: line("mistakes"), bound: line("bound") } };
+                                lowerShown: !s.querySelector(".l-lower").hidden,
+                                upper: s.querySelector("polyline.certificate").dataset.last,
+                                dot: s.querySelector("circle.certificate-now").getBoundingClientRect().width,
+                                note: s.querySelector(".note").hidden ? null
+                                    : s.querySelector(".note").textContent },
+                 title: s.querySelector("svg > title").textContent,
+                 kind: s.querySelector(".kind").textContent,
+                 lines: { mistakes: line("mistakes"), bound: line("bound"),
+                          certificate: line("certificate"), lower: line("certificate-lower") } };
     """
 
     def snapshot(self, model_id):
@@ -154,7 +161,8 @@ class PageTest(pp.ServerTest):
         self.assertFalse(snap["boundLegendShown"])
         self.assertEqual(len(snap["lines"]["mistakes"]["points"]), int(snap["points"]))
         # Yet it has the certificate (docs/design.md section 2.7): once the server's solver has
-        # converged over every example, the page shows its U as a level across the chart.
+        # converged over every example, the page shows U and L as the stream grew, the last
+        # point the certificate now, with what they mean.
         def converged(_):
             c = self.stub.GetStatus(pb.GetStatusRequest(model_id="no-comparator")).stats.certificate
             return c if c.available and c.converged and c.solved == c.examples == 300 else False
@@ -163,7 +171,30 @@ class PageTest(pp.ServerTest):
             c = self.snapshot("no-comparator")["certificate"]
             return c["shown"] and c["upper"] != "" and float(c["upper"]) == cert.upper
         WebDriverWait(self.driver, 60, poll_frequency=0.1).until(shows_it)
-        self.assertGreater(self.snapshot("no-comparator")["certificate"]["width"], 100)
+        snap = self.snapshot("no-comparator")
+        h = self.stub.GetHistory(pb.GetHistoryRequest(model_id="no-comparator"))
+        with_u = [p for p in h.points if p.HasField("certificate_upper")]
+        self.assertEqual(with_u[-1].certificate_upper, cert.upper)
+        self.assertEqual(with_u[-1].certificate_lower, cert.lower)
+        for p in with_u:  # a bound on the updates at every point, L below U
+            self.assertLessEqual(p.updates, p.certificate_upper)
+            self.assertLessEqual(p.certificate_lower, p.certificate_upper)
+        for line in ("certificate", "lower"):
+            self.assertEqual(len(snap["lines"][line]["points"]), len(with_u))
+            # Drawn when it has extent (the first solution may come after the last point
+            # recorded: the curve is then the point now alone).
+            if with_u[0].examples < with_u[-1].examples:
+                self.assertGreater(snap["lines"][line]["width"], 0)
+        self.assertGreater(snap["certificate"]["dot"], 0)  # U now is marked, always
+        self.assertTrue(snap["certificate"]["lowerShown"])
+        self.assertEqual(snap["certificate"]["note"],
+                         "U: the updates never pass it. L: no comparator's bound is below it.")
+        self.assertEqual(snap["title"], "cumulative mistakes of no-comparator against the "
+                                        "certificate's U as the stream grew")
+        self.assertNotIn("points", snap["kind"])
+        self.assertEqual(self.snapshot("live")["title"],
+                         "cumulative mistakes of live against the bound on updates of the "
+                         "comparator given and the certificate's U as the stream grew")
         st = self.stub.GetStatus(pb.GetStatusRequest(model_id="no-comparator")).stats
         self.assertLessEqual(st.updates, cert.upper)
 
@@ -301,8 +332,8 @@ class PageTest(pp.ServerTest):
         self.assertLessEqual(status.stats.updates, cert.upper)
         WebDriverWait(self.driver, 60, poll_frequency=0.1).until(lambda d: d.execute_script(
             "const l = document.querySelector("
-            "'section.model[data-model=\"animals\"] line.certificate');"
-            "return l !== null && l.dataset.upper !== '' && Number(l.dataset.upper) === arguments[0];",
+            "'section.model[data-model=\"animals\"] polyline.certificate');"
+            "return l !== null && l.dataset.last !== '' && Number(l.dataset.last) === arguments[0];",
             cert.upper))
         card = self.driver.find_element(By.CSS_SELECTOR, 'section.model[data-model="animals"]')
         os.makedirs(OUTPUT, exist_ok=True)
@@ -322,6 +353,80 @@ class PageTest(pp.ServerTest):
         self.assertTrue(self.driver.execute_script(
             "return document.querySelector('section.model[data-model=\"binary\"] .confusion')"
             ".hidden"))
+
+    CARDS = """return { cards: [...document.querySelectorAll("section.model")].map(
+                             (s) => s.dataset.model),
+                         status: document.getElementById("status").textContent,
+                         empty: document.getElementById("empty").hidden ? null
+                             : document.getElementById("empty").textContent,
+                         filter: document.getElementById("filter").hidden ? null
+                             : document.getElementById("filter").value,
+                         all: !document.getElementById("all").hidden,
+                         search: location.search, title: document.title };"""
+
+    def cards_until(self, condition):
+        """The page's cards and header once `condition` holds of them (at most 60 s)."""
+        return WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: (lambda c: c if condition(c) else False)(d.execute_script(self.CARDS)))
+
+    def test_the_filter_and_each_models_own_page(self):
+        other = pp.Stream(d=3, gamma=0.1, noise=0.0, seed=31)
+        for name in ("alpha-one", "Alpha-two", "beta"):
+            self.stub.CreateModel(pb.CreateModelRequest(model_id=name, config=pb.ModelConfig(
+                dimension=3)))
+            pp.learn(pb, self.stub, name, [other.next() for _ in range(40)])
+        self.driver.get(self.server.http + "/")
+        c = self.cards_until(lambda c: len(c["cards"]) == 3)
+        self.assertEqual(c["cards"], ["Alpha-two", "alpha-one", "beta"])
+        self.assertEqual((c["filter"], c["all"]), ("", False))
+        self.assertTrue(c["status"].startswith("3 model(s), updated"), c["status"])
+        # The filter: names containing the text, ignoring case, kept in the address.
+        box = self.driver.find_element(By.ID, "filter")
+        box.send_keys("ALPHA")
+        c = self.cards_until(lambda c: len(c["cards"]) == 2)
+        self.assertEqual(c["cards"], ["Alpha-two", "alpha-one"])
+        self.assertEqual(c["search"], "?filter=ALPHA")
+        self.cards_until(lambda c: c["status"].startswith("2 of 3 models shown, updated"))
+        # Polling goes on with the filter: a new model that matches appears, one that does not
+        # stays away.
+        for name in ("alpha-three", "gamma"):
+            self.stub.CreateModel(pb.CreateModelRequest(model_id=name, config=pb.ModelConfig(
+                dimension=3)))
+        c = self.cards_until(lambda c: len(c["cards"]) == 3)
+        self.assertEqual(c["cards"], ["Alpha-two", "alpha-one", "alpha-three"])
+        self.cards_until(lambda c: c["status"].startswith("3 of 5 models shown"))
+        # The address keeps it over a reload.
+        self.driver.refresh()
+        c = self.cards_until(lambda c: len(c["cards"]) == 3 and c["filter"] == "ALPHA")
+        self.assertEqual(c["cards"], ["Alpha-two", "alpha-one", "alpha-three"])
+        box = self.driver.find_element(By.ID, "filter")
+        box.send_keys("-x")
+        c = self.cards_until(lambda c: c["cards"] == [])
+        self.assertEqual(c["empty"], "No model's name contains \u201cALPHA-x\u201d.")
+        # Each card's name links to the model's own page: that card alone.
+        box.clear()
+        box.send_keys(" ")  # an edit event with the box blank: every model again
+        self.cards_until(lambda c: len(c["cards"]) == 5)
+        self.driver.find_element(By.CSS_SELECTOR, 'section.model[data-model="beta"] h2 a').click()
+        c = self.cards_until(lambda c: c["search"] == "?model=beta" and c["cards"] == ["beta"])
+        self.assertEqual((c["filter"], c["all"], c["title"]), (None, True, "perceptrond: beta"))
+        self.cards_until(lambda c: c["status"].startswith("1 model(s), updated"))
+        self.wait_for_examples("beta", 40)
+        # A model deleted while its page is open.
+        odd = "gone.1_x"
+        self.stub.CreateModel(pb.CreateModelRequest(model_id=odd, config=pb.ModelConfig(
+            dimension=3)))
+        pp.learn(pb, self.stub, odd, [other.next() for _ in range(10)])
+        self.driver.get(self.server.http + "/?model=" + urllib.parse.quote(odd, safe=""))
+        self.cards_until(lambda c: c["cards"] == [odd])
+        self.wait_for_examples(odd, 10)
+        self.stub.DeleteModel(pb.DeleteModelRequest(model_id=odd))
+        c = self.cards_until(lambda c: c["cards"] == [])
+        self.assertEqual(c["empty"], "No model named \u201c%s\u201d." % odd)
+        # "all models" goes back to every one.
+        self.driver.find_element(By.ID, "all").click()
+        c = self.cards_until(lambda c: len(c["cards"]) == 5 and c["search"] == "")
+        self.assertEqual(c["all"], False)
 
     def test_probes_answer_promptly_beside_idle_and_slow_clients_and_the_page(self):
         """docs/design.md section 8: with 50 idle keep-alive connections, 20 clients trickling their

@@ -1,6 +1,7 @@
 #include "server/model/history.h"
 
 #include "gtest/gtest.h"
+#include "server/model/curves.h"
 
 namespace perceptron::server {
 namespace {
@@ -47,7 +48,7 @@ TEST(HistoryTest, MemoryGrowsWithThePointsHeldAndNoFurther) {
     if (h.Due(e)) h.Add(At(e));
     ASSERT_LE(h.points().capacity(), kHistoryCapacity);
   }
-  EXPECT_EQ(sizeof(HistoryPoint), 40u);
+  EXPECT_EQ(sizeof(HistoryPoint), 56u);
 }
 
 TEST(HistoryTest, BoundIsAbsentUnlessSet) {
@@ -58,6 +59,61 @@ TEST(HistoryTest, BoundIsAbsentUnlessSet) {
   p.td_gamma = 0;
   EXPECT_TRUE(p.has_bound());
   EXPECT_TRUE(p.has_td_gamma());
+  EXPECT_FALSE(p.has_certificate());
+  p.certificate_upper = 30;
+  p.certificate_lower = 29.5;
+  EXPECT_TRUE(p.has_certificate());
+}
+
+// The certificate's U and L at each point are stored and read back bit for
+// bit, in states and in log records; a point with one and not the other, or
+// with a value that is not finite, is refused.
+TEST(HistoryTest, TheCertificateAtEachPointIsStoredAndChecked) {
+  History h(8);
+  RecentWindow recent(4);
+  CurvesJournal journal;
+  for (uint64_t e = 1; e <= 40; ++e) {
+    if (!h.Due(e)) continue;
+    HistoryPoint p = At(e);
+    if (e > 3) {
+      p.certificate_upper = 100.0 / 3 + e;
+      p.certificate_lower = 0.1 * e;
+    }
+    h.Add(p);
+    journal.points.push_back(p);
+  }
+  v1::CurvesState state;
+  CurvesToProto(recent, h, &state);
+  History back(8);
+  RecentWindow recent_back(4);
+  ASSERT_TRUE(CurvesFromProto(state, &recent_back, &back).ok());
+  ASSERT_EQ(back.points().size(), h.points().size());
+  int with = 0;
+  for (size_t i = 0; i < h.points().size(); ++i) {
+    const HistoryPoint& a = h.points()[i];
+    const HistoryPoint& b = back.points()[i];
+    ASSERT_EQ(a.has_certificate(), b.has_certificate());
+    if (!a.has_certificate()) continue;
+    ++with;
+    EXPECT_EQ(a.certificate_upper, b.certificate_upper);
+    EXPECT_EQ(a.certificate_lower, b.certificate_lower);
+  }
+  EXPECT_GT(with, 0);
+  v1::CurvesDelta delta;
+  CurvesDeltaToProto(journal, &delta);
+  ASSERT_TRUE(CheckCurvesDelta(delta).ok());
+  EXPECT_EQ(delta.points_added(5).certificate_upper(),
+            journal.points[5].certificate_upper);
+  v1::CurvesDelta half = delta;
+  half.mutable_points_added(5)->clear_certificate_lower();
+  EXPECT_FALSE(CheckCurvesDelta(half).ok());
+  v1::CurvesDelta infinite = delta;
+  infinite.mutable_points_added(5)->set_certificate_upper(
+      std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(CheckCurvesDelta(infinite).ok());
+  v1::CurvesState bad = state;
+  bad.mutable_history()->mutable_points(3)->clear_certificate_upper();
+  EXPECT_FALSE(CurvesFromProto(bad, &recent_back, &back).ok());
 }
 
 TEST(HistoryTest, ClearStartsAgainWithTheSameCapacity) {

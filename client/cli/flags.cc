@@ -95,6 +95,9 @@ ABSL_FLAG(int, index_base, 1,
 ABSL_FLAG(int, label_column, -1,
           "CSV: the label's column from 0 (-1: the last)");
 // train
+ABSL_FLAG(absl::Duration, idle_expiry, absl::ZeroDuration(),
+          "create: delete the model once it has learned nothing for this "
+          "long, e.g. 1h (0: never)");
 ABSL_FLAG(bool, create, false,
           "train: create the model (classic, defaults) if missing");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");

@@ -164,6 +164,13 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   c.set_kernel_budget(absl::GetFlag(FLAGS_budget));
   c.set_max_voted_vectors(absl::GetFlag(FLAGS_max_voted));
   c.set_hash_bits(absl::GetFlag(FLAGS_hash_bits));
+  const absl::Duration idle = absl::GetFlag(FLAGS_idle_expiry);
+  if (idle < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--idle_expiry=", absl::FormatDuration(idle),
+                     " is negative (0 keeps the model)"));
+  }
+  c.set_idle_expiry_seconds(absl::ToDoubleSeconds(idle));
   for (const std::string& q : absl::GetFlag(FLAGS_interactions)) {
     c.add_interactions(q);
   }
@@ -195,9 +202,15 @@ int Create(const Args& args) {
   if (!config.ok()) return FailLocal(config.status());
   absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
   if (!m.ok()) return Fail(m.status());
-  std::printf("created %s (%s, d=%u%s)\n", m->model_id().c_str(),
+  std::printf("created %s (%s, d=%u%s%s)\n", m->model_id().c_str(),
               AlgorithmText(m->config().algorithm()), m->config().dimension(),
-              m->config().comparator_size() > 0 ? ", with comparator" : "");
+              m->config().comparator_size() > 0 ? ", with comparator" : "",
+              m->config().idle_expiry_seconds() > 0
+                  ? absl::StrCat(", deleted once idle for ",
+                                 absl::FormatDuration(absl::Seconds(
+                                     m->config().idle_expiry_seconds())))
+                        .c_str()
+                  : "");
   return 0;
 }
 

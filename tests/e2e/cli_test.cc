@@ -614,6 +614,19 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
                                   "nothing"));
   EXPECT_EQ(RunCommand(Cli(*server_, "get c")).exit_code, 1);
 
+  // A model made for a while: --idle_expiry (the server deletes it once idle).
+  r = RunCommand(Cli(*server_, "create t --dim=2 --idle_expiry=90m"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "created t (classic, d=2, deleted once idle for 1h30m)\n");
+  absl::StatusOr<v1::Model> t = client_->GetModel("t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->config().idle_expiry_seconds(), 5400);
+  r = RunCommand(Cli(*server_, "create u --dim=2 --idle_expiry=-1s"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--idle_expiry=-1s is negative"));
+  EXPECT_EQ(RunCommand(Cli(*server_, "get u")).exit_code, 1);
+
   r = RunCommand(Cli(*server_, "delete a b"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "deleted a\ndeleted b\n");

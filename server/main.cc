@@ -88,7 +88,11 @@ ABSL_FLAG(double, certificate_cpu, 0.25,
           "Share of one core the certificate's background solver may use, "
           "in (0, 1]");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
-          "How often pending predictions are checked for expiry");
+          "How often pending predictions are checked for expiry (and idle "
+          "models, and the allocator's free memory)");
+ABSL_FLAG(uint64_t, memory_release_mb, 16,
+          "Once the allocator holds this many MiB free (after a burst of "
+          "streams, say), they are given back to the system; 0 never");
 
 int main(int argc, char** argv) {
   perceptron::SetProgramUsage(
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
+  options.memory_release_bytes = absl::GetFlag(FLAGS_memory_release_mb) << 20;
   absl::StatusOr<perceptron::server::Durability> durability =
       perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));
   if (!durability.ok()) {

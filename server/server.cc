@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/memory.h"
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
@@ -50,6 +51,38 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
   return out;
 }
 
+// The process's memory (server/memory.h).
+std::vector<prom::MetricFamily> MemoryFamilies(uint64_t releases) {
+  using T = prom::MetricType;
+  const MemoryFigures m = ReadMemory();
+  std::vector<prom::MetricFamily> out;
+  auto one = [&out](const char* name, const char* help, T type, double v) {
+    prom::ClientMetric c;
+    if (type == T::Counter) {
+      c.counter.value = v;
+    } else {
+      c.gauge.value = v;
+    }
+    out.push_back(prom::MetricFamily{name, help, type, {std::move(c)}});
+  };
+  one("process_resident_memory_bytes", "Resident memory size in bytes",
+      T::Gauge, static_cast<double>(m.resident));
+  one("perceptron_memory_allocated_bytes",
+      "Bytes the server holds from its allocator", T::Gauge,
+      static_cast<double>(m.allocated));
+  one("perceptron_memory_allocator_free_bytes",
+      "Bytes the allocator holds free, given back to the system once they "
+      "reach --memory_release_mb",
+      T::Gauge, static_cast<double>(m.allocator_free));
+  one("perceptron_memory_releases_total",
+      "Times the allocator's free memory was given back to the system",
+      T::Counter, static_cast<double>(releases));
+  one("perceptron_memory_allocator",
+      "The allocator the server runs on, as its label: always 1", T::Gauge, 1);
+  out.back().metric[0].label.push_back({"allocator", m.allocator});
+  return out;
+}
+
 }  // namespace
 
 PerceptronServer::PerceptronServer(const ServerOptions& options,
@@ -70,6 +103,10 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                           DurabilityName(persistence_->durability()),
                           persistence_->counters())) {
                    f.push_back(std::move(s));
+                 }
+                 for (prometheus::MetricFamily& m : MemoryFamilies(
+                          memory_releases_.load(std::memory_order_relaxed))) {
+                   f.push_back(std::move(m));
                  }
                  return f;
                }),
@@ -167,7 +204,15 @@ void PerceptronServer::ExpiryLoop() {
         persistence_->Deleted(e->id).IgnoreError();
       }
     }
+    ReleaseMemory();
   }
+}
+
+void PerceptronServer::ReleaseMemory() {
+  if (options_.memory_release_bytes == 0) return;
+  if (ReadMemory().allocator_free < options_.memory_release_bytes) return;
+  ReleaseFreeMemory();
+  memory_releases_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void PerceptronServer::Shutdown() {

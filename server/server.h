@@ -15,6 +15,7 @@
 #ifndef PERCEPTRON_SERVER_SERVER_H_
 #define PERCEPTRON_SERVER_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,8 +41,12 @@ struct ServerOptions {
   // TCP port; 0 picks a free one (see PerceptronServer::port). Default: 50051.
   int port = 50051;
   Limits limits;
-  // How often pending predictions are checked for expiry. Default: 1 s.
+  // How often pending predictions are checked for expiry (and idle models,
+  // and the allocator's free memory). Default: 1 s.
   absl::Duration expiry_interval = absl::Seconds(1);
+  // Once the allocator holds this many bytes free, they are given back to
+  // the system (checked every expiry_interval); 0 never. Default: 16 MiB.
+  uint64_t memory_release_bytes = 16u << 20;
   // How long Shutdown waits for calls to end before cancelling them. Default: 5
   // s.
   absl::Duration shutdown_grace = absl::Seconds(5);
@@ -92,6 +97,9 @@ class PerceptronServer {
                    std::unique_ptr<Persistence> persistence,
                    std::unique_ptr<Authorizer> auth);
   void ExpiryLoop();
+  // Gives the allocator's free memory back once it reaches
+  // memory_release_bytes.
+  void ReleaseMemory();
 
   const ServerOptions options_;
   Registry registry_;
@@ -106,6 +114,7 @@ class PerceptronServer {
   int port_ = 0;
   absl::Notification stop_;
   std::thread expiry_;
+  std::atomic<uint64_t> memory_releases_{0};
   CertificateRefresher refresher_;
   std::once_flag shutdown_once_;
 };

@@ -386,6 +386,45 @@ class RpcMetricsOffTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class MemoryTest(unittest.TestCase):
+    def test_memory_figures_and_free_memory_given_back(self):
+        """The process's resident memory and its allocator's figures in /metrics; with tcmalloc
+        (the release build's allocator), the memory a large request freed is given back to the
+        system once the allocator holds --memory_release_mb free."""
+        server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--memory_release_mb=1",
+                                "--expiry_interval=50ms")
+        try:
+            channel = grpc.insecure_channel(server.target)
+            stub = pb_grpc.PerceptronServiceStub(channel)
+            stub.CreateModel(pb.CreateModelRequest(model_id="big",
+                                                   config=pb.ModelConfig(dimension=1000)))
+            stream = pp.Stream(d=1000, seed=4)
+            # 1,200 rows of 1,000 values: requests of 3.6 MB each, freed once learned.
+            pp.learn(pb, stub, "big", [stream.next() for _ in range(1200)], batch=400)
+            channel.close()
+            metrics = samples(server.get("/metrics")[2])
+            allocator = [dict(labels)["allocator"] for name, labels in metrics
+                         if name == "perceptron_memory_allocator"]
+            self.assertIn(allocator, (["tcmalloc"], ["system"]))
+            resident = metrics[("process_resident_memory_bytes", frozenset())]
+            with open("/proc/%d/status" % server.proc.pid) as f:
+                rss = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:")][0]
+            # The server's own figure, read a moment before this one.
+            self.assertGreater(resident, 8 << 20)
+            self.assertLess(abs(resident - rss), 0.5 * rss)
+            self.assertGreater(metrics[("perceptron_memory_allocated_bytes", frozenset())], 0)
+            if allocator == ["tcmalloc"]:
+                end = time.monotonic() + 60
+                while True:
+                    metrics = samples(server.get("/metrics")[2])
+                    if metrics[("perceptron_memory_releases_total", frozenset())] >= 1:
+                        break
+                    self.assertLess(time.monotonic(), end, "nothing was given back")
+                    time.sleep(0.05)  # a poll's pause
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class HttpTokensTest(unittest.TestCase):
     def test_tokens_guard_everything_but_healthz(self):
         with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:

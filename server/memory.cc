@@ -1,0 +1,66 @@
+#include "server/memory.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+// gperftools' C interface (gperftools/malloc_extension_c.h), weak: null
+// unless tcmalloc is linked into the program.
+extern "C" {
+int MallocExtension_GetNumericProperty(const char* property, size_t* value)
+    __attribute__((weak));
+void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
+}
+
+namespace perceptron::server {
+namespace {
+
+bool Tcmalloc() {
+  return MallocExtension_GetNumericProperty != nullptr &&
+         MallocExtension_ReleaseFreeMemory != nullptr;
+}
+
+uint64_t Property(const char* name) {
+  size_t v = 0;
+  return MallocExtension_GetNumericProperty(name, &v) ? v : 0;
+}
+
+uint64_t Resident() {
+  // statm's second field: resident pages.
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  const long page = sysconf(_SC_PAGESIZE);
+  return read == 2 && page > 0 ? resident * static_cast<uint64_t>(page) : 0;
+}
+
+}  // namespace
+
+MemoryFigures ReadMemory() {
+  MemoryFigures m;
+  m.resident = Resident();
+  if (Tcmalloc()) {
+    m.allocator = "tcmalloc";
+    m.allocated = Property("generic.current_allocated_bytes");
+    m.allocator_free = Property("tcmalloc.pageheap_free_bytes");
+  } else {
+    m.allocator = "system";
+    const struct mallinfo2 i = mallinfo2();
+    m.allocated = i.uordblks + i.hblkhd;
+    m.allocator_free = i.fordblks;
+  }
+  return m;
+}
+
+void ReleaseFreeMemory() {
+  if (Tcmalloc()) {
+    MallocExtension_ReleaseFreeMemory();
+  } else {
+    malloc_trim(0);
+  }
+}
+
+}  // namespace perceptron::server

@@ -1,0 +1,36 @@
+// The server's memory as the process and its allocator see it, and giving
+// freed memory back to the system (docs/operations.md "Memory"). The
+// allocator is found at run time: tcmalloc (gperftools, the release build's)
+// through its C interface when it is linked in, else glibc's malloc.
+// Thread-safe.
+//
+//   MemoryFigures m = ReadMemory();
+//   if (m.allocator_free > (16u << 20)) ReleaseFreeMemory();
+#ifndef PERCEPTRON_SERVER_MEMORY_H_
+#define PERCEPTRON_SERVER_MEMORY_H_
+
+#include <cstdint>
+#include <string>
+
+namespace perceptron::server {
+
+struct MemoryFigures {
+  // The process's resident set (VmRSS), bytes; 0 if unknown.
+  uint64_t resident = 0;
+  // Bytes the program holds from the allocator, and bytes the allocator holds
+  // free that it could give back (its page heap's, or glibc's top and free
+  // chunks); 0 when the allocator does not say.
+  uint64_t allocated = 0;
+  uint64_t allocator_free = 0;
+  // "tcmalloc", or "system" (glibc's malloc, or a sanitizer's).
+  std::string allocator;
+};
+
+MemoryFigures ReadMemory();
+
+// Gives the allocator's free memory back to the system.
+void ReleaseFreeMemory();
+
+}  // namespace perceptron::server
+
+#endif  // PERCEPTRON_SERVER_MEMORY_H_

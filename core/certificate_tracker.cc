@@ -364,6 +364,15 @@ void CertificateTracker::StopKeeping(const std::string& why) {
   Freeze(observed_);
 }
 
+void CertificateTracker::RowsGaveWay(const std::string& why) {
+  if (phase_ != CertificatePhase::kKeeping &&
+      phase_ != CertificatePhase::kFreezing) {
+    return;
+  }
+  StopKeeping(why);
+  reason_ = why;
+}
+
 void CertificateTracker::Freeze(uint64_t at) {
   if (candidates_.empty()) {
     phase_ = CertificatePhase::kOff;

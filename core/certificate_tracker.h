@@ -349,6 +349,9 @@ class CertificateTracker {
   // Stops keeping examples (a memory budget is reached): freezes at the
   // candidates installed last, or turns off if there are none.
   void StopKeeping(const std::string& why);
+  // Stops keeping examples because those kept could not be stored (a full
+  // disk): as StopKeeping, with `why` as the reason either way.
+  void RowsGaveWay(const std::string& why);
   // Bytes this tracker holds of its budget.
   uint64_t held() const { return held_; }
 

@@ -90,6 +90,11 @@ ABSL_FLAG(double, certificate_cpu, 0.25,
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry (and idle "
           "models, and the allocator's free memory)");
+ABSL_FLAG(uint64_t, rows_reserve_mb, 32,
+          "The certificate's kept examples are stored only while the data "
+          "directory's file system keeps this many MiB free beside them (for "
+          "the log); past that, or on a full disk, a model's certificate "
+          "freezes and its examples' file is deleted");
 ABSL_FLAG(uint64_t, memory_release_mb, 16,
           "Once the allocator holds this many MiB free (after a burst of "
           "streams, say), they are given back to the system; 0 never");
@@ -166,6 +171,8 @@ int main(int argc, char** argv) {
   options.persistence.durability = *durability;
   options.persistence.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.persistence.async_interval = absl::GetFlag(FLAGS_async_interval);
+  options.persistence.rows_reserve_bytes = absl::GetFlag(FLAGS_rows_reserve_mb)
+                                           << 20;
   options.persistence.snapshot_every =
       std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
   auto read_file = [](const std::string& path, std::string* out) {

@@ -45,6 +45,10 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
       "1 once a write to the data directory failed: models can no longer be "
       "stored (restart the server)",
       T::Gauge, c.failed ? 1 : 0);
+  one("perceptron_storage_rows_gave_way_total",
+      "Certificates that stopped keeping examples because those kept could not "
+      "be stored (a full disk): the log went on without them",
+      T::Counter, static_cast<double>(c.rows_gave_way));
   one("perceptron_storage_durability",
       "The server's durability mode (--durability), as its label: always 1",
       T::Gauge, 1, {{"mode", std::string(durability)}});

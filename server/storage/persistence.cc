@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(
   std::unique_ptr<Persistence> p(new Persistence(options));
   if (options.durability == Durability::kNone) return p;
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.data_dir);
+  if (store.ok()) (*store)->set_rows_reserve(options.rows_reserve_bytes);
   if (!store.ok()) return store.status();
   p->store_ = *std::move(store);
   return p;
@@ -181,7 +182,9 @@ void Persistence::CommitLoop() {
     records.clear();
     for (const Queued& q : batch) records.push_back(&q.record);
     const absl::Time start = absl::Now();
-    absl::Status s = store_->Append(records, sync);
+    std::vector<std::string> gave_way;
+    absl::Status why;
+    absl::Status s = store_->Append(records, sync, &gave_way, &why);
     commit_nanos_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start),
                             std::memory_order_relaxed);
     commits_.fetch_add(1, std::memory_order_relaxed);
@@ -195,6 +198,30 @@ void Persistence::CommitLoop() {
     }
     for (Queued& q : batch) q.commit->Complete(s);
     batch.clear();
+    if (s.ok() && !gave_way.empty()) RowsGaveWay(gave_way, why);
+  }
+}
+
+void Persistence::RowsGaveWay(const std::vector<std::string>& ids,
+                              const absl::Status& why) {
+  const std::string reason =
+      absl::StrCat("the examples kept for it could not be stored (",
+                   why.message(), "); the log goes on without them");
+  for (const std::string& id : ids) {
+    absl::StatusOr<std::shared_ptr<ModelEntry>> entry = registry_->Get(id);
+    if (!entry.ok()) continue;  // deleted meanwhile
+    ModelEntry& e = **entry;
+    {
+      absl::MutexLock lock(&e.mu);
+      CertificateTracker* tracker =
+          e.deleted ? nullptr : e.model->certificate();
+      if (tracker == nullptr) continue;
+      tracker->RowsGaveWay(reason);
+      // Not awaited: the freeze goes with the model's next records.
+      Stage(e);
+    }
+    e.NotifyChanged();
+    rows_gave_way_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -223,6 +250,7 @@ StorageCounters Persistence::counters() const {
   c.commit_seconds =
       static_cast<double>(commit_nanos_.load(std::memory_order_relaxed)) * 1e-9;
   c.snapshots = snapshots_.load(std::memory_order_relaxed);
+  c.rows_gave_way = rows_gave_way_.load(std::memory_order_relaxed);
   absl::MutexLock lock(&queue_mu_);
   c.failed = !store_error_.ok();
   return c;
@@ -241,6 +269,7 @@ void Persistence::BackgroundLoop(Registry* registry) {
 
 void Persistence::Start(Registry* registry) {
   if (store_ == nullptr) return;
+  registry_ = registry;
   committer_ = std::thread([this] { CommitLoop(); });
   background_ = std::thread([this, registry] { BackgroundLoop(registry); });
 }

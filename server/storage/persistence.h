@@ -50,6 +50,10 @@ struct PersistenceOptions {
   uint64_t snapshot_every = 1000;
   // async: how often the store is synced. Default: 100 ms.
   absl::Duration async_interval = absl::Milliseconds(100);
+  // The certificate's kept rows give way (the certificate freezes) before
+  // they would leave less than this free on the data directory's file system,
+  // room kept for the log and snapshots. Default: 32 MiB.
+  uint64_t rows_reserve_bytes = 32u << 20;
 };
 
 struct RecoveryReport {
@@ -100,6 +104,9 @@ struct StorageCounters {
   uint64_t snapshots = 0;
   // A write failed: models can no longer be stored.
   bool failed = false;
+  // Certificates that stopped keeping because their kept rows could not be
+  // stored (a full disk): the log went on without them.
+  uint64_t rows_gave_way = 0;
 };
 
 class Persistence {
@@ -140,6 +147,9 @@ class Persistence {
 
   explicit Persistence(const PersistenceOptions& options) : options_(options) {}
   void CommitLoop();
+  // The certificates of `ids` stop keeping: their rows could not be stored.
+  void RowsGaveWay(const std::vector<std::string>& ids,
+                   const absl::Status& why);
   void BackgroundLoop(Registry* registry);
   void MaybeSnapshot(ModelEntry& entry);
 
@@ -157,6 +167,8 @@ class Persistence {
   std::atomic<uint64_t> records_{0};
   std::atomic<int64_t> commit_nanos_{0};
   std::atomic<uint64_t> snapshots_{0};
+  std::atomic<uint64_t> rows_gave_way_{0};
+  Registry* registry_ = nullptr;  // set by Start
 
   std::thread committer_;
   std::thread background_;

@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -138,13 +140,16 @@ absl::Status RowsFiles::SyncDir() {
 }
 
 absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
-                               const std::function<absl::Status()>& commit) {
+                               const std::function<absl::Status()>& commit,
+                               std::vector<std::string>* gave_way,
+                               absl::Status* why) {
   absl::MutexLock lock(&mu_);
   struct Touched {
     std::string bytes;
     uint64_t size_before = 0;
     bool created = false;
     bool live = false;
+    bool grows = false;  // rows or repeats to write, not only a clear
   };
   absl::flat_hash_map<std::string, Touched> touched;  // by model id
   for (const Change& c : changes) {
@@ -155,6 +160,11 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       // applied (recovery checks their created_at), so their rows are not
       // kept either.
       continue;
+    }
+    if (auto lost = gave_way_.find(*c.id); lost != gave_way_.end()) {
+      // Its rows gave way: none kept until a change clears them.
+      if (!c.cleared) continue;
+      gave_way_.erase(lost);
     }
     auto it = files_.find(*c.id);
     const bool rows = c.rows != nullptr && c.rows->size() > 0;
@@ -182,10 +192,12 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       AppendRowsChunk(&t.bytes, c.seq, *c.rows);
       AppendCountsChunk(&t.bytes, c.seq, *c.rows);
       t.live = true;
+      t.grows = true;
     }
     if (repeats) {
       AppendRepeatsChunk(&t.bytes, c.seq, *c.repeats);
       t.live = true;
+      t.grows = true;
     }
   }
 
@@ -204,20 +216,79 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     }
     return why;
   };
+  // Drops the files of `ids` whole (their rows give way) and takes them out
+  // of this call.
+  auto give_way = [&](const std::vector<std::string>& ids, absl::Status cause)
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        for (const std::string& id : ids) {
+                          File& f = files_[id];
+                          Close(f);
+                          ::unlink(f.path.c_str());
+                          files_.erase(id);
+                          touched.erase(id);
+                          gave_way_.insert(id);
+                          gave_way->push_back(id);
+                        }
+                        dir_dirty_ = true;
+                        if (why != nullptr) *why = std::move(cause);
+                      };
+  std::vector<std::string> failed;
+  absl::Status cause;
+  if (gave_way != nullptr && reserve_ > 0) {
+    // The log's room first: rows that would leave less than the reserve free
+    // give way before they are written.
+    uint64_t growth = 0;
+    for (auto& [id, t] : touched) growth += t.grows ? t.bytes.size() : 0;
+    struct statvfs fs;
+    if (growth > 0 && ::fstatvfs(dir_fd_, &fs) == 0) {
+      const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+      if (free < growth + reserve_) {
+        // The files that grow most give way first, until the rest fits.
+        std::vector<std::pair<uint64_t, std::string>> growing;
+        for (auto& [id, t] : touched) {
+          if (t.grows) growing.push_back({t.bytes.size(), id});
+        }
+        std::sort(growing.begin(), growing.end(), std::greater<>());
+        for (const auto& [bytes, id] : growing) {
+          if (free >= growth + reserve_) break;
+          failed.push_back(id);
+          growth -= bytes;
+        }
+        cause = absl::ResourceExhaustedError(
+            absl::StrCat("the data directory's file system has ", free >> 20,
+                         " MiB free and keeps ", reserve_ >> 20,
+                         " MiB of it for the log: --rows_reserve_mb"));
+        give_way(failed, cause);
+        failed.clear();
+      }
+    }
+  }
   bool created = false;
   for (auto& [id, t] : touched) {
     File& f = files_[id];
     absl::Status s = OpenForWrite(f, t.created);
     if (s.ok() && !WriteAll(f.fd, t.bytes, t.size_before))
       s = Errno("cannot write", f.path);
-    if (!s.ok()) return roll_back(s);
+    if (!s.ok()) {
+      if (gave_way == nullptr) return roll_back(s);
+      failed.push_back(id);
+      cause = s;
+      continue;
+    }
     created |= t.created;
   }
+  if (!failed.empty()) give_way(failed, cause);
   if (created) dir_dirty_ = true;
-  if (sync) {
+  if (sync && !touched.empty()) {
     std::vector<File*> written;
     for (auto& [id, t] : touched) written.push_back(&files_[id]);
-    if (absl::Status s = SyncFiles(written); !s.ok()) return roll_back(s);
+    if (absl::Status s = SyncFiles(written); !s.ok()) {
+      if (gave_way == nullptr) return roll_back(s);
+      // Which file could not be synced is not known: all of them give way.
+      std::vector<std::string> all;
+      for (auto& [id, t] : touched) all.push_back(id);
+      give_way(all, s);
+    }
   }
   if (absl::Status s = commit(); !s.ok()) return roll_back(s);
 

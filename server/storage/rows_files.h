@@ -57,8 +57,17 @@ class RowsFiles {
   // applied. If either fails, every file is
   // truncated back to where it was and the error returned. After a commit,
   // files whose rows no longer count are deleted.
+  //
+  // With `gave_way`, the rows give way instead when their files cannot be
+  // written or synced (a full disk, an I/O error): the files that failed are
+  // deleted, the commit runs without them, their models' ids are added to
+  // `*gave_way` and the cause is set in `*why`. Their later changes keep no
+  // rows until one clears them (the model's certificate stops keeping:
+  // recovery finds those rows missing and restores it frozen).
   absl::Status Append(const std::vector<Change>& changes, bool sync,
-                      const std::function<absl::Status()>& commit);
+                      const std::function<absl::Status()>& commit,
+                      std::vector<std::string>* gave_way = nullptr,
+                      absl::Status* why = nullptr);
   // A model stored anew under `id` (created or imported) with `rows` (may be
   // null or empty): its file is written and synced, then `commit` runs; after
   // it, any earlier file of `id` is deleted. An earlier file of the same
@@ -71,6 +80,13 @@ class RowsFiles {
                       const std::function<absl::Status()>& commit);
   // Makes every earlier write durable (durability async).
   absl::Status Sync();
+  // Rows are written only while the file system keeps `bytes` free beside
+  // them, for the log; past that they give way as on a full disk (Append
+  // with `gave_way`). Default: 0.
+  void set_reserve(uint64_t bytes) {
+    absl::MutexLock lock(&mu_);
+    reserve_ = bytes;
+  }
 
   // Recovery. Lists the files on disk; then for each model, Recover reads
   // the rows of its records up to `last_seq` after `rows` (whose content a
@@ -120,6 +136,10 @@ class RowsFiles {
   absl::flat_hash_map<std::string, File> files_ ABSL_GUARDED_BY(mu_);
   int held_ ABSL_GUARDED_BY(mu_) = 0;
   bool dir_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t reserve_ ABSL_GUARDED_BY(mu_) = 0;
+  // Models whose rows gave way: their changes keep no rows until one clears
+  // them.
+  absl::flat_hash_set<std::string> gave_way_ ABSL_GUARDED_BY(mu_);
   // Recovery: files on disk by model id, not yet taken.
   absl::flat_hash_map<std::string, std::vector<std::pair<int64_t, std::string>>>
       listed_ ABSL_GUARDED_BY(mu_);

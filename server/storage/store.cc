@@ -433,8 +433,9 @@ absl::Status Store::DeleteModel(const std::string& id) {
   });
 }
 
-absl::Status Store::Append(const std::vector<const Record*>& records,
-                           bool sync) {
+absl::Status Store::Append(const std::vector<const Record*>& records, bool sync,
+                           std::vector<std::string>* gave_way,
+                           absl::Status* why) {
   leveldb::WriteBatch batch;
   v1::LogRecord record;
   std::vector<RowsFiles::Change> changes;
@@ -456,9 +457,10 @@ absl::Status Store::Append(const std::vector<const Record*>& records,
   }
   leveldb::WriteOptions options;
   options.sync = sync;
-  return rows_->Append(changes, sync, [&] {
-    return FromLevelDb(db_->Write(options, &batch), "logging");
-  });
+  return rows_->Append(
+      changes, sync,
+      [&] { return FromLevelDb(db_->Write(options, &batch), "logging"); },
+      gave_way, why);
 }
 
 absl::Status Store::Append(const std::string& id, absl::Time created_at,
@@ -466,6 +468,8 @@ absl::Status Store::Append(const std::string& id, absl::Time created_at,
   const Record r{id, created_at, seq, journal, {}};
   return Append(std::vector<const Record*>{&r}, sync);
 }
+
+void Store::set_rows_reserve(uint64_t bytes) { rows_->set_reserve(bytes); }
 
 absl::Status Store::Sync() {
   if (absl::Status s = rows_->Sync(); !s.ok()) return s;

@@ -99,8 +99,15 @@ class Store {
     CurvesJournal curves;
   };
   // Writes `records` in one atomic batch, in order; synced (one fsync for all)
-  // if `sync`.
-  absl::Status Append(const std::vector<const Record*>& records, bool sync);
+  // if `sync`. With `gave_way`, the certificate's rows of a model whose rows
+  // file cannot be written give way (RowsFiles::Append): the records are
+  // The certificate's rows give way once the file system would keep less
+  // than `bytes` free beside them (RowsFiles::set_reserve).
+  void set_rows_reserve(uint64_t bytes);
+  // written without them, the model's id is added and the cause set in `*why`.
+  absl::Status Append(const std::vector<const Record*>& records, bool sync,
+                      std::vector<std::string>* gave_way = nullptr,
+                      absl::Status* why = nullptr);
   // One record.
   absl::Status Append(const std::string& id, absl::Time created_at,
                       uint64_t seq, const Journal& journal, bool sync);

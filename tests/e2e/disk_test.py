@@ -1,0 +1,131 @@
+"""A full disk (docs/operations.md "A full disk"): the data directory on a tmpfs of the test's own,
+16 MB, mounted for the test (root only: CI runs as root). The certificate's kept rows, an auxiliary
+of each model, give way first: once they would leave less than --rows_reserve_mb free for the log,
+that model's certificate freezes and says why, its rows file is deleted, and the log goes on: every
+batch is acknowledged, the store never fails, other models keep theirs, and a restart brings
+everything back as it was. (A rows file that cannot be written at all gives way the same way:
+tests/server/storage/rows_give_way_test.cc.)
+Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
+import os
+import random
+import subprocess
+import tempfile
+import unittest
+
+import grpc
+
+import perceptrond_process as pp
+
+PERCEPTROND = pp.setting("PERCEPTROND")
+pb, pb_grpc = pp.import_stubs(pp.setting("PERCEPTRON_STUBS"))
+
+D = 1000
+
+
+def examples(rng, u, n):
+    """Rows of d=1000 (8 KB each kept), well separated by u: few mistakes, so the log stays
+    small while the kept rows grow."""
+    out = []
+    for _ in range(n):
+        y = 1 if rng.random() < 0.5 else -1
+        out.append(([rng.gauss(0, 1) + 0.2 * y * v for v in u], y))
+    return out
+
+
+def samples(text):
+    return {line.split(" ")[0]: float(line.split(" ")[-1]) for line in text.splitlines()
+            if line.startswith("perceptron_storage_")}
+
+
+@unittest.skipUnless(os.geteuid() == 0, "mounts a tmpfs of its own: run as root, as CI does")
+class DiskFullTest(unittest.TestCase):
+    def setUp(self):
+        self.mount = tempfile.mkdtemp(prefix="perceptrond-full-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", self.mount],
+                       check=True)
+        self.data = os.path.join(self.mount, "data")
+
+    def tearDown(self):
+        subprocess.run(["umount", self.mount], check=True)
+        os.rmdir(self.mount)
+
+    def start(self):
+        # 8 MB of the 16 kept for the log.
+        server = pp.Perceptrond(PERCEPTROND, "--durability=sync", "--rows_reserve_mb=8",
+                                data_dir=self.data)
+        channel = grpc.insecure_channel(server.target)
+        return server, channel, pb_grpc.PerceptronServiceStub(channel)
+
+    def status(self, stub, model_id):
+        return stub.GetStatus(pb.GetStatusRequest(model_id=model_id)).stats
+
+    def test_the_certificates_rows_give_way_and_the_log_goes_on(self):
+        rng = random.Random(5)
+        u = [rng.gauss(0, 1) for _ in range(D)]
+        server, channel, stub = self.start()
+        try:
+            for name, d in (("big", D), ("small", 4)):
+                stub.CreateModel(pb.CreateModelRequest(model_id=name,
+                                                       config=pb.ModelConfig(dimension=d)))
+            small = pp.Stream(d=4, seed=6)
+            pp.learn(pb, stub, "small", [small.next() for _ in range(200)])
+            # 3,000 rows of 8 KB: 24 MB to keep, on 16 MB.
+            responses = pp.learn(pb, stub, "big", examples(rng, u, 3000), batch=50)
+            self.assertEqual(len(responses), 60)
+            self.assertEqual([r.error for res in responses for r in res.results
+                              if r.HasField("error")], [])
+            st = self.status(stub, "big")
+            self.assertEqual(st.examples, 3000)
+            c = st.certificate
+            self.assertEqual(c.state, pb.Certificate.FROZEN, c)
+            self.assertTrue(c.reason.startswith("the examples kept for it could not be stored "
+                                                "(the data directory's file system has "),
+                            c.reason)
+            self.assertIn("MiB free and keeps 8 MiB of it for the log: --rows_reserve_mb); the "
+                          "log goes on without them", c.reason)
+            # Still a bound on the updates over every example.
+            self.assertTrue(c.available)
+            self.assertEqual(c.examples, 3000)
+            self.assertLessEqual(st.updates, c.upper)
+            metrics = samples(server.get("/metrics")[2])
+            self.assertEqual(metrics["perceptron_storage_failed"], 0)
+            self.assertEqual(metrics["perceptron_storage_rows_gave_way_total"], 1)
+            # The big model's rows file is gone, the space with it; the small model keeps its own.
+            rows = os.listdir(os.path.join(self.data, "rows"))
+            self.assertEqual([f for f in rows if f.startswith("big.")], [])
+            self.assertEqual(len([f for f in rows if f.startswith("small.")]), 1)
+            free = os.statvfs(self.mount)
+            self.assertGreater(free.f_bavail * free.f_frsize, 8 << 20)
+            self.assertEqual(self.status(stub, "small").certificate.state,
+                             pb.Certificate.KEEPING)
+            # Both go on learning, acknowledged and stored.
+            pp.learn(pb, stub, "big", examples(rng, u, 200), batch=50)
+            pp.learn(pb, stub, "small", [small.next() for _ in range(100)])
+            before = {m: self.status(stub, m) for m in ("big", "small")}
+            self.assertEqual(before["big"].examples, 3200)
+            channel.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # A restart: everything as it was, the big model's certificate frozen as it froze.
+        server, channel, stub = self.start()
+        try:
+            for m in ("big", "small"):
+                after = self.status(stub, m)
+                self.assertEqual((after.examples, after.mistakes, after.updates),
+                                 (before[m].examples, before[m].mistakes, before[m].updates))
+            was, now = before["big"].certificate, self.status(stub, "big").certificate
+            self.assertEqual((now.state, now.reason, now.upper, now.lower, now.frozen_at),
+                             (was.state, was.reason, was.upper, was.lower, was.frozen_at))
+            # A reset keeps examples again, on a disk with room.
+            stub.ResetModel(pb.ResetModelRequest(model_id="big"))
+            pp.learn(pb, stub, "big", examples(rng, u, 300), batch=50)
+            c = self.status(stub, "big").certificate
+            self.assertEqual(c.state, pb.Certificate.KEEPING, c)
+            self.assertEqual(c.kept, 300)
+            channel.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

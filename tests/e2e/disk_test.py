@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import tempfile
+import time
 import unittest
 
 import grpc
@@ -69,8 +70,14 @@ class DiskFullTest(unittest.TestCase):
                                                        config=pb.ModelConfig(dimension=d)))
             small = pp.Stream(d=4, seed=6)
             pp.learn(pb, stub, "small", [small.next() for _ in range(200)])
-            # 3,000 rows of 8 KB: 24 MB to keep, on 16 MB.
-            responses = pp.learn(pb, stub, "big", examples(rng, u, 3000), batch=50)
+            # 3,000 rows of 8 KB: 24 MB to keep, on 16 MB. The first 300 until the certificate
+            # has a solution (so it freezes at it, rather than turning off without one).
+            responses = pp.learn(pb, stub, "big", examples(rng, u, 300), batch=50)
+            end = time.monotonic() + 60
+            while not self.status(stub, "big").certificate.available:
+                self.assertLess(time.monotonic(), end, "no first solution")
+                time.sleep(0.01)  # a poll's pause
+            responses += pp.learn(pb, stub, "big", examples(rng, u, 2700), batch=50)
             self.assertEqual(len(responses), 60)
             self.assertEqual([r.error for res in responses for r in res.results
                               if r.HasField("error")], [])

@@ -279,7 +279,7 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
   }
   if (!failed.empty()) give_way(failed, cause);
   if (created) dir_dirty_ = true;
-  if (sync && !touched.empty()) {
+  if (sync) {
     std::vector<File*> written;
     for (auto& [id, t] : touched) written.push_back(&files_[id]);
     if (absl::Status s = SyncFiles(written); !s.ok()) {
@@ -318,6 +318,7 @@ absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
                             const KeptRows* rows,
                             const std::function<absl::Status()>& commit) {
   absl::MutexLock lock(&mu_);
+  gave_way_.erase(id);  // a new incarnation keeps its rows again
   const int64_t nanos = absl::ToUnixNanos(created_at);
   File f;
   f.path = PathOf(id, nanos);
@@ -375,6 +376,7 @@ absl::Status RowsFiles::Delete(const std::string& id,
   absl::MutexLock lock(&mu_);
   if (absl::Status s = commit(); !s.ok()) return s;
   incarnations_.erase(id);
+  gave_way_.erase(id);
   if (auto it = files_.find(id); it != files_.end()) {
     Close(it->second);
     ::unlink(it->second.path.c_str());

@@ -142,5 +142,26 @@ TEST_F(RowsGiveWayTest, RowsThatWouldLeaveLessThanTheReserveGiveWay) {
   EXPECT_EQ(r.certificate_rows, model_->counters().examples);
 }
 
+// A model deleted and created again under the same id keeps its rows again.
+TEST_F(RowsGiveWayTest, ANewModelOfTheSameIdKeepsItsRowsAgain) {
+  Create();
+  store_->set_rows_reserve(uint64_t{1} << 50);
+  EXPECT_THAT(Step(), ElementsAre("c"));
+  store_->set_rows_reserve(0);
+  ASSERT_TRUE(store_->DeleteModel("c").ok());
+  model_ = *Model::Create(config_);
+  model_->SetJournaling(true);
+  model_->EnableCertificate(100000, 1000);
+  ASSERT_TRUE(
+      store_->PutModel("c", absl::UnixEpoch(), model_->ExportState()).ok());
+  seq_ = 0;
+  EXPECT_TRUE(Step().empty());
+  EXPECT_TRUE(std::filesystem::exists(RowsFile()));
+  RecoveredModel r = Recover();
+  ASSERT_NE(r.model, nullptr);
+  EXPECT_TRUE(r.certificate_rows_attached);
+  EXPECT_EQ(r.certificate_rows, model_->counters().examples);
+}
+
 }  // namespace
 }  // namespace perceptron::server

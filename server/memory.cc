@@ -39,6 +39,11 @@ uint64_t Resident() {
 
 }  // namespace
 
+uint64_t AllocatorFreeBytes() {
+  return Tcmalloc() ? Property("tcmalloc.pageheap_free_bytes")
+                    : mallinfo2().fordblks;
+}
+
 MemoryFigures ReadMemory() {
   MemoryFigures m;
   m.resident = Resident();

@@ -28,6 +28,10 @@ struct MemoryFigures {
 
 MemoryFigures ReadMemory();
 
+// MemoryFigures::allocator_free alone (no read of /proc): for a check made
+// every second.
+uint64_t AllocatorFreeBytes();
+
 // Gives the allocator's free memory back to the system.
 void ReleaseFreeMemory();
 

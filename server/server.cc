@@ -11,6 +11,20 @@ namespace {
 
 namespace prom = ::prometheus;
 
+// A family of one series: `v` as a counter's or a gauge's value.
+prom::MetricFamily One(const char* name, const char* help,
+                       prom::MetricType type, double v,
+                       std::vector<prom::ClientMetric::Label> labels = {}) {
+  prom::ClientMetric m;
+  m.label = std::move(labels);
+  if (type == prom::MetricType::Counter) {
+    m.counter.value = v;
+  } else {
+    m.gauge.value = v;
+  }
+  return prom::MetricFamily{name, help, type, {std::move(m)}};
+}
+
 // The data directory's figures (docs/design.md section 8): commits, the
 // records they held, the seconds they took, snapshots, a failed store, and
 // the durability mode.
@@ -20,14 +34,7 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
   std::vector<prom::MetricFamily> out;
   auto one = [&out](const char* name, const char* help, T type, double v,
                     std::vector<prom::ClientMetric::Label> labels = {}) {
-    prom::ClientMetric m;
-    m.label = std::move(labels);
-    if (type == T::Counter) {
-      m.counter.value = v;
-    } else {
-      m.gauge.value = v;
-    }
-    out.push_back(prom::MetricFamily{name, help, type, {std::move(m)}});
+    out.push_back(One(name, help, type, v, std::move(labels)));
   };
   one("perceptron_storage_commits_total",
       "Writes of queued log records to the data directory (one fsync each in "
@@ -60,14 +67,9 @@ std::vector<prom::MetricFamily> MemoryFamilies(uint64_t releases) {
   using T = prom::MetricType;
   const MemoryFigures m = ReadMemory();
   std::vector<prom::MetricFamily> out;
-  auto one = [&out](const char* name, const char* help, T type, double v) {
-    prom::ClientMetric c;
-    if (type == T::Counter) {
-      c.counter.value = v;
-    } else {
-      c.gauge.value = v;
-    }
-    out.push_back(prom::MetricFamily{name, help, type, {std::move(c)}});
+  auto one = [&out](const char* name, const char* help, T type, double v,
+                    std::vector<prom::ClientMetric::Label> labels = {}) {
+    out.push_back(One(name, help, type, v, std::move(labels)));
   };
   one("process_resident_memory_bytes", "Resident memory size in bytes",
       T::Gauge, static_cast<double>(m.resident));
@@ -82,8 +84,8 @@ std::vector<prom::MetricFamily> MemoryFamilies(uint64_t releases) {
       "Times the allocator's free memory was given back to the system",
       T::Counter, static_cast<double>(releases));
   one("perceptron_memory_allocator",
-      "The allocator the server runs on, as its label: always 1", T::Gauge, 1);
-  out.back().metric[0].label.push_back({"allocator", m.allocator});
+      "The allocator the server runs on, as its label: always 1", T::Gauge, 1,
+      {{"allocator", m.allocator}});
   return out;
 }
 
@@ -214,7 +216,7 @@ void PerceptronServer::ExpiryLoop() {
 
 void PerceptronServer::ReleaseMemory() {
   if (options_.memory_release_bytes == 0) return;
-  if (ReadMemory().allocator_free < options_.memory_release_bytes) return;
+  if (AllocatorFreeBytes() < options_.memory_release_bytes) return;
   ReleaseFreeMemory();
   memory_releases_.fetch_add(1, std::memory_order_relaxed);
 }

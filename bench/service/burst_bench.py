@@ -28,28 +28,25 @@ from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 DIMENSION = 20
 
 
-def threads(pid):
-    with open(f"/proc/{pid}/status") as f:
+def proc_field(pid, file, key):
+    """The number after `key` in /proc/PID/FILE (kB for memory), or NaN."""
+    with open(f"/proc/{pid}/{file}") as f:
         for line in f:
-            if line.startswith("Threads:"):
+            if line.startswith(key):
                 return int(line.split()[1])
-    return 0
+    return float("nan")
+
+
+def threads(pid):
+    return proc_field(pid, "status", "Threads:")
 
 
 def anon_mb(pid):
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Anonymous:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return proc_field(pid, "smaps_rollup", "Anonymous:") / 1024
 
 
 def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return proc_field(pid, "status", "VmRSS:") / 1024
 
 
 def examples(n, seed):

@@ -159,9 +159,11 @@ void LearnReactor::OnCommitted(uint64_t number, absl::Status status) {
   for (Answer& a : queue_) {
     if (a.number == number) a.committed = true;
   }
-  if (!status.ok() && !final_status_) {
-    // The batch was applied but could not be stored: say so and end the stream.
-    final_status_ = ToGrpc(status);
+  if (!status.ok()) {
+    // The batch was applied but could not be stored: its answer and those
+    // after it are never sent, and the stream ends saying why (even if the
+    // client had finished writing: an end that would otherwise be OK).
+    if (!final_status_ || final_status_->ok()) final_status_ = ToGrpc(status);
     while (!queue_.empty() && queue_.back().number >= number &&
            !(writing_ && queue_.size() == 1)) {
       queue_.pop_back();

@@ -49,9 +49,13 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
   one("perceptron_storage_snapshots_total", "Model snapshots written",
       T::Counter, static_cast<double>(c.snapshots));
   one("perceptron_storage_failed",
-      "1 once a write to the data directory failed: models can no longer be "
-      "stored (restart the server)",
+      "1 while the store cannot write (a write to the data directory failed): "
+      "changes are refused until it writes again, tried every second",
       T::Gauge, c.failed ? 1 : 0);
+  one("perceptron_storage_resumed_total",
+      "Times the store wrote again after a failure (its models behind were "
+      "restored as stored)",
+      T::Counter, static_cast<double>(c.resumed));
   one("perceptron_storage_rows_gave_way_total",
       "Certificates that stopped keeping examples because those kept could not "
       "be stored (a full disk): the log went on without them",
@@ -184,6 +188,9 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     http_options.tls_cert_pem = options.tls_cert_pem;
     http_options.tls_key_pem = options.tls_key_pem;
     http_options.tls_client_ca_pem = options.tls_client_ca_pem;
+    http_options.health_note = [p = s->persistence_.get()] {
+      return p->Problem();
+    };
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         http_options, &s->registry_, &s->metrics_, s->auth_.get());
     if (!http.ok()) {
@@ -191,6 +198,10 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
       return http.status();
     }
     s->http_ = *std::move(http);
+  }
+  if (grpc::HealthCheckServiceInterface* health =
+          s->server_->GetHealthCheckService()) {
+    health->SetServingStatus(kStoreHealthService, true);
   }
   s->expiry_ = std::thread([p = s.get()] { p->ExpiryLoop(); });
   s->refresher_.Start();
@@ -206,11 +217,17 @@ void PerceptronServer::ExpiryLoop() {
       ExpirePending(*e, *persistence_, options_.limits.pending_ttl);
       // A model made for a while (idle_expiry_seconds) goes once idle.
       // A store that fails here says so itself (health, /metrics).
-      if (registry_.DeleteIfIdle(e, now)) {
+      if (persistence_->Writable().ok() && registry_.DeleteIfIdle(e, now)) {
         persistence_->Deleted(e->id).IgnoreError();
       }
     }
     ReleaseMemory();
+    // Health's named service for the store: SERVING while it writes.
+    if (grpc::HealthCheckServiceInterface* health =
+            server_->GetHealthCheckService()) {
+      health->SetServingStatus(kStoreHealthService,
+                               persistence_->Writable().ok());
+    }
   }
 }
 

@@ -35,6 +35,11 @@
 
 namespace perceptron::server {
 
+// gRPC health's named service for the store: SERVING while it writes,
+// NOT_SERVING while a failed write keeps changes refused (checked every
+// second). The server's own ("") stays SERVING: reads go on.
+inline constexpr char kStoreHealthService[] = "perceptrond.store";
+
 struct ServerOptions {
   // Address to listen on. Default: loopback only.
   std::string host = "127.0.0.1";

@@ -141,6 +141,9 @@ class Handler {
       r.content_type = "text/plain";
       if (server_->serving()) {
         r.body = "SERVING\n";
+        if (std::string note = server_->health_note(); !note.empty()) {
+          absl::StrAppend(&r.body, note, "\n");
+        }
       } else {
         r.code = 503;
         r.body = "NOT_SERVING\n";
@@ -318,6 +321,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->tls_cert_pem_ = o.tls_cert_pem;
   server->tls_key_pem_ = o.tls_key_pem;
   server->tls_client_ca_pem_ = server->tls_ ? o.tls_client_ca_pem : "";
+  server->health_note_ = o.health_note;
   const std::string address =
       absl::StrContains(o.host, ':') && !absl::StartsWith(o.host, "[")
           ? absl::StrCat("[", o.host, "]:", o.port)

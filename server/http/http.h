@@ -1,6 +1,7 @@
 // The HTTP port beside gRPC, served by libmicrohttpd:
 //   GET /healthz                       200 SERVING, or 503 NOT_SERVING once
-//                                      shutting down (no token needed)
+//                                      shutting down (no token needed); a
+//                                      line more if the store cannot write
 //   GET /metrics                       Prometheus text format (metrics.h)
 //   GET /api/v1/models                 {"models": [ModelStatus...]} as JSON
 //   GET /api/v1/models/ID              ModelStatus as JSON
@@ -26,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +55,9 @@ struct HttpOptions {
   // PEM of the CA client certificates must chain to (HTTPS only). Empty:
   // clients are not asked for certificates.
   std::string tls_client_ca_pem;
+  // What /healthz adds after SERVING, called for each request: empty while
+  // all is well (a store that cannot write says so here). May be null.
+  std::function<std::string()> health_note;
 };
 
 class HttpServer {
@@ -70,6 +75,10 @@ class HttpServer {
   // /healthz answers 503 from now on.
   void SetNotServing() { serving_ = false; }
   bool serving() const { return serving_; }
+  // HttpOptions::health_note's text ("" if none).
+  std::string health_note() const {
+    return health_note_ ? health_note_() : std::string();
+  }
 
   Registry* registry() { return registry_; }
   Metrics* metrics() { return metrics_; }
@@ -80,6 +89,8 @@ class HttpServer {
 
  private:
   HttpServer(Registry* registry, Metrics* metrics, const Authorizer* auth);
+
+  std::function<std::string()> health_note_;  // set before serving
 
   Registry* registry_;
   Metrics* metrics_;

@@ -185,6 +185,9 @@ class Registry {
   void Remove(const std::shared_ptr<ModelEntry>& entry);
   // NOT_FOUND if there is no such model; DATA_LOSS if it is set aside.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
+  // Starts the model's certificate and limits its names, as the limits say
+  // (done by Create and Insert; again after an entry's model is replaced).
+  void StartCertificate(ModelEntry& entry) const;
   // Removes the model, marks its entry deleted and tells its listeners; or
   // forgets a model set aside (the caller then deletes its data). NOT_FOUND
   // if unknown; with `if_moving`, FAILED_PRECONDITION (nothing removed) unless
@@ -239,8 +242,6 @@ class Registry {
       ABSL_GUARDED_BY(mu_);
   void Unmoved(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Starts the model's certificate and limits its names, as the limits say.
-  void StartCertificate(ModelEntry& entry) const;
   // OK if `id` may name a new model.
   absl::Status CheckFree(const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

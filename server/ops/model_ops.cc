@@ -18,10 +18,11 @@ absl::Status Deleted(const ModelEntry& entry) {
 }
 
 // OK if a call may change the model: it is not deleted, nor being moved to
-// another shard (SetMoving).
-absl::Status Changeable(const ModelEntry& entry)
+// another shard (SetMoving), and the store writes (Persistence::Writable).
+absl::Status Changeable(const ModelEntry& entry, const Persistence& persistence)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   if (entry.deleted) return Deleted(entry);
+  PERCEPTRON_RETURN_IF_ERROR(persistence.Writable());
   if (entry.moving) {
     return absl::UnavailableError(
         absl::StrCat("model ", entry.id,
@@ -407,7 +408,7 @@ absl::Status ApplyLearnItems(
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
@@ -438,7 +439,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     absl::StatusOr<ColumnRows> rows = ColumnRows::Of(
         columns, entry.model->config().dimension, entry.model->hasher());
@@ -556,7 +557,7 @@ absl::Status ApplyReveals(
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
       absl::StatusOr<int> label = LabelFromProto(
@@ -655,7 +656,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
     options.on_example = [&entry](uint32_t, size_t, const Outcome& o)
                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
                                entry.Observe(o.mistake);
@@ -682,7 +683,7 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry));
+    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
     entry.model->Reset();
     entry.ClearCurves();
     commit = persistence.Stage(entry);
@@ -851,7 +852,8 @@ void ExpirePending(ModelEntry& entry, Persistence& persistence,
   CommitHandle commit;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted || entry.moving || entry.model->pending_count() == 0) {
+    if (entry.deleted || entry.moving || entry.model->pending_count() == 0 ||
+        !persistence.Writable().ok()) {
       return;
     }
     expired = entry.model->ExpirePending(absl::ToUnixNanos(absl::Now() - ttl));

@@ -230,6 +230,8 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::DeleteModel(
     v1::DeleteModelResponse* response) {
   return Handle(context, Rpc::kDeleteModel, Role::kAdmin, request->model_id(),
                 [&]() -> absl::Status {
+                  // Not deleted from memory if it cannot be from the store.
+                  PERCEPTRON_RETURN_IF_ERROR(persistence_->Writable());
                   PERCEPTRON_RETURN_IF_ERROR(registry_->Delete(
                       request->model_id(), request->if_moving()));
                   return persistence_->Deleted(request->model_id());

@@ -1,6 +1,10 @@
 #include "server/storage/persistence.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "server/model/curves.h"
 
 namespace perceptron::server {
@@ -89,6 +93,7 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
                                                     uint32_t max_dimension) {
   RecoveryReport report;
   if (store_ == nullptr) return report;
+  max_dimension_ = max_dimension;
   const absl::Time start = absl::Now();
   absl::StatusOr<Recovery> recovered = store_->Recover(max_dimension);
   if (!recovered.ok()) return recovered.status();
@@ -122,8 +127,9 @@ absl::Status Persistence::Created(ModelEntry& entry) {
   ModelState state;
   v1::CurvesState curves;
   std::optional<KeptRows> rows;  // an imported certificate's
+  if (store_ == nullptr) return absl::OkStatus();
+  PERCEPTRON_RETURN_IF_ERROR(Writable());
   {
-    if (store_ == nullptr) return absl::OkStatus();
     absl::MutexLock solver_lock(&entry.solver_mu);
     absl::MutexLock lock(&entry.mu);
     entry.model->SetJournaling(true);
@@ -135,13 +141,58 @@ absl::Status Persistence::Created(ModelEntry& entry) {
     rows = entry.CertificateRows();
     entry.seq = 0;
   }
-  return store_->PutModel(entry.id, entry.created_at, state, curves,
-                          rows ? &*rows : nullptr);
+  absl::ReaderMutexLock store_lock(&store_mu_);
+  return Failing(store_->PutModel(entry.id, entry.created_at, state, curves,
+                                  rows ? &*rows : nullptr));
 }
 
 absl::Status Persistence::Deleted(const std::string& id) {
   if (store_ == nullptr) return absl::OkStatus();
-  return store_->DeleteModel(id);
+  PERCEPTRON_RETURN_IF_ERROR(Writable());
+  absl::ReaderMutexLock store_lock(&store_mu_);
+  return Failing(store_->DeleteModel(id));
+}
+
+absl::Status Persistence::Writable() const {
+  if (!failed_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock lock(&queue_mu_);
+  if (store_error_.ok()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("the store cannot write (", store_cause_,
+                   "); nothing was applied: changes are refused until it "
+                   "writes again (tried every second)"));
+}
+
+std::string Persistence::Problem() const {
+  if (!failed_.load(std::memory_order_acquire)) return "";
+  absl::MutexLock lock(&queue_mu_);
+  if (store_error_.ok()) return "";
+  return absl::StrCat("the store cannot write (", store_cause_,
+                      "); changes are refused until it writes again (tried "
+                      "every second)");
+}
+
+absl::Status Persistence::Failing(absl::Status s) {
+  if (s.ok()) return s;
+  absl::MutexLock lock(&queue_mu_);
+  if (store_error_.ok()) {
+    store_cause_ = std::string(s.message());
+    store_error_ = absl::UnavailableError(absl::StrCat(
+        "the store cannot write (", store_cause_,
+        "); the batch is not stored nor acknowledged, and its model is "
+        "restored from the store once it writes again (tried every second)"));
+    failed_.store(true, std::memory_order_release);
+    std::fprintf(stderr,
+                 "perceptrond: the store cannot write (%s); changes are "
+                 "refused until it can (tried every second)\n",
+                 store_cause_.c_str());
+  }
+  return store_error_;
+}
+
+void Persistence::Behind(const std::string& id, uint64_t seq) {
+  auto [it, added] = behind_.try_emplace(id, seq);
+  if (!added) it->second = std::min(it->second, seq);
 }
 
 CommitHandle Persistence::Stage(ModelEntry& entry) {
@@ -160,6 +211,7 @@ CommitHandle Persistence::Stage(ModelEntry& entry) {
     }
     failed = stopping_ ? absl::UnavailableError("the server is shutting down")
                        : store_error_;
+    if (!store_error_.ok()) Behind(entry.id, q.record.seq);
   }
   commit->Complete(failed);
   return commit;
@@ -170,6 +222,7 @@ void Persistence::CommitLoop() {
   std::vector<Queued> batch;
   std::vector<const Store::Record*> records;
   while (true) {
+    absl::Status failed;
     {
       absl::MutexLock lock(&queue_mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
@@ -178,23 +231,36 @@ void Persistence::CommitLoop() {
       queue_mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stopping, and everything is written
       batch.swap(queue_);
+      // Queued before the store failed: not written after a failure (the
+      // models are rebuilt from the record before).
+      failed = store_error_;
+      if (!failed.ok()) {
+        for (const Queued& q : batch) Behind(q.record.id, q.record.seq);
+      }
+    }
+    if (!failed.ok()) {
+      for (Queued& q : batch) q.commit->Complete(failed);
+      batch.clear();
+      continue;
     }
     records.clear();
     for (const Queued& q : batch) records.push_back(&q.record);
     const absl::Time start = absl::Now();
     std::vector<std::string> gave_way;
     absl::Status why;
-    absl::Status s = store_->Append(records, sync, &gave_way, &why);
+    absl::Status s;
+    {
+      absl::ReaderMutexLock store_lock(&store_mu_);
+      s = store_->Append(records, sync, &gave_way, &why);
+    }
     commit_nanos_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start),
                             std::memory_order_relaxed);
     commits_.fetch_add(1, std::memory_order_relaxed);
     records_.fetch_add(records.size(), std::memory_order_relaxed);
     if (!s.ok()) {
-      s = absl::UnavailableError(absl::StrCat("the store failed (", s.message(),
-                                              "); models can no longer be "
-                                              "stored: restart the server"));
+      s = Failing(s);
       absl::MutexLock lock(&queue_mu_);
-      store_error_ = s;
+      for (const Queued& q : batch) Behind(q.record.id, q.record.seq);
     }
     for (Queued& q : batch) q.commit->Complete(s);
     batch.clear();
@@ -238,7 +304,8 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
     seq = entry.seq;
     entry.records_since_snapshot = 0;
   }
-  if (store_->PutSnapshot(entry.id, seq, state, curves).ok()) {
+  absl::ReaderMutexLock store_lock(&store_mu_);
+  if (Failing(store_->PutSnapshot(entry.id, seq, state, curves)).ok()) {
     snapshots_.fetch_add(1, std::memory_order_relaxed);
   }  // else the log still holds everything
 }
@@ -251,8 +318,11 @@ StorageCounters Persistence::counters() const {
       static_cast<double>(commit_nanos_.load(std::memory_order_relaxed)) * 1e-9;
   c.snapshots = snapshots_.load(std::memory_order_relaxed);
   c.rows_gave_way = rows_gave_way_.load(std::memory_order_relaxed);
+  c.resumed = resumed_.load(std::memory_order_relaxed);
+  c.models_reloaded = models_reloaded_.load(std::memory_order_relaxed);
   absl::MutexLock lock(&queue_mu_);
   c.failed = !store_error_.ok();
+  if (c.failed) c.error = store_cause_;
   return c;
 }
 
@@ -261,10 +331,101 @@ void Persistence::BackgroundLoop(Registry* registry) {
                                   ? options_.async_interval
                                   : absl::Milliseconds(100);
   while (!stop_background_.WaitForNotificationWithTimeout(tick)) {
-    if (options_.durability == Durability::kAsync) store_->Sync().IgnoreError();
+    if (failed_.load(std::memory_order_acquire)) {
+      if (absl::Now() - last_attempt_ >= absl::Seconds(1)) {
+        last_attempt_ = absl::Now();
+        TryResume();
+      }
+      continue;
+    }
+    if (options_.durability == Durability::kAsync) {
+      absl::ReaderMutexLock store_lock(&store_mu_);
+      Failing(store_->Sync()).IgnoreError();
+    }
     for (const std::shared_ptr<ModelEntry>& e : registry->All())
       MaybeSnapshot(*e);
   }
+}
+
+void Persistence::TryResume() {
+  absl::Status s;
+  {
+    absl::WriterMutexLock store_lock(&store_mu_);
+    s = store_->Reopen();
+    // A write that shows the disk takes writes again.
+    if (s.ok()) s = store_->Sync();
+  }
+  size_t reloaded = 0;
+  while (s.ok()) {
+    std::vector<std::pair<std::string, uint64_t>> todo;
+    {
+      absl::MutexLock lock(&queue_mu_);
+      if (behind_.empty()) {
+        store_error_ = absl::OkStatus();
+        store_cause_.clear();
+        failed_.store(false, std::memory_order_release);
+        break;
+      }
+      todo.assign(behind_.begin(), behind_.end());
+    }
+    absl::ReaderMutexLock store_lock(&store_mu_);
+    for (size_t i = 0; i < todo.size() && s.ok(); ++i) {
+      s = ReloadModel(todo[i].first, todo[i].second);
+      reloaded += s.ok();
+    }
+  }
+  if (!s.ok()) {
+    if (s.message() != last_retry_error_) {
+      last_retry_error_ = std::string(s.message());
+      std::fprintf(stderr, "perceptrond: the store still cannot write (%s)\n",
+                   last_retry_error_.c_str());
+    }
+    return;
+  }
+  last_retry_error_.clear();
+  resumed_.fetch_add(1, std::memory_order_relaxed);
+  models_reloaded_.fetch_add(reloaded, std::memory_order_relaxed);
+  std::fprintf(stderr,
+               "perceptrond: the store writes again; %zu model(s) restored as "
+               "stored\n",
+               reloaded);
+}
+
+absl::Status Persistence::ReloadModel(const std::string& id,
+                                      uint64_t from_seq) {
+  absl::StatusOr<std::shared_ptr<ModelEntry>> found = registry_->Get(id);
+  if (!found.ok()) {  // deleted meanwhile
+    absl::MutexLock lock(&queue_mu_);
+    behind_.erase(id);
+    return absl::OkStatus();
+  }
+  PERCEPTRON_RETURN_IF_ERROR(store_->DropLogFrom(id, from_seq));
+  absl::StatusOr<RecoveredModel> r = store_->Reload(id, max_dimension_);
+  if (!r.ok()) return r.status();
+  ModelEntry& e = **found;
+  {
+    absl::MutexLock solver_lock(&e.solver_mu);
+    absl::MutexLock lock(&e.mu);
+    r->model->SetJournaling(true);
+    e.model = std::move(r->model);
+    e.recent = std::move(r->recent);
+    e.history = std::move(r->history);
+    e.TakeCurvesJournal();
+    e.curves_journaling = true;
+    e.seq = r->seq;
+    e.records_since_snapshot = r->seq - r->snapshot_seq;
+    // The solvers' rows were the model's before: solved again from its own.
+    e.solver.reset();
+    e.kernel_solver.reset();
+    e.class_solver.reset();
+    e.solver_converged = true;
+    absl::MutexLock queue_lock(&queue_mu_);
+    behind_.erase(id);
+  }
+  registry_->StartCertificate(e);
+  e.WakeCertificate();
+  e.NotifyChanged();
+  return absl::OkStatus();
 }
 
 void Persistence::Start(Registry* registry) {
@@ -283,7 +444,10 @@ void Persistence::Stop() {
       stopping_ = true;
     }
     if (committer_.joinable()) committer_.join();
-    if (store_ != nullptr) store_->Sync().IgnoreError();
+    if (store_ != nullptr && Writable().ok()) {
+      absl::ReaderMutexLock store_lock(&store_mu_);
+      store_->Sync().IgnoreError();
+    }
   });
 }
 

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -102,8 +103,14 @@ struct StorageCounters {
   uint64_t records = 0;
   double commit_seconds = 0;
   uint64_t snapshots = 0;
-  // A write failed: models can no longer be stored.
+  // A write failed and the store has not written again yet: changes are
+  // refused (retried every second); `error` says why.
   bool failed = false;
+  std::string error;
+  // Times the store wrote again after a failure, and the models then rebuilt
+  // from what it held.
+  uint64_t resumed = 0;
+  uint64_t models_reloaded = 0;
   // Certificates that stopped keeping because their kept rows could not be
   // stored (a full disk): the log went on without them.
   uint64_t rows_gave_way = 0;
@@ -132,6 +139,14 @@ class Persistence {
   // log record and queues it for the committer.
   CommitHandle Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
 
+  // OK while the store writes. After a write failed, UNAVAILABLE naming the
+  // cause until it writes again: changes are refused before they are applied
+  // (the batches whose records failed were never acknowledged; their models
+  // are rebuilt from the store once it writes again).
+  absl::Status Writable() const;
+  // "" while the store writes; else why it does not, for health.
+  std::string Problem() const;
+
   // Starts the committer and the background thread (syncs and snapshots) over
   // `registry`.
   void Start(Registry* registry);
@@ -152,16 +167,40 @@ class Persistence {
                    const absl::Status& why);
   void BackgroundLoop(Registry* registry);
   void MaybeSnapshot(ModelEntry& entry);
+  // `s` unchanged if OK; else the store is failing from now on (if it was not
+  // already) and the failure returned, as a batch's commit reports it.
+  absl::Status Failing(absl::Status s) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // The store failed: records of model `id` from `seq` on were not stored.
+  void Behind(const std::string& id, uint64_t seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
+  // After a failure, once a second: opens the store again, drops the records
+  // that failed, rebuilds the models they belonged to from what is stored,
+  // and lets changes in again. Leaves the store failed if any step fails.
+  void TryResume();
+  // Model `id` as stored (its entry's state replaced in place).
+  absl::Status ReloadModel(const std::string& id, uint64_t from_seq)
+      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
 
   const PersistenceOptions options_;
+  // Shared by every use of the store; held exclusively to open it again.
+  mutable absl::Mutex store_mu_;
   std::unique_ptr<Store> store_;
+  uint32_t max_dimension_ = 0;  // set by Recover
 
   mutable absl::Mutex queue_mu_;
   std::vector<Queued> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  // Once a write fails, every later record fails: the models in memory are
-  // ahead of the disk.
+  // Once a write fails, every later record fails until TryResume succeeds:
+  // the models of `behind_` are ahead of the store from the given record on.
   absl::Status store_error_ ABSL_GUARDED_BY(queue_mu_);
+  std::string store_cause_ ABSL_GUARDED_BY(queue_mu_);
+  absl::flat_hash_map<std::string, uint64_t> behind_ ABSL_GUARDED_BY(queue_mu_);
+  std::atomic<bool> failed_{false};
+  // Of TryResume (background thread only).
+  absl::Time last_attempt_;
+  std::string last_retry_error_;
+  std::atomic<uint64_t> resumed_{0};
+  std::atomic<uint64_t> models_reloaded_{0};
 
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> records_{0};

@@ -502,6 +502,15 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
   files_[id] = std::move(f);
 }
 
+void RowsFiles::Relist(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(id);
+  if (it == files_.end()) return;
+  Close(it->second);
+  listed_[id] = {{it->second.created_at, it->second.path}};
+  files_.erase(it);
+}
+
 void RowsFiles::RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep) {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, found] : listed_) {

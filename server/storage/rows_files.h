@@ -96,6 +96,9 @@ class RowsFiles {
   void List();
   void Recover(const std::string& id, absl::Time created_at, uint64_t last_seq,
                KeptRows* rows, bool* ok);
+  // Model `id`'s file, listed again as if found on disk, for Recover to read
+  // once more (a model rebuilt in a running server).
+  void Relist(const std::string& id);
   // Deletes the files listed that no recovered model took, except those of
   // `keep` (models set aside, left untouched).
   void RemoveUnclaimed(const absl::flat_hash_set<std::string>& keep);

@@ -178,7 +178,7 @@ class PreadEnv final : public leveldb::EnvWrapper {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+leveldb::Options Store::Options(leveldb::Env* env) {
   leveldb::Options options;
   options.create_if_missing = true;
   // A damaged record in LevelDB's own log is skipped rather than refused:
@@ -191,10 +191,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // block cache stays empty, as no read fills it (Verified). A larger memtable
   // shows in RSS while streaming.
   options.write_buffer_size = 4 << 20;
+  options.env = env;
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   auto env = std::make_unique<PreadEnv>();
-  options.env = env.get();
   leveldb::DB* raw = nullptr;
-  leveldb::Status s = leveldb::DB::Open(options, path, &raw);
+  leveldb::Status s = leveldb::DB::Open(Options(env.get()), path, &raw);
   if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
     // LevelDB holds an exclusive lock on its directory while it is open.
     return absl::FailedPreconditionError(absl::StrCat(
@@ -206,7 +210,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return FromLevelDb(s,
                        absl::StrCat("cannot open the data directory ", path));
   std::unique_ptr<Store> store(
-      new Store(std::move(env), std::unique_ptr<leveldb::DB>(raw)));
+      new Store(path, std::move(env), std::unique_ptr<leveldb::DB>(raw)));
   std::string format;
   s = store->db_->Get(Verified(), kFormatKey, &format);
   if (s.IsNotFound()) {
@@ -506,6 +510,35 @@ absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
   }
   return FromLevelDb(db_->Write(leveldb::WriteOptions(), &prune),
                      "pruning the log");
+}
+
+absl::Status Store::Reopen() {
+  db_.reset();
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(Options(env_.get()), path_, &raw);
+  if (!s.ok()) {
+    return FromLevelDb(s,
+                       absl::StrCat("cannot open the data directory ", path_));
+  }
+  db_.reset(raw);
+  return absl::OkStatus();
+}
+
+absl::Status Store::DropLogFrom(const std::string& id, uint64_t seq) {
+  leveldb::WriteBatch batch;
+  for (const auto& [at, key] : Keys(LogPrefix(id))) {
+    if (at >= seq) batch.Delete(key);
+  }
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  return FromLevelDb(db_->Write(sync, &batch),
+                     absl::StrCat("dropping records of model ", id));
+}
+
+absl::StatusOr<RecoveredModel> Store::Reload(const std::string& id,
+                                             uint32_t max_dimension) {
+  rows_->Relist(id);
+  return RecoverModel(id, max_dimension);
 }
 
 }  // namespace perceptron::server

@@ -101,9 +101,6 @@ class Store {
   // Writes `records` in one atomic batch, in order; synced (one fsync for all)
   // if `sync`. With `gave_way`, the certificate's rows of a model whose rows
   // file cannot be written give way (RowsFiles::Append): the records are
-  // The certificate's rows give way once the file system would keep less
-  // than `bytes` free beside them (RowsFiles::set_reserve).
-  void set_rows_reserve(uint64_t bytes);
   // written without them, the model's id is added and the cause set in `*why`.
   absl::Status Append(const std::vector<const Record*>& records, bool sync,
                       std::vector<std::string>* gave_way = nullptr,
@@ -111,8 +108,24 @@ class Store {
   // One record.
   absl::Status Append(const std::string& id, absl::Time created_at,
                       uint64_t seq, const Journal& journal, bool sync);
+  // The certificate's rows give way once the file system would keep less
+  // than `bytes` free beside them (RowsFiles::set_reserve).
+  void set_rows_reserve(uint64_t bytes);
   // Makes every earlier write durable.
   absl::Status Sync();
+
+  // After a write failed. LevelDB refuses every write once one has failed
+  // (the failed record may or may not be in its log), until it is opened
+  // again: Reopen closes and opens it (the rows files stay as they are).
+  // Not concurrent with any other call.
+  absl::Status Reopen();
+  // Deletes model `id`'s log records from `seq` on (those whose writes
+  // failed, if they were written after all). Synced.
+  absl::Status DropLogFrom(const std::string& id, uint64_t seq);
+  // Model `id` rebuilt again from what is stored, as Recover does, its rows
+  // file read again.
+  absl::StatusOr<RecoveredModel> Reload(const std::string& id,
+                                        uint32_t max_dimension);
   // Writes a snapshot of `state` after log record `seq` (synced), then removes
   // the snapshots and log records that the previous snapshot made unnecessary:
   // two snapshots are kept, and the log after the older, so that a damaged
@@ -122,12 +135,15 @@ class Store {
                            const v1::CurvesState& curves = v1::CurvesState());
 
  private:
-  Store(std::unique_ptr<leveldb::Env> env, std::unique_ptr<leveldb::DB> db)
-      : env_(std::move(env)), db_(std::move(db)) {}
+  Store(std::string path, std::unique_ptr<leveldb::Env> env,
+        std::unique_ptr<leveldb::DB> db)
+      : path_(std::move(path)), env_(std::move(env)), db_(std::move(db)) {}
+  static leveldb::Options Options(leveldb::Env* env);
   absl::StatusOr<RecoveredModel> RecoverModel(const std::string& id,
                                               uint32_t max_dimension);
   std::vector<std::pair<uint64_t, std::string>> Keys(const std::string& prefix);
 
+  const std::string path_;
   std::unique_ptr<leveldb::Env> env_;  // outlives db_, which uses it
   std::unique_ptr<leveldb::DB> db_;
   // The certificate's kept rows (rows/ in the directory). Rows written by

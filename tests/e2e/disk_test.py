@@ -133,6 +133,105 @@ class DiskFullTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_a_log_that_cannot_be_written_refuses_changes_then_resumes_by_itself(self):
+        """The disk full of something else: LevelDB's own log cannot grow. The batch whose record
+        failed is not acknowledged, later changes are refused before they are applied, reads go on,
+        and once there is room again the store writes by itself, with every model as acknowledged
+        (the failed batch undone), no restart needed; a restart then brings back the same."""
+        rng = random.Random(7)
+        server, channel, stub = self.start()
+        filler = os.path.join(self.mount, "filler")
+        try:
+            for name in ("m", "other"):
+                stub.CreateModel(pb.CreateModelRequest(model_id=name,
+                                                       config=pb.ModelConfig(dimension=50)))
+            def batch(n=64):
+                # Labels at random: about half are mistakes, so every record changes weights.
+                return [([rng.gauss(0, 1) for _ in range(50)], rng.choice((-1, 1)))
+                        for _ in range(n)]
+            pp.learn(pb, stub, "m", batch(256))
+            pp.learn(pb, stub, "other", batch(128))
+            acked = 256
+            other = self.status(stub, "other")
+            # Fill the file system to the last block.
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                for size in (1 << 20, 4096, 1):
+                    try:
+                        while True:
+                            os.write(fd, b"\0" * size)
+                    except OSError:
+                        pass
+            finally:
+                os.close(fd)
+            failure = None
+            for _ in range(500):
+                try:
+                    pp.learn(pb, stub, "m", batch())
+                    acked += 64
+                except grpc.RpcError as e:
+                    failure = e
+                    break
+            self.assertIsNotNone(failure, "every batch was stored on a full disk")
+            self.assertEqual(failure.code(), grpc.StatusCode.UNAVAILABLE, failure)
+            self.assertIn("the store cannot write (", failure.details())
+            self.assertIn("No space left on device", failure.details())
+            # From now on a change is refused before it is applied: the model stays as it is.
+            seen = self.status(stub, "m").examples
+            for model_id in ("m", "other", "m"):
+                with self.assertRaises(grpc.RpcError) as refused:
+                    pp.learn(pb, stub, model_id, batch())
+                self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("nothing was applied: changes are refused until it writes again",
+                              refused.exception.details())
+            self.assertEqual(self.status(stub, "m").examples, seen)
+            for call in (lambda: stub.CreateModel(pb.CreateModelRequest(
+                             model_id="new", config=pb.ModelConfig(dimension=2))),
+                         lambda: stub.DeleteModel(pb.DeleteModelRequest(model_id="other")),
+                         lambda: stub.ResetModel(pb.ResetModelRequest(model_id="other"))):
+                with self.assertRaises(grpc.RpcError) as refused:
+                    call()
+                self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            # Reads go on; health, the server's status and /metrics say why.
+            self.assertEqual(sorted(m.model_id for m in stub.ListModels(
+                pb.ListModelsRequest()).models), ["m", "other"])
+            code, _, body = server.get("/healthz")
+            self.assertEqual(code, 200)
+            self.assertIn("the store cannot write (", body)
+            self.assertEqual(samples(server.get("/metrics")[2])["perceptron_storage_failed"], 1)
+            # Room again: the store writes by itself within a few seconds.
+            os.unlink(filler)
+            end = time.monotonic() + 60
+            while samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 1:
+                self.assertLess(time.monotonic(), end, "the store did not write again")
+                time.sleep(0.05)  # a poll's pause
+            metrics = samples(server.get("/metrics")[2])
+            self.assertEqual(metrics["perceptron_storage_resumed_total"], 1)
+            self.assertEqual(server.get("/healthz")[2], "SERVING\n")
+            # Every model as acknowledged: the batch that failed is undone.
+            self.assertEqual(self.status(stub, "m").examples, acked)
+            after = self.status(stub, "other")
+            self.assertEqual((after.examples, after.mistakes, after.updates),
+                             (other.examples, other.mistakes, other.updates))
+            pp.learn(pb, stub, "m", batch())
+            pp.learn(pb, stub, "other", batch())
+            before = {m: self.status(stub, m) for m in ("m", "other")}
+            self.assertEqual(before["m"].examples, acked + 64)
+            channel.close()
+        finally:
+            if os.path.exists(filler):
+                os.unlink(filler)
+            self.assertEqual(server.stop(), 0)
+        server, channel, stub = self.start()
+        try:
+            for m in ("m", "other"):
+                now = self.status(stub, m)
+                self.assertEqual((now.examples, now.mistakes, now.updates),
+                                 (before[m].examples, before[m].mistakes, before[m].updates))
+            channel.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -38,6 +38,37 @@ def samples(text):
             if line.startswith("perceptron_storage_")}
 
 
+def store_health(channel):
+    """gRPC health's status of the service "perceptrond.store" (the message written by hand: the
+    health stubs are not in Debian's python3-grpcio)."""
+    name = b"perceptrond.store"
+    reply = channel.unary_unary("/grpc.health.v1.Health/Check")(
+        b"\n" + bytes([len(name)]) + name, timeout=30)
+    return {b"\x08\x01": "SERVING", b"\x08\x02": "NOT_SERVING"}[reply]
+
+
+def fill(path):
+    """Fills the file system holding `path` to the last byte, with `path` (appended to)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for size in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def wait_for(what, condition):
+    end = time.monotonic() + 60
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(what)
+        time.sleep(0.05)  # a poll's pause
+
+
 @unittest.skipUnless(os.geteuid() == 0, "mounts a tmpfs of its own: run as root, as CI does")
 class DiskFullTest(unittest.TestCase):
     def setUp(self):
@@ -153,17 +184,8 @@ class DiskFullTest(unittest.TestCase):
             pp.learn(pb, stub, "other", batch(128))
             acked = 256
             other = self.status(stub, "other")
-            # Fill the file system to the last block.
-            fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                for size in (1 << 20, 4096, 1):
-                    try:
-                        while True:
-                            os.write(fd, b"\0" * size)
-                    except OSError:
-                        pass
-            finally:
-                os.close(fd)
+            self.assertEqual(store_health(channel), "SERVING")
+            fill(filler)
             failure = None
             for _ in range(500):
                 try:
@@ -176,6 +198,9 @@ class DiskFullTest(unittest.TestCase):
             self.assertEqual(failure.code(), grpc.StatusCode.UNAVAILABLE, failure)
             self.assertIn("the store cannot write (", failure.details())
             self.assertIn("No space left on device", failure.details())
+            # Whatever the failure freed (the rows files given way before it) is taken too: the
+            # store, opened again every second, cannot write until the test frees room.
+            fill(filler)
             # From now on a change is refused before it is applied: the model stays as it is.
             seen = self.status(stub, "m").examples
             for model_id in ("m", "other", "m"):
@@ -199,15 +224,18 @@ class DiskFullTest(unittest.TestCase):
             self.assertEqual(code, 200)
             self.assertIn("the store cannot write (", body)
             self.assertEqual(samples(server.get("/metrics")[2])["perceptron_storage_failed"], 1)
+            # gRPC health's store service, checked every second.
+            wait_for("health still says the store serves",
+                     lambda: store_health(channel) == "NOT_SERVING")
             # Room again: the store writes by itself within a few seconds.
             os.unlink(filler)
-            end = time.monotonic() + 60
-            while samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 1:
-                self.assertLess(time.monotonic(), end, "the store did not write again")
-                time.sleep(0.05)  # a poll's pause
+            wait_for("the store did not write again",
+                     lambda: samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 0)
             metrics = samples(server.get("/metrics")[2])
             self.assertEqual(metrics["perceptron_storage_resumed_total"], 1)
             self.assertEqual(server.get("/healthz")[2], "SERVING\n")
+            wait_for("health still says the store fails",
+                     lambda: store_health(channel) == "SERVING")
             # Every model as acknowledged: the batch that failed is undone.
             self.assertEqual(self.status(stub, "m").examples, acked)
             after = self.status(stub, "other")

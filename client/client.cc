@@ -106,6 +106,10 @@ absl::StatusOr<v1::Model> Client::CreateModel(const std::string& id,
   return Unary(&Stub::CreateModel, id, request);
 }
 
+absl::StatusOr<v1::ServerStatus> Client::GetServerStatus() {
+  return Unary(&Stub::GetServerStatus, "", v1::GetServerStatusRequest());
+}
+
 absl::StatusOr<v1::Model> Client::GetModel(const std::string& id) {
   v1::GetModelRequest request;
   request.set_model_id(id);

@@ -86,6 +86,8 @@ class Client {
   // UNAVAILABLE with the status otherwise. Waits up to `timeout` for a
   // connection.
   absl::Status CheckHealth(absl::Duration timeout);
+  // The server itself: its models, its store, its memory (GetServerStatus).
+  absl::StatusOr<v1::ServerStatus> GetServerStatus();
 
   absl::StatusOr<v1::Model> CreateModel(const std::string& id,
                                         const v1::ModelConfig& config);

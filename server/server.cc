@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/memory.h"
@@ -120,7 +121,10 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                  }
                  return f;
                }),
-      refresher_(&registry_, persistence_.get(), options.limits) {}
+      refresher_(&registry_, persistence_.get(), options.limits) {
+  service_.set_server_status(
+      [this](v1::ServerStatus* status) { FillServerStatus(status); });
+}
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
@@ -191,6 +195,9 @@ absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     http_options.health_note = [p = s->persistence_.get()] {
       return p->Problem();
     };
+    http_options.server_status = [p = s.get()](v1::ServerStatus* status) {
+      p->FillServerStatus(status);
+    };
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         http_options, &s->registry_, &s->metrics_, s->auth_.get());
     if (!http.ok()) {
@@ -236,6 +243,25 @@ void PerceptronServer::ReleaseMemory() {
   if (AllocatorFreeBytes() < options_.memory_release_bytes) return;
   ReleaseFreeMemory();
   memory_releases_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PerceptronServer::FillServerStatus(v1::ServerStatus* status) {
+  status->set_server_id(service_.server_id());
+  *status->mutable_started_at() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+          absl::ToUnixNanos(started_at_));
+  status->set_models(registry_.size());
+  status->set_durability(
+      std::string(DurabilityName(persistence_->durability())));
+  const StorageCounters c = persistence_->counters();
+  status->set_store_writing(!c.failed);
+  status->set_store_error(c.failed ? persistence_->Problem() : "");
+  status->set_store_resumed(c.resumed);
+  const MemoryFigures m = ReadMemory();
+  status->set_resident_memory_bytes(m.resident);
+  status->set_allocated_bytes(m.allocated);
+  status->set_allocator_free_bytes(m.allocator_free);
+  status->set_allocator(m.allocator);
 }
 
 void PerceptronServer::Shutdown() {

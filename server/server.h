@@ -105,6 +105,8 @@ class PerceptronServer {
   // Gives the allocator's free memory back once it reaches
   // memory_release_bytes.
   void ReleaseMemory();
+  // GetServerStatus's and /api/v1/server's answer.
+  void FillServerStatus(v1::ServerStatus* status);
 
   const ServerOptions options_;
   Registry registry_;
@@ -120,6 +122,7 @@ class PerceptronServer {
   absl::Notification stop_;
   std::thread expiry_;
   std::atomic<uint64_t> memory_releases_{0};
+  const absl::Time started_at_ = absl::Now();
   CertificateRefresher refresher_;
   std::once_flag shutdown_once_;
 };

@@ -95,7 +95,8 @@ const std::vector<CommandHelp>& Helps() {
        {"top"}},
       {"health",
        "perceptron health [--shards=HOST:PORT,...]\n  Asks whether the server "
-       "serves.",
+       "serves; then its models, durability and memory, and whether its "
+       "store cannot write (changes refused until it can).",
        {"shards"}},
       {"train",
        "perceptron train FILE --model=MODEL [flags]\n"

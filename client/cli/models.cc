@@ -262,9 +262,24 @@ int Health(const Args& args) {
     }
     return rc;
   }
-  absl::Status s = Connect()->CheckHealth(absl::Seconds(5));
+  std::unique_ptr<Client> client = Connect();
+  absl::Status s = client->CheckHealth(absl::Seconds(5));
   if (!s.ok()) return Fail(s);
   std::printf("SERVING\n");
+  // The server's own status, where it gives one (a server of an earlier
+  // version does not).
+  absl::StatusOr<v1::ServerStatus> status = client->GetServerStatus();
+  if (!status.ok()) return 0;
+  std::printf("%llu models, durability %s; resident memory %.1f MiB (%s)\n",
+              static_cast<unsigned long long>(status->models()),
+              status->durability().c_str(),
+              static_cast<double>(status->resident_memory_bytes()) / (1 << 20),
+              status->allocator().c_str());
+  // Still 0: the server serves (reads go on), and a restart would not give
+  // the disk room (probes that restart a failing server use this command).
+  if (!status->store_writing()) {
+    std::printf("%s\n", status->store_error().c_str());
+  }
   return 0;
 }
 

@@ -168,6 +168,19 @@ class Handler {
       r.body = server_->metrics()->Render(Visible(authorization));
       return r;
     }
+    if (path == "/api/v1/server") {
+      *handler = "/api/v1/server";
+      if (absl::Status s = Allow(authorization, ""); !s.ok()) {
+        return FromStatus(s);
+      }
+      v1::ServerStatus status;
+      if (!server_->FillServerStatus(&status)) return NotFound(handler);
+      absl::StatusOr<std::string> json = ToJson(status);
+      if (!json.ok()) return FromStatus(json.status());
+      Reply r;
+      r.body = *std::move(json);
+      return r;
+    }
     absl::string_view rest = path;
     if (absl::ConsumePrefix(&rest, "/api/v1/models")) {
       if (absl::Status s = Allow(authorization, ""); !s.ok()) {
@@ -322,6 +335,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->tls_key_pem_ = o.tls_key_pem;
   server->tls_client_ca_pem_ = server->tls_ ? o.tls_client_ca_pem : "";
   server->health_note_ = o.health_note;
+  server->server_status_ = o.server_status;
   const std::string address =
       absl::StrContains(o.host, ':') && !absl::StartsWith(o.host, "[")
           ? absl::StrCat("[", o.host, "]:", o.port)

@@ -3,6 +3,7 @@
 //                                      shutting down (no token needed); a
 //                                      line more if the store cannot write
 //   GET /metrics                       Prometheus text format (metrics.h)
+//   GET /api/v1/server                 ServerStatus as JSON (the store, memory)
 //   GET /api/v1/models                 {"models": [ModelStatus...]} as JSON
 //   GET /api/v1/models/ID              ModelStatus as JSON
 //   GET /api/v1/models/ID/history      History as JSON (the learning curve)
@@ -35,6 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "perceptron/v1/perceptron.pb.h"
 #include "server/auth/auth.h"
 #include "server/http/metrics.h"
 #include "server/model/registry.h"
@@ -58,6 +60,8 @@ struct HttpOptions {
   // What /healthz adds after SERVING, called for each request: empty while
   // all is well (a store that cannot write says so here). May be null.
   std::function<std::string()> health_note;
+  // GET /api/v1/server's answer. Null: 404.
+  std::function<void(v1::ServerStatus*)> server_status;
 };
 
 class HttpServer {
@@ -75,6 +79,12 @@ class HttpServer {
   // /healthz answers 503 from now on.
   void SetNotServing() { serving_ = false; }
   bool serving() const { return serving_; }
+  // HttpOptions::server_status; false if none.
+  bool FillServerStatus(v1::ServerStatus* status) const {
+    if (!server_status_) return false;
+    server_status_(status);
+    return true;
+  }
   // HttpOptions::health_note's text ("" if none).
   std::string health_note() const {
     return health_note_ ? health_note_() : std::string();
@@ -91,6 +101,7 @@ class HttpServer {
   HttpServer(Registry* registry, Metrics* metrics, const Authorizer* auth);
 
   std::function<std::string()> health_note_;  // set before serving
+  std::function<void(v1::ServerStatus*)> server_status_;
 
   Registry* registry_;
   Metrics* metrics_;

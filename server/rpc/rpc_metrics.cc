@@ -39,6 +39,7 @@ constexpr RpcName kNames[kRpcCount] = {
     {kService, "ExportModelChunks", "server_stream"},
     {kService, "ImportModel", "unary"},
     {kService, "ImportModelChunks", "client_stream"},
+    {kService, "GetServerStatus", "unary"},
     {kHealth, "Check", "unary"},
     {kHealth, "Watch", "server_stream"},
 };

@@ -51,6 +51,7 @@ enum class Rpc {
   kExportModelChunks,
   kImportModel,
   kImportModelChunks,
+  kGetServerStatus,
   kHealthCheck,
   kHealthWatch,
 };

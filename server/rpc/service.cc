@@ -193,6 +193,19 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::GetModel(
                  });
 }
 
+grpc::ServerUnaryReactor* PerceptronServiceImpl::GetServerStatus(
+    grpc::CallbackServerContext* context, const v1::GetServerStatusRequest*,
+    v1::ServerStatus* response) {
+  return Handle(context, Rpc::kGetServerStatus, Role::kRead, "",
+                [&]() -> absl::Status {
+                  if (!server_status_) {
+                    return absl::UnimplementedError("no server status here");
+                  }
+                  server_status_(response);
+                  return absl::OkStatus();
+                });
+}
+
 grpc::ServerUnaryReactor* PerceptronServiceImpl::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {

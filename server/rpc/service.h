@@ -4,6 +4,8 @@
 #ifndef PERCEPTRON_SERVER_RPC_SERVICE_H_
 #define PERCEPTRON_SERVER_RPC_SERVICE_H_
 
+#include <functional>
+
 #include "perceptron/v1/perceptron.grpc.pb.h"
 #include "server/auth/auth.h"
 #include "server/model/limits.h"
@@ -109,6 +111,16 @@ class PerceptronServiceImpl final
       const v1::ExportModelRequest* request) override;
   grpc::ServerReadReactor<v1::ImportModelRequest>* ImportModelChunks(
       grpc::CallbackServerContext* context, v1::Model* response) override;
+  grpc::ServerUnaryReactor* GetServerStatus(
+      grpc::CallbackServerContext* context,
+      const v1::GetServerStatusRequest* request,
+      v1::ServerStatus* response) override;
+
+  // What GetServerStatus answers, filled by the process that assembles the
+  // server (it knows its memory); set before serving. Unset: UNIMPLEMENTED.
+  void set_server_status(std::function<void(v1::ServerStatus*)> fill) {
+    server_status_ = std::move(fill);
+  }
 
  private:
   // The model named `id`, or NOT_FOUND / UNAVAILABLE (shutting down).
@@ -148,6 +160,7 @@ class PerceptronServiceImpl final
   const Authorizer* const auth_;
   RpcMetrics* const rpc_metrics_;
   const std::string server_id_;
+  std::function<void(v1::ServerStatus*)> server_status_;
   StreamSet streams_;
 
   static std::string NewServerId();

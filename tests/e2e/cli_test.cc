@@ -25,6 +25,7 @@
 namespace perceptron {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using testing::RunCommand;
 using testing::ServerProcess;
@@ -412,7 +413,11 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   EXPECT_THAT(r.output, HasSubstr("comparator     none"));
   r = RunCommand(Cli(*server_, "health"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("SERVING"));
+  EXPECT_THAT(r.output, HasSubstr("SERVING\n"));
+  // The server's own status: its models, durability and memory.
+  EXPECT_THAT(r.output,
+              ContainsRegex("\n[0-9]+ models, durability [a-z]+; "
+                            "resident memory [0-9.]+ MiB \\([a-z]+\\)\n"));
 }
 
 // train streams: from a file (checked whole first, then read again for each

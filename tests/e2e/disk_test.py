@@ -6,6 +6,7 @@ batch is acknowledged, the store never fails, other models keep theirs, and a re
 everything back as it was. (A rows file that cannot be written at all gives way the same way:
 tests/server/storage/rows_give_way_test.cc.)
 Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
+import json
 import os
 import random
 import subprocess
@@ -18,6 +19,7 @@ import grpc
 import perceptrond_process as pp
 
 PERCEPTROND = pp.setting("PERCEPTROND")
+CLI = pp.setting("PERCEPTRON_CLI")
 pb, pb_grpc = pp.import_stubs(pp.setting("PERCEPTRON_STUBS"))
 
 D = 1000
@@ -224,6 +226,19 @@ class DiskFullTest(unittest.TestCase):
             self.assertEqual(code, 200)
             self.assertIn("the store cannot write (", body)
             self.assertEqual(samples(server.get("/metrics")[2])["perceptron_storage_failed"], 1)
+            status = stub.GetServerStatus(pb.GetServerStatusRequest())
+            self.assertFalse(status.store_writing)
+            self.assertIn("the store cannot write (", status.store_error)
+            self.assertEqual(status.models, 2)
+            self.assertGreater(status.resident_memory_bytes, 0)
+            as_json = json.loads(server.get("/api/v1/server")[2])
+            self.assertEqual(as_json["store_error"], status.store_error)
+            self.assertIs(as_json["store_writing"], False)
+            health = subprocess.run([CLI, "--server=" + server.target, "health"],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(health.returncode, 0, health.stderr)  # it serves: reads go on
+            self.assertIn("SERVING\n2 models, durability sync; ", health.stdout)
+            self.assertIn("\nthe store cannot write (", health.stdout)
             # gRPC health's store service, checked every second.
             wait_for("health still says the store serves",
                      lambda: store_health(channel) == "NOT_SERVING")
@@ -233,6 +248,9 @@ class DiskFullTest(unittest.TestCase):
                      lambda: samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 0)
             metrics = samples(server.get("/metrics")[2])
             self.assertEqual(metrics["perceptron_storage_resumed_total"], 1)
+            status = stub.GetServerStatus(pb.GetServerStatusRequest())
+            self.assertTrue(status.store_writing)
+            self.assertEqual((status.store_error, status.store_resumed), ("", 1))
             self.assertEqual(server.get("/healthz")[2], "SERVING\n")
             wait_for("health still says the store fails",
                      lambda: store_health(channel) == "SERVING")

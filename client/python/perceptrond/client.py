@@ -827,6 +827,11 @@ class Client:
         if answer != b"\x08\x01":
             raise PerceptronError(grpc.StatusCode.UNAVAILABLE, "the server is not serving")
 
+    def server_status(self) -> pb.ServerStatus:
+        """The server itself: its models, durability, whether its store writes (store_writing,
+        store_error) and its memory (resident_memory_bytes, allocated_bytes, ...)."""
+        return self._call("GetServerStatus", pb.GetServerStatusRequest())
+
     def model(self, model_id: str) -> Model:
         """The model of this id (no call is made: a missing model fails at first use)."""
         return Model(self, model_id)

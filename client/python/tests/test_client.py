@@ -252,6 +252,9 @@ def test_status_history_watch_and_the_model_lifecycle(client):
         model.status()
     assert e.value.code == grpc.StatusCode.NOT_FOUND
     client.health()
+    server = client.server_status()
+    assert (server.models, server.store_writing, server.store_error) == (1, True, "")
+    assert server.resident_memory_bytes > 0 and server.allocator in ("tcmalloc", "system")
 
 
 def test_installs_with_its_stubs(server, tmp_path):

@@ -401,6 +401,17 @@ absl::Status Persistence::ReloadModel(const std::string& id,
   }
   PERCEPTRON_RETURN_IF_ERROR(store_->DropLogFrom(id, from_seq));
   absl::StatusOr<RecoveredModel> r = store_->Reload(id, max_dimension_);
+  if (absl::IsDataLoss(r.status())) {
+    // What is stored cannot rebuild it (as at start-up): set aside with its
+    // records untouched, rather than keep every other model waiting.
+    std::fprintf(stderr, "perceptrond: model %s set aside: %s\n", id.c_str(),
+                 std::string(r.status().message()).c_str());
+    registry_->Delete(id).IgnoreError();
+    registry_->SetAside(id, r.status());
+    absl::MutexLock lock(&queue_mu_);
+    behind_.erase(id);
+    return absl::OkStatus();
+  }
   if (!r.ok()) return r.status();
   ModelEntry& e = **found;
   {

@@ -209,17 +209,24 @@ int main(int argc, char** argv) {
       StreamRate(*s.client, "long", history, 64);
       s.server->Shutdown();
     }
+    uintmax_t bytes = 0;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+      if (f.is_regular_file()) bytes += f.file_size();
+    }
+    const double per_million =
+        static_cast<double>(bytes) / (1 << 20) / (history.size() / 1e6);
     const absl::Time t = absl::Now();
     Server s = Start(Durability::kSync, dir, every);
     const double took = absl::ToDoubleMilliseconds(absl::Now() - t);
     const server::RecoveryReport& rep = s.server->recovery();
     std::printf(
-        "\nrestart, %s: a model with %zu examples (%.0f log records): start "
-        "%.1f ms, "
+        "\nrestart, %s: a model with %zu examples (%.0f log records; the "
+        "data directory %.1f MiB, %.2f MiB per 10^6 examples): start %.1f ms, "
         "recovery %.1f ms, %llu records replayed\n",
         every == 1000 ? "snapshot every 1000 batches"
                       : "no snapshot (log only)",
-        history.size(), history.size() / 64.0, took,
+        history.size(), history.size() / 64.0,
+        static_cast<double>(bytes) / (1 << 20), per_million, took,
         absl::ToDoubleMilliseconds(rep.took),
         static_cast<unsigned long long>(rep.records_applied));
     s.server->Shutdown();

@@ -138,6 +138,21 @@ class ShardsTest(unittest.TestCase):
                 self.assertLess(time.monotonic(), end, f"{m}'s certificate did not settle: {c}")
                 time.sleep(0.01)  # a poll's pause
 
+    def where(self, model_id, result, progress):
+        """What a failed count check reports: the last answer's count, the count on each shard
+        holding `model_id` (asked directly), and the rebalance's progress."""
+        held = {}
+        for i, s in enumerate(self.shards):
+            if s is None:
+                continue
+            try:
+                with perceptrond.Client(s.target) as c:
+                    held[i] = c.model(model_id).status().stats.examples
+            except perceptrond.PerceptronError as e:
+                held[i] = f"{e.code.name}: {e.message}"
+        return (f"the last answer's count {result.stats.examples}; on each shard: {held}; "
+                "rebalance:\n" + "".join(progress))
+
     def owners(self):
         """{model id: [shard indexes holding it]} asking each shard directly."""
         out = {}
@@ -463,7 +478,8 @@ class ShardsTest(unittest.TestCase):
             self.assertFalse(pythread.is_alive())
             self.assertNotIn("error", learned)
             self.assertEqual(learned["result"].unanswered, [])
-            self.assertEqual(self.proxy.model(pywriter).status().stats.examples, len(py))
+            self.assertEqual(self.proxy.model(pywriter).status().stats.examples, len(py),
+                             self.where(pywriter, learned["result"], progress))
             self.assertIn("is being moved to another shard", err)
             self.assertIn("resuming at example", err)
             # Every model on exactly one shard, the one both proxies route it to, unchanged.

@@ -57,6 +57,10 @@ std::vector<prom::MetricFamily> StorageFamilies(absl::string_view durability,
       "Times the store wrote again after a failure (its models behind were "
       "restored as stored)",
       T::Counter, static_cast<double>(c.resumed));
+  one("perceptron_storage_models_restored_total",
+      "Models rebuilt from the store when it wrote again after a failure (each "
+      "had a batch whose record failed)",
+      T::Counter, static_cast<double>(c.models_reloaded));
   one("perceptron_storage_rows_gave_way_total",
       "Certificates that stopped keeping examples because those kept could not "
       "be stored (a full disk): the log went on without them",

@@ -153,21 +153,25 @@ absl::Status Persistence::Deleted(const std::string& id) {
   return Failing(store_->DeleteModel(id));
 }
 
-absl::Status Persistence::Writable() const {
-  if (!failed_.load(std::memory_order_acquire)) return absl::OkStatus();
+std::string Persistence::Cause() const {
+  if (!failed_.load(std::memory_order_acquire)) return "";
   absl::MutexLock lock(&queue_mu_);
-  if (store_error_.ok()) return absl::OkStatus();
+  return store_error_.ok() ? "" : store_cause_;
+}
+
+absl::Status Persistence::Writable() const {
+  const std::string cause = Cause();
+  if (cause.empty()) return absl::OkStatus();
   return absl::UnavailableError(
-      absl::StrCat("the store cannot write (", store_cause_,
+      absl::StrCat("the store cannot write (", cause,
                    "); nothing was applied: changes are refused until it "
                    "writes again (tried every second)"));
 }
 
 std::string Persistence::Problem() const {
-  if (!failed_.load(std::memory_order_acquire)) return "";
-  absl::MutexLock lock(&queue_mu_);
-  if (store_error_.ok()) return "";
-  return absl::StrCat("the store cannot write (", store_cause_,
+  const std::string cause = Cause();
+  if (cause.empty()) return "";
+  return absl::StrCat("the store cannot write (", cause,
                       "); changes are refused until it writes again (tried "
                       "every second)");
 }
@@ -322,7 +326,6 @@ StorageCounters Persistence::counters() const {
   c.models_reloaded = models_reloaded_.load(std::memory_order_relaxed);
   absl::MutexLock lock(&queue_mu_);
   c.failed = !store_error_.ok();
-  if (c.failed) c.error = store_cause_;
   return c;
 }
 

@@ -104,9 +104,8 @@ struct StorageCounters {
   double commit_seconds = 0;
   uint64_t snapshots = 0;
   // A write failed and the store has not written again yet: changes are
-  // refused (retried every second); `error` says why.
+  // refused (retried every second); Persistence::Problem says why.
   bool failed = false;
-  std::string error;
   // Times the store wrote again after a failure, and the models then rebuilt
   // from what it held.
   uint64_t resumed = 0;
@@ -170,6 +169,9 @@ class Persistence {
   // `s` unchanged if OK; else the store is failing from now on (if it was not
   // already) and the failure returned, as a batch's commit reports it.
   absl::Status Failing(absl::Status s) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // Why the store cannot write (the failed write's message), or "" while it
+  // writes.
+  std::string Cause() const ABSL_LOCKS_EXCLUDED(queue_mu_);
   // The store failed: records of model `id` from `seq` on were not stored.
   void Behind(const std::string& id, uint64_t seq)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);

@@ -35,6 +35,10 @@ def examples(rng, u, n):
     return out
 
 
+def counts(stats):
+    return stats.examples, stats.mistakes, stats.updates
+
+
 def samples(text):
     return {line.split(" ")[0]: float(line.split(" ")[-1]) for line in text.splitlines()
             if line.startswith("perceptron_storage_")}
@@ -151,8 +155,7 @@ class DiskFullTest(unittest.TestCase):
         try:
             for m in ("big", "small"):
                 after = self.status(stub, m)
-                self.assertEqual((after.examples, after.mistakes, after.updates),
-                                 (before[m].examples, before[m].mistakes, before[m].updates))
+                self.assertEqual(counts(after), counts(before[m]))
             was, now = before["big"].certificate, self.status(stub, "big").certificate
             self.assertEqual((now.state, now.reason, now.upper, now.lower, now.frozen_at),
                              (was.state, was.reason, was.upper, was.lower, was.frozen_at))
@@ -248,6 +251,7 @@ class DiskFullTest(unittest.TestCase):
                      lambda: samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 0)
             metrics = samples(server.get("/metrics")[2])
             self.assertEqual(metrics["perceptron_storage_resumed_total"], 1)
+            self.assertEqual(metrics["perceptron_storage_models_restored_total"], 1)
             status = stub.GetServerStatus(pb.GetServerStatusRequest())
             self.assertTrue(status.store_writing)
             self.assertEqual((status.store_error, status.store_resumed), ("", 1))
@@ -257,8 +261,7 @@ class DiskFullTest(unittest.TestCase):
             # Every model as acknowledged: the batch that failed is undone.
             self.assertEqual(self.status(stub, "m").examples, acked)
             after = self.status(stub, "other")
-            self.assertEqual((after.examples, after.mistakes, after.updates),
-                             (other.examples, other.mistakes, other.updates))
+            self.assertEqual(counts(after), counts(other))
             pp.learn(pb, stub, "m", batch())
             pp.learn(pb, stub, "other", batch())
             before = {m: self.status(stub, m) for m in ("m", "other")}
@@ -272,8 +275,7 @@ class DiskFullTest(unittest.TestCase):
         try:
             for m in ("m", "other"):
                 now = self.status(stub, m)
-                self.assertEqual((now.examples, now.mistakes, now.updates),
-                                 (before[m].examples, before[m].mistakes, before[m].updates))
+                self.assertEqual(counts(now), counts(before[m]))
             channel.close()
         finally:
             self.assertEqual(server.stop(), 0)

@@ -21,6 +21,13 @@ stage() {
 trap 'rc=$?; [ $rc = 0 ] || echo "== stage failed (exit $rc): $stage_name"; stage ""' EXIT
 stage "setup"
 scripts/setup.sh
+if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
+  # The image's base (scripts/image_base.sh: on a new machine a debootstrap from the mirror, mostly
+  # waiting on the network) is made while the release build runs; the image stage waits for it.
+  mkdir -p build
+  scripts/image_base.sh > build/image_base.log 2>&1 &
+  image_base=$!
+fi
 stage "release build"
 cmake --preset release
 cmake --build --preset release -j"$(nproc)"
@@ -28,6 +35,12 @@ stage "release tests"
 ctest --preset release "$@"
 if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
   stage "the container image, built and run (tests/image/image_test.sh)"
+  if ! wait "$image_base"; then
+    cat build/image_base.log >&2
+    echo "scripts/image_base.sh failed" >&2
+    exit 1
+  fi
+  cat build/image_base.log
   tests/image/image_test.sh build/release
 fi
 if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then

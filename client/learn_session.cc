@@ -267,6 +267,13 @@ absl::StatusOr<SessionSummary> LearnSession::Finish() {
   if (!s.ok()) return FromGrpc(s);
   if (!flushed.ok()) return flushed;
   absl::MutexLock lock(&mu_);
+  if (in_flight_ > 0) {
+    // Every request of a stream that ends OK is answered; one cut short on the
+    // way (a proxy's) is a broken stream, as retry_for treats one.
+    return absl::UnavailableError(
+        absl::StrCat("the Learn stream ended without an error but with ",
+                     in_flight_, " of its requests unanswered"));
+  }
   return summary_;
 }
 

@@ -271,6 +271,12 @@ def _outcomes(responses: Iterator[pb.LearnResponse], n: int) -> LearnResult:
         errors.extend(_error(e, at) for e in c.errors)
         stats = response.stats
         at += k
+    if at != n:
+        # Every batch of a stream that ends OK is answered; one cut short on the way (a
+        # proxy's) is a broken stream.
+        raise PerceptronError(grpc.StatusCode.UNAVAILABLE,
+                              f"the Learn stream ended without an error after {at} of {n} "
+                              "examples were answered")
     return LearnResult(scores, mistakes, updates, errors, stats, predicted=labels)
 
 
@@ -617,7 +623,12 @@ class Model:
                     updates[at:at + k] = _bits(c.updates, k)
                     stats = response.stats
                     at += k
-                return LearnResult(scores, mistakes, updates, [], stats, unanswered)
+                if at == n:
+                    return LearnResult(scores, mistakes, updates, [], stats, unanswered)
+                # Ended OK with batches unanswered (cut short on the way): a broken stream.
+                raise PerceptronError(grpc.StatusCode.UNAVAILABLE,
+                                      f"the Learn stream ended without an error after {at} "
+                                      f"of {n} examples were answered")
             except PerceptronError as e:
                 if e.code not in _RESUMABLE or e.item is not None:
                     raise

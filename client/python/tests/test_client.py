@@ -322,3 +322,61 @@ def test_tokens_and_tls(tmp_path):
             assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
     finally:
         assert server.stop() == 0
+
+
+def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
+    """A Learn stream cut short on the way (a proxy ending it OK before every batch is
+    answered) is not a result: learn raises, and learn(retry_for=...) resumes where the model's
+    count says. A server of the test's own answers only each stream's first batch."""
+    from concurrent import futures
+    held = {"examples": 0}
+
+    def learn(requests, context):
+        first = next(requests)
+        n = len(first.columns.labels)
+        if first.HasField("if_examples") and first.if_examples != held["examples"]:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "if_examples")
+        held["examples"] += n
+        none = bytes((n + 7) // 8)  # no mistakes, no updates
+        yield pb.LearnResponse(
+            columns=pb.ColumnResults(scores=[1.0] * n, labels=[1] * n, mistakes=none,
+                                     updates=none),
+            stats=pb.ModelStats(examples=held["examples"]))
+
+    def get_model(request, context):
+        return pb.Model(model_id=request.model_id, config=pb.ModelConfig(dimension=2))
+
+    def get_status(request, context):
+        return pb.ModelStatus(stats=pb.ModelStats(examples=held["examples"]))
+
+    handlers = {
+        "Learn": grpc.stream_stream_rpc_method_handler(
+            learn, request_deserializer=pb.LearnRequest.FromString,
+            response_serializer=pb.LearnResponse.SerializeToString),
+        "GetModel": grpc.unary_unary_rpc_method_handler(
+            get_model, request_deserializer=pb.GetModelRequest.FromString,
+            response_serializer=pb.Model.SerializeToString),
+        "GetStatus": grpc.unary_unary_rpc_method_handler(
+            get_status, request_deserializer=pb.GetStatusRequest.FromString,
+            response_serializer=pb.ModelStatus.SerializeToString),
+    }
+    fake = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    fake.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("perceptron.v1.PerceptronService", handlers),))
+    port = fake.add_insecure_port("127.0.0.1:0")
+    fake.start()
+    try:
+        x, y = np.ones((10, 2)), np.ones(10)
+        with perceptrond.Client(f"127.0.0.1:{port}") as c:
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                c.model("m").learn(x, y, batch_size=4)
+            assert e.value.code == grpc.StatusCode.UNAVAILABLE
+            assert "after 4 of 10 examples were answered" in e.value.message
+            held["examples"] = 0
+            # Resumed stream by stream, one batch each: every example answered once.
+            result = c.model("m").learn(x, y, batch_size=4, retry_for=30)
+            assert held["examples"] == 10
+            assert result.unanswered == []
+            assert result.scores.tolist() == [1.0] * 10
+    finally:
+        fake.stop(None)

@@ -153,25 +153,26 @@ absl::Status Persistence::Deleted(const std::string& id) {
   return Failing(store_->DeleteModel(id));
 }
 
-std::string Persistence::Cause() const {
-  if (!failed_.load(std::memory_order_acquire)) return "";
+std::optional<std::string> Persistence::Cause() const {
+  if (!failed_.load(std::memory_order_acquire)) return std::nullopt;
   absl::MutexLock lock(&queue_mu_);
-  return store_error_.ok() ? "" : store_cause_;
+  if (store_error_.ok()) return std::nullopt;
+  return store_cause_;
 }
 
 absl::Status Persistence::Writable() const {
-  const std::string cause = Cause();
-  if (cause.empty()) return absl::OkStatus();
+  const std::optional<std::string> cause = Cause();
+  if (!cause) return absl::OkStatus();
   return absl::UnavailableError(
-      absl::StrCat("the store cannot write (", cause,
+      absl::StrCat("the store cannot write (", *cause,
                    "); nothing was applied: changes are refused until it "
                    "writes again (tried every second)"));
 }
 
 std::string Persistence::Problem() const {
-  const std::string cause = Cause();
-  if (cause.empty()) return "";
-  return absl::StrCat("the store cannot write (", cause,
+  const std::optional<std::string> cause = Cause();
+  if (!cause) return "";
+  return absl::StrCat("the store cannot write (", *cause,
                       "); changes are refused until it writes again (tried "
                       "every second)");
 }

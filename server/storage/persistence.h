@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,9 +170,9 @@ class Persistence {
   // `s` unchanged if OK; else the store is failing from now on (if it was not
   // already) and the failure returned, as a batch's commit reports it.
   absl::Status Failing(absl::Status s) ABSL_LOCKS_EXCLUDED(queue_mu_);
-  // Why the store cannot write (the failed write's message), or "" while it
+  // Why the store cannot write (the failed write's message); nullopt while it
   // writes.
-  std::string Cause() const ABSL_LOCKS_EXCLUDED(queue_mu_);
+  std::optional<std::string> Cause() const ABSL_LOCKS_EXCLUDED(queue_mu_);
   // The store failed: records of model `id` from `seq` on were not stored.
   void Behind(const std::string& id, uint64_t seq)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);

@@ -124,7 +124,7 @@ int RpcCounts::ShardOfThisThread() {
   return shard;
 }
 
-void RpcCounts::Handled(grpc::StatusCode code, double seconds) {
+void RpcCounts::Handled(int code, double seconds) {
   Shard& s = shards_[ShardOfThisThread()];
   const int c = code >= 0 && code < kCodes ? code : grpc::StatusCode::UNKNOWN;
   s.handled[c].fetch_add(1, std::memory_order_relaxed);

@@ -77,8 +77,9 @@ class RpcCounts {
   void Started() { Add(&Shard::started); }
   void Received() { Add(&Shard::received); }
   void Sent() { Add(&Shard::sent); }
-  // A call ended with `code` after `seconds`.
-  void Handled(grpc::StatusCode code, double seconds);
+  // A call ended with status code `code` after `seconds`. A number outside
+  // gRPC's codes counts as UNKNOWN (an int: such a number is no StatusCode).
+  void Handled(int code, double seconds);
 
   struct Totals {
     uint64_t started = 0, received = 0, sent = 0;
@@ -153,7 +154,8 @@ class RpcCall {
   void Handled(grpc::StatusCode code) {
     if (counts_ == nullptr) return;
     counts_->Handled(
-        code, std::chrono::duration<double>(Clock::now() - start_).count());
+        static_cast<int>(code),
+        std::chrono::duration<double>(Clock::now() - start_).count());
   }
 
  private:

@@ -81,7 +81,7 @@ TEST(RpcMetricsTest, AHandlingTimeFallsInTheFirstBucketNotBelowIt) {
   counts->Handled(grpc::StatusCode::OK, 0.0001);  // on a bound: in it (le)
   counts->Handled(grpc::StatusCode::OK, 0.00010001);
   counts->Handled(grpc::StatusCode::OK, 11);  // past the last bound
-  counts->Handled(static_cast<grpc::StatusCode>(99), 0.5);  // as UNKNOWN
+  counts->Handled(99, 0.5);                   // no gRPC code: as UNKNOWN
   const RpcCounts::Totals s = counts->Sum();
   EXPECT_EQ(s.buckets[0], 1u);
   EXPECT_EQ(s.buckets[1], 1u);

@@ -9,18 +9,18 @@
 set -euo pipefail
 
 build_packages=(
-  cmake g++ make pkg-config ca-certificates
+  cmake ninja-build g++ make pkg-config ca-certificates
   libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libleveldb-dev libsnappy-dev libisal-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   libgoogle-perftools-dev nlohmann-json3-dev
 )
 
 packages=(
-  # Toolchain.
-  cmake g++ make pkg-config git ca-certificates clang-format
+  # Toolchain (CMakePresets.json's presets generate Ninja's files).
+  cmake ninja-build g++ make pkg-config git ca-certificates clang-format
   # The security tests make their own CA and certificates.
   openssl
-  # The fuzz targets: clang with libFuzzer and the sanitizer runtimes.
+  # The AddressSanitizer build and its fuzz targets: clang with libFuzzer and the sanitizer runtimes.
   clang libclang-rt-14-dev
   # Libraries of core/ and its tests and benchmarks.
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
-[ -f build/asan/CMakeCache.txt ] || cmake --preset asan >/dev/null
+cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$(nproc)" \
   --target learn_request_fuzzer data_reader_fuzzer import_blob_fuzzer
 for target in learn_request data_reader import_blob; do

@@ -1,5 +1,6 @@
 #include "bench/service/measure.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -270,6 +271,31 @@ Measured Fresh(const Path& path, const Workload& w,
   return m;
 }
 
+// A bare 200-byte append and fdatasync, `n` times, in a file of a new
+// directory where the servers keep their data (the temporary directory).
+Latency AppendAndSync(int n) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / "perceptrond-fdatasync-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) std::exit(1);
+  const std::string path = dir + "/probe";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) std::exit(1);
+  const std::string bytes(200, 'x');
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    const absl::Time start = absl::Now();
+    if (::write(fd, bytes.data(), bytes.size()) !=
+            static_cast<ssize_t>(bytes.size()) ||
+        ::fdatasync(fd) != 0) {
+      std::exit(1);
+    }
+    us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  ::close(fd);
+  std::filesystem::remove_all(dir);
+  return Percentiles(us);
+}
+
 std::pair<std::map<std::string, std::vector<double>>,
           std::map<std::string, std::vector<double>>>
 W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
@@ -296,6 +322,9 @@ W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
       p50[path.name].push_back(l.p50);
       p99[path.name].push_back(l.p99);
     }
+    const Latency sync = AppendAndSync(n);
+    p50[kBareSync].push_back(sync.p50);
+    p99[kBareSync].push_back(sync.p99);
   }
   return {std::move(p50), std::move(p99)};
 }

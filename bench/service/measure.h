@@ -126,7 +126,9 @@ Measured Fresh(const Path& path, const Workload& w,
                const std::vector<grpc::ByteBuffer>& pool, int64_t batches);
 
 // W4 ping-pong through each of `paths` (columnar ones left out), interleaved,
-// a fresh server each: every repeat's p50 and p99 by path name.
+// a fresh server each: every repeat's p50 and p99 by path name; and under
+// kBareSync, a bare 200-byte append and fdatasync's in the same directory.
+inline constexpr char kBareSync[] = "bare fdatasync (200 B append)";
 std::pair<std::map<std::string, std::vector<double>>,
           std::map<std::string, std::vector<double>>>
 W4Latencies(const std::vector<Path>& paths, int repeats, bool quick);

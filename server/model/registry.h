@@ -124,6 +124,10 @@ struct ModelEntry {
   // the snapshot.
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   uint64_t records_since_snapshot ABSL_GUARDED_BY(mu) = 0;
+  // A change no client waits for (a certificate's new solution) is in the
+  // journal, not yet staged: it goes with the model's next record, or within
+  // the background's tick (Persistence::StageLater).
+  bool unstaged ABSL_GUARDED_BY(mu) = false;
 
   // What changed in `recent` and `history` since the last TakeCurvesJournal,
   // for the log record of the batch (persistence.h).

@@ -264,8 +264,9 @@ bool CertificateRefresher::Install(
   tracker->Install(std::move(vs), std::move(sums), lower, converged, covered,
                    generation, std::move(basis), std::move(support),
                    solved_rows);
-  // Not awaited: a failed write fails the next batch's commit too.
-  if (persistence_ != nullptr) persistence_->Stage(entry);
+  // Not awaited (a failed write fails the next batch's commit too), and
+  // staged with the model's next record rather than committed alone.
+  if (persistence_ != nullptr) persistence_->StageLater(entry);
   return tracker->phase() == CertificatePhase::kFreezing;
 }
 

@@ -200,8 +200,18 @@ void Persistence::Behind(const std::string& id, uint64_t seq) {
   if (!added) it->second = std::min(it->second, seq);
 }
 
+void Persistence::StageLater(ModelEntry& entry) {
+  if (store_ != nullptr) entry.unstaged = true;
+}
+
+void Persistence::StageWaiting(ModelEntry& entry) {
+  absl::MutexLock lock(&entry.mu);
+  if (entry.unstaged && !entry.deleted) Stage(entry);
+}
+
 CommitHandle Persistence::Stage(ModelEntry& entry) {
   if (store_ == nullptr) return nullptr;
+  entry.unstaged = false;
   auto commit = std::make_shared<Commit>();
   Queued q{Store::Record{entry.id, entry.created_at, ++entry.seq,
                          entry.model->TakeJournal(), entry.TakeCurvesJournal()},
@@ -304,6 +314,7 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
     absl::MutexLock lock(&entry.mu);
     if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every)
       return;
+    if (entry.unstaged) Stage(entry);  // the snapshot is after its record
     state = entry.model->ExportState();
     CurvesToProto(entry.recent, entry.history, &curves);
     seq = entry.seq;
@@ -333,7 +344,7 @@ StorageCounters Persistence::counters() const {
 void Persistence::BackgroundLoop(Registry* registry) {
   const absl::Duration tick = options_.durability == Durability::kAsync
                                   ? options_.async_interval
-                                  : absl::Milliseconds(100);
+                                  : options_.background_tick;
   while (!stop_background_.WaitForNotificationWithTimeout(tick)) {
     if (failed_.load(std::memory_order_acquire)) {
       if (absl::Now() - last_attempt_ >= absl::Seconds(1)) {
@@ -346,9 +357,13 @@ void Persistence::BackgroundLoop(Registry* registry) {
       absl::ReaderMutexLock store_lock(&store_mu_);
       Failing(store_->Sync()).IgnoreError();
     }
-    for (const std::shared_ptr<ModelEntry>& e : registry->All())
+    for (const std::shared_ptr<ModelEntry>& e : registry->All()) {
+      StageWaiting(*e);
       MaybeSnapshot(*e);
+    }
   }
+  // Stopping: the changes still waiting go before the committer stops.
+  for (const std::shared_ptr<ModelEntry>& e : registry->All()) StageWaiting(*e);
 }
 
 void Persistence::TryResume() {

@@ -52,6 +52,9 @@ struct PersistenceOptions {
   uint64_t snapshot_every = 1000;
   // async: how often the store is synced. Default: 100 ms.
   absl::Duration async_interval = absl::Milliseconds(100);
+  // sync: how often the background thread stages the changes no client waits
+  // for (StageLater) and takes the snapshots due. Default: 100 ms.
+  absl::Duration background_tick = absl::Milliseconds(100);
   // The certificate's kept rows give way (the certificate freezes) before
   // they would leave less than this free on the data directory's file system,
   // room kept for the log and snapshots. Default: 32 MiB.
@@ -138,6 +141,12 @@ class Persistence {
   // With entry.mu held, after the model changed: takes its journal as the next
   // log record and queues it for the committer.
   CommitHandle Stage(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
+  // The same for a change no client waits for (a certificate's new solution):
+  // it goes with the model's next record, or is staged by the background
+  // thread within its tick (background_tick), before a snapshot and before
+  // stopping, rather than committed alone. A stream of one example a request
+  // (predict, then reveal) then commits twice per example, not three times.
+  void StageLater(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
 
   // OK while the store writes. After a write failed, UNAVAILABLE naming the
   // cause until it writes again: changes are refused before they are applied
@@ -167,6 +176,8 @@ class Persistence {
                    const absl::Status& why);
   void BackgroundLoop(Registry* registry);
   void MaybeSnapshot(ModelEntry& entry);
+  // Stages `entry` if a change waits (StageLater).
+  void StageWaiting(ModelEntry& entry);
   // `s` unchanged if OK; else the store is failing from now on (if it was not
   // already) and the failure returned, as a batch's commit reports it.
   absl::Status Failing(absl::Status s) ABSL_LOCKS_EXCLUDED(queue_mu_);

@@ -312,9 +312,10 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
   uint64_t seq;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted || entry.records_since_snapshot < options_.snapshot_every)
-      return;
-    if (entry.unstaged) Stage(entry);  // the snapshot is after its record
+    if (entry.deleted) return;
+    // What waits is staged first (StageLater): a snapshot comes after it.
+    if (entry.unstaged) Stage(entry);
+    if (entry.records_since_snapshot < options_.snapshot_every) return;
     state = entry.model->ExportState();
     CurvesToProto(entry.recent, entry.history, &curves);
     seq = entry.seq;
@@ -357,10 +358,8 @@ void Persistence::BackgroundLoop(Registry* registry) {
       absl::ReaderMutexLock store_lock(&store_mu_);
       Failing(store_->Sync()).IgnoreError();
     }
-    for (const std::shared_ptr<ModelEntry>& e : registry->All()) {
-      StageWaiting(*e);
+    for (const std::shared_ptr<ModelEntry>& e : registry->All())
       MaybeSnapshot(*e);
-    }
   }
   // Stopping: the changes still waiting go before the committer stops.
   for (const std::shared_ptr<ModelEntry>& e : registry->All()) StageWaiting(*e);

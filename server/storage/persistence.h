@@ -175,6 +175,7 @@ class Persistence {
   void RowsGaveWay(const std::vector<std::string>& ids,
                    const absl::Status& why);
   void BackgroundLoop(Registry* registry);
+  // Stages what waits (StageLater), then snapshots `entry` if one is due.
   void MaybeSnapshot(ModelEntry& entry);
   // Stages `entry` if a change waits (StageLater).
   void StageWaiting(ModelEntry& entry);

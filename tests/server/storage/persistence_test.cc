@@ -26,11 +26,10 @@ class PersistenceTest : public ::testing::Test {
 
   // A persistence over the test's directory, its models recovered into a new
   // registry, and started.
-  void Open(absl::Duration tick, uint64_t snapshot_every = 1000) {
+  void Open(absl::Duration tick) {
     PersistenceOptions o;
     o.data_dir = scoped_.path();
     o.background_tick = tick;
-    o.snapshot_every = snapshot_every;
     registry_ = std::make_unique<Registry>(Limits());
     persistence_ = *Persistence::Open(o);
     ASSERT_TRUE(persistence_->Recover(*registry_, 1 << 20).ok());

@@ -123,19 +123,22 @@ void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
 
 CertificateTracker::RowKey CertificateTracker::KeyOf(const KeptRows& rows,
                                                      size_t t) {
+  // A dense row's indices are 0..n-1: its values alone (an equal example
+  // kept sparse then has another key, and is only kept apart, not taken for
+  // another).
+  return KeyOf(rows.dense(t) ? absl::Span<const uint32_t>() : rows.indices(t),
+               rows.values(t), rows.label(t));
+}
+
+CertificateTracker::RowKey CertificateTracker::KeyOf(
+    absl::Span<const uint32_t> i, absl::Span<const double> v, int label) {
   // The bytes of the indices and values, hashed as strings (absl hashes a
   // span of doubles value by value, several times slower; equal bits are
-  // what counts here). A dense row's indices are 0..n-1: its values alone
-  // (an equal example kept sparse then has another key, and is only kept
-  // apart, not taken for another).
-  const absl::Span<const uint32_t> i =
-      rows.dense(t) ? absl::Span<const uint32_t>() : rows.indices(t);
-  const absl::Span<const double> v = rows.values(t);
+  // what counts here).
   const absl::string_view ib(reinterpret_cast<const char*>(i.data()),
                              i.size() * sizeof(uint32_t));
   const absl::string_view vb(reinterpret_cast<const char*>(v.data()),
                              v.size() * sizeof(double));
-  const int label = rows.label(t);
   return {absl::HashOf(1, label, ib, vb), absl::HashOf(label, vb, 2, ib)};
 }
 
@@ -166,6 +169,20 @@ CertificateTracker::RowsDelta CertificateTracker::TakeRows() {
 
 void CertificateTracker::Observe(const Prepared& x, int label) {
   ++observed_;
+  // While keeping, the row is copied and its key's slot in the table of kept
+  // rows requested first: the table misses the caches when the rows are many,
+  // and the candidates' scores below are summed while the slot comes.
+  // The copy is staged, not kept: an example seen before only counts again.
+  RowKey key{0, 0};
+  KeptRows::Staged staged;
+  const bool keeping = phase_ == CertificatePhase::kKeeping;
+  if (keeping) {
+    queue_.Stage(x, &staged);
+    if (counts_repeats()) {
+      key = KeyOf(queue_.indices(staged), queue_.values(staged), label);
+      seen_.prefetch(key);
+    }
+  }
   const std::vector<uint32_t>& summed = scaled_.summed();
   if (classes_ > 0) {
     ClassMargins(x, label);
@@ -211,25 +228,23 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   }
   const uint64_t row = RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
                                            : x.dimension + x.has_bias);
-  if (phase_ == CertificatePhase::kKeeping) {
-    queue_.Add(x, label);
+  if (keeping) {
     if (counts_repeats()) {
       // An example equal to a kept row counts that row again instead.
-      const auto [it, added] = seen_.try_emplace(
-          KeyOf(queue_, queue_.size() - 1), static_cast<uint32_t>(kept_));
+      const auto [it, added] =
+          seen_.try_emplace(key, static_cast<uint32_t>(kept_));
       if (!added && CountAgain(it->second)) {
-        queue_.PopBack();
         ++kept_examples_;
         if (journaling_) journal_repeats_.push_back(it->second);
         return;
       }
     }
     if (!Reserve(row)) {
-      queue_.PopBack();
       // The candidates already count this example: frozen here, it is covered.
       StopKeeping(budget_->reason());
       return;
     }
+    queue_.Keep(staged, label);
     if (journaling_) journal_rows_.Add(x, label);
     kept_bytes_ += row;
     ++kept_examples_;

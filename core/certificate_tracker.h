@@ -373,6 +373,9 @@ class CertificateTracker {
   // The key an example equal to row t of `rows` has (its bits hashed twice).
   using RowKey = std::pair<uint64_t, uint64_t>;
   static RowKey KeyOf(const KeptRows& rows, size_t t);
+  // The key of a row of non-zeros `i` (empty for a dense row) and `v`.
+  static RowKey KeyOf(absl::Span<const uint32_t> i, absl::Span<const double> v,
+                      int label);
   // Whether equal examples count a kept row again (a linear model's).
   bool counts_repeats() const { return !kernel_; }
 

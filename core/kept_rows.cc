@@ -106,45 +106,45 @@ void KeptRows::AddDense(absl::Span<const double> values, int label) {
 }
 
 void KeptRows::Add(const Prepared& x, int label) {
+  Staged s;
+  Stage(x, &s);
+  Keep(s, label);
+}
+
+void KeptRows::Stage(const Prepared& x, Staged* staged) {
   const size_t most =
       (x.x.sparse ? x.x.indices.size() : x.dimension) + (x.has_bias ? 1 : 0);
   if (!x.x.sparse) {
     // A dense row keeps only its values, if none is zero (as a sparse row
     // keeps only its non-zeros).
     Block& b = Room(most, /*dense=*/true);
-    const size_t begin = b.size;
-    double* value = b.value.get() + begin;
-    double square = 0;
+    double* value = b.value.get() + b.size;
     bool zero = false;
     for (uint32_t i = 0; i < x.dimension; ++i) {
       value[i] = x.scale * x.x.values[i];
       zero |= value[i] == 0;
-      square += value[i] * value[i];
     }
     if (x.has_bias) {
       value[x.dimension] = x.scale * x.bias_value;
       zero |= value[x.dimension] == 0;
-      square += value[x.dimension] * value[x.dimension];
     }
     if (!zero) {
-      b.size = begin + most;
-      Close(b, begin, label, square);
+      staged->block = static_cast<size_t>(&b - blocks_.data());
+      staged->begin = b.size;
+      staged->end = b.size + most;
       return;
     }
     // Written past the block's size, so nothing is kept: as a sparse row.
   }
   Block& b = Room(most, /*dense=*/false);
-  const size_t begin = b.size;
   uint32_t* index = b.index.get();
   double* value = b.value.get();
-  size_t at = begin;
-  double square = 0;
+  size_t at = b.size;
   auto keep = [&](uint32_t i, double v) {
     if (v == 0) return;
     index[at] = i;
     value[at] = v;
     ++at;
-    square += v * v;
   };
   if (x.x.sparse) {
     for (size_t k = 0; k < x.x.indices.size(); ++k) {
@@ -156,8 +156,18 @@ void KeptRows::Add(const Prepared& x, int label) {
     }
   }
   if (x.has_bias) keep(x.dimension, x.scale * x.bias_value);
-  b.size = at;
-  Close(b, begin, label, square);
+  staged->block = static_cast<size_t>(&b - blocks_.data());
+  staged->begin = b.size;
+  staged->end = at;
+}
+
+void KeptRows::Keep(const Staged& s, int label) {
+  Block& b = blocks_[s.block];
+  // The square over the values as kept, in order (the bits Add always gave).
+  double square = 0;
+  for (size_t k = s.begin; k < s.end; ++k) square += b.value[k] * b.value[k];
+  b.size = s.end;
+  Close(b, s.begin, label, square);
 }
 
 void KeptRows::Add(absl::Span<const uint32_t> indices,

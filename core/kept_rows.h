@@ -37,8 +37,34 @@ class KeptRows {
   KeptRows& operator=(KeptRows&&) = default;
 
   // Keeps a copy of x^ and its label: -1 or +1, or a multiclass model's class
-  // index 0..kMaxClasses-1. O(nnz).
+  // index 0..kMaxClasses-1. O(nnz). The same as Stage, then Keep.
   void Add(const Prepared& x, int label);
+  // A copy of x^ written after the last row but not kept, so that it can be
+  // looked at (values, indices) before it is: Keep keeps it; any other
+  // change to these rows first discards it.
+  struct Staged {
+    size_t block = 0;
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  // (Filled field by field: a struct returned whole is read back before its
+  // parts are stored, which stalls the processor.)
+  void Stage(const Prepared& x, Staged* staged);
+  // Whether the staged row keeps only its values (as dense(t)).
+  bool dense(const Staged& s) const {
+    return blocks_[s.block].index == nullptr;
+  }
+  absl::Span<const double> values(const Staged& s) const {
+    return {blocks_[s.block].value.get() + s.begin, s.end - s.begin};
+  }
+  // Empty for a dense staged row.
+  absl::Span<const uint32_t> indices(const Staged& s) const {
+    const Block& b = blocks_[s.block];
+    if (b.index == nullptr) return {};
+    return {b.index.get() + s.begin, s.end - s.begin};
+  }
+  // Keeps the row Stage wrote last, with `label`.
+  void Keep(const Staged& s, int label);
   // Keeps a row given by its non-zeros (indices and values of x^).
   void Add(absl::Span<const uint32_t> indices, absl::Span<const double> values,
            int label);

@@ -221,6 +221,55 @@ BENCHMARK(BM_ObserveFrozen)
     ->Args({20, 0})
     ->Args({1000, 0});
 
+// A keeping tracker's cost per labeled example on the learning path when the
+// stream cycles through state.range(0) distinct rows of d = 20 (the service
+// benchmark's W1 cycles through 32,768): the candidates' hinge terms, the
+// copy of the row and its lookup among the kept rows, which finds it and
+// counts it again. The rows were taken and solved once, as a refresher does;
+// the repeats since are taken every 2^16 examples, outside the timing.
+void BM_ObserveKeepingRepeats(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const Data d = MakeData(n);
+  const ModelConfig c = Config();
+  const Preparer preparer(c);
+  std::vector<Prepared> prepared;
+  for (const auto& x : d.x) {
+    prepared.push_back(*preparer.Prepare(FeatureView::Dense(x)));
+  }
+  CertificateTracker tracker(/*limit=*/4 * n, /*slack=*/n);
+  for (size_t t = 0; t < n; ++t) tracker.Observe(prepared[t], d.y[t]);
+  KeptRows rows = tracker.Take();
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  Certificate solution;
+  solution.u.resize(c.weight_dimension());
+  for (double& e : solution.u) e = normal(rng);
+  solution.gamma = 0.25;
+  std::vector<std::vector<double>> vs = CandidatesFrom(solution);
+  const std::vector<double> sums = HingeSums(rows, vs);
+  tracker.Install(vs, sums, 0, /*converged=*/false, tracker.taken(),
+                  tracker.generation());
+  if (tracker.phase() != CertificatePhase::kKeeping) {
+    state.SkipWithError("the tracker is not keeping");
+    return;
+  }
+  size_t t = 0;
+  uint64_t i = 0;
+  std::vector<uint32_t> repeats;
+  for (auto _ : state) {
+    tracker.Observe(prepared[t], d.y[t]);
+    if (++t == n) t = 0;
+    if ((++i & 0xffff) == 0) {
+      state.PauseTiming();
+      tracker.Take(&repeats);
+      state.ResumeTiming();
+    }
+  }
+  if (tracker.taken() != n) state.SkipWithError("a repeat was kept again");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ObserveKeepingRepeats)->Arg(4096)->Arg(32768)->Arg(100000);
+
 }  // namespace
 }  // namespace perceptron
 

@@ -5,6 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "core/config.h"
+#include "core/prepare.h"
 #include "gtest/gtest.h"
 
 namespace perceptron {
@@ -68,6 +70,59 @@ TEST(KeptRowsTest, ZerosAreNotKept) {
       std::vector<uint32_t>(rows.indices(0).begin(), rows.indices(0).end()),
       (std::vector<uint32_t>{0, 2}));
   EXPECT_EQ(rows.square(0), 5.0);
+}
+
+// Rows staged and then kept are those Add keeps, bit for bit; a row staged
+// and not kept leaves nothing behind.
+TEST(KeptRowsTest, AStagedRowIsKeptAsAddKeepsItOrLeavesNothing) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  ModelConfig config;
+  config.dimension = 12;
+  const Preparer preparer(config);
+  KeptRows staged, added;
+  std::vector<std::vector<double>> expected;  // each kept row's non-zeros
+  for (int t = 0; t < 3000; ++t) {            // past the first block
+    std::vector<double> x(12);
+    for (double& v : x) v = normal(rng);
+    if (t % 5 == 1) x[t % 12] = 0;  // a dense row kept sparse
+    std::vector<uint32_t> indices{1, 4, 9};
+    std::vector<double> values{normal(rng), 0.0, normal(rng)};
+    const bool sparse = t % 3 == 2;
+    const Prepared p = *preparer.Prepare(
+        sparse ? FeatureView::Sparse(indices, values) : FeatureView::Dense(x));
+    const int label = t % 2 ? 1 : -1;
+    KeptRows::Staged s;
+    staged.Stage(p, &s);
+    ASSERT_EQ(staged.dense(s), !sparse && t % 5 != 1) << t;
+    const size_t nonzeros = sparse ? 3 : (t % 5 == 1 ? 12 : 13);
+    ASSERT_EQ(staged.values(s).size(), nonzeros) << t;
+    ASSERT_EQ(staged.indices(s).size(), staged.dense(s) ? 0 : nonzeros) << t;
+    if (t % 4 == 3) continue;  // not kept
+    staged.Keep(s, label);
+    added.Add(p, label);
+    std::vector<double>& e = expected.emplace_back();
+    for (size_t k = 0; k < (sparse ? 3 : 12); ++k) {
+      const double v = p.scale * (sparse ? values[k] : x[k]);
+      if (v != 0) e.push_back(v);
+    }
+    e.push_back(p.scale * p.bias_value);
+  }
+  ASSERT_EQ(staged.size(), added.size());
+  for (size_t t = 0; t < added.size(); ++t) {
+    EXPECT_EQ(staged.label(t), added.label(t));
+    EXPECT_EQ(staged.dense(t), added.dense(t));
+    EXPECT_EQ(staged.square(t), added.square(t));
+    const auto si = staged.indices(t), ai = added.indices(t);
+    const auto sv = staged.values(t), av = added.values(t);
+    EXPECT_EQ(std::vector<uint32_t>(si.begin(), si.end()),
+              std::vector<uint32_t>(ai.begin(), ai.end()));
+    EXPECT_EQ(std::vector<double>(sv.begin(), sv.end()), expected[t]) << t;
+    EXPECT_EQ(std::vector<double>(av.begin(), av.end()), expected[t]) << t;
+    double square = 0;
+    for (double v : expected[t]) square += v * v;
+    EXPECT_EQ(staged.square(t), square) << t;
+  }
 }
 
 TEST(KeptRowsTest, AppendingCopiesOrTakesTheSameRows) {

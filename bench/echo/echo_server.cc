@@ -3,8 +3,14 @@
 // response shaped like perceptrond's (columnar for a columnar request).
 //   echo_server [--port=0]     prints "echo listening on 127.0.0.1:PORT";
 //   SIGTERM stops it.
+// With --sync_dir=DIR it is the least a durable server does: each request's
+// bytes are appended to DIR/echo.log and fdatasync'd before it is answered.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <deque>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -16,6 +22,9 @@
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(int, port, 0, "TCP port; 0 picks a free one");
+ABSL_FLAG(std::string, sync_dir, "",
+          "If set, each request is appended to SYNC_DIR/echo.log and "
+          "fdatasync'd before its answer");
 
 namespace perceptron::bench {
 namespace {
@@ -24,6 +33,21 @@ namespace v1 = ::perceptron::v1;
 
 // Reads requests and writes one response per request, in order, with reads
 // ahead of writes as perceptrond's Learn stream does.
+// The log of --sync_dir, or -1.
+int log_fd = -1;
+
+// Appends `request`'s bytes to the log and waits for them to be on disk.
+void Log(const v1::LearnRequest& request) {
+  if (log_fd < 0) return;
+  const std::string bytes = request.SerializeAsString();
+  if (::write(log_fd, bytes.data(), bytes.size()) !=
+          static_cast<ssize_t>(bytes.size()) ||
+      ::fdatasync(log_fd) != 0) {
+    std::perror("echo_server: the log");
+    std::exit(1);
+  }
+}
+
 class EchoReactor final
     : public grpc::ServerBidiReactor<v1::LearnRequest, v1::LearnResponse> {
  public:
@@ -48,6 +72,7 @@ class EchoReactor final
                                 request_.columns().reveal_ids_size()
                           : 0;
     const int items = request_.items_size();
+    Log(request_);
     v1::LearnResponse& r = queue_.emplace_back();
     const bool ahead = read_ahead_;
     if (ahead) ReadNextLocked();
@@ -141,6 +166,14 @@ class EchoService final : public Echo::CallbackService {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   perceptron::BlockStopSignals();
+  if (const std::string dir = absl::GetFlag(FLAGS_sync_dir); !dir.empty()) {
+    perceptron::bench::log_fd = ::open((dir + "/echo.log").c_str(),
+                                       O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (perceptron::bench::log_fd < 0) {
+      std::perror("echo_server: --sync_dir");
+      return 1;
+    }
+  }
   perceptron::bench::EchoService service;
   grpc::ServerBuilder builder;
   int port = 0;

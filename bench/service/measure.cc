@@ -301,6 +301,8 @@ std::pair<std::map<std::string, std::vector<double>>,
 W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
   const Data w4 = Generate({"W4", 20, 0, 1, 1, 0}, 4000, 9);
   std::map<std::string, std::vector<double>> p50, p99;
+  const bool with_echo = std::any_of(paths.begin(), paths.end(),
+                                     [](const Path& p) { return p.echo; });
   for (int r = 0; r < repeats; ++r) {
     const int n = quick ? 500 : 2000;
     for (const Path& path : paths) {
@@ -325,6 +327,22 @@ W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
     const Latency sync = AppendAndSync(n);
     p50[kBareSync].push_back(sync.p50);
     p99[kBareSync].push_back(sync.p99);
+    if (with_echo) {
+      std::string dir = std::filesystem::temp_directory_path() /
+                        "perceptrond-echo-sync-XXXXXX";
+      if (mkdtemp(dir.data()) == nullptr) std::exit(1);
+      std::unique_ptr<Process> echo =
+          Launch({Options().bin + "/bench/echo/echo_server", "--port=0",
+                  "--sync_dir=" + dir});
+      grpc::ClientContext c;
+      auto stub = Echo::NewStub(Channel(echo->target()));
+      auto s = stub->Stream(&c);
+      const Latency l = PingPong(s.get(), w4, n, true);
+      p50[kDurableEcho].push_back(l.p50);
+      p99[kDurableEcho].push_back(l.p99);
+      echo.reset();
+      std::filesystem::remove_all(dir);
+    }
   }
   return {std::move(p50), std::move(p99)};
 }

@@ -129,6 +129,11 @@ Measured Fresh(const Path& path, const Workload& w,
 // a fresh server each: every repeat's p50 and p99 by path name; and under
 // kBareSync, a bare 200-byte append and fdatasync's in the same directory.
 inline constexpr char kBareSync[] = "bare fdatasync (200 B append)";
+// And under kDurableEcho, the echo server appending each request to a file
+// and fdatasyncing it before the answer (echo_server --sync_dir): the least a
+// durable server does, with the disk asked at the pace of the requests (an
+// fdatasync between idle gaps takes longer here than one of a tight loop).
+inline constexpr char kDurableEcho[] = "echo + fdatasync a request";
 std::pair<std::map<std::string, std::vector<double>>,
           std::map<std::string, std::vector<double>>>
 W4Latencies(const std::vector<Path>& paths, int repeats, bool quick);

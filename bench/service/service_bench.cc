@@ -458,8 +458,11 @@ class Benchmark {
   bool W4Part() {
     std::vector<Path> w4_paths;
     for (const Path& path : paths_) {
-      // The certificate's share of sync's latency: sync nocert beside it.
-      if ((path.certificate || path.name == "sync nocert") && !path.columnar)
+      // The certificate's share of the latency: nocert and sync nocert
+      // beside none and sync.
+      if ((path.certificate || path.name == "nocert" ||
+           path.name == "sync nocert") &&
+          !path.columnar)
         w4_paths.push_back(path);
     }
     std::tie(p50_, p99_) = W4Latencies(w4_paths, repeats_, quick_);

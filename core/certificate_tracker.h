@@ -255,6 +255,18 @@ class CertificateTracker {
   // CertificateSolver::Add).
   KeptRows Take(std::vector<uint32_t>* repeats = nullptr);
   uint64_t taken() const { return taken_; }
+  // Whether a solve is worth its cost now: a freeze or restored rows wait
+  // for one, or the examples kept or seen again since the last Take are at
+  // least 1/kRipe of those taken before (any, while none was). A stream's
+  // solves are then spaced geometrically, not one for every batch; what
+  // waits below that is solved once the model is quiet (the refresher's).
+  static constexpr uint64_t kRipe = 8;
+  bool ripe() const {
+    const uint64_t waiting = queue_.examples() + repeats_.size();
+    return (waiting > 0 && waiting * kRipe >= taken_examples_) ||
+           phase_ == CertificatePhase::kFreezing ||
+           (restored_.size() > 0 && (!converged_ || solved_ < kept_examples_));
+  }
   // Whether rows wait to be taken, a freeze waits for its solution, or rows
   // restored with their state wait for a solution that covers them.
   bool due() const {

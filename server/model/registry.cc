@@ -95,7 +95,7 @@ void CertificateWakeup::WakeNow() {
 
 bool ModelEntry::CertificateDue() const {
   const CertificateTracker* tracker = model->certificate();
-  return tracker != nullptr && tracker->due();
+  return tracker != nullptr && tracker->ripe();
 }
 
 void ModelEntry::NotifyChanged() {

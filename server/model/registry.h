@@ -110,11 +110,15 @@ struct ModelEntry {
       ABSL_GUARDED_BY(solver_mu);
   uint64_t solver_generation ABSL_GUARDED_BY(solver_mu) = 0;
   bool solver_converged ABSL_GUARDED_BY(solver_mu) = true;
+  // The tracker's observed() at the refresher's last look (what waits is
+  // solved once it stays the same from one look to the next).
+  uint64_t refresher_observed ABSL_GUARDED_BY(solver_mu) = UINT64_MAX;
   // The refresher's wake-up, set by the registry before the entry is shared
   // (null in an entry no registry holds).
   std::shared_ptr<CertificateWakeup> certificate_wakeup;
-  // Whether the model's certificate has kept rows the refresher has not
-  // taken; a change that leaves it so calls WakeCertificate after `mu`.
+  // Whether the model's certificate has kept rows worth a solve now
+  // (CertificateTracker::ripe); a change that leaves it so calls
+  // WakeCertificate after `mu`.
   bool CertificateDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void WakeCertificate() const {
     if (certificate_wakeup != nullptr) certificate_wakeup->Wake();

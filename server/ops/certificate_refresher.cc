@@ -101,13 +101,13 @@ void CertificateRefresher::Loop() {
 int CertificateRefresher::RefreshAll() {
   int n = 0;
   for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
-    n += Refresh(entry) > absl::ZeroDuration();
+    n += Refresh(entry, nullptr, /*eager=*/true) > absl::ZeroDuration();
   }
   return n;
 }
 
 absl::Duration CertificateRefresher::Refresh(
-    const std::shared_ptr<ModelEntry>& entry, bool* freezing) {
+    const std::shared_ptr<ModelEntry>& entry, bool* freezing, bool eager) {
   bool still_freezing = false;
   const absl::Time start = absl::Now();
   // The time this refresh took (at least a nanosecond: it did work).
@@ -144,6 +144,14 @@ absl::Duration CertificateRefresher::Refresh(
       if (!live) return absl::ZeroDuration();
     }
     if (!tracker->due() && entry->solver_converged) {
+      return absl::ZeroDuration();
+    }
+    // Examples still coming are solved again when they are ripe; what waits
+    // below that once the model is quiet (its examples the same as at the
+    // last look, a wait of the loop or more before).
+    const bool quiet = tracker->observed() == entry->refresher_observed;
+    entry->refresher_observed = tracker->observed();
+    if (entry->solver_converged && !eager && !quiet && !tracker->ripe()) {
       return absl::ZeroDuration();
     }
     rows = tracker->Take(&repeats);

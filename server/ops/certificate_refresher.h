@@ -6,8 +6,11 @@
 // restart finds the last solution). It sleeps between models so that it uses
 // at most its share of one core, on a thread named "certificate" that runs
 // nicer than the server's (it yields a core to a thread serving requests).
-// With nothing to do it waits until a batch leaves a model with rows to solve
-// (Registry::certificate_wakeup), or 100 ms at most.
+// A model whose last solve converged is solved again once what waits is
+// worth it (CertificateTracker::ripe: an eighth more examples than were
+// solved), or once the model is quiet (no example since the refresher's last
+// look, a wait or more before). With nothing to do it waits until a batch
+// leaves a model ripe (Registry::certificate_wakeup), or 100 ms at most.
 //
 //   CertificateRefresher refresher(&registry, &persistence, limits);
 //   refresher.Start();
@@ -39,7 +42,8 @@ class CertificateRefresher {
   void Stop();
 
   // One round over every model, on the caller's thread (for tests): returns
-  // the models refreshed.
+  // the models refreshed. Every model with rows waiting is solved, ripe or
+  // not.
   int RefreshAll();
 
  private:
@@ -47,8 +51,10 @@ class CertificateRefresher {
   // `freezing` (if given): whether the model still waits for the converged
   // solution at its limit, which the loop works on without resting (the rows
   // after the limit are kept only until it comes, or the slack fills).
+  // With `eager`, what waits is solved even if it is not ripe and the model
+  // not quiet.
   absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry,
-                         bool* freezing = nullptr);
+                         bool* freezing = nullptr, bool eager = false);
   // Installs a solution in the model's tracker (under its lock) and stages
   // the log record that carries it; whether the tracker is still freezing.
   // Nothing is installed in a model marked moving (SetMoving), which is

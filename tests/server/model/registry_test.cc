@@ -149,6 +149,31 @@ TEST(RegistryTest, KeptRowsWakeTheArmedRefresher) {
   alone.WakeCertificate();
 }
 
+// After the refresher took a model's rows, a batch wakes it again only once
+// the rows since are ripe (an eighth of those taken), not for every row.
+TEST(RegistryTest, AModelIsDueAgainOnceItsNewRowsAreRipe) {
+  Limits limits;
+  limits.certificate_examples = 1000;
+  Registry r(limits);
+  absl::StatusOr<std::shared_ptr<ModelEntry>> e = r.Create("m", Dim(2));
+  ASSERT_TRUE(e.ok());
+  ModelEntry& entry = **e;
+  double v = 0;
+  auto learn = [&] {
+    absl::MutexLock lock(&entry.mu);
+    const std::vector<double> x = {1, v += 1};  // a new row each time
+    EXPECT_TRUE(entry.model->Learn(FeatureView::Dense(x), 1).ok());
+    return entry.CertificateDue();
+  };
+  for (int t = 0; t < 80; ++t) EXPECT_TRUE(learn());
+  {
+    absl::MutexLock lock(&entry.mu);
+    ASSERT_EQ(entry.model->certificate()->Take().size(), 80u);
+  }
+  for (int t = 0; t < 9; ++t) EXPECT_FALSE(learn()) << t;
+  EXPECT_TRUE(learn());
+}
+
 TEST(RecentWindowTest, RateOverTheLastExamples) {
   RecentWindow w(4);
   EXPECT_EQ(w.rate(), 0);

@@ -95,6 +95,11 @@ ABSL_FLAG(uint64_t, rows_reserve_mb, 32,
           "directory's file system keeps this many MiB free beside them (for "
           "the log); past that, or on a full disk, a model's certificate "
           "freezes and its examples' file is deleted");
+ABSL_FLAG(uint64_t, rows_waiting_kb, 1024,
+          "The certificate's kept examples of a batch are written with its "
+          "log record (one sync) until a model's reach this many KiB, then "
+          "moved to its examples' file; 0 writes and syncs each batch's to "
+          "the file first");
 ABSL_FLAG(uint64_t, memory_release_mb, 16,
           "Once the allocator holds this many MiB free (after a burst of "
           "streams, say), they are given back to the system; 0 never");
@@ -173,6 +178,8 @@ int main(int argc, char** argv) {
   options.persistence.async_interval = absl::GetFlag(FLAGS_async_interval);
   options.persistence.rows_reserve_bytes = absl::GetFlag(FLAGS_rows_reserve_mb)
                                            << 20;
+  options.persistence.rows_waiting_bytes = absl::GetFlag(FLAGS_rows_waiting_kb)
+                                           << 10;
   options.persistence.snapshot_every =
       std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
   auto read_file = [](const std::string& path, std::string* out) {

@@ -59,6 +59,12 @@ struct PersistenceOptions {
   // they would leave less than this free on the data directory's file system,
   // room kept for the log and snapshots. Default: 32 MiB.
   uint64_t rows_reserve_bytes = 32u << 20;
+  // The certificate's rows of a batch wait in its log record's write (one
+  // sync for both) until a model's waiting rows would pass this many bytes;
+  // then they are moved to its rows file (Store::set_rows_waiting). 0: each
+  // batch's rows are written and synced to the file before its record.
+  // Default: 1 MiB.
+  uint64_t rows_waiting_bytes = 1u << 20;
 };
 
 struct RecoveryReport {

@@ -142,16 +142,26 @@ absl::Status RowsFiles::SyncDir() {
 absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
                                const std::function<absl::Status()>& commit,
                                std::vector<std::string>* gave_way,
-                               absl::Status* why) {
+                               absl::Status* why, const Log* log) {
   absl::MutexLock lock(&mu_);
   struct Touched {
-    std::string bytes;
+    int64_t created_at = 0;
+    std::string bytes;  // for its file
     uint64_t size_before = 0;
+    bool had_file = false;
     bool created = false;
     bool live = false;
     bool grows = false;  // rows or repeats to write, not only a clear
+    // The chunks that waited in the log before this call leave it (moved to
+    // the file, or cleared); then `waits` wait there.
+    bool unwait = false;
+    std::vector<std::pair<uint64_t, std::string>> waits;
+    uint64_t waits_bytes = 0;
   };
+  const uint64_t model_limit = log != nullptr ? waiting_limit_ : 0;
+  uint64_t total = waiting_bytes_;  // every model's waiting, as planned
   absl::flat_hash_map<std::string, Touched> touched;  // by model id
+  std::string chunk;
   for (const Change& c : changes) {
     const int64_t created_at = absl::ToUnixNanos(c.created_at);
     if (auto stored = incarnations_.find(*c.id);
@@ -166,65 +176,105 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
       if (!c.cleared) continue;
       gave_way_.erase(lost);
     }
-    auto it = files_.find(*c.id);
     const bool rows = c.rows != nullptr && c.rows->size() > 0;
     const bool repeats = c.repeats != nullptr && !c.repeats->empty();
-    if (!rows && !repeats && (!c.cleared || it == files_.end())) continue;
-    if (it == files_.end()) {
-      File f;
-      f.path = PathOf(*c.id, created_at);
-      f.created_at = created_at;
-      it = files_.emplace(*c.id, std::move(f)).first;
-      Touched& t = touched[*c.id];
-      t.created = true;
-      AppendChunk(&t.bytes, kHeaderChunk, 0, HeaderPayload(*c.id, created_at));
+    const auto file = files_.find(*c.id);
+    const auto waiting = waiting_.find(*c.id);
+    const Waiting* before =
+        waiting == waiting_.end() ? nullptr : &waiting->second;
+    auto found = touched.find(*c.id);
+    if (!rows && !repeats &&
+        (!c.cleared || (file == files_.end() && before == nullptr &&
+                        found == touched.end()))) {
+      continue;
     }
-    Touched& t = touched.try_emplace(*c.id).first->second;
-    if (t.bytes.empty() && !t.created) {
-      t.size_before = it->second.size;
-      t.live = it->second.live;
+    if (found == touched.end()) {
+      Touched t;
+      t.created_at = created_at;
+      t.had_file = file != files_.end();
+      if (t.had_file) {
+        t.size_before = file->second.size;
+        t.live = file->second.live;
+      }
+      found = touched.emplace(*c.id, std::move(t)).first;
     }
+    Touched& t = found->second;
+    // What waited before this call leaves the log.
+    auto unwait = [&] {
+      if (before == nullptr || t.unwait) return false;
+      t.unwait = true;
+      total -= before->bytes;
+      return true;
+    };
     if (c.cleared) {
-      AppendChunk(&t.bytes, kClearedChunk, c.seq, "");
+      if (t.had_file || !t.bytes.empty()) {
+        AppendChunk(&t.bytes, kClearedChunk, c.seq, "");
+      }
       t.live = false;
+      unwait();
+      total -= t.waits_bytes;
+      t.waits.clear();
+      t.waits_bytes = 0;
     }
+    if (!rows && !repeats) continue;
+    chunk.clear();
     if (rows) {
-      AppendRowsChunk(&t.bytes, c.seq, *c.rows);
-      AppendCountsChunk(&t.bytes, c.seq, *c.rows);
-      t.live = true;
-      t.grows = true;
+      AppendRowsChunk(&chunk, c.seq, *c.rows);
+      AppendCountsChunk(&chunk, c.seq, *c.rows);
     }
-    if (repeats) {
-      AppendRepeatsChunk(&t.bytes, c.seq, *c.repeats);
-      t.live = true;
-      t.grows = true;
+    if (repeats) AppendRepeatsChunk(&chunk, c.seq, *c.repeats);
+    t.grows = true;
+    const uint64_t n = chunk.size();
+    const uint64_t model_waiting =
+        (before != nullptr && !t.unwait ? before->bytes : 0) + t.waits_bytes;
+    if (n <= model_limit / 4 && model_waiting + n <= model_limit &&
+        total + n <= model_limit * 8) {
+      t.waits.emplace_back(c.seq, chunk);
+      t.waits_bytes += n;
+      total += n;
+      continue;
     }
+    // To the file, after every chunk of the model that waited.
+    if (unwait()) {
+      for (const auto& [seq, bytes] : before->chunks) t.bytes += bytes;
+    }
+    for (const auto& [seq, bytes] : t.waits) t.bytes += bytes;
+    total -= t.waits_bytes;
+    t.waits.clear();
+    t.waits_bytes = 0;
+    t.bytes += chunk;
+    t.live = true;
   }
 
   // Undoes the writes of this call: files created are deleted, the others
   // truncated to where they were.
   auto roll_back = [&](absl::Status why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (auto& [id, t] : touched) {
-      File& f = files_[id];
+      auto f = files_.find(id);
+      if (t.bytes.empty() || f == files_.end()) continue;
       if (t.created) {
-        Close(f);
-        ::unlink(f.path.c_str());
-        files_.erase(id);
-      } else if (f.fd >= 0 || OpenForWrite(f, false).ok()) {
-        (void)!::ftruncate(f.fd, static_cast<off_t>(t.size_before));
+        Close(f->second);
+        ::unlink(f->second.path.c_str());
+        files_.erase(f);
+      } else if (f->second.fd >= 0 || OpenForWrite(f->second, false).ok()) {
+        (void)!::ftruncate(f->second.fd, static_cast<off_t>(t.size_before));
       }
     }
     return why;
   };
-  // Drops the files of `ids` whole (their rows give way) and takes them out
-  // of this call.
+  // Models whose rows gave way and had chunks waiting in the log.
+  std::vector<std::string> unwaited;
+  // Drops the files of `ids` whole (their rows give way), and what waits of
+  // them in the log, and takes them out of this call.
   auto give_way = [&](const std::vector<std::string>& ids, absl::Status cause)
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                         for (const std::string& id : ids) {
-                          File& f = files_[id];
-                          Close(f);
-                          ::unlink(f.path.c_str());
-                          files_.erase(id);
+                          if (auto f = files_.find(id); f != files_.end()) {
+                            Close(f->second);
+                            ::unlink(f->second.path.c_str());
+                            files_.erase(f);
+                          }
+                          if (waiting_.contains(id)) unwaited.push_back(id);
                           touched.erase(id);
                           gave_way_.insert(id);
                           gave_way->push_back(id);
@@ -236,17 +286,20 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
   absl::Status cause;
   if (gave_way != nullptr && reserve_ > 0) {
     // The log's room first: rows that would leave less than the reserve free
-    // give way before they are written.
+    // give way before they are written, in their files or in the log.
+    auto growth_of = [](const Touched& t) {
+      return t.grows ? t.bytes.size() + t.waits_bytes : 0;
+    };
     uint64_t growth = 0;
-    for (auto& [id, t] : touched) growth += t.grows ? t.bytes.size() : 0;
+    for (auto& [id, t] : touched) growth += growth_of(t);
     struct statvfs fs;
     if (growth > 0 && ::fstatvfs(dir_fd_, &fs) == 0) {
       const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
       if (free < growth + reserve_) {
-        // The files that grow most give way first, until the rest fits.
+        // The models that grow most give way first, until the rest fits.
         std::vector<std::pair<uint64_t, std::string>> growing;
         for (auto& [id, t] : touched) {
-          if (t.grows) growing.push_back({t.bytes.size(), id});
+          if (t.grows) growing.push_back({growth_of(t), id});
         }
         std::sort(growing.begin(), growing.end(), std::greater<>());
         for (const auto& [bytes, id] : growing) {
@@ -265,6 +318,17 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
   }
   bool created = false;
   for (auto& [id, t] : touched) {
+    if (t.bytes.empty()) continue;  // its file as it was
+    if (!t.had_file) {
+      File f;
+      f.path = PathOf(id, t.created_at);
+      f.created_at = t.created_at;
+      files_.emplace(id, std::move(f));
+      t.created = true;
+      std::string header;
+      AppendChunk(&header, kHeaderChunk, 0, HeaderPayload(id, t.created_at));
+      t.bytes.insert(0, header);
+    }
     File& f = files_[id];
     absl::Status s = OpenForWrite(f, t.created);
     if (s.ok() && !WriteAll(f.fd, t.bytes, t.size_before))
@@ -281,18 +345,45 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
   if (created) dir_dirty_ = true;
   if (sync) {
     std::vector<File*> written;
-    for (auto& [id, t] : touched) written.push_back(&files_[id]);
+    std::vector<std::string> ids;
+    for (auto& [id, t] : touched) {
+      if (t.bytes.empty()) continue;
+      written.push_back(&files_[id]);
+      ids.push_back(id);
+    }
     if (absl::Status s = SyncFiles(written); !s.ok()) {
       if (gave_way == nullptr) return roll_back(s);
       // Which file could not be synced is not known: all of them give way.
-      std::vector<std::string> all;
-      for (auto& [id, t] : touched) all.push_back(id);
-      give_way(all, s);
+      give_way(ids, s);
+    }
+  }
+  if (log != nullptr) {
+    for (auto& [id, t] : touched) {
+      if (t.unwait) {
+        for (const auto& [seq, bytes] : waiting_[id].chunks) {
+          log->remove(id, seq);
+        }
+      }
+      for (const auto& [seq, bytes] : t.waits) log->put(id, seq, bytes);
+    }
+    for (const std::string& id : unwaited) {
+      for (const auto& [seq, bytes] : waiting_[id].chunks) {
+        log->remove(id, seq);
+      }
     }
   }
   if (absl::Status s = commit(); !s.ok()) return roll_back(s);
 
+  for (const std::string& id : unwaited) Unwait(id);
   for (auto& [id, t] : touched) {
+    if (t.unwait) Unwait(id);
+    if (!t.waits.empty()) {
+      Waiting& w = waiting_[id];
+      w.bytes += t.waits_bytes;
+      waiting_bytes_ += t.waits_bytes;
+      for (auto& e : t.waits) w.chunks.push_back(std::move(e));
+    }
+    if (t.bytes.empty()) continue;
     File& f = files_[id];
     f.size = t.size_before + t.bytes.size();
     f.live = t.live;
@@ -312,6 +403,13 @@ absl::Status RowsFiles::Append(const std::vector<Change>& changes, bool sync,
     if (!f.dirty) Close(f);
   }
   return absl::OkStatus();
+}
+
+void RowsFiles::Unwait(const std::string& id) {
+  auto w = waiting_.find(id);
+  if (w == waiting_.end()) return;
+  waiting_bytes_ -= w->second.bytes;
+  waiting_.erase(w);
 }
 
 absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
@@ -364,6 +462,7 @@ absl::Status RowsFiles::Put(const std::string& id, absl::Time created_at,
     dir_dirty_ = true;
   }
   incarnations_[id] = nanos;
+  Unwait(id);  // the commit removed them from the log
   if (has_rows) {
     if (held_ > max_held_) Close(f);
     files_.emplace(id, std::move(f));
@@ -377,6 +476,7 @@ absl::Status RowsFiles::Delete(const std::string& id,
   if (absl::Status s = commit(); !s.ok()) return s;
   incarnations_.erase(id);
   gave_way_.erase(id);
+  Unwait(id);
   if (auto it = files_.find(id); it != files_.end()) {
     Close(it->second);
     ::unlink(it->second.path.c_str());
@@ -438,12 +538,50 @@ void RowsFiles::List() {
 }
 
 void RowsFiles::Recover(const std::string& id, absl::Time created_at,
-                        uint64_t last_seq, KeptRows* rows, bool* ok) {
+                        uint64_t last_seq, KeptRows* rows, bool* ok,
+                        std::vector<std::pair<uint64_t, std::string>> logged,
+                        std::vector<uint64_t>* drop) {
   absl::MutexLock lock(&mu_);
   const int64_t nanos = absl::ToUnixNanos(created_at);
   incarnations_[id] = nanos;
+  Unwait(id);
+  const uint64_t moved = RecoverFile(id, nanos, last_seq, rows, ok);
+  // Then what waited in the log, after the file's last rows: a record whose
+  // rows the file holds too was moved there, by a commit that did not reach
+  // the disk (the file is synced before it).
+  Waiting w;
+  for (auto& [seq, bytes] : logged) {
+    if (seq <= moved || seq > last_seq) {
+      if (drop != nullptr) drop->push_back(seq);
+      continue;
+    }
+    absl::string_view rest = bytes;
+    Chunk chunk;
+    bool good = !rest.empty();
+    ChunkRead read;
+    while ((read = NextChunk(&rest, &chunk)) == ChunkRead::kChunk) {
+      if (chunk.seq == seq && chunk.type == kRowsChunk) {
+        good = good && ParseRows(chunk.payload, rows);
+      } else if (chunk.seq == seq && chunk.type == kRepeatsChunk) {
+        good = good && ParseRepeats(chunk.payload, rows);
+      } else {
+        good = false;
+      }
+    }
+    *ok = *ok && good && read == ChunkRead::kEnd;
+    w.bytes += bytes.size();
+    w.chunks.emplace_back(seq, std::move(bytes));
+  }
+  if (!w.chunks.empty()) {
+    waiting_bytes_ += w.bytes;
+    waiting_[id] = std::move(w);
+  }
+}
+
+uint64_t RowsFiles::RecoverFile(const std::string& id, int64_t nanos,
+                                uint64_t last_seq, KeptRows* rows, bool* ok) {
   auto listed = listed_.find(id);
-  if (listed == listed_.end()) return;
+  if (listed == listed_.end()) return 0;
   std::string path;
   for (const auto& [at, p] : listed->second) {
     if (at == nanos) {
@@ -453,13 +591,14 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
     }
   }
   listed_.erase(listed);
-  if (path.empty()) return;
+  if (path.empty()) return 0;
   ChunkReader chunks(path);
-  if (!chunks.opened()) return;
+  if (!chunks.opened()) return 0;
 
   bool header = false, live = false;
   Chunk chunk;
   uint64_t good_end = 0;
+  uint64_t moved = 0;  // the last record whose rows it holds
   while (chunks.Next(&chunk)) {
     if (!header) {
       if (chunk.type != kHeaderChunk ||
@@ -476,9 +615,11 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
     } else if (chunk.type == kRowsChunk) {
       *ok = *ok && ParseRows(chunk.payload, rows);
       live = true;
+      moved = chunk.seq;
     } else if (chunk.type == kRepeatsChunk) {
       *ok = *ok && ParseRepeats(chunk.payload, rows);
       live = true;
+      moved = chunk.seq;
     } else {
       break;
     }
@@ -487,7 +628,7 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
   if (!header || !live) {
     // Nothing that counts: no file is the same.
     ::unlink(path.c_str());
-    return;
+    return moved;
   }
   File f;
   f.path = path;
@@ -500,10 +641,12 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
     if (held_ > max_held_) Close(f);
   }
   files_[id] = std::move(f);
+  return moved;
 }
 
 void RowsFiles::Relist(const std::string& id) {
   absl::MutexLock lock(&mu_);
+  Unwait(id);  // Recover reads them again
   auto it = files_.find(id);
   if (it == files_.end()) return;
   Close(it->second);

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -64,10 +65,35 @@ class RowsFiles {
   // `*gave_way` and the cause is set in `*why`. Their later changes keep no
   // rows until one clears them (the model's certificate stops keeping:
   // recovery finds those rows missing and restores it frozen).
+  //
+  // With `log`, a model's chunks may wait in the log instead (set_waiting):
+  // `log` puts them in the batch `commit` writes, keyed by their record, so
+  // that one sync makes both durable; they are moved to the file (written
+  // there before whatever comes after them, and removed from the log by the
+  // same commit) once the model's or every model's waiting chunks would pass
+  // their limit, or a chunk is too large to wait. A clear removes them.
+  struct Log {
+    std::function<void(const std::string& id, uint64_t seq,
+                       const std::string& chunks)>
+        put;
+    std::function<void(const std::string& id, uint64_t seq)> remove;
+  };
   absl::Status Append(const std::vector<Change>& changes, bool sync,
                       const std::function<absl::Status()>& commit,
                       std::vector<std::string>* gave_way = nullptr,
-                      absl::Status* why = nullptr);
+                      absl::Status* why = nullptr, const Log* log = nullptr);
+  // How many bytes of chunks a model may leave waiting in the log (a quarter
+  // of it for one record's, and 8 times it for every model's); 0 (the
+  // default): none wait.
+  void set_waiting(uint64_t model_bytes) {
+    absl::MutexLock lock(&mu_);
+    waiting_limit_ = model_bytes;
+  }
+  // The bytes of chunks waiting in the log, every model's.
+  uint64_t waiting_bytes() const {
+    absl::MutexLock lock(&mu_);
+    return waiting_bytes_;
+  }
   // A model stored anew under `id` (created or imported) with `rows` (may be
   // null or empty): its file is written and synced, then `commit` runs; after
   // it, any earlier file of `id` is deleted. An earlier file of the same
@@ -90,12 +116,17 @@ class RowsFiles {
 
   // Recovery. Lists the files on disk; then for each model, Recover reads
   // the rows of its records up to `last_seq` after `rows` (whose content a
-  // chunk that clears them replaces), one chunk in memory at a time. `*ok`
-  // is false if a chunk of an applied record failed to parse. Chunks after
-  // `last_seq` or after one that fails its check are truncated.
+  // chunk that clears them replaces), one chunk in memory at a time, then
+  // those of `logged` (the chunks found waiting in the log, by record, in
+  // order) after the file's last record. `*ok` is false if a chunk of an
+  // applied record failed to parse. Chunks after `last_seq` or after one that
+  // fails its check are truncated; the records of `logged` not taken (after
+  // `last_seq`, or moved to the file already) are added to `*drop`.
   void List();
   void Recover(const std::string& id, absl::Time created_at, uint64_t last_seq,
-               KeptRows* rows, bool* ok);
+               KeptRows* rows, bool* ok,
+               std::vector<std::pair<uint64_t, std::string>> logged = {},
+               std::vector<uint64_t>* drop = nullptr);
   // Model `id`'s file, listed again as if found on disk, for Recover to read
   // once more (a model rebuilt in a running server).
   void Relist(const std::string& id);
@@ -129,10 +160,23 @@ class RowsFiles {
   absl::Status SyncFiles(absl::Span<File* const> files)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The chunks of a model's records waiting in the log, in order.
+  struct Waiting {
+    std::vector<std::pair<uint64_t, std::string>> chunks;
+    uint64_t bytes = 0;
+  };
+  // Recover's part for the file of model `id` (incarnation `nanos`): the
+  // last record whose rows it holds (0 if none).
+  uint64_t RecoverFile(const std::string& id, int64_t nanos, uint64_t last_seq,
+                       KeptRows* rows, bool* ok)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets model `id`'s waiting chunks (not the log's copies).
+  void Unwait(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::string dir_;
   const int dir_fd_;
   const int max_held_;  // descriptors kept open between writes
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Every model stored (put or recovered), by id: its created_at. Records of
   // another incarnation are not this model's.
   absl::flat_hash_map<std::string, int64_t> incarnations_ ABSL_GUARDED_BY(mu_);
@@ -140,6 +184,9 @@ class RowsFiles {
   int held_ ABSL_GUARDED_BY(mu_) = 0;
   bool dir_dirty_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t reserve_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t waiting_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  uint64_t waiting_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Models whose rows gave way: their changes keep no rows until one clears
   // them.
   absl::flat_hash_set<std::string> gave_way_ ABSL_GUARDED_BY(mu_);

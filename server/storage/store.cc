@@ -41,6 +41,12 @@ std::string LogPrefix(const std::string& id) {
 std::string RowsPrefix(const std::string& id) {
   return absl::StrCat("m/", id, "/r/");
 }
+// The certificate's rows of a record, waiting in the log to be moved to the
+// model's rows file (RowsFiles::Append): rows-file chunks, tagged with the
+// record's sequence number.
+std::string WaitPrefix(const std::string& id) {
+  return absl::StrCat("m/", id, "/w/");
+}
 // Fixed-width so that key order is numeric order.
 std::string SeqKey(const std::string& prefix, uint64_t seq) {
   return absl::StrFormat("%s%020u", prefix, seq);
@@ -191,6 +197,10 @@ leveldb::Options Store::Options(leveldb::Env* env) {
   // block cache stays empty, as no read fills it (Verified). A larger memtable
   // shows in RSS while streaming.
   options.write_buffer_size = 4 << 20;
+  // Uncompressed: the records (and the certificate's rows waiting among them)
+  // are mostly doubles, which Snappy does not shrink, at a cost in every
+  // compaction they pass through.
+  options.compression = leveldb::kNoCompression;
   options.env = env;
   return options;
 }
@@ -348,7 +358,22 @@ absl::StatusOr<RecoveredModel> Store::RecoverModel(const std::string& id,
                   absl::ToUnixNanos(r.created_at) &&
               KeptRowsFromProto(stored_rows.rows(), &rows).ok();
   }
-  rows_->Recover(id, r.created_at, r.seq, &rows, &rows_ok);
+  // Then the rows file, then the rows waiting in the log after it.
+  std::vector<std::pair<uint64_t, std::string>> logged;
+  for (const auto& [seq, key] : Keys(WaitPrefix(id))) {
+    if (db_->Get(Verified(), key, &value).ok()) {
+      logged.emplace_back(seq, std::move(value));
+    } else {
+      rows_ok = false;
+    }
+  }
+  std::vector<uint64_t> not_taken;
+  rows_->Recover(id, r.created_at, r.seq, &rows, &rows_ok, std::move(logged),
+                 &not_taken);
+  for (const uint64_t seq : not_taken) {
+    drop.Delete(SeqKey(WaitPrefix(id), seq));
+    rows_dropped = true;
+  }
   if (rows_ok) {
     r.certificate_rows = rows.examples();
     r.certificate_rows_attached =
@@ -405,6 +430,7 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(RowsPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(WaitPrefix(id))) batch.Delete(key);
   v1::StoredModel stored;
   stored.set_model_id(id);
   *stored.mutable_created_at() =
@@ -429,6 +455,7 @@ absl::Status Store::DeleteModel(const std::string& id) {
   for (const auto& [seq, key] : Keys(SnapshotPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(LogPrefix(id))) batch.Delete(key);
   for (const auto& [seq, key] : Keys(RowsPrefix(id))) batch.Delete(key);
+  for (const auto& [seq, key] : Keys(WaitPrefix(id))) batch.Delete(key);
   leveldb::WriteOptions sync;
   sync.sync = true;
   return rows_->Delete(id, [&] {
@@ -459,12 +486,19 @@ absl::Status Store::Append(const std::vector<const Record*>& records, bool sync,
     CurvesDeltaToProto(r->curves, record.mutable_journal()->mutable_curves());
     batch.Put(SeqKey(LogPrefix(r->id), r->seq), Seal(record));
   }
+  const RowsFiles::Log log{
+      [&batch](const std::string& id, uint64_t seq, const std::string& chunks) {
+        batch.Put(SeqKey(WaitPrefix(id), seq), chunks);
+      },
+      [&batch](const std::string& id, uint64_t seq) {
+        batch.Delete(SeqKey(WaitPrefix(id), seq));
+      }};
   leveldb::WriteOptions options;
   options.sync = sync;
   return rows_->Append(
       changes, sync,
       [&] { return FromLevelDb(db_->Write(options, &batch), "logging"); },
-      gave_way, why);
+      gave_way, why, &log);
 }
 
 absl::Status Store::Append(const std::string& id, absl::Time created_at,
@@ -474,6 +508,12 @@ absl::Status Store::Append(const std::string& id, absl::Time created_at,
 }
 
 void Store::set_rows_reserve(uint64_t bytes) { rows_->set_reserve(bytes); }
+
+void Store::set_rows_waiting(uint64_t model_bytes) {
+  rows_->set_waiting(model_bytes);
+}
+
+uint64_t Store::rows_waiting_bytes() const { return rows_->waiting_bytes(); }
 
 absl::Status Store::Sync() {
   if (absl::Status s = rows_->Sync(); !s.ok()) return s;
@@ -527,6 +567,9 @@ absl::Status Store::Reopen() {
 absl::Status Store::DropLogFrom(const std::string& id, uint64_t seq) {
   leveldb::WriteBatch batch;
   for (const auto& [at, key] : Keys(LogPrefix(id))) {
+    if (at >= seq) batch.Delete(key);
+  }
+  for (const auto& [at, key] : Keys(WaitPrefix(id))) {
     if (at >= seq) batch.Delete(key);
   }
   leveldb::WriteOptions sync;

@@ -111,6 +111,13 @@ class Store {
   // The certificate's rows give way once the file system would keep less
   // than `bytes` free beside them (RowsFiles::set_reserve).
   void set_rows_reserve(uint64_t bytes);
+  // A record's rows of at most a quarter of `model_bytes` wait in the log
+  // (in its LevelDB batch: one sync instead of the rows file's and the
+  // log's) until a model's reach `model_bytes`, or every model's 8 times it;
+  // then they are moved to the model's rows file (RowsFiles::set_waiting).
+  // 0 (the default): every record's rows go to the file.
+  void set_rows_waiting(uint64_t model_bytes);
+  uint64_t rows_waiting_bytes() const;
   // Makes every earlier write durable.
   absl::Status Sync();
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -162,17 +163,19 @@ int main(int argc, char** argv) {
     for (Durability m : modes) {
       const std::string dir = absl::StrCat(root, "-", static_cast<int>(m));
       std::filesystem::remove_all(dir);
-      Server s = Start(m, dir);
-      Create(*s.client, "w1");
-      Create(*s.client, "lat");
-      for (int k = 0; k < 4; ++k) Create(*s.client, absl::StrCat("c", k));
-      rate[static_cast<int>(m)].push_back(
-          StreamRate(*s.client, "w1", data, 64));
-      auto [a, b] = Latency(*s.client, "lat", data, 2000);
-      p50[static_cast<int>(m)].push_back(a);
-      p99[static_cast<int>(m)].push_back(b);
-      conc[static_cast<int>(m)].push_back(Concurrent(*s.client, quarter, 4));
-      s.server->Shutdown();
+      {
+        Server s = Start(m, dir);
+        Create(*s.client, "w1");
+        Create(*s.client, "lat");
+        for (int k = 0; k < 4; ++k) Create(*s.client, absl::StrCat("c", k));
+        rate[static_cast<int>(m)].push_back(
+            StreamRate(*s.client, "w1", data, 64));
+        auto [a, b] = Latency(*s.client, "lat", data, 2000);
+        p50[static_cast<int>(m)].push_back(a);
+        p99[static_cast<int>(m)].push_back(b);
+        conc[static_cast<int>(m)].push_back(Concurrent(*s.client, quarter, 4));
+        s.server->Shutdown();
+      }  // the store closed (LevelDB's compactions done) before its files go
       std::filesystem::remove_all(dir);
     }
   }
@@ -216,9 +219,9 @@ int main(int argc, char** argv) {
     const double per_million =
         static_cast<double>(bytes) / (1 << 20) / (history.size() / 1e6);
     const absl::Time t = absl::Now();
-    Server s = Start(Durability::kSync, dir, every);
+    std::optional<Server> s(Start(Durability::kSync, dir, every));
     const double took = absl::ToDoubleMilliseconds(absl::Now() - t);
-    const server::RecoveryReport& rep = s.server->recovery();
+    const server::RecoveryReport& rep = s->server->recovery();
     std::printf(
         "\nrestart, %s: a model with %zu examples (%.0f log records; the "
         "data directory %.1f MiB, %.2f MiB per 10^6 examples): start %.1f ms, "
@@ -229,7 +232,8 @@ int main(int argc, char** argv) {
         static_cast<double>(bytes) / (1 << 20), per_million, took,
         absl::ToDoubleMilliseconds(rep.took),
         static_cast<unsigned long long>(rep.records_applied));
-    s.server->Shutdown();
+    s->server->Shutdown();
+    s.reset();
     std::filesystem::remove_all(dir);
   }
   return 0;

@@ -253,7 +253,10 @@ class DiskFullTest(unittest.TestCase):
                      lambda: samples(server.get("/metrics")[2])["perceptron_storage_failed"] == 0)
             metrics = samples(server.get("/metrics")[2])
             self.assertEqual(metrics["perceptron_storage_resumed_total"], 1)
-            self.assertEqual(metrics["perceptron_storage_models_restored_total"], 1)
+            # m, whose batch failed; and other too when its certificate's last solution, which
+            # goes to the log in the background, was among the records that failed (the
+            # refresher's timing). Either way other is as acknowledged (below).
+            self.assertIn(metrics["perceptron_storage_models_restored_total"], (1, 2))
             status = stub.GetServerStatus(pb.GetServerStatusRequest())
             self.assertTrue(status.store_writing)
             self.assertEqual((status.store_error, status.store_resumed), ("", 1))

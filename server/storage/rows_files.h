@@ -82,9 +82,9 @@ class RowsFiles {
                       const std::function<absl::Status()>& commit,
                       std::vector<std::string>* gave_way = nullptr,
                       absl::Status* why = nullptr, const Log* log = nullptr);
-  // How many bytes of chunks a model may leave waiting in the log (a quarter
-  // of it for one record's, and 8 times it for every model's); 0 (the
-  // default): none wait.
+  // How many bytes of chunks a model may leave waiting in the log (one
+  // record's at most a quarter of it and 4 KiB, every model's 8 times it);
+  // 0 (the default): none wait.
   void set_waiting(uint64_t model_bytes) {
     absl::MutexLock lock(&mu_);
     waiting_limit_ = model_bytes;

@@ -111,7 +111,8 @@ class Store {
   // The certificate's rows give way once the file system would keep less
   // than `bytes` free beside them (RowsFiles::set_reserve).
   void set_rows_reserve(uint64_t bytes);
-  // A record's rows of at most a quarter of `model_bytes` wait in the log
+  // A record's rows of at most 4 KiB (and a quarter of `model_bytes`) wait
+  // in the log
   // (in its LevelDB batch: one sync instead of the rows file's and the
   // log's) until a model's reach `model_bytes`, or every model's 8 times it;
   // then they are moved to the model's rows file (RowsFiles::set_waiting).

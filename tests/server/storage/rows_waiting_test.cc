@@ -16,6 +16,7 @@
 #include "leveldb/db.h"
 #include "server/storage/store.h"
 #include "tests/scoped_dir.h"
+#include "tests/server/storage/leveldb_keys.h"
 
 namespace perceptron::server {
 namespace {
@@ -99,18 +100,7 @@ class RowsWaitingTest : public ::testing::Test {
   // Keys of the closed store's LevelDB that start with `prefix`.
   int Keys(const std::string& prefix) {
     store_.reset();
-    leveldb::DB* raw;
-    EXPECT_TRUE(leveldb::DB::Open(leveldb::Options(), dir(), &raw).ok());
-    std::unique_ptr<leveldb::Iterator> it(
-        raw->NewIterator(leveldb::ReadOptions()));
-    int n = 0;
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-         it->Next()) {
-      ++n;
-    }
-    it.reset();
-    delete raw;
-    return n;
+    return testing::KeysWith(dir(), prefix);
   }
 
   const testing::ScopedDir scoped_;

@@ -24,11 +24,13 @@
 #include "tests/core/drivers.h"
 #include "tests/core/state_bits.h"
 #include "tests/scoped_dir.h"
+#include "tests/server/storage/leveldb_keys.h"
 
 namespace perceptron::server {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::KeysWith;
 using testing::StateBits;
 
 // Drives `model` and logs a record per window; returns the state after each
@@ -234,22 +236,6 @@ std::map<std::string, uintmax_t> RowsFiles(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir + "/rows"))
     out[e.path().filename().string()] = e.file_size();
   return out;
-}
-
-// Keys of `dir`'s LevelDB that start with `prefix` (the store closed).
-int KeysWith(const std::string& dir, const std::string& prefix) {
-  leveldb::DB* raw;
-  EXPECT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
-  std::unique_ptr<leveldb::Iterator> it(
-      raw->NewIterator(leveldb::ReadOptions()));
-  int n = 0;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-       it->Next()) {
-    ++n;
-  }
-  it.reset();
-  delete raw;
-  return n;
 }
 
 // A model of `config` whose certificate keeps every example, stored as "c"

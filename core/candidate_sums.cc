@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/huge_pages.h"
+
 namespace perceptron {
 
 namespace {
@@ -62,7 +64,7 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
     if (fits) {
       const size_t m = which.size();
       s->dense_which_ = which;
-      s->dense_.assign(dimension * m, 0.0);
+      s->dense_ = HugeVector<double>(dimension * m);
       for (uint32_t p = 0; p < coordinates.size(); ++p) {
         for (size_t j = 0; j < m; ++j) {
           s->dense_[size_t{coordinates[p]} * m + j] = (*vs)[which[j]][p];

@@ -7,10 +7,13 @@
 #define PERCEPTRON_CORE_CANDIDATE_SUMS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/huge_pages.h"
 #include "core/kept_rows.h"
 #include "core/prepare.h"
 
@@ -101,7 +104,12 @@ class CandidateSupport {
                        double* scores) const;
 
   std::vector<uint32_t> coordinates_;
-  absl::flat_hash_map<uint32_t, uint32_t> positions_;
+  // On huge pages when large (core/huge_pages.h), as dense_ is: read at
+  // random.
+  absl::flat_hash_map<uint32_t, uint32_t, absl::Hash<uint32_t>,
+                      std::equal_to<uint32_t>,
+                      HugePageAllocator<std::pair<const uint32_t, uint32_t>>>
+      positions_;
   // Dense: the summed candidates' values of coordinate i at
   // dense_[i * dense_which_.size() + j], and which candidates they are.
   std::vector<double> dense_;

@@ -51,7 +51,7 @@ LearnerState ClassicLearner::ExportState() const {
 
 absl::Status ClassicLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
-  w_ = std::move(state.weights);
+  w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
   return absl::OkStatus();
 }
@@ -114,7 +114,7 @@ absl::Status MarginLearner::ImportState(LearnerState state) {
                                                    state.weight_norm_sq,
                                                    " is not a squared norm"));
   }
-  w_ = std::move(state.weights);
+  w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
   norm_sq_ = state.weight_norm_sq;
   return absl::OkStatus();
@@ -149,7 +149,8 @@ absl::Status MarginLearner::ApplyDelta(const LearnerDelta& d) {
 // ---- AveragedLearner ----
 
 AveragedLearner::AveragedLearner(const ModelConfig& config)
-    : ClassicLearner(config), acc_(config.weight_dimension(), 0.0) {}
+    : ClassicLearner(config),
+      acc_(HugeVector<double>(config.weight_dimension())) {}
 
 double AveragedLearner::AverageScore(double w_dot, const Prepared& x) const {
   if (steps_ == 0) return w_dot;
@@ -213,9 +214,9 @@ absl::Status AveragedLearner::ImportState(LearnerState state) {
   PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
   PERCEPTRON_RETURN_IF_ERROR(CheckVector(
       "average_accumulator", state.average_accumulator, acc_.size()));
-  w_ = std::move(state.weights);
+  w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
-  acc_ = std::move(state.average_accumulator);
+  acc_ = OnHugePages(std::move(state.average_accumulator));
   acc_bound_.Set(acc_);
   steps_ = state.average_steps;
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/huge_pages.h"
 #include "core/journal.h"
 #include "core/learner.h"
 #include "core/magnitude_bound.h"
@@ -52,7 +53,7 @@ class WeightVectorLearner : public Learner {
 
  protected:
   explicit WeightVectorLearner(const ModelConfig& config)
-      : eta_(config.eta), w_(config.weight_dimension(), 0.0) {}
+      : eta_(config.eta), w_(HugeVector<double>(config.weight_dimension())) {}
 
   double eta_;
   std::vector<double> w_;

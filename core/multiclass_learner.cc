@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/huge_pages.h"
 #include "core/linear_learners.h"
 #include "core/status_macros.h"
 
@@ -29,9 +30,9 @@ MulticlassLearner::MulticlassLearner(const ModelConfig& config)
       k_(static_cast<int>(config.weight_vectors())),
       dim_(config.weight_dimension()),
       eta_(config.eta),
-      w_(config.weight_count(), 0.0),
+      w_(HugeVector<double>(config.weight_count())),
       past_(algorithm_ == Algorithm::kVoted ? config.max_voted_vectors : 0) {
-  if (algorithm_ == Algorithm::kAveraged) acc_.assign(w_.size(), 0.0);
+  if (algorithm_ == Algorithm::kAveraged) acc_ = HugeVector<double>(w_.size());
 }
 
 void ClassScores(const double* w, int k, uint32_t dim, const Prepared& x,
@@ -227,9 +228,9 @@ absl::Status MulticlassLearner::ImportState(LearnerState state) {
     return absl::InvalidArgumentError(
         "state: voting counts for a model that does not vote");
   }
-  w_ = std::move(state.weights);
+  w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
-  acc_ = std::move(state.average_accumulator);
+  acc_ = OnHugePages(std::move(state.average_accumulator));
   acc_bound_.Set(acc_);
   steps_ = state.average_steps;
   survived_ = state.current_survived;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/huge_pages.h"
 #include "core/linear_learners.h"
 #include "core/status_macros.h"
 
@@ -10,7 +11,7 @@ namespace perceptron {
 
 VotedLearner::VotedLearner(const ModelConfig& config)
     : eta_(config.eta),
-      w_(config.weight_dimension(), 0.0),
+      w_(HugeVector<double>(config.weight_dimension())),
       past_(config.max_voted_vectors) {}
 
 double VotedLearner::Score(const Prepared& x) const {
@@ -65,7 +66,7 @@ absl::Status VotedLearner::ImportState(LearnerState state) {
     PERCEPTRON_RETURN_IF_ERROR(CheckVector(absl::StrCat("voted vector ", k),
                                            state.voted[k].weights, w_.size()));
   }
-  w_ = std::move(state.weights);
+  w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
   survived_ = state.current_survived;
   past_.Assign(std::move(state.voted), state.dropped);

@@ -5,6 +5,7 @@
 // cold solve of W2's shape (d = 1000, 5,000 kept: a model's 64 MiB holds about
 // 5,500); and a kernel model's cold solve at its limit of kept examples.
 // Run: build/release/bench/core/certificate_benchmark
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -269,6 +270,65 @@ void BM_ObserveKeepingRepeats(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ObserveKeepingRepeats)->Arg(4096)->Arg(32768)->Arg(100000);
+
+// A wide model's candidates scored on a sparse x (W3's shape: 32 non-zeros
+// out of d = 2^20), the tracker's per-example work once it has a support of
+// state.range(0) coordinates, state.range(1) eighths of x's non-zeros among
+// them (W3's are all: its rows cycle): the candidates a refresher installs
+// (two of them summed), looked up coordinate by coordinate.
+void BM_SupportScores(benchmark::State& state) {
+  constexpr uint32_t d = 1u << 20;
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  std::vector<uint32_t> coordinates;
+  {
+    std::vector<uint32_t> all(d);
+    for (uint32_t i = 0; i < d; ++i) all[i] = i;
+    std::shuffle(all.begin(), all.end(), rng);
+    coordinates.assign(all.begin(), all.begin() + state.range(0));
+  }
+  Certificate solution;
+  solution.u.resize(coordinates.size());
+  for (double& e : solution.u) e = normal(rng);
+  solution.gamma = 0.25;
+  const std::vector<std::vector<double>> vs = CandidatesFrom(solution);
+  const ScaledCandidates scaled(vs);
+  const auto support = CandidateSupport::Of(coordinates, &vs, d + 1);
+  std::vector<Features> xs(4096);
+  for (Features& x : xs) {
+    x.sparse = true;
+    for (int j = 0; j < 32; ++j) {
+      x.indices.push_back(j % 8 < state.range(1)
+                              ? coordinates[rng() % coordinates.size()]
+                              : static_cast<uint32_t>(rng() % d));
+    }
+    std::sort(x.indices.begin(), x.indices.end());
+    x.indices.erase(std::unique(x.indices.begin(), x.indices.end()),
+                    x.indices.end());
+    for (size_t j = 0; j < x.indices.size(); ++j)
+      x.values.push_back(normal(rng));
+  }
+  std::vector<Prepared> prepared(xs.size());
+  for (size_t t = 0; t < xs.size(); ++t) {
+    prepared[t].x = xs[t].view();
+    prepared[t].dimension = d;
+  }
+  std::vector<double> scores(vs.size());
+  size_t t = 0;
+  for (auto _ : state) {
+    support->Scores(vs, scaled.summed(), prepared[t++ % prepared.size()],
+                    scores.data());
+    benchmark::DoNotOptimize(scores.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["MiB"] = static_cast<double>(support->bytes()) / (1 << 20);
+}
+BENCHMARK(BM_SupportScores)
+    ->ArgNames({"coordinates", "eighths_in"})
+    ->Args({40000, 8})
+    ->Args({200000, 8})
+    ->Args({200000, 1})
+    ->Args({600000, 8});
 
 }  // namespace
 }  // namespace perceptron

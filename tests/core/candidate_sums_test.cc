@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "core/kept_rows.h"
@@ -69,11 +70,13 @@ TEST(CandidateSumsTest, HingeSumsAreTheSumsOfTheHingeTerms) {
     EXPECT_NEAR(sums[k], expected, 1e-9 * (1 + expected)) << k;
   }
   EXPECT_EQ(HingeSums(KeptRows(), vs), std::vector<double>(4, 0.0));
+
 }
 
 // The summed candidates' values kept by coordinate (the coordinates dense
 // enough) give the same scores as the lookups of positions into each
-// candidate; a sparse support keeps none.
+// candidate, and as sums written here; a sparse support keeps none; asked for
+// other candidates than those it keeps, a support looks their values up.
 TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
   std::mt19937_64 rng(17);
   std::normal_distribution<double> normal;
@@ -103,9 +106,18 @@ TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
   ASSERT_EQ(scaled.summed().size(), 3u);
   const auto plain = CandidateSupport::Of(coordinates);
   const auto packed = CandidateSupport::Of(coordinates, &vs, 1u << 15);
+  const auto wide = CandidateSupport::Of(coordinates, &vs, 1u << 24);
   EXPECT_GT(packed->bytes(), plain->bytes());
-  EXPECT_EQ(CandidateSupport::Of(coordinates, &vs, 1u << 24)->bytes(),
-            plain->bytes());
+  EXPECT_EQ(wide->bytes(), plain->bytes());
+  for (size_t p = 0; p < coordinates.size(); ++p) {
+    ASSERT_EQ(plain->position(coordinates[p]), static_cast<int64_t>(p));
+    ASSERT_EQ(wide->position(coordinates[p]), static_cast<int64_t>(p));
+    ASSERT_EQ(packed->position(coordinates[p]), static_cast<int64_t>(p));
+  }
+  std::unordered_map<uint32_t, size_t> where;
+  for (size_t p = 0; p < coordinates.size(); ++p) where[coordinates[p]] = p;
+  // Two of the three summed: not those kept by coordinate.
+  const std::vector<uint32_t> some = {scaled.summed()[0], scaled.summed()[2]};
   for (int t = 0; t < 200; ++t) {
     std::vector<uint32_t> indices;
     std::vector<double> values;
@@ -124,14 +136,38 @@ TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
     x.has_bias = t % 2 == 0;
     x.bias_value = 1;
     x.scale = 0.25;
-    std::vector<double> a(vs.size()), b(vs.size());
+    std::vector<double> a(vs.size()), b(vs.size()), c(vs.size());
     plain->Scores(vs, scaled.summed(), x, a.data());
     packed->Scores(vs, scaled.summed(), x, b.data());
+    wide->Scores(vs, scaled.summed(), x, c.data());
     for (uint32_t k : scaled.summed()) {
       EXPECT_EQ(std::bit_cast<uint64_t>(a[k]), std::bit_cast<uint64_t>(b[k]))
           << t << " " << k;
+      EXPECT_EQ(std::bit_cast<uint64_t>(a[k]), std::bit_cast<uint64_t>(c[k]))
+          << t << " " << k;
     }
     EXPECT_NE(a[0], 0.0);
+    // Computed here: each non-zero in order, the bias last, then the scale.
+    for (uint32_t k : scaled.summed()) {
+      double r = 0;
+      for (size_t j = 0; j < indices.size(); ++j) {
+        const auto it = where.find(indices[j]);
+        if (it != where.end()) r += vs[k][it->second] * values[j];
+      }
+      if (x.has_bias) {
+        const auto it = where.find(x.dimension);
+        if (it != where.end()) r += vs[k][it->second] * x.bias_value;
+      }
+      EXPECT_EQ(std::bit_cast<uint64_t>(r * x.scale),
+                std::bit_cast<uint64_t>(a[k]));
+    }
+    std::vector<double> d(vs.size()), e(vs.size());
+    packed->Scores(vs, some, x, d.data());
+    wide->Scores(vs, some, x, e.data());
+    for (uint32_t k : some) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(a[k]), std::bit_cast<uint64_t>(d[k]));
+      EXPECT_EQ(std::bit_cast<uint64_t>(a[k]), std::bit_cast<uint64_t>(e[k]));
+    }
   }
 }
 

@@ -1,0 +1,79 @@
+// Large arrays read at random (a wide model's weights, its certificate's
+// values by coordinate) on the kernel's transparent huge pages, where the
+// system gives them on request (Debian's default: "madvise"): with 4 KiB
+// pages each random read of an array of several MiB also misses the TLB.
+//
+//   std::vector<double> w = perceptron::HugeVector<double>(1 << 20);
+//   w = perceptron::OnHugePages(std::move(restored));  // the same values
+//
+// Only the whole 2 MiB pages inside an array are asked for, and only for
+// arrays of at least kHugeArrayBytes; elsewhere, and where the system has no
+// transparent huge pages, these are plain vectors. The values are the same
+// either way.
+#ifndef PERCEPTRON_CORE_HUGE_PAGES_H_
+#define PERCEPTRON_CORE_HUGE_PAGES_H_
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace perceptron {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+inline constexpr size_t kHugeArrayBytes = size_t{4} << 20;
+
+// Asks for huge pages over the whole 2 MiB pages in [data, data + bytes) and
+// drops the pages there now, so that the next touch of each faults a huge
+// page. Their contents are lost (they read as zeros): call it only on memory
+// about to be written. True if the kernel took the advice.
+bool AdviseHugePages(void* data, size_t bytes);
+
+// n copies of `value`, on huge pages where the system gives them.
+template <typename T>
+std::vector<T> HugeVector(size_t n, const T& value = T()) {
+  std::vector<T> v;
+  v.reserve(n);
+  if (n * sizeof(T) >= kHugeArrayBytes)
+    AdviseHugePages(v.data(), n * sizeof(T));
+  v.assign(n, value);
+  return v;
+}
+
+// `v`'s values, moved to huge pages where the system gives them (a copy when
+// v is large enough; else v itself).
+template <typename T>
+std::vector<T> OnHugePages(std::vector<T> v) {
+  const size_t bytes = v.size() * sizeof(T);
+  if (bytes < kHugeArrayBytes) return v;
+  std::vector<T> h;
+  h.reserve(v.size());
+  if (!AdviseHugePages(h.data(), bytes)) return v;
+  h.assign(v.begin(), v.end());
+  return h;
+}
+
+// An allocator that asks for huge pages for blocks of at least
+// kHugeArrayBytes (for containers whose storage is allocated and then
+// written, as absl's hash tables are).
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: as std's
+  T* allocate(size_t n) {
+    T* p = std::allocator<T>().allocate(n);
+    if (n * sizeof(T) >= kHugeArrayBytes) AdviseHugePages(p, n * sizeof(T));
+    return p;
+  }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+};
+
+}  // namespace perceptron
+
+#endif  // PERCEPTRON_CORE_HUGE_PAGES_H_

@@ -172,11 +172,23 @@ std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
                                 const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);
-  for (uint32_t t : places) {
+  const ScaledCandidates scaled(vs);
+  std::vector<double> scores(vs.size());
+  // Each place once, times the number of times it is listed (a cycled data
+  // set lists every row again and again), as ClassHingeSumsAt.
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
     if (t >= rows.size()) continue;
+    for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
+    scaled.Spread(scores.data());
     for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - rows.label(t) * rows.DotUnordered(t, vs[k]);
-      if (h > 0) sums[k] += h;
+      const double h = 1 - rows.label(t) * scores[k];
+      if (h > 0) sums[k] += static_cast<double>(n) * h;
     }
   }
   return sums;

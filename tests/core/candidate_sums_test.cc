@@ -71,6 +71,25 @@ TEST(CandidateSumsTest, HingeSumsAreTheSumsOfTheHingeTerms) {
   }
   EXPECT_EQ(HingeSums(KeptRows(), vs), std::vector<double>(4, 0.0));
 
+  // At places: each listed place counts as often as it is listed, in any
+  // order; a place past the rows counts nothing.
+  std::vector<uint32_t> places;
+  for (int j = 0; j < 2000; ++j) {
+    places.push_back(static_cast<uint32_t>(rng() % (rows.size() + 3)));
+  }
+  const std::vector<double> at = HingeSumsAt(rows, places, vs);
+  ASSERT_EQ(at.size(), vs.size());
+  for (size_t k = 0; k < vs.size(); ++k) {
+    double expected = 0;
+    for (uint32_t t : places) {
+      if (t >= rows.size()) continue;
+      expected +=
+          std::max(0.0, 1 - rows.label(t) * rows.DotUnordered(t, vs[k]));
+    }
+    EXPECT_GT(expected, 0);
+    EXPECT_NEAR(at[k], expected, 1e-9 * (1 + expected)) << k;
+  }
+  EXPECT_EQ(HingeSumsAt(rows, {}, vs), std::vector<double>(4, 0.0));
 }
 
 // The summed candidates' values kept by coordinate (the coordinates dense

@@ -29,6 +29,32 @@ double PowerOfTwoMultiple(const std::vector<double>& v,
   return p;
 }
 
+// Adds n times each candidate's hinge term 1 - sign * scores[k], where
+// positive, to sums[k].
+void AddHinges(int sign, const std::vector<double>& scores, double n,
+               std::vector<double>* sums) {
+  for (size_t k = 0; k < scores.size(); ++k) {
+    const double h = 1 - sign * scores[k];
+    if (h > 0) (*sums)[k] += n * h;
+  }
+}
+
+// Calls f(t, n) once for each place t below `size` in `places`, in increasing
+// order, with n the number of times it is listed (a cycled data set lists
+// every row again and again).
+template <typename F>
+void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
+    if (t < size) f(t, static_cast<double>(n));
+  }
+}
+
 }  // namespace
 
 ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
@@ -160,10 +186,7 @@ std::vector<double> HingeSums(const KeptRows& rows,
   for (size_t t = 0; t < rows.size(); ++t) {
     support.Scores(vs, scaled.summed(), rows, t, scores.data());
     scaled.Spread(scores.data());
-    for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - rows.label(t) * scores[k];
-      if (h > 0) sums[k] += rows.count(t) * h;
-    }
+    AddHinges(rows.label(t), scores, rows.count(t), &sums);
   }
   return sums;
 }
@@ -174,23 +197,11 @@ std::vector<double> HingeSumsAt(const KeptRows& rows,
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size());
-  // Each place once, times the number of times it is listed (a cycled data
-  // set lists every row again and again), as ClassHingeSumsAt.
-  std::vector<uint32_t> sorted(places.begin(), places.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size();) {
-    const uint32_t t = sorted[i];
-    size_t n = 1;
-    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
-    i += n;
-    if (t >= rows.size()) continue;
+  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
     scaled.Spread(scores.data());
-    for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - rows.label(t) * scores[k];
-      if (h > 0) sums[k] += static_cast<double>(n) * h;
-    }
-  }
+    AddHinges(rows.label(t), scores, n, &sums);
+  });
   return sums;
 }
 
@@ -202,10 +213,7 @@ std::vector<double> HingeSums(const KeptRows& rows,
   for (size_t t = 0; t < rows.size(); ++t) {
     for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
     scaled.Spread(scores.data());
-    for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - rows.label(t) * scores[k];
-      if (h > 0) sums[k] += rows.count(t) * h;
-    }
+    AddHinges(rows.label(t), scores, rows.count(t), &sums);
   }
   return sums;
 }
@@ -239,10 +247,7 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
       margins[k] = ClassMargin(rows, t, vs[k], classes);
     }
     scaled.Spread(margins.data());
-    for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - margins[k];
-      if (h > 0) sums[k] += rows.count(t) * h;
-    }
+    AddHinges(1, margins, rows.count(t), &sums);
   }
   return sums;
 }
@@ -254,25 +259,13 @@ std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> margins(vs.size());
-  // Each place once, times the number of times it is listed (a cycled data
-  // set lists every row again and again).
-  std::vector<uint32_t> sorted(places.begin(), places.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size();) {
-    const uint32_t t = sorted[i];
-    size_t n = 1;
-    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
-    i += n;
-    if (t >= rows.size()) continue;
+  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) {
       margins[k] = ClassMargin(rows, t, vs[k], classes);
     }
     scaled.Spread(margins.data());
-    for (size_t k = 0; k < vs.size(); ++k) {
-      const double h = 1 - margins[k];
-      if (h > 0) sums[k] += static_cast<double>(n) * h;
-    }
-  }
+    AddHinges(1, margins, n, &sums);
+  });
   return sums;
 }
 

@@ -156,14 +156,15 @@ class Benchmark {
     }
     if (profiling_) {
       std::printf(
-          "| workload | path | examples/s | server CPU us/example |\n"
-          "|---|---|---|---|\n");
+          "| workload | path | examples/s | server CPU us/example | the "
+          "certificate at the end (last repeat) |\n"
+          "|---|---|---|---|---|\n");
       for (const Workload& w : workloads_) {
         for (const Path& path : paths_) {
           const std::string key = w.name + " " + path.name;
-          std::printf("| %s | %s | %s | %.3f |\n", w.name.c_str(),
+          std::printf("| %s | %s | %s | %.3f | %s |\n", w.name.c_str(),
                       path.name.c_str(), Si(MedianOf(key)).c_str(),
-                      Median(server_us_[key]));
+                      Median(server_us_[key]), ended_[key].c_str());
         }
       }
       PrintLoad();

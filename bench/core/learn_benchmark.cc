@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/candidate_sums.h"
+#include "core/certificate.h"
 #include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "core/multiclass_certificate.h"
@@ -155,6 +157,52 @@ void RunCertificate(benchmark::State& state, const Workload& w) {
   state.counters["available"] = tracker->Report(1).available;
 }
 
+// A wide binary model whose certificate froze over the pool's first
+// state.range(0) examples (solved and installed as the server's refresher
+// does, its candidates over the coordinates those use): what each example
+// then costs, the candidates' scores over their support included, with the
+// next example prefetched as the server's batches do.
+void RunFrozen(benchmark::State& state, const Workload& w) {
+  const Data data = MakeData(w);
+  const ModelConfig config = ConfigOf(w);
+  auto model = *Model::Create(config);
+  const size_t kept = static_cast<size_t>(state.range(0));
+  model->EnableCertificate(kept, /*slack=*/kept);
+  for (size_t t = 0; t < kept; ++t) {
+    model->Learn(View(data, t, true), data.labels[t]).IgnoreError();
+  }
+  CertificateTracker* tracker = model->certificate();
+  CertificateSolver solver(config.weight_dimension());
+  std::vector<uint32_t> repeats;
+  solver.Add(tracker->Take(&repeats), repeats);
+  CertificateOptions options;
+  options.tolerance = 1e-3;
+  const Certificate c = solver.Solve(model->stats(false).bound.radius, options);
+  std::vector<std::vector<double>> vs = CandidatesFrom(c);
+  std::vector<double> sums = HingeSums(solver.rows(), vs);
+  std::shared_ptr<const CandidateSupport> support = CandidateSupport::Of(
+      solver.coordinates(), &vs, config.weight_dimension());
+  tracker->Install(std::move(vs), std::move(sums), c.lower, c.converged,
+                   solver.size(), tracker->generation(), KeptRows(),
+                   std::move(support), &solver.rows());
+  if (tracker->phase() != CertificatePhase::kFrozen) {
+    state.SkipWithError("the certificate did not freeze");
+    return;
+  }
+  size_t t = 0;
+  for (auto _ : state) {
+    const size_t next = t + 1 == data.labels.size() ? 0 : t + 1;
+    model->Prefetch(View(data, next, true));
+    absl::StatusOr<Outcome> o =
+        model->Learn(View(data, t, true), data.labels[t]);
+    benchmark::DoNotOptimize(o);
+    t = next;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["coordinates"] =
+      static_cast<double>(solver.coordinates().size());
+}
+
 // Model::LearnDense on batches of 64 rows (the server's columnar path), the
 // pool's rows packed one after another.
 void RunDense(benchmark::State& state, const Workload& w, bool comparator) {
@@ -224,6 +272,8 @@ BENCHMARK_CAPTURE(Run, W3_averaged_bound, kW3, Algorithm::kAveraged, true);
 BENCHMARK_CAPTURE(Predict, W1, kW1);
 BENCHMARK_CAPTURE(Predict, W2, kW2);
 BENCHMARK_CAPTURE(Predict, W3, kW3);
+// W3 with its certificate frozen over 2,000 or 16,384 examples' coordinates.
+BENCHMARK_CAPTURE(RunFrozen, W3_certificate, kW3)->Arg(2000)->Arg(16384);
 // A multiclass model of 10 classes (docs/design.md section 2.8).
 BENCHMARK_CAPTURE(Run, W6_multiclass, kW6, Algorithm::kClassic, false);
 BENCHMARK_CAPTURE(RunDense, W6_multiclass, kW6, false);

@@ -76,6 +76,27 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
     std::vector<uint32_t> coordinates,
     const std::vector<std::vector<double>>* vs, uint64_t dimension) {
   auto s = std::make_shared<CandidateSupport>();
+  const uint64_t want = coordinates.size() * kFilterBits;
+  const bool within =
+      std::all_of(coordinates.begin(), coordinates.end(),
+                  [dimension](uint32_t i) { return i < dimension; });
+  if (dimension > 0 && dimension <= want && within) {
+    s->filter_direct_ = true;
+    s->filter_bits_ = dimension;
+  } else {
+    int bits = 6;
+    while ((uint64_t{1} << bits) < want) ++bits;
+    s->filter_bits_ = uint64_t{1} << bits;
+    s->filter_shift_ = 64 - bits;
+  }
+  s->filter_.assign((s->filter_bits_ + 63) / 64, 0);
+  for (uint32_t i : coordinates) {
+    const uint64_t h =
+        s->filter_direct_
+            ? i
+            : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> s->filter_shift_;
+    if (h < s->filter_bits_) s->filter_[h >> 6] |= uint64_t{1} << (h & 63);
+  }
   s->positions_.reserve(coordinates.size());
   for (uint32_t p = 0; p < coordinates.size(); ++p) {
     s->positions_.emplace(coordinates[p], p);
@@ -151,19 +172,24 @@ void CandidateSupport::Accumulate(const std::vector<std::vector<double>>& vs,
   // Past the caches each lookup and each candidate's value is a miss: a
   // batch's are fetched ahead, so that they overlap, then summed in order
   // (the same sums as one at a time).
+  // Only the non-zeros the filter lets through are looked up.
   constexpr size_t kBatch = 16;
   int64_t at[kBatch];
-  for (size_t b = 0; b < n; b += kBatch) {
-    const size_t m = std::min(kBatch, n - b);
-    for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[b + j]);
+  size_t from[kBatch];
+  for (size_t b = 0; b < n;) {
+    size_t m = 0;
+    for (; b < n && m < kBatch; ++b) {
+      if (MayHold(indices[b])) from[m++] = b;
+    }
+    for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
     for (size_t j = 0; j < m; ++j) {
-      at[j] = position(indices[b + j]);
+      at[j] = position(indices[from[j]]);
       if (at[j] < 0) continue;
       for (uint32_t k : which) __builtin_prefetch(vs[k].data() + at[j]);
     }
     for (size_t j = 0; j < m; ++j) {
       if (at[j] < 0) continue;
-      for (uint32_t k : which) scores[k] += vs[k][at[j]] * values[b + j];
+      for (uint32_t k : which) scores[k] += vs[k][at[j]] * values[from[j]];
     }
   }
 }

@@ -78,7 +78,8 @@ class CandidateSupport {
   size_t bytes() const {
     return coordinates_.capacity() * sizeof(uint32_t) +
            positions_.capacity() * (sizeof(uint64_t) + 1) +
-           dense_.capacity() * sizeof(double);
+           dense_.capacity() * sizeof(double) +
+           filter_.capacity() * sizeof(uint64_t);
   }
   // scores[k] = vs[k] . x^ for each k of `which` (the candidates' values at
   // these positions), over x^'s non-zeros in order; the scale applied last,
@@ -90,6 +91,14 @@ class CandidateSupport {
   void Scores(const std::vector<std::vector<double>>& vs,
               const std::vector<uint32_t>& which, const KeptRows& rows,
               size_t t, double* scores) const;
+  // False if coordinate i is not in the support (a bit of the filter below);
+  // true if it may be.
+  bool MayHold(uint32_t i) const {
+    const uint64_t h =
+        filter_direct_ ? i
+                       : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> filter_shift_;
+    return h < filter_bits_ && ((filter_[h >> 6] >> (h & 63)) & 1);
+  }
 
  private:
   // scores[k] += vs[k] . (the n non-zeros given), in order.
@@ -104,6 +113,17 @@ class CandidateSupport {
                        double* scores) const;
 
   std::vector<uint32_t> coordinates_;
+  // A filter of the coordinates: for each, one bit at a hash of it, of at
+  // least kFilterBits a coordinate (so that about one coordinate out of the
+  // support in sixteen finds its bit set); or, when the weight dimension
+  // takes no more bits, bit i for coordinate i. Most of a sparse row's
+  // coordinates are out of a wide model's support, and are skipped without a
+  // lookup.
+  static constexpr size_t kFilterBits = 16;
+  std::vector<uint64_t> filter_;
+  uint64_t filter_bits_ = 0;
+  int filter_shift_ = 64;
+  bool filter_direct_ = false;
   // On huge pages when large (core/huge_pages.h), as dense_ is: read at
   // random.
   absl::flat_hash_map<uint32_t, uint32_t, absl::Hash<uint32_t>,

@@ -203,8 +203,9 @@ class CertificateTracker {
   // these are kept (6), the solver's iterates and u (4), and the position
   // tables of the solver and the tracker (about 24 bytes each), and the
   // summed candidates' values by coordinate when the coordinates are dense
-  // enough (CandidateSupport::kDenseBytes, 48).
-  static constexpr uint64_t kWideCoordinateBytes = 224;
+  // enough (CandidateSupport::kDenseBytes, 48), and the two tables' filters
+  // (at most 4 bytes each).
+  static constexpr uint64_t kWideCoordinateBytes = 232;
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Solutions over exactly the limit that may be installed unconverged before

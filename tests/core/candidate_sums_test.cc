@@ -190,5 +190,40 @@ TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
   }
 }
 
+TEST(CandidateSumsTest, TheFilterHoldsEveryCoordinateAndTurnsMostOthersAway) {
+  std::mt19937_64 rng(23);
+  // With the dimension unknown or large, a hashed filter; with 2^16 (at most
+  // 16 bits a coordinate), one bit a coordinate of the model.
+  for (const uint64_t dimension :
+       {uint64_t{0}, uint64_t{1} << 16, uint64_t{1} << 20, uint64_t{1} << 32}) {
+    const uint32_t range =
+        dimension == (uint64_t{1} << 16) ? 1u << 16 : 1u << 20;
+    std::vector<uint32_t> coordinates;
+    std::vector<bool> in(1u << 20, false);
+    while (coordinates.size() < 20000) {
+      const uint32_t i = static_cast<uint32_t>(rng() % range);
+      if (!in[i]) coordinates.push_back(i);
+      in[i] = true;
+    }
+    const auto s = CandidateSupport::Of(coordinates, nullptr, dimension);
+    for (uint32_t i : coordinates) ASSERT_TRUE(s->MayHold(i)) << i;
+    size_t passed = 0, out = 0;
+    for (uint32_t i = 0; i < (1u << 20); ++i) {
+      if (in[i]) continue;
+      ++out;
+      passed += s->MayHold(i);
+    }
+    if (range == (1u << 16)) {
+      EXPECT_EQ(passed, 0u);
+    } else {
+      EXPECT_LT(static_cast<double>(passed), out / 8.0) << dimension;
+      EXPECT_GT(passed, 0u) << dimension;
+    }
+  }
+  // A coordinate past the dimension given is still held (a hashed filter).
+  const auto past = CandidateSupport::Of({3, 70000}, nullptr, 16);
+  EXPECT_TRUE(past->MayHold(3));
+  EXPECT_TRUE(past->MayHold(70000));
+}
 }  // namespace
 }  // namespace perceptron

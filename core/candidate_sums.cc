@@ -91,10 +91,7 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
   }
   s->filter_.assign((s->filter_bits_ + 63) / 64, 0);
   for (uint32_t i : coordinates) {
-    const uint64_t h =
-        s->filter_direct_
-            ? i
-            : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> s->filter_shift_;
+    const uint64_t h = s->FilterBit(i);
     if (h < s->filter_bits_) s->filter_[h >> 6] |= uint64_t{1} << (h & 63);
   }
   s->positions_.reserve(coordinates.size());

@@ -94,9 +94,7 @@ class CandidateSupport {
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {
-    const uint64_t h =
-        filter_direct_ ? i
-                       : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> filter_shift_;
+    const uint64_t h = FilterBit(i);
     return h < filter_bits_ && ((filter_[h >> 6] >> (h & 63)) & 1);
   }
 
@@ -120,6 +118,12 @@ class CandidateSupport {
   // coordinates are out of a wide model's support, and are skipped without a
   // lookup.
   static constexpr size_t kFilterBits = 16;
+  // The bit of the filter that stands for coordinate i.
+  uint64_t FilterBit(uint32_t i) const {
+    return filter_direct_
+               ? i
+               : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> filter_shift_;
+  }
   std::vector<uint64_t> filter_;
   uint64_t filter_bits_ = 0;
   int filter_shift_ = 64;

@@ -54,52 +54,110 @@ void MulticlassCertificateSolver::Add(KeptRows rows,
 
 size_t MulticlassCertificateSolver::bytes() const {
   return rows_.bytes() + alpha_.capacity() * sizeof(double) +
+         active_.capacity() * sizeof(uint32_t) + class_order_.capacity() +
+         active_classes_.capacity() +
          static_cast<size_t>(k_) * dim_ * sizeof(double);
 }
 
-double MulticlassCertificateSolver::Pass(double C, double* gap) {
+void MulticlassCertificateSolver::Unshrink() {
   const size_t n = rows_.size();
-  std::vector<uint32_t> order(n);
-  for (size_t t = 0; t < n; ++t) order[t] = static_cast<uint32_t>(t);
+  active_.resize(n);
+  for (size_t t = 0; t < n; ++t) active_[t] = static_cast<uint32_t>(t);
+  class_order_.resize(n * k_);
+  for (size_t t = 0; t < n; ++t) {
+    for (int r = 0; r < k_; ++r) {
+      class_order_[t * k_ + r] = static_cast<uint8_t>(r);
+    }
+  }
+  active_classes_.assign(n, static_cast<uint8_t>(k_));
+}
+
+double MulticlassCertificateSolver::Pass(double C, double* gap) {
+  const size_t n = active_.size();
   for (size_t t = n; t > 1; --t) {
-    std::swap(order[t - 1], order[random_.Next() % t]);
+    std::swap(active_[t - 1], active_[random_.Next() % t]);
   }
   double worst = 0;
   *gap = 0;
   double g[kMaxClasses], b[kMaxClasses], a[kMaxClasses];
-  for (const uint32_t t : order) {
+  size_t kept = 0;  // active_[0, kept) stay active
+  for (size_t s = 0; s < n; ++s) {
+    const uint32_t t = active_[s];
     const double A = rows_.square(t);
-    if (A == 0) continue;
     const int y = rows_.label(t);
     const double cap = C * rows_.count(t);
     double* alpha = alpha_.data() + size_t{t} * k_;
-    // The gradient of -D in alpha_t, and how far it is from optimal: the
-    // largest gradient against the smallest among variables below their cap.
+    if (A == 0) {
+      // x^ = 0: no quadratic term, gradients 1 (0 for y) whatever W. The
+      // dual gains most with alpha_y at its cap, another class's at -cap
+      // (W unchanged); then nothing moves: the example leaves active_ (so
+      // only a pass over every example meets it). Its share of the gap is
+      // C count xi_t (xi_t = 1) + sum_r alpha_r g_r.
+      double share = cap;
+      for (int r = 0; r < k_; ++r) share += r == y ? 0.0 : alpha[r];
+      *gap += share;
+      std::fill(alpha, alpha + k_, 0.0);
+      alpha[y] = cap;
+      alpha[(y + 1) % k_] = -cap;
+      continue;
+    }
+    uint8_t* order = class_order_.data() + size_t{t} * k_;
+    int m = active_classes_[t];
+    // The gradient of -D in alpha_t over the active classes, and how far it
+    // is from optimal: the largest gradient against the smallest among
+    // variables below their bound.
     double top = -std::numeric_limits<double>::infinity();
     double low = std::numeric_limits<double>::infinity();
     double share = 0;  // sum_r alpha_r g_r
-    for (int r = 0; r < k_; ++r) {
-      g[r] = rows_.DotUnordered(t, w_[r]) + (r == y ? 0.0 : 1.0);
-      top = std::max(top, g[r]);
-      if (alpha[r] < (r == y ? cap : 0.0)) low = std::min(low, g[r]);
-      share += alpha[r] * g[r];
+    int at = m;        // y's place among the active classes (m: not there)
+    for (int j = 0; j < m; ++j) {
+      const int r = order[j];
+      g[j] = rows_.DotUnordered(t, w_[r]) + (r == y ? 0.0 : 1.0);
+      top = std::max(top, g[j]);
+      if (r == y) at = j;
+      if (alpha[r] < (r == y ? cap : 0.0)) low = std::min(low, g[j]);
+      share += alpha[r] * g[j];
     }
-    // The example's share of the duality gap P(W) - D(alpha) at the W met:
-    // C count xi_t + sum_r alpha_t,r g_r (xi_t = top - g_y, at least 0).
-    *gap += cap * std::max(0.0, top - g[y]) + share;
+    if (m == k_) {
+      // The example's share of the duality gap P(W) - D(alpha) at the W met:
+      // C count xi_t + sum_r alpha_t,r g_r (xi_t = top - g_y, at least 0).
+      *gap += cap * std::max(0.0, top - g[at]) + share;
+    }
+    // Classes at their bound whose gradient is below every free class's
+    // stay there: they leave the active ones (swapped to the end).
+    for (int j = 0; j < m;) {
+      const int r = order[j];
+      if (alpha[r] == (r == y ? cap : 0.0) && g[j] < low) {
+        --m;
+        std::swap(order[j], order[m]);
+        std::swap(g[j], g[m]);
+        if (at == m) {
+          at = j;
+        } else if (at == j) {
+          at = m;
+        }
+      } else {
+        ++j;
+      }
+    }
+    active_classes_[t] = static_cast<uint8_t>(m);
+    if (m <= 1) continue;  // nothing left to move: out of active_
+    active_[kept++] = t;
     const double violation = top - low;
     worst = std::max(worst, violation);
     if (!(violation > 1e-12)) continue;
-    for (int r = 0; r < k_; ++r) b[r] = g[r] - A * alpha[r];
-    SolveClassSubproblem(A, absl::MakeConstSpan(b, k_), y, cap,
-                         absl::MakeSpan(a, k_));
-    for (int r = 0; r < k_; ++r) {
-      const double delta = a[r] - alpha[r];
+    for (int j = 0; j < m; ++j) b[j] = g[j] - A * alpha[order[j]];
+    SolveClassSubproblem(A, absl::MakeConstSpan(b, m), at, cap,
+                         absl::MakeSpan(a, m));
+    for (int j = 0; j < m; ++j) {
+      const int r = order[j];
+      const double delta = a[j] - alpha[r];
       if (delta == 0) continue;
       rows_.AddTo(t, delta, &w_[r]);
-      alpha[r] = a[r];
+      alpha[r] = a[j];
     }
   }
+  active_.resize(kept);
   return worst;
 }
 
@@ -124,13 +182,34 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
     }
     cost_ = C;
   }
-  // The exact figures cost a dot product per example and class: they are
-  // computed once the gap the last pass met (its examples' shares, each at
-  // the W it met) is within the tolerance, and at the last pass.
+  // Every example and class is visited in the first pass and after the
+  // active ones are within `spread` of optimal (their largest violation):
+  // such a pass sums the gap. The exact figures cost a dot product per
+  // example and class: they are computed once the gap such a pass met (its
+  // examples' shares, each at the W it met) is within the tolerance, and at
+  // the last pass.
+  Unshrink();
+  bool unshrunk = true;
+  double spread = kShrinkSpread;
   while (true) {
+    // A pass right after Unshrink visits every example and class.
+    const bool full = unshrunk;
+    unshrunk = false;
     double gap = 0;
-    Pass(C, &gap);
+    const double worst = Pass(C, &gap);
     ++c.passes;
+    if (!full && c.passes < options.max_passes) {
+      if (options.stop && options.stop()) {
+        c.stopped = true;
+        return c;
+      }
+      if (worst <= spread) {
+        Unshrink();
+        unshrunk = true;
+        spread /= 10;
+      }
+      continue;
+    }
     double norm2 = 0;
     for (int r = 0; r < k_; ++r) {
       norm2 += DenseDot(w_[r].data(), w_[r].data(), dim_);

@@ -93,7 +93,8 @@ class MulticlassCertificateSolver {
   const KeptRows& rows() const { return rows_; }
   size_t size() const { return rows_.size(); }
   int classes() const { return k_; }
-  // Bytes the kept examples and their dual variables take.
+  // Bytes the kept examples, their dual variables and their places in the
+  // passes take.
   size_t bytes() const;
 
   // Solves for radius `radius` (>= every kept ||x^||), from the last
@@ -101,10 +102,22 @@ class MulticlassCertificateSolver {
   MulticlassCertificate Solve(double radius, const CertificateOptions& options);
 
  private:
-  // One pass over every example in a fresh random order at cost C; returns
-  // the largest violation of the optimality conditions met, and the sum of
-  // the examples' shares of the duality gap, each at the W it met, in `gap`.
+  // One pass over the active examples (active_) in a fresh random order at
+  // cost C, each over its active classes; returns the largest violation of
+  // the optimality conditions met. In a pass over every example and class
+  // (after Unshrink), `gap` is the sum of the examples' shares of the duality
+  // gap, each at the W it met. Shrinking (as liblinear's Crammer-Singer solver
+  // does; Keerthi et al. 2008): a class at its bound whose
+  // gradient is below every free class's leaves the example's active
+  // classes, and an example left with one leaves active_; Solve brings them
+  // all back once the active ones are near optimal.
   double Pass(double C, double* gap);
+  // Makes every example and class active.
+  void Unshrink();
+
+  // The largest violation among the active examples at which every one is
+  // made active again, at first; a tenth of it each time after.
+  static constexpr double kShrinkSpread = 0.1;
 
   int k_;
   uint32_t dim_;
@@ -112,6 +125,11 @@ class MulticlassCertificateSolver {
   std::vector<double> alpha_;           // k a row
   std::vector<std::vector<double>> w_;  // W(alpha): w_[r], dim_ each
   double cost_ = 0;                     // the C alpha_ is feasible for
+  // The examples a pass visits; each example's classes, the first
+  // active_classes_[t] of its k in class_order_ still moving.
+  std::vector<uint32_t> active_;
+  std::vector<uint8_t> class_order_;
+  std::vector<uint8_t> active_classes_;
   XorShift random_{0x2545f4914f6cdd1dull};
 };
 

@@ -14,6 +14,7 @@
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
 #include "core/kernel_certificate.h"
+#include "core/multiclass_certificate.h"
 
 namespace perceptron {
 namespace {
@@ -329,6 +330,80 @@ BENCHMARK(BM_SupportScores)
     ->Args({200000, 8})
     ->Args({200000, 1})
     ->Args({600000, 8});
+
+// W6's shape (the service benchmark's multiclass workload): state.range(0)
+// rows of d = 64, each labeled with the highest of 10 random directions (10%
+// of labels replaced by a random class), bias on. The multiclass solver as
+// the server's refresher runs it: rounds of at most 20 passes to the gap it
+// solves to, until one has converged; cold (the rows' first solve), then, as
+// a stream cycling through them does, warm once every row is counted
+// state.range(1) times more (only the warm solve is timed when that is > 0).
+void BM_MulticlassRounds(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const uint32_t again = static_cast<uint32_t>(state.range(1));
+  constexpr uint32_t kDim64 = 64;
+  constexpr int kClasses = 10;
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> normal;
+  std::vector<std::vector<double>> us(kClasses, std::vector<double>(kDim64));
+  for (auto& u : us)
+    for (double& v : u) v = normal(rng);
+  const Preparer preparer(Config(kDim64));
+  KeptRows rows;
+  double radius = 0;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<double> x(kDim64);
+    for (double& v : x) v = normal(rng);
+    int best = 0;
+    double top = -1e300;
+    for (int r = 0; r < kClasses; ++r) {
+      double s = 0;
+      for (uint32_t i = 0; i < kDim64; ++i) s += us[r][i] * x[i];
+      if (s > top) top = s, best = r;
+    }
+    if (rng() % 10 == 0) best = static_cast<int>(rng() % kClasses);
+    const Prepared p = *preparer.Prepare(FeatureView::Dense(x));
+    radius = std::max(radius, p.norm);
+    rows.Add(p, best);
+  }
+  CertificateOptions options;
+  options.tolerance = kConvergedGap;
+  options.max_passes = 20;
+  auto solve = [&](MulticlassCertificateSolver& solver) {
+    int rounds = 0, passes = 0;
+    MulticlassCertificate c;
+    do {
+      c = solver.Solve(radius, options);
+      ++rounds;
+      passes += c.passes;
+    } while (!c.converged && rounds < 1000);
+    state.counters["rounds"] = rounds;
+    state.counters["passes"] = passes;
+    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+    state.counters["U"] = c.upper;
+  };
+  std::vector<uint32_t> every(n);
+  for (size_t t = 0; t < n; ++t) every[t] = static_cast<uint32_t>(t);
+  for (auto _ : state) {
+    state.PauseTiming();
+    MulticlassCertificateSolver solver(kClasses, kDim64 + 1);
+    solver.Add(rows);
+    if (again > 0) {
+      solve(solver);
+      for (uint32_t k = 0; k < again; ++k) solver.Add(KeptRows(), every);
+    }
+    state.ResumeTiming();
+    solve(solver);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_MulticlassRounds)
+    ->ArgNames({"n", "again"})
+    ->Args({4096, 0})
+    ->Args({4096, 1})
+    ->Args({4096, 8})
+    ->Args({32768, 0})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace perceptron

@@ -331,6 +331,63 @@ BENCHMARK(BM_SupportScores)
     ->Args({200000, 1})
     ->Args({600000, 8});
 
+// W3's shape (the service benchmark's sparse workload): state.range(0) rows
+// of 32 non-zeros out of d = 2^20, labels from a random separator with 10%
+// flipped: a wide solver (over the coordinates its rows use). Rows handed
+// over as the tracker hands them (Add: coordinates to positions) and solved
+// cold in rounds of at most 20 passes to the gap the refresher solves to.
+void BM_WideRounds(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  constexpr uint32_t kWide = 1u << 20;
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> normal;
+  std::vector<double> separator(kWide);
+  for (double& v : separator) v = normal(rng);
+  ModelConfig config;
+  config.dimension = kWide;
+  const Preparer preparer(config);
+  KeptRows rows;
+  double radius = 0;
+  for (size_t t = 0; t < n; ++t) {
+    Features x;
+    x.sparse = true;
+    while (x.indices.size() < 32) {
+      x.indices.push_back(static_cast<uint32_t>(rng() % kWide));
+      std::sort(x.indices.begin(), x.indices.end());
+      x.indices.erase(std::unique(x.indices.begin(), x.indices.end()),
+                      x.indices.end());
+    }
+    double s = 0;
+    for (uint32_t i : x.indices)
+      s += separator[i] * x.values.emplace_back(normal(rng));
+    const Prepared p = *preparer.Prepare(x.view());
+    radius = std::max(radius, p.norm);
+    rows.Add(p, (s >= 0) == (rng() % 10 != 0) ? 1 : -1);
+  }
+  CertificateOptions options;
+  options.tolerance = kConvergedGap;
+  options.max_passes = 20;
+  for (auto _ : state) {
+    state.PauseTiming();
+    KeptRows copy = rows;
+    CertificateSolver solver(config.weight_dimension());
+    state.ResumeTiming();
+    solver.Add(std::move(copy));
+    int rounds = 0, passes = 0;
+    Certificate c;
+    do {
+      c = solver.Solve(radius, options);
+      ++rounds;
+      passes += c.passes;
+    } while (!c.converged && rounds < 1000);
+    state.counters["rounds"] = rounds;
+    state.counters["passes"] = passes;
+    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_WideRounds)->Arg(20000)->Arg(32768)->Unit(benchmark::kMillisecond);
+
 // W6's shape (the service benchmark's multiclass workload): state.range(0)
 // rows of d = 64, each labeled with the highest of 10 random directions (10%
 // of labels replaced by a random class), bias on. The multiclass solver as

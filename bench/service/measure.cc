@@ -217,14 +217,14 @@ std::unique_ptr<Process> Start(const Path& path) {
 std::string CertificateEnd(const v1::Certificate& c) {
   switch (c.state()) {
     case v1::Certificate::FROZEN:
-      return absl::StrFormat("frozen at %d (last solution over %d%s)",
+      return absl::StrFormat("frozen at %d (last solution over %d%s), U %.6g",
                              c.frozen_at(), c.solved(),
-                             c.converged() ? ", converged" : "");
+                             c.converged() ? ", converged" : "", c.upper());
     case v1::Certificate::KEEPING:
     case v1::Certificate::FREEZING:
-      return absl::StrFormat("%s, %d kept, solved over %d",
+      return absl::StrFormat("%s, %d kept, solved over %d, U %.6g",
                              v1::Certificate::State_Name(c.state()), c.kept(),
-                             c.solved());
+                             c.solved(), c.upper());
     default:
       return absl::StrCat("off: ", c.reason());
   }

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "core/multiclass_learner.h"
+#if defined(__x86_64__)
+#include "xxh_x86dispatch.h"  // XXH3_128bits_withSeed: the run time's choice
+#else
+#include "xxhash.h"
+#endif
 
 namespace perceptron {
 namespace {
@@ -132,14 +137,25 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(const KeptRows& rows,
 
 CertificateTracker::RowKey CertificateTracker::KeyOf(
     absl::Span<const uint32_t> i, absl::Span<const double> v, int label) {
-  // The bytes of the indices and values, hashed as strings (absl hashes a
-  // span of doubles value by value, several times slower; equal bits are
-  // what counts here).
-  const absl::string_view ib(reinterpret_cast<const char*>(i.data()),
-                             i.size() * sizeof(uint32_t));
-  const absl::string_view vb(reinterpret_cast<const char*>(v.data()),
-                             v.size() * sizeof(double));
-  return {absl::HashOf(1, label, ib, vb), absl::HashOf(label, vb, 2, ib)};
+  // The bytes of the values (after the indices, for a sparse row) hashed
+  // into 128 bits by xxHash's XXH3, seeded by the label and the count of
+  // indices (so that rows of other labels or shapes hash apart). Equal bits
+  // are what counts here. On x86-64 the library picks its vector build for
+  // the processor (SSE2, AVX2 or AVX-512) when first called.
+  const uint64_t seed = (uint64_t{static_cast<uint32_t>(label)} << 32) ^
+                        static_cast<uint64_t>(i.size());
+  XXH128_hash_t h;
+  if (i.empty()) {
+    h = XXH3_128bits_withSeed(v.data(), v.size() * sizeof(double), seed);
+  } else {
+    thread_local std::string bytes;
+    bytes.assign(reinterpret_cast<const char*>(i.data()),
+                 i.size() * sizeof(uint32_t));
+    bytes.append(reinterpret_cast<const char*>(v.data()),
+                 v.size() * sizeof(double));
+    h = XXH3_128bits_withSeed(bytes.data(), bytes.size(), seed);
+  }
+  return {h.low64, h.high64};
 }
 
 bool CertificateTracker::CountAgain(uint32_t place) {

@@ -383,7 +383,7 @@ class CertificateTracker {
   void DropRows();
   // Counts the kept row at `place` once more; false if it cannot.
   bool CountAgain(uint32_t place);
-  // The key an example equal to row t of `rows` has (its bits hashed twice).
+  // The key an example equal to row t of `rows` has (its bits' 128-bit hash).
   using RowKey = std::pair<uint64_t, uint64_t>;
   static RowKey KeyOf(const KeptRows& rows, size_t t);
   // The key of a row of non-zeros `i` (empty for a dense row) and `v`.

@@ -10,7 +10,7 @@ set -euo pipefail
 
 build_packages=(
   cmake ninja-build g++ make pkg-config ca-certificates
-  libabsl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libabsl-dev libxxhash-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libleveldb-dev libsnappy-dev libisal-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
   libgoogle-perftools-dev nlohmann-json3-dev
 )
@@ -22,8 +22,9 @@ packages=(
   openssl
   # The AddressSanitizer build and its fuzz targets: clang with libFuzzer and the sanitizer runtimes.
   clang libclang-rt-14-dev
-  # Libraries of core/ and its tests and benchmarks.
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # Libraries of core/ (Abseil; xxHash for the certificate's keys of kept rows) and its tests
+  # and benchmarks.
+  libabsl-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev
   # The wire contract, the server and the client: gRPC, protobuf and their code generators
   # (libgrpc++-dev alone does not bring the compilers).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -935,6 +935,40 @@ TEST(CertificateTrackerTest, AWideModelKeepsItsCertificate) {
 // standing for its 200 copies: U bounds the updates at every example and is
 // the solution over the 12,000 examples, the journal's deltas rebuild the
 // rows with their counts, and a state with them goes on bit for bit.
+// An example counts a kept row again only if it is that row bit for bit: its
+// label, its indices and its values (the row's 128-bit key, KeyOf).
+TEST(CertificateTrackerTest, OnlyAnExampleEqualBitForBitCountsARowAgain) {
+  ModelConfig config;
+  config.dimension = 8;
+  config.bias = false;
+  config.normalize = false;
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 1000);
+  struct Row {
+    std::vector<uint32_t> i;
+    std::vector<double> v;
+    int label;
+  };
+  const double next = std::nextafter(-1.0, 0.0);
+  const std::vector<Row> rows = {
+      {{1, 5}, {0.5, -1}, 1},        // a row
+      {{1, 6}, {0.5, -1}, 1},        // another index
+      {{1, 5}, {0.5, -1}, -1},       // another label
+      {{1, 5}, {0.5, next}, 1},      // a value one bit away
+      {{1, 5, 7}, {0.5, -1, 2}, 1},  // one more non-zero
+      {{5, 6}, {0.5, -1}, 1},        // the same bytes of values, indices apart
+      {{1, 5}, {0.5, -1}, 1},        // the first again
+      {{1, 6}, {0.5, -1}, 1},        // the second again
+  };
+  for (const Row& r : rows) {
+    ASSERT_TRUE(model->Learn(FeatureView::Sparse(r.i, r.v), r.label).ok());
+  }
+  const CertificateReport report =
+      model->certificate()->Report(model->CertificateRadius(), false);
+  EXPECT_EQ(report.kept_rows, 6u);
+  EXPECT_EQ(report.kept, 8u);
+}
+
 TEST(CertificateTrackerTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
   testing::StreamSpec spec;
   spec.seed = 5;

@@ -305,6 +305,57 @@ TEST(CertificateTest, ARowsCountSolvesAsItsCopies) {
   }
 }
 
+// A wide solver finds its coordinates' positions in a table, and once they
+// are a sixth of the model's coordinates in an array: the solver of a model
+// just wide enough to switch solves as one so wide it never does, bit for bit.
+TEST(CertificateTest, AWideSolversPositionsAreTheSameFromTableOrArray) {
+  constexpr uint32_t kSwitching = (uint32_t{1} << 16) + 8;
+  constexpr uint32_t kNever = uint32_t{1} << 24;
+  ASSERT_TRUE(IsWide(kSwitching));
+  std::mt19937_64 rng(31);
+  std::normal_distribution<double> normal;
+  CertificateSolver switching(kSwitching), never(kNever);
+  double radius = 0;
+  // Three handovers of 400 rows of 32 coordinates each: about 12,800, then
+  // 25,600 coordinates in use, past a sixth of 2^16 before the last two.
+  for (int handover = 0; handover < 3; ++handover) {
+    KeptRows rows;
+    for (int t = 0; t < 400; ++t) {
+      std::vector<uint32_t> indices;
+      while (indices.size() < 32) {
+        indices.push_back(static_cast<uint32_t>(rng() % kSwitching));
+        std::sort(indices.begin(), indices.end());
+        indices.erase(std::unique(indices.begin(), indices.end()),
+                      indices.end());
+      }
+      std::vector<double> values;
+      double square = 0;
+      for (size_t j = 0; j < indices.size(); ++j) {
+        values.push_back(normal(rng));
+        square += values.back() * values.back();
+      }
+      radius = std::max(radius, std::sqrt(square));
+      rows.Add(indices, values, rng() % 2 == 0 ? 1 : -1);
+    }
+    switching.Add(rows);
+    never.Add(std::move(rows));
+  }
+  EXPECT_EQ(switching.coordinates(), never.coordinates());
+  EXPECT_GT(switching.coordinates().size(), kSwitching / 6);
+  const Certificate a = switching.Solve(radius, {});
+  const Certificate b = never.Solve(radius, {});
+  ASSERT_TRUE(a.converged);
+  EXPECT_EQ(a.upper, b.upper);
+  EXPECT_EQ(a.lower, b.lower);
+  EXPECT_EQ(a.u, b.u);
+  EXPECT_TRUE(switching.OriginalRows() == never.OriginalRows());
+  // The array takes no more than the table would (24 bytes a coordinate in
+  // use, as the tracker counts them), and the solver's bytes say so.
+  EXPECT_LE(uint64_t{kSwitching} * 4,
+            uint64_t{24} * switching.coordinates().size());
+  EXPECT_GE(switching.bytes(), uint64_t{kSwitching} * 4);
+}
+
 TEST(KeptRowsTest, BlocksHoldTheSameRowsHoweverTheyWereAdded) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> normal;

@@ -108,32 +108,40 @@ void BM_WarmRefresh(benchmark::State& state) {
 }
 BENCHMARK(BM_WarmRefresh)->Arg(100000)->Unit(benchmark::kMillisecond);
 
-// A cold solve as the server's refresher runs it: rounds of at most 20
-// passes (kPassesPerRefresh in server/ops/certificate_refresher.cc) to the
-// gap it solves to (kConvergedGap), until one has converged.
+// Solves as the server's refresher does: rounds of at most 20 passes
+// (kPassesPerRefresh in server/ops/certificate_refresher.cc) to the gap it
+// solves to (kConvergedGap), until one has converged. Counts the rounds and
+// passes and reports the last gap; returns the last solution.
+template <typename Solver>
+auto SolveInRounds(Solver& solver, double radius, benchmark::State& state) {
+  CertificateOptions options;
+  options.tolerance = kConvergedGap;
+  options.max_passes = 20;
+  int rounds = 0, passes = 0;
+  decltype(solver.Solve(radius, options)) c;
+  do {
+    c = solver.Solve(radius, options);
+    ++rounds;
+    passes += c.passes;
+  } while (!c.converged && rounds < 1000);
+  state.counters["rounds"] = rounds;
+  state.counters["passes"] = passes;
+  state.counters["gap"] = (c.upper - c.lower) / c.upper;
+  return c;
+}
+
+// A cold solve as the server's refresher runs it (SolveInRounds).
 void BM_RefresherRounds(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const uint32_t dim = static_cast<uint32_t>(state.range(1));
   const Data data = MakeData(n, dim);
   const Preparer preparer(Config(dim));
-  CertificateOptions options;
-  options.tolerance = kConvergedGap;
-  options.max_passes = 20;
   for (auto _ : state) {
     state.PauseTiming();
     CertificateSolver solver(dim + 1);
     Fill(data, 0, n, preparer, &solver);
     state.ResumeTiming();
-    int rounds = 0, passes = 0;
-    Certificate c;
-    do {
-      c = solver.Solve(1.0, options);
-      ++rounds;
-      passes += c.passes;
-    } while (!c.converged && rounds < 1000);
-    state.counters["rounds"] = rounds;
-    state.counters["passes"] = passes;
-    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+    SolveInRounds(solver, 1.0, state);
   }
 }
 BENCHMARK(BM_RefresherRounds)->Apply(Shapes);
@@ -364,25 +372,13 @@ void BM_WideRounds(benchmark::State& state) {
     radius = std::max(radius, p.norm);
     rows.Add(p, (s >= 0) == (rng() % 10 != 0) ? 1 : -1);
   }
-  CertificateOptions options;
-  options.tolerance = kConvergedGap;
-  options.max_passes = 20;
   for (auto _ : state) {
     state.PauseTiming();
     KeptRows copy = rows;
     CertificateSolver solver(config.weight_dimension());
     state.ResumeTiming();
     solver.Add(std::move(copy));
-    int rounds = 0, passes = 0;
-    Certificate c;
-    do {
-      c = solver.Solve(radius, options);
-      ++rounds;
-      passes += c.passes;
-    } while (!c.converged && rounds < 1000);
-    state.counters["rounds"] = rounds;
-    state.counters["passes"] = passes;
-    state.counters["gap"] = (c.upper - c.lower) / c.upper;
+    SolveInRounds(solver, radius, state);
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
@@ -423,21 +419,8 @@ void BM_MulticlassRounds(benchmark::State& state) {
     radius = std::max(radius, p.norm);
     rows.Add(p, best);
   }
-  CertificateOptions options;
-  options.tolerance = kConvergedGap;
-  options.max_passes = 20;
   auto solve = [&](MulticlassCertificateSolver& solver) {
-    int rounds = 0, passes = 0;
-    MulticlassCertificate c;
-    do {
-      c = solver.Solve(radius, options);
-      ++rounds;
-      passes += c.passes;
-    } while (!c.converged && rounds < 1000);
-    state.counters["rounds"] = rounds;
-    state.counters["passes"] = passes;
-    state.counters["gap"] = (c.upper - c.lower) / c.upper;
-    state.counters["U"] = c.upper;
+    state.counters["U"] = SolveInRounds(solver, radius, state).upper;
   };
   std::vector<uint32_t> every(n);
   for (size_t t = 0; t < n; ++t) every[t] = static_cast<uint32_t>(t);

@@ -42,8 +42,17 @@ void AddHinges(int sign, const std::vector<double>& scores, double n,
 // Calls f(t, n) once for each place t below `size` in `places`, in increasing
 // order, with n the number of times it is listed (a cycled data set lists
 // every row again and again).
+// With `times` (as many as `places`, each place listed once): n = times[i],
+// in the order listed.
 template <typename F>
-void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
+void ForEachPlaceOnce(absl::Span<const uint32_t> places,
+                      absl::Span<const uint32_t> times, size_t size, F f) {
+  if (!times.empty()) {
+    for (size_t i = 0; i < places.size() && i < times.size(); ++i) {
+      if (places[i] < size) f(places[i], static_cast<double>(times[i]));
+    }
+    return;
+  }
   std::vector<uint32_t> sorted(places.begin(), places.end());
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size();) {
@@ -216,11 +225,12 @@ std::vector<double> HingeSums(const KeptRows& rows,
 
 std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
-                                const std::vector<std::vector<double>>& vs) {
+                                const std::vector<std::vector<double>>& vs,
+                                absl::Span<const uint32_t> times) {
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size());
-  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
+  ForEachPlaceOnce(places, times, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
     scaled.Spread(scores.data());
     AddHinges(rows.label(t), scores, n, &sums);
@@ -278,11 +288,12 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
 std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      absl::Span<const uint32_t> places,
                                      const std::vector<std::vector<double>>& vs,
-                                     int classes) {
+                                     int classes,
+                                     absl::Span<const uint32_t> times) {
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> margins(vs.size());
-  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
+  ForEachPlaceOnce(places, times, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) {
       margins[k] = ClassMargin(rows, t, vs[k], classes);
     }

@@ -147,10 +147,12 @@ class CandidateSupport {
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
 // The hinge sums over the rows of `rows` at `places` (a place listed twice
-// counts twice), each row once whatever its count.
+// counts twice), each row once whatever its count; or, given `times` (one
+// for each place, places then listed once), place i times[i] times.
 std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
-                                const std::vector<std::vector<double>>& vs);
+                                const std::vector<std::vector<double>>& vs,
+                                absl::Span<const uint32_t> times = {});
 // The same for candidates over `support`, of rows at their coordinates.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
@@ -174,7 +176,8 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
 std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      absl::Span<const uint32_t> places,
                                      const std::vector<std::vector<double>>& vs,
-                                     int classes);
+                                     int classes,
+                                     absl::Span<const uint32_t> times = {});
 
 }  // namespace perceptron
 

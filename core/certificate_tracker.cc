@@ -116,6 +116,9 @@ void CertificateTracker::DropRows() {
   rows_cleared_ = true;
   seen_ = {};
   repeats_.clear();
+  held_slot_ = {};
+  held_places_ = {};
+  held_times_ = {};
 }
 
 void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
@@ -158,6 +161,21 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(
   return {h.low64, h.high64};
 }
 
+bool CertificateTracker::Hold(uint32_t place) {
+  if (place >= taken_) return CountAgain(place);  // not solved yet
+  if (held_slot_.empty()) held_slot_.assign(kept_, 0);
+  uint32_t& slot = held_slot_[place];
+  if (slot == 0) {
+    held_places_.push_back(place);
+    held_times_.push_back(0);
+    slot = static_cast<uint32_t>(held_places_.size());
+  }
+  // Far below what a row's count can take, with its own count added to it.
+  if (held_times_[slot - 1] >= (uint32_t{1} << 31)) return false;
+  ++held_times_[slot - 1];
+  return true;
+}
+
 bool CertificateTracker::CountAgain(uint32_t place) {
   if (place < taken_) {
     repeats_.push_back(place);
@@ -189,13 +207,15 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   // rows requested first: the table misses the caches when the rows are many,
   // and the candidates' scores below are summed while the slot comes.
   // The copy is staged, not kept: an example seen before only counts again.
+  // Freezing, the same for the rows after the limit (the tail).
   RowKey key{0, 0};
   KeptRows::Staged staged;
   const bool keeping = phase_ == CertificatePhase::kKeeping;
-  if (keeping) {
-    queue_.Stage(x, &staged);
+  if (keeping || phase_ == CertificatePhase::kFreezing) {
+    KeptRows& to = keeping ? queue_ : tail_;
+    to.Stage(x, &staged);
     if (counts_repeats()) {
-      key = KeyOf(queue_.indices(staged), queue_.values(staged), label);
+      key = KeyOf(to.indices(staged), to.values(staged), label);
       seen_.prefetch(key);
     }
   }
@@ -269,12 +289,30 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     }
     return;
   }
-  // Freezing: the rows after the limit, each kept as it comes.
+  // Freezing: the rows after the limit. The solution awaited is over the rows
+  // before it as they were taken: an example equal to one of those is held
+  // apart (Hold), counted in the candidates' sums but not in the solver's
+  // problem; one equal to a row of the tail counts that row again. A stream
+  // cycling through fewer rows than the limit and the slack together does
+  // not fill the slack.
+  if (counts_repeats()) {
+    const auto place = static_cast<uint32_t>(kept_ + tail_.size());
+    const auto [it, added] = seen_.try_emplace(key, place);
+    if (!added) {
+      if (it->second >= kept_ ? tail_.AddCount(it->second - kept_, 1)
+                              : Hold(it->second)) {
+        if (it->second < kept_) ++kept_examples_;
+        if (journaling_) journal_repeats_.push_back(it->second);
+        return;
+      }
+      it->second = place;
+    }
+  }
   if (!Reserve(row)) {
     StopKeeping(budget_->reason());  // covered, as above
     return;
   }
-  tail_.Add(x, label);
+  tail_.Keep(staged, label);
   if (journaling_) journal_rows_.Add(x, label);
   tail_bytes_ += row;
   // The rows after the limit take no more than those kept before it.
@@ -327,7 +365,8 @@ void CertificateTracker::Install(
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
       phase_ == CertificatePhase::kFrozen ||
-      (!repeats_.empty() && solved_rows == nullptr)) {
+      ((!repeats_.empty() || !held_places_.empty()) &&
+       solved_rows == nullptr)) {
     return;
   }
   // The rows kept since the refresher took its own: the queue, then the tail,
@@ -340,6 +379,13 @@ void CertificateTracker::Install(
         classes_ > 0 ? ClassHingeSumsAt(*solved_rows, repeats_, vs, classes_)
                      : HingeSumsAt(*solved_rows, repeats_, vs);
     for (size_t k = 0; k < vs.size(); ++k) sums[k] += again[k];
+  }
+  if (!held_places_.empty()) {
+    const std::vector<double> held =
+        classes_ > 0 ? ClassHingeSumsAt(*solved_rows, held_places_, vs,
+                                        classes_, held_times_)
+                     : HingeSumsAt(*solved_rows, held_places_, vs, held_times_);
+    for (size_t k = 0; k < vs.size(); ++k) sums[k] += held[k];
   }
   squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
@@ -373,7 +419,7 @@ void CertificateTracker::Install(
   if (phase_ == CertificatePhase::kFreezing && covered == kept_ &&
       repeats_.empty() &&
       (converged || ++unconverged_at_limit_ >= kFreezeRounds)) {
-    Freeze(kept_examples_);
+    Freeze(taken_examples_);
   }
 }
 
@@ -590,6 +636,9 @@ std::optional<KeptRows> CertificateTracker::RowsNow(
   KeptRows rows;
   if (taken != nullptr) rows.Append(*taken);
   for (uint32_t t : repeats_) rows.AddCount(t, 1);
+  for (size_t i = 0; i < held_places_.size(); ++i) {
+    rows.AddCount(held_places_[i], held_times_[i]);
+  }
   rows.Append(restored_);
   rows.Append(queue_);
   rows.Append(tail_);
@@ -741,9 +790,16 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
     }
   }
   kept_examples_ = restored_.examples();
-  if (phase_ == CertificatePhase::kKeeping && counts_repeats()) {
+  if ((phase_ == CertificatePhase::kKeeping ||
+       phase_ == CertificatePhase::kFreezing) &&
+      counts_repeats()) {
     for (size_t t = 0; t < restored_.size(); ++t) {
       seen_.try_emplace(KeyOf(restored_, t), static_cast<uint32_t>(t));
+    }
+  }
+  if (phase_ == CertificatePhase::kFreezing && counts_repeats()) {
+    for (size_t t = 0; t < tail_.size(); ++t) {
+      seen_.insert_or_assign(KeyOf(tail_, t), static_cast<uint32_t>(kept_ + t));
     }
   }
   // The limits may be lower than those the rows were kept under.
@@ -765,7 +821,10 @@ size_t CertificateTracker::bytes() const {
   }
   if (support_ != nullptr) b += support_->bytes();
   b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
-       (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
+       (repeats_.capacity() + journal_repeats_.capacity() +
+        held_slot_.capacity() + held_places_.capacity() +
+        held_times_.capacity()) *
+           sizeof(uint32_t);
   return b;
 }
 

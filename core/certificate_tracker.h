@@ -24,13 +24,13 @@
 // value of B* over a prefix of the stream, hence of B* over all of it (adding
 // examples or growing R never lowers B*).
 //
-// Up to `limit` examples (or bytes) are kept for the solver, then `slack`
-// more until a converged solution over exactly the first `limit` is
-// installed (or kFreezeRounds that were not); then the candidates are frozen
-// and no example is kept any more. If the slack fills first, the candidates
-// installed last are frozen there (docs/certificate.md, "Limits and the
-// freeze"). Not thread-safe: the
-// model's lock guards it.
+// Up to `limit` rows (or bytes) are kept for the solver, then `slack` more
+// rows (an example equal to one of these counts it again) until a converged
+// solution over exactly the first `limit` is installed (or kFreezeRounds that
+// were not); then the candidates are frozen and no example is kept any more. If
+// the slack fills first, the candidates installed last are frozen there
+// (docs/certificate.md, "Limits and the freeze"). Not thread-safe: the model's
+// lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 
@@ -383,6 +383,9 @@ class CertificateTracker {
   void DropRows();
   // Counts the kept row at `place` once more; false if it cannot.
   bool CountAgain(uint32_t place);
+  // Freezing: counts the row at `place` (before the limit) once more, held
+  // apart from the solver's rows if they were taken; false if it cannot.
+  bool Hold(uint32_t place);
   // The key an example equal to row t of `rows` has (its bits' 128-bit hash).
   using RowKey = std::pair<uint64_t, uint64_t>;
   static RowKey KeyOf(const KeptRows& rows, size_t t);
@@ -440,7 +443,13 @@ class CertificateTracker {
   absl::flat_hash_map<RowKey, uint32_t> seen_;
   std::vector<uint32_t> repeats_;          // rows taken seen again since Take
   std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
-  KeptRows queue_;                         // kept rows not yet taken
+  // Freezing: rows taken before the limit seen again since it (Hold), each
+  // place once with how many times; held_slot_[place] is 1 + its index
+  // there, 0 for none (kept_ entries, once one is held).
+  std::vector<uint32_t> held_places_;
+  std::vector<uint32_t> held_times_;
+  std::vector<uint32_t> held_slot_;
+  KeptRows queue_;     // kept rows not yet taken
   KeptRows restored_;  // rows kept before a Restore, not yet taken
   // The state a Restore without rows froze (AttachRows); behind a pointer,
   // as it is rare and a tracker is kept for every model.

@@ -769,5 +769,46 @@ TEST(MulticlassTest, TheCertificateIsTheSolversAndCarriesOver) {
             model->certificate()->Report(radius).upper);
 }
 
+// A multiclass stream cycling through 150 rows past a limit of 100: the
+// copies of the rows the solver took are held apart and summed into U with
+// their counts (ClassHingeSumsAt's), the freeze comes converged over the rows
+// before the limit, and U is its comparator's bound over the whole stream.
+TEST(MulticlassTest, ACyclingStreamFreezesConvergedWithItsCopiesHeld) {
+  ClassSpec spec;
+  spec.classes = 4;
+  spec.dimension = 5;
+  spec.length = 150;
+  spec.noise = 0.1;
+  spec.seed = 77;
+  const ClassStream once = MakeClassStream(spec);
+  ClassStream s;
+  for (int pass = 0; pass < 6; ++pass) {
+    s.x.insert(s.x.end(), once.x.begin(), once.x.end());
+    s.y.insert(s.y.end(), once.y.begin(), once.y.end());
+  }
+  const ModelConfig config = ClassConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100, /*slack=*/100);
+  ClassRefresher refresher(spec.classes, config.weight_dimension());
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t + 1 == 50) refresher.Round(model.get());
+    for (int k = 0;
+         t + 1 == 500 && k < 100 &&
+         model->certificate()->phase() == CertificatePhase::kFreezing;
+         ++k) {
+      refresher.Round(model.get());
+    }
+  }
+  const CertificateReport r =
+      model->certificate()->Report(model->stats(false).bound.radius);
+  ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.frozen_at, 200u);  // 50 taken once, 50 more with 2 copies each
+  EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
+  EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
+              1e-9 * r.upper);
+}
+
 }  // namespace
 }  // namespace perceptron

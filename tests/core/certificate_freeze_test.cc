@@ -1,0 +1,190 @@
+// The freeze of a certificate whose stream cycles (docs/certificate.md,
+// "Limits and the freeze"): past the limit, an example equal to a row kept
+// before it is held apart from the solver's rows and one equal to a row
+// after it counts that row again, so a stream cycling through fewer rows
+// than the limit and the slack together waits for the converged solution
+// over the rows before the limit instead of filling its slack with copies;
+// and the bound stays the comparator's over every example.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/certificate_tracker.h"
+#include "core/model.h"
+#include "gtest/gtest.h"
+#include "tests/core/streams.h"
+
+namespace perceptron {
+namespace {
+
+// The refresher's round, done in place, as the server's runs it.
+struct Refresher {
+  explicit Refresher(uint32_t weight_dimension) : solver(weight_dimension) {}
+  Certificate Round(Model* model) {
+    CertificateTracker* t = model->certificate();
+    if (t->generation() != generation) {
+      solver = CertificateSolver(model->config().weight_dimension());
+      generation = t->generation();
+    }
+    std::vector<uint32_t> repeats;
+    solver.Add(t->Take(&repeats), repeats);
+    const Certificate c = solver.Solve(model->CertificateRadius(), {});
+    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+               solver.size(), generation, KeptRows(), nullptr, &solver.rows());
+    return c;
+  }
+  CertificateSolver solver;
+  uint64_t generation = 0;
+};
+
+// The bound a model given (u, gamma) as its comparator reports over the
+// examples `order` picks from `s`, in that order.
+double BoundOf(const ModelConfig& config, const testing::Stream& s,
+               const std::vector<size_t>& order, const std::vector<double>& u,
+               double gamma) {
+  ModelConfig with = config;
+  with.comparator = u;
+  with.gamma = gamma;
+  auto check = *Model::Create(with);
+  for (size_t t : order) {
+    EXPECT_TRUE(check->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  const BoundReport b = check->stats().bound;
+  EXPECT_TRUE(b.bound_available);
+  return b.bound;
+}
+
+// 150 rows cycled 40 times through a model that keeps 100 and may keep 100
+// more, with a refresher that comes at the 50th example and then at the
+// 500th: the rows after the limit are 50, the copies of the rows taken are
+// held, and the freeze comes with the converged solution over the rows before
+// the limit. U bounds the
+// updates at every example and equals its comparator's bound over the whole
+// stream (the held copies summed into it). The journal's rows, given to a
+// model restored mid-freeze, carry it on to the same kind of freeze.
+TEST(CertificateFreezeTest, ACyclingStreamWaitsForTheConvergedSolution) {
+  testing::StreamSpec spec;
+  spec.seed = 21;
+  spec.dimension = 6;
+  spec.length = 150;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100, /*slack=*/100);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  Refresher refresher(config.weight_dimension());
+  KeptRows journaled;
+  auto journal = [&](Model* m, KeptRows* rows) {
+    Journal j = m->TakeJournal();
+    CertificateTracker::Apply(
+        {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+        rows);
+  };
+  std::vector<size_t> order;
+  std::unique_ptr<Model> restored;
+  constexpr int kPasses = 40;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      order.push_back(t);
+      if (restored != nullptr) {
+        ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      }
+      if (order.size() == 50) refresher.Round(model.get());
+      if (order.size() == 500) {
+        // Rounds until the freeze: nothing learned meanwhile, so the solver
+        // goes on over the same rows.
+        for (int k = 0; k < 100 && model->certificate()->phase() ==
+                                       CertificatePhase::kFreezing;
+             ++k) {
+          refresher.Round(model.get());
+        }
+      }
+      const CertificateReport r =
+          model->certificate()->Report(model->CertificateRadius(), false);
+      if (r.available) {
+        ASSERT_LE(static_cast<double>(model->counters().updates), r.upper)
+            << "at " << order.size();
+      }
+      if (order.size() == 400) {
+        // Freezing since the 100th example, solved once at the 50th over
+        // 50 rows: carried over with the journal's rows.
+        ASSERT_EQ(r.phase, CertificatePhase::kFreezing);
+        journal(model.get(), &journaled);
+        EXPECT_EQ(journaled.examples(), 400u);
+        EXPECT_EQ(journaled.size(), 150u);
+        restored = *Model::FromState(model->ExportState());
+        ASSERT_TRUE(restored->AttachCertificateRows(journaled));
+        restored->EnableCertificate(100, 100);
+        EXPECT_EQ(restored->ExportState().certificate,
+                  model->ExportState().certificate);
+      }
+    }
+  }
+  const double radius = model->CertificateRadius();
+  const CertificateReport r = model->certificate()->Report(radius);
+  ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_TRUE(r.converged);
+  // Frozen by the rounds at the 500th example, over the rows before the
+  // limit: the first 50 as taken at the 50th, the other 50 with their copies
+  // (three each: they were not taken yet); the first 50's copies held.
+  EXPECT_EQ(r.frozen_at, 200u);
+  EXPECT_EQ(r.solved, 200u);
+  EXPECT_EQ(r.kept, 350u);
+  EXPECT_EQ(r.kept_rows, 100u);
+  EXPECT_EQ(r.examples, order.size());
+  EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+
+  // The restored model, refreshed by its own solver, also freezes converged,
+  // its figures its comparator's over its stream.
+  Refresher again(config.weight_dimension());
+  Certificate c;
+  do {
+    c = again.Round(restored.get());
+  } while (restored->certificate()->phase() == CertificatePhase::kFreezing);
+  const CertificateReport rr = restored->certificate()->Report(radius);
+  ASSERT_EQ(rr.phase, CertificatePhase::kFrozen);
+  EXPECT_TRUE(rr.converged);
+  EXPECT_EQ(rr.examples, order.size());
+  EXPECT_LE(static_cast<double>(restored->counters().updates), rr.upper);
+  EXPECT_NEAR(BoundOf(config, s, order, rr.u, rr.gamma), rr.upper,
+              1e-9 * rr.upper);
+}
+
+// A cycle through more rows than the limit and the slack together still
+// fills the slack, with the rows after the limit alone (no copies), and
+// freezes at the candidates installed last, its bound still valid.
+TEST(CertificateFreezeTest, MoreRowsThanTheLimitAndTheSlackStillFillIt) {
+  testing::StreamSpec spec;
+  spec.seed = 22;
+  spec.dimension = 6;
+  spec.length = 250;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100, /*slack=*/100);
+  Refresher refresher(config.weight_dimension());
+  std::vector<size_t> order;
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      order.push_back(t);
+      if (order.size() == 50) refresher.Round(model.get());
+    }
+  }
+  const CertificateReport r =
+      model->certificate()->Report(model->CertificateRadius());
+  ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+  // The 200th row kept: the 100 before the limit and 100 after it.
+  EXPECT_EQ(r.frozen_at, 200u);
+  EXPECT_EQ(r.solved, 50u);
+  EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
+  EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+}
+
+}  // namespace
+}  // namespace perceptron

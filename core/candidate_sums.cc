@@ -42,17 +42,8 @@ void AddHinges(int sign, const std::vector<double>& scores, double n,
 // Calls f(t, n) once for each place t below `size` in `places`, in increasing
 // order, with n the number of times it is listed (a cycled data set lists
 // every row again and again).
-// With `times` (as many as `places`, each place listed once): n = times[i],
-// in the order listed.
 template <typename F>
-void ForEachPlaceOnce(absl::Span<const uint32_t> places,
-                      absl::Span<const uint32_t> times, size_t size, F f) {
-  if (!times.empty()) {
-    for (size_t i = 0; i < places.size() && i < times.size(); ++i) {
-      if (places[i] < size) f(places[i], static_cast<double>(times[i]));
-    }
-    return;
-  }
+void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
   std::vector<uint32_t> sorted(places.begin(), places.end());
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size();) {
@@ -225,12 +216,11 @@ std::vector<double> HingeSums(const KeptRows& rows,
 
 std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
-                                const std::vector<std::vector<double>>& vs,
-                                absl::Span<const uint32_t> times) {
+                                const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size());
-  ForEachPlaceOnce(places, times, rows.size(), [&](uint32_t t, double n) {
+  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
     scaled.Spread(scores.data());
     AddHinges(rows.label(t), scores, n, &sums);
@@ -288,12 +278,11 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
 std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      absl::Span<const uint32_t> places,
                                      const std::vector<std::vector<double>>& vs,
-                                     int classes,
-                                     absl::Span<const uint32_t> times) {
+                                     int classes) {
   std::vector<double> sums(vs.size(), 0.0);
   const ScaledCandidates scaled(vs);
   std::vector<double> margins(vs.size());
-  ForEachPlaceOnce(places, times, rows.size(), [&](uint32_t t, double n) {
+  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
     for (uint32_t k : scaled.summed()) {
       margins[k] = ClassMargin(rows, t, vs[k], classes);
     }

@@ -147,12 +147,10 @@ class CandidateSupport {
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
 // The hinge sums over the rows of `rows` at `places` (a place listed twice
-// counts twice), each row once whatever its count; or, given `times` (one
-// for each place, places then listed once), place i times[i] times.
+// counts twice), each row once whatever its count.
 std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
-                                const std::vector<std::vector<double>>& vs,
-                                absl::Span<const uint32_t> times = {});
+                                const std::vector<std::vector<double>>& vs);
 // The same for candidates over `support`, of rows at their coordinates.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
@@ -176,8 +174,7 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
 std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      absl::Span<const uint32_t> places,
                                      const std::vector<std::vector<double>>& vs,
-                                     int classes,
-                                     absl::Span<const uint32_t> times = {});
+                                     int classes);
 
 }  // namespace perceptron
 

@@ -96,6 +96,8 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   queue_.Clear();
   tail_.Clear();
   tail_bytes_ = 0;
+  tail_at_install_ = 0;
+  tail_bytes_at_install_ = 0;
   Release();
   candidates_.clear();
   support_.reset();
@@ -116,9 +118,6 @@ void CertificateTracker::DropRows() {
   rows_cleared_ = true;
   seen_ = {};
   repeats_.clear();
-  held_slot_ = {};
-  held_places_ = {};
-  held_times_ = {};
 }
 
 void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
@@ -159,21 +158,6 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(
     h = XXH3_128bits_withSeed(bytes.data(), bytes.size(), seed);
   }
   return {h.low64, h.high64};
-}
-
-bool CertificateTracker::Hold(uint32_t place) {
-  if (place >= taken_) return CountAgain(place);  // not solved yet
-  if (held_slot_.empty()) held_slot_.assign(kept_, 0);
-  uint32_t& slot = held_slot_[place];
-  if (slot == 0) {
-    held_places_.push_back(place);
-    held_times_.push_back(0);
-    slot = static_cast<uint32_t>(held_places_.size());
-  }
-  // Far below what a row's count can take, with its own count added to it.
-  if (held_times_[slot - 1] >= (uint32_t{1} << 31)) return false;
-  ++held_times_[slot - 1];
-  return true;
 }
 
 bool CertificateTracker::CountAgain(uint32_t place) {
@@ -289,18 +273,17 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     }
     return;
   }
-  // Freezing: the rows after the limit. The solution awaited is over the rows
-  // before it as they were taken: an example equal to one of those is held
-  // apart (Hold), counted in the candidates' sums but not in the solver's
-  // problem; one equal to a row of the tail counts that row again. A stream
-  // cycling through fewer rows than the limit and the slack together does
-  // not fill the slack.
+  // Freezing: the rows after the limit (the tail). An example equal to a row
+  // before the limit counts that row again, for the solver as while keeping;
+  // one equal to a row of the tail counts that row. A stream cycling through
+  // fewer rows than the limit and the slack together does not fill the
+  // slack: it is frozen once a solution converges with nothing waiting.
   if (counts_repeats()) {
     const auto place = static_cast<uint32_t>(kept_ + tail_.size());
     const auto [it, added] = seen_.try_emplace(key, place);
     if (!added) {
       if (it->second >= kept_ ? tail_.AddCount(it->second - kept_, 1)
-                              : Hold(it->second)) {
+                              : CountAgain(it->second)) {
         if (it->second < kept_) ++kept_examples_;
         if (journaling_) journal_repeats_.push_back(it->second);
         return;
@@ -365,8 +348,7 @@ void CertificateTracker::Install(
   if (generation != generation_ || covered != taken_ ||
       vs.size() != sums.size() || phase_ == CertificatePhase::kOff ||
       phase_ == CertificatePhase::kFrozen ||
-      ((!repeats_.empty() || !held_places_.empty()) &&
-       solved_rows == nullptr)) {
+      (!repeats_.empty() && solved_rows == nullptr)) {
     return;
   }
   // The rows kept since the refresher took its own: the queue, then the tail,
@@ -380,13 +362,6 @@ void CertificateTracker::Install(
                      : HingeSumsAt(*solved_rows, repeats_, vs);
     for (size_t k = 0; k < vs.size(); ++k) sums[k] += again[k];
   }
-  if (!held_places_.empty()) {
-    const std::vector<double> held =
-        classes_ > 0 ? ClassHingeSumsAt(*solved_rows, held_places_, vs,
-                                        classes_, held_times_)
-                     : HingeSumsAt(*solved_rows, held_places_, vs, held_times_);
-    for (size_t k = 0; k < vs.size(); ++k) sums[k] += held[k];
-  }
   squares_ = Squares(vs, basis);
   candidates_ = std::move(vs);
   support_ = std::move(support);
@@ -397,6 +372,19 @@ void CertificateTracker::Install(
   lower_ = lower;
   converged_ = converged;
   solved_ = taken_examples_;
+  // Pressed: at the pace of the last solve, the tail fills its slack (in
+  // rows or bytes) within kPressedSolves more.
+  const uint64_t grew =
+      tail_.size() - std::min<uint64_t>(tail_.size(), tail_at_install_);
+  const uint64_t grew_bytes =
+      tail_bytes_ - std::min(tail_bytes_, tail_bytes_at_install_);
+  const uint64_t room = slack_ - std::min<uint64_t>(slack_, tail_.size());
+  const uint64_t room_bytes =
+      limit_bytes_ - std::min(limit_bytes_, tail_bytes_);
+  pressed_ = (grew > 0 && grew * kPressedSolves >= room) ||
+             (grew_bytes > 0 && grew_bytes * kPressedSolves >= room_bytes);
+  tail_at_install_ = tail_.size();
+  tail_bytes_at_install_ = tail_bytes_;
   // A wide model's vectors grow with the coordinates its rows use: counted
   // now, as rows are. Past a limit the examples kept so far are the last.
   const uint64_t vector_bytes =
@@ -434,6 +422,8 @@ void CertificateTracker::StopKeeping(const std::string& why) {
     queue_.Clear();
     tail_.Clear();
     tail_bytes_ = 0;
+    tail_at_install_ = 0;
+    tail_bytes_at_install_ = 0;
     Release();
     DropRows();
     return;
@@ -463,6 +453,8 @@ void CertificateTracker::Freeze(uint64_t at) {
   queue_.Clear();
   tail_.Clear();
   tail_bytes_ = 0;
+  tail_at_install_ = 0;
+  tail_bytes_at_install_ = 0;
   Release();
   DropRows();
 }
@@ -636,9 +628,6 @@ std::optional<KeptRows> CertificateTracker::RowsNow(
   KeptRows rows;
   if (taken != nullptr) rows.Append(*taken);
   for (uint32_t t : repeats_) rows.AddCount(t, 1);
-  for (size_t i = 0; i < held_places_.size(); ++i) {
-    rows.AddCount(held_places_[i], held_times_[i]);
-  }
   rows.Append(restored_);
   rows.Append(queue_);
   rows.Append(tail_);
@@ -658,6 +647,8 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   queue_.Clear();
   tail_.Clear();
   tail_bytes_ = 0;
+  tail_at_install_ = 0;
+  tail_bytes_at_install_ = 0;
   DropRows();
   unattached_.reset();
   permanent_off_ = s.permanent_off;
@@ -821,10 +812,7 @@ size_t CertificateTracker::bytes() const {
   }
   if (support_ != nullptr) b += support_->bytes();
   b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
-       (repeats_.capacity() + journal_repeats_.capacity() +
-        held_slot_.capacity() + held_places_.capacity() +
-        held_times_.capacity()) *
-           sizeof(uint32_t);
+       (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
   return b;
 }
 

@@ -293,6 +293,15 @@ class CertificateTracker {
                uint64_t generation, KeptRows basis = {},
                std::shared_ptr<const CandidateSupport> support = nullptr,
                const KeptRows* solved_rows = nullptr);
+  // While freezing: whether the rows after the limit grew between the last
+  // two solutions installed at a pace that fills the slack (in rows or
+  // bytes) within kPressedSolves more, so that the solution may not come
+  // first (a refresher then solves without resting); a stream that repeats
+  // rows kept, or brings new ones slowly, does not press.
+  static constexpr uint64_t kPressedSolves = 16;
+  bool pressed() const {
+    return phase_ == CertificatePhase::kFreezing && pressed_;
+  }
   // Whether the candidates live in a kernel's feature space.
   bool kernel() const { return kernel_.has_value(); }
   // A multiclass model's classes k; 0 for a binary model.
@@ -383,9 +392,6 @@ class CertificateTracker {
   void DropRows();
   // Counts the kept row at `place` once more; false if it cannot.
   bool CountAgain(uint32_t place);
-  // Freezing: counts the row at `place` (before the limit) once more, held
-  // apart from the solver's rows if they were taken; false if it cannot.
-  bool Hold(uint32_t place);
   // The key an example equal to row t of `rows` has (its bits' 128-bit hash).
   using RowKey = std::pair<uint64_t, uint64_t>;
   static RowKey KeyOf(const KeptRows& rows, size_t t);
@@ -443,22 +449,19 @@ class CertificateTracker {
   absl::flat_hash_map<RowKey, uint32_t> seen_;
   std::vector<uint32_t> repeats_;          // rows taken seen again since Take
   std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
-  // Freezing: rows taken before the limit seen again since it (Hold), each
-  // place once with how many times; held_slot_[place] is 1 + its index
-  // there, 0 for none (kept_ entries, once one is held).
-  std::vector<uint32_t> held_places_;
-  std::vector<uint32_t> held_times_;
-  std::vector<uint32_t> held_slot_;
-  KeptRows queue_;     // kept rows not yet taken
+  KeptRows queue_;                         // kept rows not yet taken
   KeptRows restored_;  // rows kept before a Restore, not yet taken
   // The state a Restore without rows froze (AttachRows); behind a pointer,
   // as it is rare and a tracker is kept for every model.
   std::unique_ptr<CertificateState> unattached_;
   bool journaling_ = false;
-  KeptRows journal_rows_;      // kept since the last TakeRows
-  bool rows_cleared_ = false;  // since the last TakeRows
-  KeptRows tail_;              // rows after the limit, while freezing
-  uint64_t tail_bytes_ = 0;    // their RowBytes
+  KeptRows journal_rows_;         // kept since the last TakeRows
+  bool rows_cleared_ = false;     // since the last TakeRows
+  KeptRows tail_;                 // rows after the limit, while freezing
+  uint64_t tail_bytes_ = 0;       // their RowBytes
+  uint64_t tail_at_install_ = 0;  // their count at the last Install
+  uint64_t tail_bytes_at_install_ = 0;
+  bool pressed_ = false;  // they grew between the last two
   std::vector<std::vector<double>> candidates_;
   // The coordinates a wide model's candidates hold (null: every one).
   std::shared_ptr<const CandidateSupport> support_;

@@ -83,8 +83,8 @@ void CertificateRefresher::Loop() {
       const absl::Duration busy = Refresh(entry, &freezing);
       if (busy <= absl::ZeroDuration()) continue;
       worked = true;
-      // Rest so that the work is at most `share` of the time, but not while a
-      // model's freeze waits for its solution.
+      // Rest so that the work is at most `share` of the time, but not while
+      // new rows press a model's freeze.
       if (freezing) continue;
       const absl::Duration rest = busy * ((1 - share) / share);
       if (rest > absl::ZeroDuration() &&
@@ -275,7 +275,7 @@ bool CertificateRefresher::Install(
   // Not awaited (a failed write fails the next batch's commit too), and
   // staged with the model's next record rather than committed alone.
   if (persistence_ != nullptr) persistence_->StageLater(entry);
-  return tracker->phase() == CertificatePhase::kFreezing;
+  return tracker->pressed();
 }
 
 }  // namespace perceptron::server

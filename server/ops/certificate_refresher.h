@@ -48,15 +48,16 @@ class CertificateRefresher {
 
  private:
   // Refreshes one model; the time it took, or zero if there was nothing to do.
-  // `freezing` (if given): whether the model still waits for the converged
-  // solution at its limit, which the loop works on without resting (the rows
-  // after the limit are kept only until it comes, or the slack fills).
+  // `freezing` (if given): whether the model's freeze is pressed (new rows
+  // after its limit came during the solve, CertificateTracker::pressed), which
+  // the loop works on without resting: those rows are kept only until the
+  // solution comes, or the slack fills.
   // With `eager`, what waits is solved even if it is not ripe and the model
   // not quiet.
   absl::Duration Refresh(const std::shared_ptr<ModelEntry>& entry,
                          bool* freezing = nullptr, bool eager = false);
   // Installs a solution in the model's tracker (under its lock) and stages
-  // the log record that carries it; whether the tracker is still freezing.
+  // the log record that carries it; whether the tracker's freeze is pressed.
   // Nothing is installed in a model marked moving (SetMoving), which is
   // then solved again once the mark is lifted.
   bool Install(ModelEntry& entry, std::vector<std::vector<double>> vs,

@@ -1,10 +1,10 @@
 // The freeze of a certificate whose stream cycles (docs/certificate.md,
 // "Limits and the freeze"): past the limit, an example equal to a row kept
-// before it is held apart from the solver's rows and one equal to a row
-// after it counts that row again, so a stream cycling through fewer rows
-// than the limit and the slack together waits for the converged solution
-// over the rows before the limit instead of filling its slack with copies;
-// and the bound stays the comparator's over every example.
+// before it counts that row again for the solver, and one equal to a row
+// after it counts that row, so a stream cycling through fewer rows than the
+// limit and the slack together does not fill its slack with copies: it is
+// frozen once a solution converges with no count waiting, and the bound stays
+// the comparator's over every example.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,7 +27,8 @@ struct Refresher {
       generation = t->generation();
     }
     std::vector<uint32_t> repeats;
-    solver.Add(t->Take(&repeats), repeats);
+    KeptRows rows = t->Take(&repeats);
+    solver.Add(std::move(rows), repeats);
     const Certificate c = solver.Solve(model->CertificateRadius(), {});
     const std::vector<std::vector<double>> vs = CandidatesFrom(c);
     t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
@@ -57,12 +58,12 @@ double BoundOf(const ModelConfig& config, const testing::Stream& s,
 
 // 150 rows cycled 40 times through a model that keeps 100 and may keep 100
 // more, with a refresher that comes at the 50th example and then at the
-// 500th: the rows after the limit are 50, the copies of the rows taken are
-// held, and the freeze comes with the converged solution over the rows before
-// the limit. U bounds the
-// updates at every example and equals its comparator's bound over the whole
-// stream (the held copies summed into it). The journal's rows, given to a
-// model restored mid-freeze, carry it on to the same kind of freeze.
+// 500th: the rows after the limit are 50, the copies of the first 100 count
+// on them, and the freeze comes with the solution that converged over the
+// rows before the limit and every copy of them seen. U bounds the updates at
+// every example and equals its comparator's bound over the whole stream. The
+// journal's rows, given to a model restored mid-freeze, carry it on to the
+// same kind of freeze.
 TEST(CertificateFreezeTest, ACyclingStreamWaitsForTheConvergedSolution) {
   testing::StreamSpec spec;
   spec.seed = 21;
@@ -129,10 +130,10 @@ TEST(CertificateFreezeTest, ACyclingStreamWaitsForTheConvergedSolution) {
   ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
   EXPECT_TRUE(r.converged);
   // Frozen by the rounds at the 500th example, over the rows before the
-  // limit: the first 50 as taken at the 50th, the other 50 with their copies
-  // (three each: they were not taken yet); the first 50's copies held.
-  EXPECT_EQ(r.frozen_at, 200u);
-  EXPECT_EQ(r.solved, 200u);
+  // limit and their copies: the first 50 seen 4 times by then, the other 50
+  // 3 times.
+  EXPECT_EQ(r.frozen_at, 350u);
+  EXPECT_EQ(r.solved, 350u);
   EXPECT_EQ(r.kept, 350u);
   EXPECT_EQ(r.kept_rows, 100u);
   EXPECT_EQ(r.examples, order.size());
@@ -184,6 +185,61 @@ TEST(CertificateFreezeTest, MoreRowsThanTheLimitAndTheSlackStillFillIt) {
   EXPECT_EQ(r.solved, 50u);
   EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
   EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+}
+
+// A freeze is pressed (its refresher solves without resting) while new rows
+// after the limit come at a pace that fills the slack within
+// kPressedSolves solves; repeats of rows kept, or new rows that trickle in,
+// do not press it.
+TEST(CertificateFreezeTest, OnlyNewRowsComingFastPressAFreeze) {
+  testing::StreamSpec spec;
+  spec.seed = 23;
+  spec.dimension = 6;
+  spec.length = 300;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100, /*slack=*/100);
+  CertificateTracker* t = model->certificate();
+  CertificateSolver solver(config.weight_dimension());
+  // Solutions of one pass that do not converge: the freeze waits.
+  auto round = [&] {
+    std::vector<uint32_t> repeats;
+    KeptRows rows = t->Take(&repeats);
+    solver.Add(std::move(rows), repeats);
+    CertificateOptions options;
+    options.max_passes = 1;
+    options.tolerance = 0;
+    const Certificate c = solver.Solve(model->CertificateRadius(), options);
+    ASSERT_FALSE(c.converged);
+    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
+    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
+               solver.size(), t->generation(), KeptRows(), nullptr,
+               &solver.rows());
+    ASSERT_EQ(t->phase(), CertificatePhase::kFreezing);
+  };
+  auto learn = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
+    }
+  };
+  learn(0, 100);
+  round();
+  EXPECT_FALSE(t->pressed());  // no row after the limit yet
+  learn(100, 130);             // 30 new rows, 70 of room: 30 * 16 >= 70
+  round();
+  EXPECT_TRUE(t->pressed());
+  learn(0, 130);  // repeats only
+  round();
+  EXPECT_FALSE(t->pressed());
+  learn(130, 133);  // 3 new rows, 67 of room: 3 * 16 < 67
+  round();
+  EXPECT_FALSE(t->pressed());
+  learn(133, 170);
+  round();
+  EXPECT_TRUE(t->pressed());
+  EXPECT_EQ(t->Report(1).examples, 300u);
 }
 
 }  // namespace

@@ -770,10 +770,10 @@ TEST(MulticlassTest, TheCertificateIsTheSolversAndCarriesOver) {
 }
 
 // A multiclass stream cycling through 150 rows past a limit of 100: the
-// copies of the rows the solver took are held apart and summed into U with
-// their counts (ClassHingeSumsAt's), the freeze comes converged over the rows
-// before the limit, and U is its comparator's bound over the whole stream.
-TEST(MulticlassTest, ACyclingStreamFreezesConvergedWithItsCopiesHeld) {
+// copies of the rows before the limit count on them, those of the rows after
+// it on theirs, the freeze comes converged over the rows before the limit,
+// and U is its comparator's bound over the whole stream.
+TEST(MulticlassTest, ACyclingStreamFreezesConvergedWithItsCopiesCounted) {
   ClassSpec spec;
   spec.classes = 4;
   spec.dimension = 5;
@@ -804,7 +804,7 @@ TEST(MulticlassTest, ACyclingStreamFreezesConvergedWithItsCopiesHeld) {
       model->certificate()->Report(model->stats(false).bound.radius);
   ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
   EXPECT_TRUE(r.converged);
-  EXPECT_EQ(r.frozen_at, 200u);  // 50 taken once, 50 more with 2 copies each
+  EXPECT_EQ(r.frozen_at, 350u);  // 50 rows seen 4 times, 50 seen 3 times
   EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
   EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,
               1e-9 * r.upper);

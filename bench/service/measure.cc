@@ -255,6 +255,25 @@ Measured Fresh(const Path& path, const Workload& w,
     const grpc::Status s = stub->GetStatus(&context, request, &status);
     m.certificate = s.ok() ? CertificateEnd(status.stats().certificate())
                            : "GetStatus failed: " + s.error_message();
+    // A freeze still waiting for its solution when the stream ends comes
+    // once the model is quiet: where it ended then (10 s at most).
+    const absl::Time quiet = absl::Now();
+    bool freezing = s.ok() && status.stats().certificate().state() ==
+                                  v1::Certificate::FREEZING;
+    while (freezing && absl::Now() - quiet < absl::Seconds(10)) {
+      absl::SleepFor(absl::Milliseconds(100));
+      grpc::ClientContext again;
+      v1::ModelStatus later;
+      if (!stub->GetStatus(&again, request, &later).ok()) break;
+      freezing =
+          later.stats().certificate().state() == v1::Certificate::FREEZING;
+      if (!freezing || absl::Now() - quiet >= absl::Seconds(10)) {
+        m.certificate +=
+            absl::StrFormat("; quiet, after %.1f s: %s",
+                            absl::ToDoubleSeconds(absl::Now() - quiet),
+                            CertificateEnd(later.stats().certificate()));
+      }
+    }
     if (s.ok() && status.has_names()) {
       const v1::NameTableInfo& n = status.names();
       m.names = absl::StrFormat(

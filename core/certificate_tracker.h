@@ -25,12 +25,13 @@
 // examples or growing R never lowers B*).
 //
 // Up to `limit` rows (or bytes) are kept for the solver, then `slack` more
-// rows (an example equal to one of these counts it again) until a converged
-// solution over exactly the first `limit` is installed (or kFreezeRounds that
-// were not); then the candidates are frozen and no example is kept any more. If
-// the slack fills first, the candidates installed last are frozen there
-// (docs/certificate.md, "Limits and the freeze"). Not thread-safe: the model's
-// lock guards it.
+// rows until a solution converged over exactly the first `limit` rows (with
+// every example equal to one of them seen so far: none waits) is installed,
+// or kFreezeRounds that did not converge; then the candidates are frozen and
+// no example is kept any more. An example equal to a row after the limit
+// counts that row again. If the slack fills first, the candidates installed
+// last are frozen there (docs/certificate.md, "Limits and the freeze"). Not
+// thread-safe: the model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 

@@ -180,8 +180,9 @@ class Benchmark {
 
   void PrintCertificateCost() {
     std::printf(
-        "## The certificate's cost (a fresh server each: the model's first "
-        "100,000 examples kept (fewer of W2's: 64 MiB), then frozen; "
+        "## The certificate's cost (a fresh server each: the model keeps "
+        "up to 100,000 distinct rows, within 64 MiB, an example equal to one "
+        "of them counting it again, then freezes once a solution converges; "
         "durability sync also journals them)\n\n");
     std::printf(
         "| workload | certificate on | off | on/off | where it ended (last "

@@ -12,49 +12,14 @@
 #include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
+#include "tests/core/certificate_rounds.h"
 #include "tests/core/streams.h"
 
 namespace perceptron {
 namespace {
 
-// The refresher's round, done in place, as the server's runs it.
-struct Refresher {
-  explicit Refresher(uint32_t weight_dimension) : solver(weight_dimension) {}
-  Certificate Round(Model* model) {
-    CertificateTracker* t = model->certificate();
-    if (t->generation() != generation) {
-      solver = CertificateSolver(model->config().weight_dimension());
-      generation = t->generation();
-    }
-    std::vector<uint32_t> repeats;
-    KeptRows rows = t->Take(&repeats);
-    solver.Add(std::move(rows), repeats);
-    const Certificate c = solver.Solve(model->CertificateRadius(), {});
-    const std::vector<std::vector<double>> vs = CandidatesFrom(c);
-    t->Install(vs, HingeSums(solver.rows(), vs), c.lower, c.converged,
-               solver.size(), generation, KeptRows(), nullptr, &solver.rows());
-    return c;
-  }
-  CertificateSolver solver;
-  uint64_t generation = 0;
-};
-
-// The bound a model given (u, gamma) as its comparator reports over the
-// examples `order` picks from `s`, in that order.
-double BoundOf(const ModelConfig& config, const testing::Stream& s,
-               const std::vector<size_t>& order, const std::vector<double>& u,
-               double gamma) {
-  ModelConfig with = config;
-  with.comparator = u;
-  with.gamma = gamma;
-  auto check = *Model::Create(with);
-  for (size_t t : order) {
-    EXPECT_TRUE(check->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
-  }
-  const BoundReport b = check->stats().bound;
-  EXPECT_TRUE(b.bound_available);
-  return b.bound;
-}
+using testing::BoundOf;
+using testing::Refresher;
 
 // 150 rows cycled 40 times through a model that keeps 100 and may keep 100
 // more, with a refresher that comes at the 50th example and then at the

@@ -15,58 +15,15 @@
 #include "core/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/certificate_rounds.h"
 #include "tests/core/state_bits.h"
 #include "tests/core/streams.h"
 
 namespace perceptron {
 namespace {
 
-// The refresher's round, done in place: take the rows kept, solve over all of
-// them, install the candidates with their sums.
-struct Refresher {
-  explicit Refresher(uint32_t weight_dimension, bool margin_rule = false)
-      : solver(weight_dimension), margin_rule(margin_rule) {}
-  Certificate Round(Model* model) {
-    CertificateTracker* t = model->certificate();
-    if (t->generation() != generation) {
-      solver = CertificateSolver(model->config().weight_dimension());
-      generation = t->generation();
-    }
-    std::vector<uint32_t> repeats;
-    KeptRows rows = t->Take(&repeats);
-    solver.Add(std::move(rows), repeats);
-    const Certificate c = solver.Solve(model->stats(false).bound.radius, {});
-    if (margin_rule) hard = solver.SolveHardMargin({});
-    const std::vector<std::vector<double>> vs =
-        CandidatesFrom(c, margin_rule ? &hard : nullptr);
-    t->Install(
-        vs, HingeSums(solver.rows(), vs), c.lower, c.converged, solver.size(),
-        generation, KeptRows(),
-        solver.wide() ? CandidateSupport::Of(solver.coordinates()) : nullptr,
-        &solver.rows());
-    return c;
-  }
-  CertificateSolver solver;
-  bool margin_rule;
-  HardMargin hard;
-  uint64_t generation = 0;
-};
-
-// The bound a model given (u, gamma) as its comparator reports over the
-// first n examples of `s`.
-double BoundOf(const ModelConfig& config, const testing::Stream& s, size_t n,
-               const std::vector<double>& u, double gamma) {
-  ModelConfig with = config;
-  with.comparator = u;
-  with.gamma = gamma;
-  auto check = *Model::Create(with);
-  for (size_t k = 0; k < n; ++k) {
-    EXPECT_TRUE(check->Learn(FeatureView::Dense(s.x[k]), s.y[k]).ok());
-  }
-  const BoundReport b = check->stats().bound;
-  EXPECT_TRUE(b.bound_available);
-  return b.bound;
-}
+using testing::BoundOf;
+using testing::Refresher;
 
 TEST(CertificateTrackerTest, BoundsEveryPrefixOfRandomStreams) {
   int checks = 0, frozen = 0;

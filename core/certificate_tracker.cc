@@ -48,6 +48,15 @@ CertificateTracker::CertificateTracker(
   if (kernel_) {
     kernel_rows_ = std::make_unique<KernelRows>(weight_dimension_, *kernel_);
   }
+  if (wide()) in_use_.Reset(weight_dimension_);
+}
+
+uint64_t CertificateTracker::KeptBytes(absl::Span<const uint32_t> indices,
+                                       uint64_t row, uint64_t* fresh) const {
+  *fresh = 0;
+  if (!wide()) return row;
+  for (uint32_t i : indices) *fresh += !in_use_.Has(i);
+  return row + *fresh * kWideCoordinateBytes;
 }
 
 std::vector<double> CertificateTracker::Squares(
@@ -101,7 +110,6 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   Release();
   candidates_.clear();
   support_.reset();
-  support_bytes_ = 0;
   Scale();
   basis_.Clear();
   squares_.clear();
@@ -118,6 +126,7 @@ void CertificateTracker::DropRows() {
   rows_cleared_ = true;
   seen_ = {};
   repeats_.clear();
+  in_use_.Clear();
 }
 
 void CertificateTracker::Apply(const RowsDelta& delta, KeptRows* all) {
@@ -259,14 +268,21 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
         return;
       }
     }
-    if (!Reserve(row)) {
+    // A wide model's new coordinates count as the row that brings them does.
+    uint64_t fresh = 0;
+    const absl::Span<const uint32_t> indices = queue_.indices(staged);
+    const uint64_t bytes = KeptBytes(indices, row, &fresh);
+    if (!Reserve(bytes)) {
       // The candidates already count this example: frozen here, it is covered.
       StopKeeping(budget_->reason());
       return;
     }
+    if (fresh > 0) {
+      for (uint32_t i : indices) in_use_.Add(i);
+    }
     queue_.Keep(staged, label);
     if (journaling_) journal_rows_.Add(x, label);
-    kept_bytes_ += row;
+    kept_bytes_ += bytes;
     ++kept_examples_;
     if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
       phase_ = CertificatePhase::kFreezing;
@@ -385,22 +401,6 @@ void CertificateTracker::Install(
              (grew_bytes > 0 && grew_bytes * kPressedSolves >= room_bytes);
   tail_at_install_ = tail_.size();
   tail_bytes_at_install_ = tail_bytes_;
-  // A wide model's vectors grow with the coordinates its rows use: counted
-  // now, as rows are. Past a limit the examples kept so far are the last.
-  const uint64_t vector_bytes =
-      support_ == nullptr ? 0 : support_->size() * kWideCoordinateBytes;
-  if (vector_bytes > support_bytes_) {
-    const uint64_t more = vector_bytes - support_bytes_;
-    support_bytes_ = vector_bytes;
-    kept_bytes_ += more;
-    if (!Reserve(more)) {
-      StopKeeping(budget_->reason());
-      return;
-    }
-    if (phase_ == CertificatePhase::kKeeping && kept_bytes_ >= limit_bytes_) {
-      phase_ = CertificatePhase::kFreezing;
-    }
-  }
   // Frozen at the limit with a solution that reached its tolerance: until
   // one comes, the rows after the limit are kept (up to the slack), but not
   // for more than kFreezeRounds solutions that did not.
@@ -665,7 +665,6 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   unconverged_at_limit_ = 0;
   lower_ = s.lower;
   converged_ = s.converged;
-  support_bytes_ = 0;
   if (s.with_candidates) {
     candidates_ = s.candidates;
     support_ = s.support.empty() ? nullptr
@@ -764,10 +763,18 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
   kept_bytes_ = 0;
   for (size_t t = 0; t < rows.size(); ++t) {
     // Zeros were not kept: a row may count less than when it was observed.
-    const uint64_t bytes = RowBytes(rows.indices(t).size());
+    // A wide model's rows before the limit count their new coordinates, as
+    // when they were kept.
+    uint64_t fresh = 0;
+    const uint64_t row = RowBytes(rows.indices(t).size());
+    const uint64_t bytes =
+        t < kept_ ? KeptBytes(rows.indices(t), row, &fresh) : row;
     if (!Reserve(bytes)) {
       StopKeeping(budget_->reason());
       return;
+    }
+    if (fresh > 0) {
+      for (uint32_t i : rows.indices(t)) in_use_.Add(i);
     }
     (t < kept_ ? kept_bytes_ : tail_bytes_) += bytes;
   }
@@ -811,6 +818,7 @@ size_t CertificateTracker::bytes() const {
     b += v.capacity() * sizeof(double);
   }
   if (support_ != nullptr) b += support_->bytes();
+  b += in_use_.bytes();
   b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
        (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
   return b;

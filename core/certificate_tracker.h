@@ -45,7 +45,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/config.h"
@@ -168,6 +170,50 @@ class CertificateBudget {
 // once frozen.
 inline constexpr uint64_t kKernelCertificateLimit = 2000;
 
+// A set of coordinates of a model of weight dimension d: a bit each up to
+// kBitsUpTo, a table above it.
+class CoordinatesInUse {
+ public:
+  static constexpr uint32_t kBitsUpTo = uint32_t{1} << 24;
+  void Clear() {
+    bits_ = {};
+    table_ = {};
+    size_ = 0;
+  }
+  void Reset(uint32_t dimension) {
+    Clear();
+    dimension_ = dimension;
+  }
+  bool Has(uint32_t i) const {
+    if (dimension_ <= kBitsUpTo) {
+      return (i >> 6) < bits_.size() && ((bits_[i >> 6] >> (i & 63)) & 1);
+    }
+    return table_.contains(i);
+  }
+  void Add(uint32_t i) {
+    if (dimension_ <= kBitsUpTo) {
+      if (bits_.empty()) bits_.assign((uint64_t{dimension_} + 63) / 64, 0);
+      if ((i >> 6) >= bits_.size()) return;
+      const uint64_t bit = uint64_t{1} << (i & 63);
+      size_ += (bits_[i >> 6] & bit) == 0;
+      bits_[i >> 6] |= bit;
+      return;
+    }
+    size_ += table_.insert(i).second;
+  }
+  uint64_t size() const { return size_; }
+  size_t bytes() const {
+    return bits_.capacity() * sizeof(uint64_t) +
+           table_.capacity() * (sizeof(uint32_t) + 1);
+  }
+
+ private:
+  uint32_t dimension_ = 0;
+  std::vector<uint64_t> bits_;
+  absl::flat_hash_set<uint32_t> table_;
+  uint64_t size_ = 0;
+};
+
 class CertificateTracker {
  public:
   // A tracker that keeps up to `limit` (>= 1) examples, or fewer if they
@@ -196,8 +242,8 @@ class CertificateTracker {
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
   // A wide model's (IsWide) are counted by the coordinates its rows use
-  // instead, when candidates over them are installed: WideCoordinateBytes
-  // each.
+  // instead, kWideCoordinateBytes each, as the first row kept for the solver
+  // that uses it is kept (so a limit holds whenever a solve ends).
   static uint64_t VectorBytes(uint64_t d) { return IsWide(d) ? 0 : d * 64; }
   // What a coordinate of a wide model's certificate takes at most: the
   // candidates' values (6 doubles), the refresher's next candidates while
@@ -287,8 +333,8 @@ class CertificateTracker {
   // the solution was computed over (in the candidates' coordinates); the
   // solution is ignored if there are such and it is null.
   // A wide model's candidates hold one value for each coordinate of
-  // `support` (CertificateSolver::coordinates); their bytes count against
-  // the limits as the rows' do (kWideCoordinateBytes each).
+  // `support` (CertificateSolver::coordinates), coordinates of the rows
+  // taken, counted against the limits as those rows were kept.
   void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
                double lower, bool converged, uint64_t covered,
                uint64_t generation, KeptRows basis = {},
@@ -401,6 +447,11 @@ class CertificateTracker {
                       int label);
   // Whether equal examples count a kept row again (a linear model's).
   bool counts_repeats() const { return !kernel_; }
+  // Whether its candidates hold one value a coordinate its rows use (a wide
+  // linear binary model's, CandidateSupport).
+  bool wide() const {
+    return !kernel_ && classes_ == 0 && IsWide(weight_dimension_);
+  }
 
   CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);
@@ -417,6 +468,11 @@ class CertificateTracker {
   void ClassMargins(const Prepared& x, int label);
   // Finds which candidates are multiples of others (after they change).
   void Scale();
+  // What keeping row `indices` for the solver takes: its RowBytes and, for a
+  // wide model, kWideCoordinateBytes for each coordinate no row kept before
+  // it used (`fresh`, not yet marked in in_use_).
+  uint64_t KeptBytes(absl::Span<const uint32_t> indices, uint64_t row,
+                     uint64_t* fresh) const;
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
   // false, and nothing kept, if the budget is taken.
   bool Reserve(uint64_t bytes);
@@ -466,8 +522,11 @@ class CertificateTracker {
   std::vector<std::vector<double>> candidates_;
   // The coordinates a wide model's candidates hold (null: every one).
   std::shared_ptr<const CandidateSupport> support_;
-  uint64_t support_bytes_ = 0;  // counted for them, of kept_bytes_
-  ScaledCandidates scaled_;     // of candidates_
+  // A wide model's coordinates used by the rows kept for the solver, each
+  // counted kWideCoordinateBytes against the limits as the first row that
+  // uses it is kept (a solution over them will hold one value each).
+  CoordinatesInUse in_use_;
+  ScaledCandidates scaled_;  // of candidates_
   // scratch: each candidate's v . x^ (a multiclass candidate's margin)
   std::vector<double> scores_;
   KeptRows basis_;               // a kernel model's candidates' rows

@@ -5,8 +5,11 @@
 // limit and the slack together does not fill its slack with copies: it is
 // frozen once a solution converges with no count waiting, and the bound stays
 // the comparator's over every example.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <random>
+#include <set>
 #include <vector>
 
 #include "core/certificate_tracker.h"
@@ -205,6 +208,91 @@ TEST(CertificateFreezeTest, OnlyNewRowsComingFastPressAFreeze) {
   round();
   EXPECT_TRUE(t->pressed());
   EXPECT_EQ(t->Report(1).examples, 300u);
+}
+
+// A wide model's coordinates count against its limit in bytes as the rows
+// that bring them are kept, so the limit holds and the rows kept for the
+// solver are the same whatever the solver's pace: with no solve at all, a
+// solve every 25 examples or every 300, and carried over mid-way with the
+// journal's rows. The test counts the bytes itself: each row's RowBytes
+// and kWideCoordinateBytes for each coordinate no row before it used.
+TEST(CertificateFreezeTest, AWideModelsLimitHoldsWhateverTheSolversPace) {
+  ModelConfig config;
+  config.hash_bits = 20;
+  config.dimension = 1u << 20;
+  std::mt19937_64 random(7);
+  std::normal_distribution<double> normal;
+  struct Row {
+    std::vector<uint32_t> indices;
+    std::vector<double> values;
+    int label;
+  };
+  std::vector<Row> rows(1500);
+  for (Row& row : rows) {
+    std::set<uint32_t> at;
+    while (at.size() < 8) at.insert(random() % config.dimension);
+    row.indices.assign(at.begin(), at.end());
+    for (size_t k = 0; k < at.size(); ++k) {
+      row.values.push_back(normal(random) + 3);  // never 0
+    }
+    row.label = random() % 2 ? 1 : -1;
+  }
+  constexpr uint64_t kLimitBytes = uint64_t{1} << 20;
+  // The rows kept before the limit, counted here.
+  uint64_t want = 0;
+  {
+    std::set<uint32_t> used;
+    uint64_t bytes = 0;
+    while (bytes < kLimitBytes && want < rows.size()) {
+      std::vector<uint32_t> at = rows[want].indices;
+      at.push_back(config.weight_dimension() - 1);  // the bias
+      uint64_t fresh = 0;
+      for (uint32_t i : at) fresh += used.insert(i).second;
+      bytes += CertificateTracker::RowBytes(at.size()) +
+               fresh * CertificateTracker::kWideCoordinateBytes;
+      ++want;
+    }
+    ASSERT_LT(want, rows.size() / 2);
+  }
+  auto learn = [&](Model* m, const Row& row) {
+    ASSERT_TRUE(
+        m->Learn(FeatureView::Sparse(row.indices, row.values), row.label).ok());
+  };
+  for (const size_t pace : {size_t{0}, size_t{25}, size_t{300}}) {
+    SCOPED_TRACE(pace);
+    auto model = *Model::Create(config);
+    model->EnableCertificate(/*limit=*/100000, /*slack=*/100000, kLimitBytes);
+    model->SetJournaling(true);
+    Refresher refresher(config.weight_dimension());
+    KeptRows journaled;
+    for (size_t t = 0; t < rows.size(); ++t) {
+      learn(model.get(), rows[t]);
+      if (pace > 0 && t % pace == pace - 1) refresher.Round(model.get());
+      const CertificateReport r = model->certificate()->Report(1, false);
+      ASSERT_EQ(r.kept_rows, std::min<uint64_t>(t + 1, want)) << "at " << t;
+      // Keeping below the limit; past it freezing, or frozen once a solve
+      // converged over the rows before it.
+      ASSERT_EQ(r.phase == CertificatePhase::kKeeping, t + 1 < want)
+          << "at " << t;
+    }
+    const CertificateReport r = model->certificate()->Report(1, false);
+    EXPECT_LE(r.bytes, kLimitBytes + (kLimitBytes >> 1));
+    if (pace != 0) continue;
+    // Carried over with its rows, the restored model counts the same.
+    const Journal j = model->TakeJournal();
+    CertificateTracker::Apply(
+        {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+        &journaled);
+    ASSERT_EQ(journaled.size(), rows.size());
+    auto restored = *Model::FromState(model->ExportState());
+    ASSERT_TRUE(restored->AttachCertificateRows(journaled));
+    restored->EnableCertificate(100000, 100000, kLimitBytes);
+    EXPECT_EQ(restored->ExportState().certificate,
+              model->ExportState().certificate);
+    const CertificateReport again = restored->certificate()->Report(1, false);
+    EXPECT_EQ(again.kept_rows, want);
+    EXPECT_EQ(again.phase, CertificatePhase::kFreezing);
+  }
 }
 
 }  // namespace

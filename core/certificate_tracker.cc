@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/multiclass_learner.h"
 #if defined(__x86_64__)
 #include "xxh_x86dispatch.h"  // XXH3_128bits_withSeed: the run time's choice
@@ -284,9 +285,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     if (journaling_) journal_rows_.Add(x, label);
     kept_bytes_ += bytes;
     ++kept_examples_;
-    if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) {
-      phase_ = CertificatePhase::kFreezing;
-    }
+    if (++kept_ == limit_ || kept_bytes_ >= limit_bytes_) ReachLimit();
     return;
   }
   // Freezing: the rows after the limit (the tail). An example equal to a row
@@ -316,8 +315,29 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   tail_bytes_ += row;
   // The rows after the limit take no more than those kept before it.
   if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
-    Freeze(observed_);
+    FreezeFull();
   }
+}
+
+void CertificateTracker::ReachLimit() {
+  phase_ = CertificatePhase::kFreezing;
+  reason_ =
+      kept_ >= limit_
+          ? absl::StrCat("the examples kept reached ", kept_,
+                         " rows: perceptrond --certificate_examples")
+          : absl::StrCat("the examples kept reached ",
+                         absl::StrFormat("%.6g", limit_bytes_ / 1048576.0),
+                         " MiB at ", kept_,
+                         " rows, the certificate's memory per model: "
+                         "perceptrond --certificate_model_mb");
+}
+
+void CertificateTracker::FreezeFull() {
+  Freeze(observed_);
+  if (phase_ != CertificatePhase::kFrozen) return;
+  reason_ = absl::StrCat(reason_, reason_.empty() ? "" : "; ",
+                         "the rows after the limit filled as many again "
+                         "before a solution over those before it converged");
 }
 
 void CertificateTracker::ClassMargins(const Prepared& x, int label) {
@@ -429,6 +449,7 @@ void CertificateTracker::StopKeeping(const std::string& why) {
     return;
   }
   Freeze(observed_);
+  if (phase_ == CertificatePhase::kFrozen) reason_ = why;
 }
 
 void CertificateTracker::RowsGaveWay(const std::string& why) {
@@ -443,9 +464,10 @@ void CertificateTracker::RowsGaveWay(const std::string& why) {
 void CertificateTracker::Freeze(uint64_t at) {
   if (candidates_.empty()) {
     phase_ = CertificatePhase::kOff;
-    reason_ =
+    reason_ = absl::StrCat(
         "the examples outgrew the certificate's limit before a first "
-        "solution";
+        "solution",
+        reason_.empty() ? "" : ": ", reason_);
   } else {
     phase_ = CertificatePhase::kFrozen;
     frozen_at_ = at;
@@ -803,11 +825,11 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
   // The limits may be lower than those the rows were kept under.
   if (phase_ == CertificatePhase::kKeeping &&
       (kept_ >= limit_ || kept_bytes_ >= limit_bytes_)) {
-    phase_ = CertificatePhase::kFreezing;
+    ReachLimit();
   }
   if (phase_ == CertificatePhase::kFreezing && tail_.size() > 0 &&
       (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_)) {
-    Freeze(observed_);
+    FreezeFull();
   }
 }
 

@@ -473,6 +473,11 @@ class CertificateTracker {
   // it used (`fresh`, not yet marked in in_use_).
   uint64_t KeptBytes(absl::Span<const uint32_t> indices, uint64_t row,
                      uint64_t* fresh) const;
+  // The limit is reached: freezing, saying which.
+  void ReachLimit();
+  // Frozen because the rows after the limit filled the slack first, saying
+  // so after the limit's reason.
+  void FreezeFull();
   // Keeps a row of `bytes` within the budget (taking a chunk if needed);
   // false, and nothing kept, if the budget is taken.
   bool Reserve(uint64_t bytes);

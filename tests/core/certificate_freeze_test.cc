@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/certificate_tracker.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
@@ -97,6 +98,9 @@ TEST(CertificateFreezeTest, ACyclingStreamWaitsForTheConvergedSolution) {
   const CertificateReport r = model->certificate()->Report(radius);
   ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
   EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.reason,
+            "the examples kept reached 100 rows: perceptrond "
+            "--certificate_examples");
   // Frozen by the rounds at the 500th example, over the rows before the
   // limit and their copies: the first 50 seen 4 times by then, the other 50
   // 3 times.
@@ -277,6 +281,12 @@ TEST(CertificateFreezeTest, AWideModelsLimitHoldsWhateverTheSolversPace) {
     }
     const CertificateReport r = model->certificate()->Report(1, false);
     EXPECT_LE(r.bytes, kLimitBytes + (kLimitBytes >> 1));
+    // Freezing or frozen, it says which limit and flag.
+    EXPECT_EQ(r.reason,
+              absl::StrCat("the examples kept reached 1 MiB at ", want,
+                           " rows, the certificate's memory per "
+                           "model: perceptrond "
+                           "--certificate_model_mb"));
     if (pace != 0) continue;
     // Carried over with its rows, the restored model counts the same.
     const Journal j = model->TakeJournal();

@@ -323,7 +323,9 @@ void Persistence::MaybeSnapshot(ModelEntry& entry) {
     entry.records_since_snapshot = 0;
   }
   absl::ReaderMutexLock store_lock(&store_mu_);
-  if (Failing(store_->PutSnapshot(entry.id, seq, state, curves)).ok()) {
+  if (Failing(store_->PutSnapshot(entry.id, seq, std::move(state),
+                                  std::move(curves)))
+          .ok()) {
     snapshots_.fetch_add(1, std::memory_order_relaxed);
   }  // else the log still holds everything
 }

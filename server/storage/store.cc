@@ -524,17 +524,22 @@ absl::Status Store::Sync() {
 }
 
 absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
-                                const ModelState& state,
-                                const v1::CurvesState& curves) {
-  v1::Snapshot snap;
-  snap.set_seq(seq);
-  StateToProto(state, snap.mutable_state());
-  *snap.mutable_state()->mutable_curves() = curves;
+                                ModelState state, v1::CurvesState curves) {
+  std::string sealed;
+  {
+    v1::Snapshot snap;
+    snap.set_seq(seq);
+    StateToProto(state, snap.mutable_state());
+    state = ModelState();  // freed: the message holds it now
+    *snap.mutable_state()->mutable_curves() = std::move(curves);
+    sealed = Seal(snap);
+  }  // the message freed: the sealed bytes hold it now
   leveldb::WriteOptions sync;
   sync.sync = true;
   const std::string prefix = SnapshotPrefix(id);
-  absl::Status s = FromLevelDb(db_->Put(sync, SeqKey(prefix, seq), Seal(snap)),
+  absl::Status s = FromLevelDb(db_->Put(sync, SeqKey(prefix, seq), sealed),
                                "writing a snapshot");
+  sealed = std::string();
   if (!s.ok()) return s;
   // Keep this snapshot and the one before it, and the log after that one.
   std::vector<std::pair<uint64_t, std::string>> snapshots = Keys(prefix);

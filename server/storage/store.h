@@ -137,10 +137,12 @@ class Store {
   // Writes a snapshot of `state` after log record `seq` (synced), then removes
   // the snapshots and log records that the previous snapshot made unnecessary:
   // two snapshots are kept, and the log after the older, so that a damaged
-  // newest snapshot can fall back.
+  // newest snapshot can fall back. `state` and `curves` are taken, and freed
+  // as each copy of them is made (a wide model's are tens of MB: at most two
+  // copies are held at once before LevelDB's own).
   absl::Status PutSnapshot(const std::string& id, uint64_t seq,
-                           const ModelState& state,
-                           const v1::CurvesState& curves = v1::CurvesState());
+                           ModelState state,
+                           v1::CurvesState curves = v1::CurvesState());
 
  private:
   Store(std::string path, std::unique_ptr<leveldb::Env> env,

@@ -271,7 +271,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     }
     // A wide model's new coordinates count as the row that brings them does.
     uint64_t fresh = 0;
-    const absl::Span<const uint32_t> indices = queue_.indices(staged);
+    const absl::Span<const uint32_t> indices = queue_.coordinates(staged);
     const uint64_t bytes = KeptBytes(indices, row, &fresh);
     if (!Reserve(bytes)) {
       // The candidates already count this example: frozen here, it is covered.

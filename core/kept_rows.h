@@ -63,6 +63,11 @@ class KeptRows {
     if (b.index == nullptr) return {};
     return {b.index.get() + s.begin, s.end - s.begin};
   }
+  // Its coordinates: 0..n-1 for a dense staged row (as indices(t)).
+  absl::Span<const uint32_t> coordinates(const Staged& s) const {
+    if (dense(s)) return {Iota(s.end - s.begin), s.end - s.begin};
+    return indices(s);
+  }
   // Keeps the row Stage wrote last, with `label`.
   void Keep(const Staged& s, int label);
   // Keeps a row given by its non-zeros (indices and values of x^).

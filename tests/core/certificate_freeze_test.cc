@@ -305,5 +305,32 @@ TEST(CertificateFreezeTest, AWideModelsLimitHoldsWhateverTheSolversPace) {
   }
 }
 
+// The same for a wide model given dense examples: each coordinate of the
+// first row counts with it (every row uses them all).
+TEST(CertificateFreezeTest, AWideModelsDenseRowsCountTheirCoordinates) {
+  ModelConfig config;
+  config.dimension = 70000;
+  ASSERT_TRUE(IsWide(config.weight_dimension()));
+  std::mt19937_64 random(3);
+  std::uniform_real_distribution<double> uniform(1, 2);  // never 0
+  std::vector<double> x(config.dimension);
+  constexpr uint64_t kLimitBytes = uint64_t{32} << 20;
+  const uint64_t row = CertificateTracker::RowBytes(config.weight_dimension());
+  const uint64_t first = row + config.weight_dimension() *
+                                   CertificateTracker::kWideCoordinateBytes;
+  ASSERT_LT(first, kLimitBytes);
+  // The rows kept: the first with its coordinates, then rows alone.
+  const uint64_t want = 1 + (kLimitBytes - first + row - 1) / row;
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100000, /*slack=*/100000, kLimitBytes);
+  for (uint64_t t = 0; t < want + 3; ++t) {
+    for (double& v : x) v = uniform(random);
+    ASSERT_TRUE(
+        model->Learn(FeatureView::Dense(x), random() % 2 ? 1 : -1).ok());
+    const CertificateReport r = model->certificate()->Report(1, false);
+    ASSERT_EQ(r.kept_rows, std::min(t + 1, want)) << "at " << t;
+  }
+}
+
 }  // namespace
 }  // namespace perceptron

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -126,6 +127,8 @@ void CertificateTracker::DropRows() {
   journal_repeats_.clear();
   rows_cleared_ = true;
   seen_ = {};
+  keys_ = std::vector<RowKey>();
+  next_place_ = 0;
   repeats_.clear();
   in_use_.Clear();
 }
@@ -170,6 +173,16 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(
   return {h.low64, h.high64};
 }
 
+void CertificateTracker::Placed(uint64_t place, const RowKey& key) {
+  // Places come in order; if one did not, no place is looked up first.
+  if (keys_.size() == place) {
+    keys_.push_back(key);
+  } else {
+    keys_ = std::vector<RowKey>();
+  }
+  next_place_ = place + 1;
+}
+
 bool CertificateTracker::CountAgain(uint32_t place) {
   if (place < taken_) {
     repeats_.push_back(place);
@@ -202,7 +215,10 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   // and the candidates' scores below are summed while the slot comes.
   // The copy is staged, not kept: an example seen before only counts again.
   // Freezing, the same for the rows after the limit (the tail).
+  // A cycling stream's row is first looked for after the last one met
+  // (keys_): `guessed` is its place if it is there.
   RowKey key{0, 0};
+  std::optional<uint32_t> guessed;
   KeptRows::Staged staged;
   const bool keeping = phase_ == CertificatePhase::kKeeping;
   if (keeping || phase_ == CertificatePhase::kFreezing) {
@@ -210,7 +226,12 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     to.Stage(x, &staged);
     if (counts_repeats()) {
       key = KeyOf(to.indices(staged), to.values(staged), label);
-      seen_.prefetch(key);
+      if (next_place_ < keys_.size() && keys_[next_place_] == key &&
+          key != kNoKey) {
+        guessed = static_cast<uint32_t>(next_place_);
+      } else {
+        seen_.prefetch(key);
+      }
     }
   }
   const std::vector<uint32_t>& summed = scaled_.summed();
@@ -259,13 +280,23 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   const uint64_t row = RowBytes(x.x.sparse ? x.x.indices.size() + x.has_bias
                                            : x.dimension + x.has_bias);
   if (keeping) {
+    bool added = true;
     if (counts_repeats()) {
       // An example equal to a kept row counts that row again instead.
-      const auto [it, added] =
-          seen_.try_emplace(key, static_cast<uint32_t>(kept_));
-      if (!added && CountAgain(it->second)) {
+      uint32_t place = 0;
+      if (guessed) {
+        place = *guessed;
+        added = false;
+      } else {
+        const auto [it, fresh_key] =
+            seen_.try_emplace(key, static_cast<uint32_t>(kept_));
+        place = it->second;
+        added = fresh_key;
+      }
+      if (!added && CountAgain(place)) {
         ++kept_examples_;
-        if (journaling_) journal_repeats_.push_back(it->second);
+        if (journaling_) journal_repeats_.push_back(place);
+        next_place_ = uint64_t{place} + 1;
         return;
       }
     }
@@ -282,6 +313,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       for (uint32_t i : indices) in_use_.Add(i);
     }
     queue_.Keep(staged, label);
+    if (counts_repeats()) Placed(kept_, added ? key : kNoKey);
     if (journaling_) journal_rows_.Add(x, label);
     kept_bytes_ += bytes;
     ++kept_examples_;
@@ -293,17 +325,26 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   // one equal to a row of the tail counts that row. A stream cycling through
   // fewer rows than the limit and the slack together does not fill the
   // slack: it is frozen once a solution converges with nothing waiting.
+  const auto place = static_cast<uint32_t>(kept_ + tail_.size());
   if (counts_repeats()) {
-    const auto place = static_cast<uint32_t>(kept_ + tail_.size());
-    const auto [it, added] = seen_.try_emplace(key, place);
+    auto it = seen_.end();
+    bool added = false;
+    if (!guessed) std::tie(it, added) = seen_.try_emplace(key, place);
     if (!added) {
-      if (it->second >= kept_ ? tail_.AddCount(it->second - kept_, 1)
-                              : CountAgain(it->second)) {
-        if (it->second < kept_) ++kept_examples_;
-        if (journaling_) journal_repeats_.push_back(it->second);
+      const uint32_t at = guessed ? *guessed : it->second;
+      if (at >= kept_ ? tail_.AddCount(at - kept_, 1) : CountAgain(at)) {
+        if (at < kept_) ++kept_examples_;
+        if (journaling_) journal_repeats_.push_back(at);
+        next_place_ = uint64_t{at} + 1;
         return;
       }
-      it->second = place;
+      // The key is the new row's from here on.
+      if (guessed) {
+        seen_.insert_or_assign(key, place);
+      } else {
+        it->second = place;
+      }
+      if (at < keys_.size()) keys_[at] = kNoKey;
     }
   }
   if (!Reserve(row)) {
@@ -311,6 +352,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     return;
   }
   tail_.Keep(staged, label);
+  if (counts_repeats()) Placed(place, key);
   if (journaling_) journal_rows_.Add(x, label);
   tail_bytes_ += row;
   // The rows after the limit take no more than those kept before it.
@@ -814,12 +856,23 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
        phase_ == CertificatePhase::kFreezing) &&
       counts_repeats()) {
     for (size_t t = 0; t < restored_.size(); ++t) {
-      seen_.try_emplace(KeyOf(restored_, t), static_cast<uint32_t>(t));
+      const RowKey key = KeyOf(restored_, t);
+      const bool added =
+          seen_.try_emplace(key, static_cast<uint32_t>(t)).second;
+      Placed(t, added ? key : kNoKey);
     }
   }
   if (phase_ == CertificatePhase::kFreezing && counts_repeats()) {
     for (size_t t = 0; t < tail_.size(); ++t) {
-      seen_.insert_or_assign(KeyOf(tail_, t), static_cast<uint32_t>(kept_ + t));
+      // A later row with an equal key takes it over, as in Observe.
+      const RowKey key = KeyOf(tail_, t);
+      const auto place = static_cast<uint32_t>(kept_ + t);
+      const auto [it, added] = seen_.try_emplace(key, place);
+      if (!added) {
+        if (it->second < keys_.size()) keys_[it->second] = kNoKey;
+        it->second = place;
+      }
+      Placed(place, key);
     }
   }
   // The limits may be lower than those the rows were kept under.
@@ -840,7 +893,7 @@ size_t CertificateTracker::bytes() const {
     b += v.capacity() * sizeof(double);
   }
   if (support_ != nullptr) b += support_->bytes();
-  b += in_use_.bytes();
+  b += in_use_.bytes() + keys_.capacity() * sizeof(RowKey);
   b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
        (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
   return b;

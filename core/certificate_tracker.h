@@ -235,10 +235,10 @@ class CertificateTracker {
   CertificateTracker& operator=(const CertificateTracker&) = delete;
   // What keeping one row of `nnz` non-zeros counts: its values and indices
   // (12 bytes each), its offset, label and square, and the solver's dual
-  // variable (25 bytes), and its entry in the table that finds an example
-  // equal to a kept one (32). Growing the arrays may take up to as much
-  // again.
-  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 57; }
+  // variable (25 bytes), its entry in the table that finds an example equal
+  // to a kept one (32) and its key by place (16). Growing the arrays may take
+  // up to as much again.
+  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 73; }
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
   // A wide model's (IsWide) are counted by the coordinates its rows use
@@ -447,6 +447,12 @@ class CertificateTracker {
                       int label);
   // Whether equal examples count a kept row again (a linear model's).
   bool counts_repeats() const { return !kernel_; }
+  // Notes that the row kept at `place` has `key`, kNoKey if the table finds
+  // that key at another place (keys_).
+  void Placed(uint64_t place, const RowKey& key);
+  // A key no row is given (XXH3's 128 bits make a row with it unlikely, and
+  // Observe never takes one for it).
+  static constexpr RowKey kNoKey{~uint64_t{0}, ~uint64_t{0}};
   // Whether its candidates hold one value a coordinate its rows use (a wide
   // linear binary model's, CandidateSupport).
   bool wide() const {
@@ -509,6 +515,13 @@ class CertificateTracker {
   uint64_t taken_examples_ = 0;  // of those, handed to a solver
   // While keeping: each kept row by its key, to its place among them.
   absl::flat_hash_map<RowKey, uint32_t> seen_;
+  // The same keys by place (kNoKey where seen_ has the key at another place):
+  // a cycling stream (epochs over a file) brings its rows in the order they
+  // were kept, so the row after the last one met, next_place_, is asked
+  // first, and seen_, whose entries miss the caches when the rows are many,
+  // only if that is not it. Empty if the places did not come in order.
+  std::vector<RowKey> keys_;
+  uint64_t next_place_ = 0;
   std::vector<uint32_t> repeats_;          // rows taken seen again since Take
   std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
   KeptRows queue_;                         // kept rows not yet taken

@@ -6,8 +6,10 @@
 // frozen once a solution converges with no count waiting, and the bound stays
 // the comparator's over every example.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -329,6 +331,80 @@ TEST(CertificateFreezeTest, AWideModelsDenseRowsCountTheirCoordinates) {
         model->Learn(FeatureView::Dense(x), random() % 2 ? 1 : -1).ok());
     const CertificateReport r = model->certificate()->Report(1, false);
     ASSERT_EQ(r.kept_rows, std::min(t + 1, want)) << "at " << t;
+  }
+}
+
+// Each example counts the row equal to it, whatever order the rows come in:
+// in the order kept (the tracker then finds the row after the last one met
+// without its table), backwards, by strides, at random, twice in a row, and
+// past the limit (the rows after it, while freezing). The rows' counts, told
+// apart by their first value, are the test's own tally of the examples, and
+// a model restored halfway with the journal's rows counts the same.
+TEST(CertificateFreezeTest, EachExampleCountsItsOwnRowWhateverTheOrder) {
+  constexpr int kRows = 40;
+  ModelConfig config;
+  config.dimension = 3;
+  config.bias = false;
+  config.normalize = false;
+  std::vector<std::vector<double>> x(kRows);
+  for (int t = 0; t < kRows; ++t) x[t] = {t + 1.0, std::sin(t), std::cos(t)};
+  auto label = [](int t) { return t % 3 == 0 ? -1 : 1; };
+  std::vector<int> order;
+  for (int t = 0; t < 30; ++t) order.push_back(t);  // kept in order
+  for (int c = 0; c < 3; ++c) {
+    for (int t = 0; t < 30; ++t) order.push_back(t);  // cycled
+  }
+  for (int t = 29; t >= 0; --t) order.push_back(t);  // backwards
+  for (int t = 0; t < 30; t += 3) order.push_back(t);
+  for (int t = 0; t < 30; ++t) {
+    order.push_back(t);  // twice in a row
+    order.push_back(t);
+  }
+  for (int t = 30; t < kRows; ++t) order.push_back(t);  // past the limit
+  std::mt19937_64 random(8);
+  for (int k = 0; k < 400; ++k) {
+    const int t = static_cast<int>(random() % kRows);
+    if (k % 5 == 0) {
+      for (int u = t; u < std::min(kRows, t + 12); ++u) order.push_back(u);
+    } else {
+      order.push_back(t);
+    }
+  }
+  auto model = *Model::Create(config);
+  model->EnableCertificate(25, 1000);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  std::unique_ptr<Model> restored;
+  std::vector<uint64_t> tally(kRows, 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int t = order[k];
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(x[t]), label(t)).ok());
+    if (restored != nullptr) {
+      ASSERT_TRUE(restored->Learn(FeatureView::Dense(x[t]), label(t)).ok());
+    }
+    ++tally[t];
+    if (k == order.size() / 2) {
+      Journal j = model->TakeJournal();
+      KeptRows rows;
+      CertificateTracker::Apply({j.certificate_rows_cleared, j.certificate_rows,
+                                 j.certificate_repeats},
+                                &rows);
+      restored = *Model::FromState(model->ExportState());
+      ASSERT_TRUE(restored->AttachCertificateRows(std::move(rows)));
+      restored->EnableCertificate(25, 1000);
+    }
+  }
+  ASSERT_EQ(model->certificate()->phase(), CertificatePhase::kFreezing);
+  for (const Model* m : {model.get(), restored.get()}) {
+    const std::optional<KeptRows> rows = m->certificate()->RowsNow(nullptr);
+    ASSERT_TRUE(rows.has_value());
+    ASSERT_EQ(rows->size(), static_cast<size_t>(kRows));
+    for (size_t r = 0; r < rows->size(); ++r) {
+      const int t = static_cast<int>(rows->values(r)[0]) - 1;
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, kRows);
+      EXPECT_EQ(rows->count(r), tally[t]) << "row " << r << ", example " << t;
+    }
   }
 }
 

@@ -268,10 +268,15 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   }
   scaled_.Spread(scores_.data());
   // A multiclass candidate's score is its margin: its hinge is 1 - margin.
+  // Without a branch, whose outcome a stream rarely lets the processor
+  // predict: adding 0 where h <= 0 (or is NaN) leaves a sum's bits as they
+  // were (a sum is never -0).
   const double y = classes_ > 0 ? 1.0 : label;
+  double* sums = sums_.data();
+  const double* scores = scores_.data();
   for (size_t k = 0; k < candidates_.size(); ++k) {
-    const double h = 1 - y * scores_[k];
-    if (h > 0) sums_[k] += h;
+    const double h = 1 - y * scores[k];
+    sums[k] += h > 0 ? h : 0.0;
   }
   if (phase_ != CertificatePhase::kKeeping &&
       phase_ != CertificatePhase::kFreezing) {

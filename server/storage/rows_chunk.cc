@@ -1,7 +1,9 @@
 #include "server/storage/rows_chunk.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,27 +73,124 @@ void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
 }
 
 namespace {
-void AppendPairs(std::string* out, uint64_t seq,
-                 const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
-  const size_t at = BeginChunk(out);
-  const size_t start = out->size();
-  out->resize(start + 4 + 8 * pairs.size());
-  char* w = out->data() + start;
-  PutLittle(w, pairs.size(), 4);
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    PutLittle(w + 4 + 8 * k, pairs[k].first, 4);
-    PutLittle(w + 8 + 8 * k, pairs[k].second, 4);
+// Unsigned LEB128: 7 bits a byte, the low first, the high bit set on every
+// byte but the last.
+void PutVarint(std::string* out, uint32_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
   }
-  EndChunk(out, at, kRepeatsChunk, seq);
+  out->push_back(static_cast<char>(v));
+}
+// Reads a varint below 2^32 (5 bytes at most) from the front of `*p`.
+bool GetVarint(absl::string_view* p, uint32_t* v) {
+  uint64_t x = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (p->empty()) return false;
+    const auto b = static_cast<uint8_t>(p->front());
+    p->remove_prefix(1);
+    x |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (x > UINT32_MAX) return false;
+      *v = static_cast<uint32_t>(x);
+      return true;
+    }
+  }
+  return false;
+}
+
+// A kRepeatRunsChunk of `pairs` (place, how many more), places ascending and
+// distinct.
+void AppendRuns(std::string* out, uint64_t seq,
+                const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
+  struct Run {
+    uint32_t start, length, more;
+  };
+  std::vector<Run> runs;
+  for (const auto& [t, more] : pairs) {
+    if (!runs.empty() && runs.back().more == more &&
+        runs.back().start + runs.back().length == t) {
+      ++runs.back().length;
+    } else {
+      runs.push_back({t, 1, more});
+    }
+  }
+  const size_t at = BeginChunk(out);
+  PutVarint(out, static_cast<uint32_t>(runs.size()));
+  uint32_t end = 0;
+  for (const Run& r : runs) {
+    PutVarint(out, r.start - end);
+    PutVarint(out, r.length);
+    PutVarint(out, r.more);
+    end = r.start + r.length;
+  }
+  EndChunk(out, at, kRepeatRunsChunk, seq);
+}
+
+bool ParsePairs(absl::string_view p, KeptRows* rows) {
+  if (p.size() < 4) return false;
+  const uint64_t m = GetLittle(p.data(), 4);
+  if (p.size() != 4 + 8 * m) return false;
+  for (uint64_t k = 0; k < m; ++k) {
+    if (GetLittle(p.data() + 4 + 8 * k, 4) >= rows->size() ||
+        GetLittle(p.data() + 8 + 8 * k, 4) == 0) {
+      return false;
+    }
+  }
+  for (uint64_t k = 0; k < m; ++k) {
+    const uint64_t t = GetLittle(p.data() + 4 + 8 * k, 4);
+    const auto more = static_cast<uint32_t>(GetLittle(p.data() + 8 + 8 * k, 4));
+    if (!rows->AddCount(t, more)) return false;
+  }
+  return true;
+}
+
+bool ParseRuns(absl::string_view p, KeptRows* rows) {
+  uint32_t m = 0;
+  if (!GetVarint(&p, &m) || m > p.size() / 3) return false;
+  struct Run {
+    uint64_t start;
+    uint32_t length, more;
+  };
+  std::vector<Run> runs(m);
+  uint64_t end = 0;
+  for (Run& r : runs) {
+    uint32_t gap = 0;
+    if (!GetVarint(&p, &gap) || !GetVarint(&p, &r.length) ||
+        !GetVarint(&p, &r.more) || r.length == 0 || r.more == 0) {
+      return false;
+    }
+    r.start = end + gap;
+    end = r.start + r.length;
+    if (end > rows->size()) return false;
+    for (uint64_t t = r.start; t < end; ++t) {
+      if (rows->count(t) > UINT32_MAX - r.more) return false;
+    }
+  }
+  if (!p.empty()) return false;
+  for (const Run& r : runs) {
+    for (uint64_t t = r.start; t < r.start + r.length; ++t) {
+      rows->AddCount(t, r.more);
+    }
+  }
+  return true;
 }
 }  // namespace
 
 void AppendRepeatsChunk(std::string* out, uint64_t seq,
                         const std::vector<uint32_t>& places) {
+  std::vector<uint32_t> sorted = places;
+  std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
-  pairs.reserve(places.size());
-  for (uint32_t t : places) pairs.emplace_back(t, 1);
-  AppendPairs(out, seq, pairs);
+  pairs.reserve(sorted.size());
+  for (uint32_t t : sorted) {
+    if (!pairs.empty() && pairs.back().first == t) {
+      ++pairs.back().second;
+    } else {
+      pairs.emplace_back(t, 1);
+    }
+  }
+  AppendRuns(out, seq, pairs);
 }
 
 void AppendCountsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
@@ -101,22 +200,12 @@ void AppendCountsChunk(std::string* out, uint64_t seq, const KeptRows& rows) {
       pairs.emplace_back(static_cast<uint32_t>(t), rows.count(t) - 1);
     }
   }
-  if (!pairs.empty()) AppendPairs(out, seq, pairs);
+  if (!pairs.empty()) AppendRuns(out, seq, pairs);
 }
 
-bool ParseRepeats(absl::string_view p, KeptRows* rows) {
-  if (p.size() < 4) return false;
-  const uint64_t m = GetLittle(p.data(), 4);
-  if (p.size() != 4 + 8 * m) return false;
-  for (uint64_t k = 0; k < m; ++k) {
-    const uint64_t t = GetLittle(p.data() + 4 + 8 * k, 4);
-    const uint32_t more =
-        static_cast<uint32_t>(GetLittle(p.data() + 8 + 8 * k, 4));
-    if (t >= rows->size() || more == 0 || !rows->AddCount(t, more)) {
-      return false;
-    }
-  }
-  return true;
+bool ParseRepeats(const Chunk& chunk, KeptRows* rows) {
+  if (chunk.type == kRepeatsChunk) return ParsePairs(chunk.payload, rows);
+  return chunk.type == kRepeatRunsChunk && ParseRuns(chunk.payload, rows);
 }
 
 std::string HeaderPayload(absl::string_view id, int64_t created_at) {

@@ -21,6 +21,13 @@
 
 namespace perceptron::server {
 
+// A chunk as NextChunk reads it.
+struct Chunk {
+  uint8_t type = 0;
+  uint64_t seq = 0;
+  absl::string_view payload;  // points into the bytes parsed
+};
+
 // Appends one chunk to `out`.
 void AppendChunk(std::string* out, ChunkType type, uint64_t seq,
                  absl::string_view payload);
@@ -31,17 +38,29 @@ void AppendChunk(std::string* out, ChunkType type, uint64_t seq,
 // n counts of non-zeros (4 bytes); the sparse rows' indices (4 bytes each),
 // then every row's values (8-byte doubles), rows in order.
 void AppendRowsChunk(std::string* out, uint64_t seq, const KeptRows& rows);
-// Appends a kRepeatsChunk raising the counts of the rows at `places` (among
-// every row since the last kClearedChunk, in order) by one each, or, for
-// AppendCountsChunk, every row of `rows` whose count is above 1 to it. A
-// repeats payload: m (4 bytes), then m pairs of a place and how many more
-// examples that row stands for (4 bytes each).
+// Appends a kRepeatRunsChunk raising the counts of the rows at `places`
+// (among every row since the last kClearedChunk, in order; any order, a place
+// listed as often as its row was seen again) by one each, or, for
+// AppendCountsChunk, every row of `rows` whose count is above 1 to it. Its
+// payload is runs of consecutive places whose rows stand for as many more
+// examples each (a cycling stream's batch is one run), as unsigned LEB128
+// varints (7 bits a byte, the low first; at most 5 bytes, below 2^32): the
+// number of runs m, then m triples of the gap from the end of the run before
+// (the first, from place 0), the run's length (>= 1) and how many more
+// examples each of its rows stands for (>= 1).
 void AppendRepeatsChunk(std::string* out, uint64_t seq,
                         const std::vector<uint32_t>& places);
 void AppendCountsChunk(std::string* out, uint64_t seq, const KeptRows& rows);
-// Raises the counts of `rows` as a repeats payload says; false (some may
-// have been raised) if it does not add up or names a row not in `rows`.
-bool ParseRepeats(absl::string_view payload, KeptRows* rows);
+// Raises the counts of `rows` as the payload of a kRepeatRunsChunk, or of a
+// kRepeatsChunk (m, 4 bytes, then m pairs of a place and how many more
+// examples its row stands for, 4 bytes each), says; false if it does not add
+// up, names a row not in `rows` or would raise a count past 2^32 - 1, with
+// nothing raised (but for the pairs before one that would pass it).
+bool ParseRepeats(const Chunk& chunk, KeptRows* rows);
+// Whether a chunk of `type` raises counts (kRepeatsChunk or kRepeatRunsChunk).
+inline bool RaisesCounts(uint8_t type) {
+  return type == kRepeatsChunk || type == kRepeatRunsChunk;
+}
 // The payload of a file's kHeaderChunk.
 std::string HeaderPayload(absl::string_view id, int64_t created_at);
 
@@ -49,12 +68,6 @@ std::string HeaderPayload(absl::string_view id, int64_t created_at);
 // may have been appended) if it does not add up. The rows' indices and values
 // are checked by the certificate that takes them.
 bool ParseRows(absl::string_view payload, KeptRows* rows);
-
-struct Chunk {
-  uint8_t type = 0;
-  uint64_t seq = 0;
-  absl::string_view payload;  // points into the bytes parsed
-};
 
 enum class ChunkRead {
   kChunk,    // a whole chunk passing its check

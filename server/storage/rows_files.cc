@@ -569,8 +569,8 @@ void RowsFiles::Recover(const std::string& id, absl::Time created_at,
     while ((read = NextChunk(&rest, &chunk)) == ChunkRead::kChunk) {
       if (chunk.seq == seq && chunk.type == kRowsChunk) {
         good = good && ParseRows(chunk.payload, rows);
-      } else if (chunk.seq == seq && chunk.type == kRepeatsChunk) {
-        good = good && ParseRepeats(chunk.payload, rows);
+      } else if (chunk.seq == seq && RaisesCounts(chunk.type)) {
+        good = good && ParseRepeats(chunk, rows);
       } else {
         good = false;
       }
@@ -623,8 +623,8 @@ uint64_t RowsFiles::RecoverFile(const std::string& id, int64_t nanos,
       *ok = *ok && ParseRows(chunk.payload, rows);
       live = true;
       moved = chunk.seq;
-    } else if (chunk.type == kRepeatsChunk) {
-      *ok = *ok && ParseRepeats(chunk.payload, rows);
+    } else if (RaisesCounts(chunk.type)) {
+      *ok = *ok && ParseRepeats(chunk, rows);
       live = true;
       moved = chunk.seq;
     } else {

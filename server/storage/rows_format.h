@@ -30,8 +30,11 @@ enum ChunkType : uint8_t {
   // Empty: the rows before it no longer count.
   kClearedChunk = 2,
   // Rows kept before (since the last kClearedChunk) seen again: their counts
-  // raised (EncodeRepeats' payload).
+  // raised, as pairs of a place and a count (written before 2026-11-30; still
+  // read).
   kRepeatsChunk = 3,
+  // The same as runs of consecutive places (AppendRepeatsChunk's payload).
+  kRepeatRunsChunk = 4,
 };
 
 // A rows file is named "<model id>.<created_at>" and this.

@@ -194,8 +194,10 @@ TEST(RowsChunkTest, PayloadsThatDoNotAddUpAreRefused) {
   EXPECT_TRUE(refused(many));
 }
 
-// Counts go as repeats chunks: places and how many more each stands for,
-// read back onto the rows; a place past the rows or a count of 0 is refused.
+// Counts go as runs of consecutive places and how many more examples each
+// row of the run stands for, read back onto the rows; a place past the rows,
+// a run or a count of 0, a count past 2^32 - 1 or bytes left over are
+// refused, with no count raised.
 TEST(RowsChunkTest, RepeatsRaiseTheCountsOfRowsBefore) {
   KeptRows rows;
   const std::vector<uint32_t> at = {0, 3};
@@ -214,28 +216,85 @@ TEST(RowsChunkTest, RepeatsRaiseTheCountsOfRowsBefore) {
   ASSERT_TRUE(ParseRows(chunk.payload, &back));
   EXPECT_EQ(back.examples(), 3u);
   ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
-  ASSERT_EQ(chunk.type, kRepeatsChunk);
-  // m = 1, then (1, 6).
-  EXPECT_EQ(chunk.payload, absl::string_view("\1\0\0\0\1\0\0\0\6\0\0\0", 12));
-  ASSERT_TRUE(ParseRepeats(chunk.payload, &back));
+  ASSERT_EQ(chunk.type, kRepeatRunsChunk);
+  // One run: 1 from place 0, of 1 row, 6 more.
+  EXPECT_EQ(chunk.payload, absl::string_view("\1\1\1\6", 4));
+  ASSERT_TRUE(ParseRepeats(chunk, &back));
   EXPECT_TRUE(back == rows);
   ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
   EXPECT_EQ(chunk.seq, 8u);
-  ASSERT_TRUE(ParseRepeats(chunk.payload, &back));
+  // Place 0 once, then place 2 twice: two runs, the second 1 after the first.
+  EXPECT_EQ(chunk.payload, absl::string_view("\2\0\1\1\1\1\2", 7));
+  ASSERT_TRUE(ParseRepeats(chunk, &back));
   EXPECT_EQ(back.count(0), 2u);
   EXPECT_EQ(back.count(2), 3u);
   EXPECT_EQ(back.examples(), 12u);
   EXPECT_EQ(NextChunk(&rest, &chunk), ChunkRead::kEnd);
 
   KeptRows none = rows;
-  EXPECT_FALSE(
-      ParseRepeats(absl::string_view("\1\0\0\0\3\0\0\0\1\0\0\0", 12), &none))
+  auto runs = [&](absl::string_view payload) {
+    return ParseRepeats({kRepeatRunsChunk, 1, payload}, &none);
+  };
+  EXPECT_FALSE(runs(absl::string_view("\1\3\1\1", 4))) << "no row 3";
+  EXPECT_FALSE(runs(absl::string_view("\2\0\1\1\2\1\1", 7))) << "no row 3";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\4\1", 4))) << "rows 0..3";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\0\1", 4))) << "a run of 0";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\1\0", 4))) << "0 more";
+  EXPECT_FALSE(runs(absl::string_view("\2\0\1\1", 4))) << "short";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\1\1\0", 5))) << "a byte left";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\1\x80", 4))) << "a torn varint";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\1\xff\xff\xff\xff\x10", 8)))
+      << "above 2^32 - 1";
+  EXPECT_FALSE(runs(absl::string_view("\1\0\3\xfa\xff\xff\xff\x0f", 8)))
+      << "row 1 would stand for more than 2^32 - 1 examples";
+  EXPECT_TRUE(none == rows);
+  EXPECT_TRUE(runs(absl::string_view("\1\0\3\xf8\xff\xff\xff\x0f", 8)));
+  EXPECT_EQ(none.count(1), UINT32_MAX);
+
+  // A cycling stream's batch of 64 rows seen again is one run of 4 bytes.
+  KeptRows many;
+  for (int t = 0; t < 200; ++t) many.Add(at, value, 1);
+  std::vector<uint32_t> cycle;
+  for (uint32_t t = 100; t < 164; ++t) cycle.push_back(t);
+  std::string one;
+  AppendRepeatsChunk(&one, 9, cycle);
+  EXPECT_EQ(one.size(), kChunkHeader + 4);  // \1 \x64 \x40 \1
+  rest = one;
+  ASSERT_EQ(NextChunk(&rest, &chunk), ChunkRead::kChunk);
+  ASSERT_TRUE(ParseRepeats(chunk, &many));
+  EXPECT_EQ(many.examples(), 264u);
+  EXPECT_EQ(many.count(99), 1u);
+  EXPECT_EQ(many.count(100), 2u);
+  EXPECT_EQ(many.count(163), 2u);
+  EXPECT_EQ(many.count(164), 1u);
+}
+
+// Pairs of a place and a count, as servers before the runs wrote them, are
+// still read.
+TEST(RowsChunkTest, RepeatsAsPairsAreStillRead) {
+  KeptRows rows;
+  const std::vector<uint32_t> at = {0, 3};
+  const std::vector<double> value = {1.5, -1};
+  for (int t = 0; t < 3; ++t) rows.Add(at, value, 1);
+  KeptRows back = rows;
+  // m = 3: (2, 1), (0, 1), (2, 1).
+  ASSERT_TRUE(ParseRepeats(
+      {kRepeatsChunk, 1,
+       absl::string_view(
+           "\3\0\0\0\2\0\0\0\1\0\0\0\0\0\0\0\1\0\0\0\2\0\0\0\1\0\0\0", 28)},
+      &back));
+  EXPECT_EQ(back.count(0), 2u);
+  EXPECT_EQ(back.count(1), 1u);
+  EXPECT_EQ(back.count(2), 3u);
+  KeptRows none = rows;
+  auto pairs = [&](absl::string_view payload) {
+    return ParseRepeats({kRepeatsChunk, 1, payload}, &none);
+  };
+  EXPECT_FALSE(pairs(absl::string_view("\1\0\0\0\3\0\0\0\1\0\0\0", 12)))
       << "no row 3";
-  EXPECT_FALSE(
-      ParseRepeats(absl::string_view("\1\0\0\0\0\0\0\0\0\0\0\0", 12), &none))
+  EXPECT_FALSE(pairs(absl::string_view("\1\0\0\0\0\0\0\0\0\0\0\0", 12)))
       << "0 more";
-  EXPECT_FALSE(
-      ParseRepeats(absl::string_view("\2\0\0\0\0\0\0\0\1\0\0\0", 12), &none))
+  EXPECT_FALSE(pairs(absl::string_view("\2\0\0\0\0\0\0\0\1\0\0\0", 12)))
       << "short";
   EXPECT_TRUE(none == rows);
 }

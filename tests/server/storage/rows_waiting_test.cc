@@ -169,7 +169,7 @@ TEST_F(RowsWaitingTest, RowsMovedByACommitThatNeverReachedTheDiskCountOnce) {
   const std::string saved = dir() + "-saved";
   std::filesystem::remove_all(saved);
   int records = 0;
-  while (!HasRowsFile() && records < 20) {
+  while (!HasRowsFile() && records < 200) {
     // The LevelDB files as they are before this record, the rows as they
     // would be recovered from them.
     store_.reset();

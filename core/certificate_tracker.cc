@@ -470,9 +470,12 @@ void CertificateTracker::Install(
   tail_bytes_at_install_ = tail_bytes_;
   // Frozen at the limit with a solution that reached its tolerance: until
   // one comes, the rows after the limit are kept (up to the slack), but not
-  // for more than kFreezeRounds solutions that did not.
+  // for more than kFreezeRounds solutions that did not. Examples equal to
+  // rows before the limit counted while it was solved (a stream cycling
+  // through more rows than the limit brings them all the time) do not hold
+  // it back: their hinge terms are in its sums (above), so U covers every
+  // example, and the solution is the exact one over those it covers.
   if (phase_ == CertificatePhase::kFreezing && covered == kept_ &&
-      repeats_.empty() &&
       (converged || ++unconverged_at_limit_ >= kFreezeRounds)) {
     Freeze(taken_examples_);
   }

@@ -26,9 +26,10 @@
 //
 // Up to `limit` rows (or bytes) are kept for the solver, then `slack` more
 // rows until a solution converged over exactly the first `limit` rows (with
-// every example equal to one of them seen so far: none waits) is installed,
-// or kFreezeRounds that did not converge; then the candidates are frozen and
-// no example is kept any more. An example equal to a row after the limit
+// every example equal to one of them when its rows were taken; those counted
+// while it was solved are summed into its candidates) is installed, or
+// kFreezeRounds that did not converge; then the candidates are frozen and no
+// example is kept any more. An example equal to a row after the limit
 // counts that row again. If the slack fills first, the candidates installed
 // last are frozen there (docs/certificate.md, "Limits and the freeze"). Not
 // thread-safe: the model's lock guards it.

@@ -408,5 +408,45 @@ TEST(CertificateFreezeTest, EachExampleCountsItsOwnRowWhateverTheOrder) {
   }
 }
 
+// A stream cycling through more rows than the limit counts the rows before
+// it again while every solve runs. A converged solution over exactly those
+// rows freezes them all the same: its U covers the examples counted while it
+// was solved (the bound of its comparator over the whole stream), then every
+// later one.
+TEST(CertificateFreezeTest, ExamplesCountedWhileASolveRunsDoNotHoldItBack) {
+  testing::StreamSpec spec;
+  spec.seed = 23;
+  spec.dimension = 5;
+  spec.length = 80;
+  spec.bias = true;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(50, 1000);
+  std::vector<size_t> order;
+  auto learn = [&](size_t t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    order.push_back(t);
+  };
+  for (size_t t = 0; t < s.x.size(); ++t) learn(t);
+  ASSERT_EQ(model->certificate()->phase(), CertificatePhase::kFreezing);
+  Refresher refresher(config.weight_dimension());
+  const Certificate c = refresher.Round(model.get(), [&] {
+    for (size_t t = 0; t < 30; ++t) learn(t);  // rows before the limit
+  });
+  ASSERT_TRUE(c.converged);
+  const double radius = model->CertificateRadius();
+  CertificateReport r = model->certificate()->Report(radius);
+  EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(r.frozen_at, 50u);
+  EXPECT_EQ(r.examples, order.size());
+  EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+  EXPECT_GE(r.upper, static_cast<double>(model->counters().updates));
+  for (size_t t = 0; t < s.x.size(); ++t) learn(t);
+  r = model->certificate()->Report(radius);
+  EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+}
+
 }  // namespace
 }  // namespace perceptron

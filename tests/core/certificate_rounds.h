@@ -5,6 +5,7 @@
 #define PERCEPTRON_TESTS_CORE_CERTIFICATE_ROUNDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -21,7 +22,10 @@ namespace perceptron::testing {
 struct Refresher {
   explicit Refresher(uint32_t weight_dimension, bool margin_rule = false)
       : solver(weight_dimension), margin_rule(margin_rule) {}
-  Certificate Round(Model* model) {
+  // `meanwhile`, if given, runs between the solve and the installation (as
+  // examples arrive while the server's refresher solves).
+  Certificate Round(Model* model,
+                    const std::function<void()>& meanwhile = nullptr) {
     CertificateTracker* t = model->certificate();
     if (t->generation() != generation) {
       solver = CertificateSolver(model->config().weight_dimension());
@@ -34,6 +38,7 @@ struct Refresher {
     if (margin_rule) hard = solver.SolveHardMargin({});
     const std::vector<std::vector<double>> vs =
         CandidatesFrom(c, margin_rule ? &hard : nullptr);
+    if (meanwhile) meanwhile();
     t->Install(
         vs, HingeSums(solver.rows(), vs), c.lower, c.converged, solver.size(),
         generation, KeptRows(),

@@ -119,11 +119,7 @@ void KeptRows::Stage(const Prepared& x, Staged* staged) {
     // keeps only its non-zeros).
     Block& b = Room(most, /*dense=*/true);
     double* value = b.value.get() + b.size;
-    bool zero = false;
-    for (uint32_t i = 0; i < x.dimension; ++i) {
-      value[i] = x.scale * x.x.values[i];
-      zero |= value[i] == 0;
-    }
+    bool zero = ScaledCopy(x.x.values.data(), x.dimension, x.scale, value);
     if (x.has_bias) {
       value[x.dimension] = x.scale * x.bias_value;
       zero |= value[x.dimension] == 0;

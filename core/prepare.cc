@@ -200,6 +200,18 @@ PERCEPTRON_DENSE_CLONES void DenseDotsOf(const double* const* vs, size_t m,
   }
 }
 
+PERCEPTRON_DENSE_CLONES bool ScaledCopy(const double* __restrict x, size_t n,
+                                        double scale, double* __restrict out) {
+  // Zeros counted rather than or-ed as bools, so that the loop vectorizes.
+  uint64_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = scale * x[i];
+    out[i] = v;
+    zeros += v == 0;
+  }
+  return zeros > 0;
+}
+
 namespace {
 
 double SparseDot(const double* w, const FeatureView& x) {

@@ -133,6 +133,8 @@ void DenseSquares(const double* x, size_t m, size_t n, double* out);
 // over x per four of them, each sum in DenseDot's order (the same bits).
 void DenseDotsOf(const double* const* vs, size_t m, const double* x, size_t n,
                  double* out);
+// out[i] = scale * x[i] for i < n (out and x apart); whether any of them is 0.
+bool ScaledCopy(const double* x, size_t n, double scale, double* out);
 
 }  // namespace perceptron
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "core/magnitude_bound.h"
 #include "gmock/gmock.h"
@@ -323,6 +324,34 @@ TEST(PrepareTest, MagnitudeBoundStaysAboveEveryWeightItCovers) {
   // Both answers were exercised.
   EXPECT_GT(covered, 1000);
   EXPECT_GT(not_covered, 100);
+}
+
+// ScaledCopy writes scale * x[i] bit for bit, and says whether one of them is
+// 0 (a zero of x, or a product below the smallest double), at every length
+// and position (its vector loop and the tail after it).
+TEST(PrepareTest, ScaledCopyIsTheProductsAndFindsAZero) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> normal;
+  for (size_t n = 0; n < 40; ++n) {
+    std::vector<double> x(n);
+    for (double& v : x) v = normal(rng);
+    const double scale = 0.37 + normal(rng) * 1e-3;
+    std::vector<double> out(n + 1, -7.0);
+    EXPECT_FALSE(ScaledCopy(x.data(), n, scale, out.data())) << n;
+    for (size_t i = 0; i < n; ++i) {
+      const double want = scale * x[i];
+      EXPECT_EQ(std::memcmp(&out[i], &want, sizeof(double)), 0)
+          << n << " " << i;
+    }
+    EXPECT_EQ(out[n], -7.0) << "nothing written past n";
+    for (size_t at = 0; at < n; ++at) {
+      std::vector<double> y = x;
+      y[at] = 0;
+      EXPECT_TRUE(ScaledCopy(y.data(), n, scale, out.data())) << n << " " << at;
+      y[at] = 1e-200;
+      EXPECT_TRUE(ScaledCopy(y.data(), n, 1e-200, out.data())) << "underflow";
+    }
+  }
 }
 
 }  // namespace

@@ -329,7 +329,8 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   // before the limit counts that row again, for the solver as while keeping;
   // one equal to a row of the tail counts that row. A stream cycling through
   // fewer rows than the limit and the slack together does not fill the
-  // slack: it is frozen once a solution converges with nothing waiting.
+  // slack: it is frozen once a solution over the rows before the limit
+  // converges (Install).
   const auto place = static_cast<uint32_t>(kept_ + tail_.size());
   if (counts_repeats()) {
     auto it = seen_.end();

@@ -10,23 +10,26 @@ namespace perceptron {
 
 namespace {
 
-// p if `v` is p times `of` coordinate by coordinate, for a power of two p > 0;
-// 0 if not.
-double PowerOfTwoMultiple(const std::vector<double>& v,
-                          const std::vector<double>& of) {
+// p > 0 if `v` is p times `of` coordinate by coordinate as rounded, trying the
+// ratio of their first non-zero coordinates and kCandidateScales; 0 if not.
+double MultipleOf(const std::vector<double>& v, const std::vector<double>& of) {
   if (v.size() != of.size()) return 0;
   size_t i = 0;
   while (i < of.size() && of[i] == 0) ++i;
   if (i == of.size()) return 0;
-  const double p = v[i] / of[i];
-  int exponent = 0;
-  if (!(p > 0) || !std::isfinite(p) || std::frexp(p, &exponent) != 0.5) {
-    return 0;
+  auto is = [&](double p) {
+    if (!(p > 0) || !std::isfinite(p)) return false;
+    for (size_t j = 0; j < v.size(); ++j) {
+      if (v[j] != p * of[j]) return false;
+    }
+    return true;
+  };
+  const double ratio = v[i] / of[i];
+  if (is(ratio)) return ratio;
+  for (double p : kCandidateScales) {
+    if (p != ratio && is(p)) return p;
   }
-  for (size_t j = 0; j < v.size(); ++j) {
-    if (v[j] != p * of[j]) return 0;
-  }
-  return p;
+  return 0;
 }
 
 // Adds n times each candidate's hinge term 1 - sign * scores[k], where
@@ -61,7 +64,7 @@ ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
   for (uint32_t k = 0; k < vs.size(); ++k) {
     bool found = false;
     for (uint32_t of : summed_) {
-      const double p = PowerOfTwoMultiple(vs[k], vs[of]);
+      const double p = MultipleOf(vs[k], vs[of]);
       if (p > 0) {
         multiples_.push_back({k, of, p});
         found = true;

@@ -19,13 +19,19 @@
 
 namespace perceptron {
 
-// Which of candidates `vs` are a power of two times an earlier one, as
-// CandidatesFrom's 0.5 v and 2 v are of v (and 0.71 v of 1.41 v): the score of
-// such a candidate, p (v . x), is taken from the earlier one's instead of
-// summed again. (p v) . x and p (v . x) are the same number unless a term of
-// the sum lies below the normal range (2.2e-308 in magnitude), where they may
-// differ in the last place. Checked coordinate by coordinate: any other
-// candidates are summed.
+// The scales of v = u / gamma a refresher installs as candidates
+// (CandidatesFrom, KernelCandidatesFrom), each p v computed coordinate by
+// coordinate as p * v[i]: the best scale moves as examples arrive.
+inline constexpr double kCandidateScales[] = {1.0, 0.5, 0.7071067811865476,
+                                              1.4142135623730951, 2.0};
+
+// Which of candidates `vs` are a multiple p > 0 of an earlier one, coordinate
+// by coordinate as rounded (vs[k][i] == p * vs[of][i] for every i), as
+// CandidatesFrom's are of v: the score of such a candidate is defined as
+// p (v . x), taken from the earlier one's instead of summed again. It is
+// (p v) . x within the rounding of the sum (docs/design.md section 5); for a
+// power of two p it is the same number unless a term lies below the normal
+// range. Any other candidates are summed.
 class ScaledCandidates {
  public:
   ScaledCandidates() = default;

@@ -618,9 +618,11 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
                                                 const HardMargin* hard) {
   std::vector<std::vector<double>> vs;
   if (!(c.gamma > 0) || c.u.empty()) return vs;
-  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
-    std::vector<double> v(c.u.size());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = c.u[i] * scale / c.gamma;
+  std::vector<double> base(c.u.size());
+  for (size_t i = 0; i < base.size(); ++i) base[i] = c.u[i] / c.gamma;
+  for (double scale : kCandidateScales) {
+    std::vector<double> v(base.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = scale * base[i];
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {
       vs.push_back(std::move(v));  // not one that overflows

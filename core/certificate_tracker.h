@@ -263,7 +263,7 @@ class CertificateTracker {
   // ---- On the learning path, under the model's lock ----
 
   // Accounts one labeled example (prepared as the model does). O(nnz) per
-  // candidate that is not a power of two times another (ScaledCandidates),
+  // candidate that is not a multiple of another (ScaledCandidates),
   // plus a copy of x^ while keeping. A linear model's example equal bit for
   // bit (label, coordinates, values of x^) to one kept before, as cyclic
   // training repeats them, counts that row once more instead of being kept
@@ -561,8 +561,9 @@ class CertificateTracker {
   int unconverged_at_limit_ = 0;
 };
 
-// The candidates a refresher installs for a solution `c`: v = u / gamma and a
-// few multiples of it (the best scale may move as examples arrive); and, given
+// The candidates a refresher installs for a solution `c`: v = u / gamma and its
+// multiples p * v[i] by kCandidateScales (the best scale may move as examples
+// arrive; each is scored from v's sum, ScaledCandidates); and, given
 // a separating hard-margin solution, its u / gamma scaled up by 1e-9 so that
 // every kept example's hinge term is exactly 0 despite rounding (a witness of
 // the margin for the margin rule).

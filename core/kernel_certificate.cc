@@ -64,9 +64,9 @@ KernelCandidates KernelCandidatesFrom(const KernelCertificate& c,
     k.basis.Add(rows.indices(t), rows.values(t), rows.label(t));
     base.push_back(c.coefficients[t]);
   }
-  for (double scale : {1.0, 0.5, 0.7071067811865476, 1.4142135623730951, 2.0}) {
+  for (double scale : kCandidateScales) {
     std::vector<double> v(base.size());
-    for (size_t s = 0; s < v.size(); ++s) v[s] = base[s] * scale;
+    for (size_t s = 0; s < v.size(); ++s) v[s] = scale * base[s];
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {
       k.vs.push_back(std::move(v));

@@ -14,28 +14,48 @@
 namespace perceptron {
 namespace {
 
-TEST(CandidateSumsTest, FindsTheCandidatesThatArePowersOfTwoOfOthers) {
-  const std::vector<double> v = {0.5, -1.25, 3};
+TEST(CandidateSumsTest, FindsTheCandidatesThatAreMultiplesOfOthers) {
+  // A first coordinate whose 1.41 multiple, divided by it again, is not 1.41:
+  // the scale is found in kCandidateScales, not by the ratio.
+  double first = 0.1;
+  while ((1.4142135623730951 * first) / first == 1.4142135623730951) {
+    first += 0.1;
+  }
+  const std::vector<double> v = {first, -1.25, 3, 0, 1e-3};
   auto times = [&](double p) {
     std::vector<double> out = v;
-    for (double& x : out) x *= p;
+    for (double& x : out) x = p * x;
     return out;
   };
-  // As CandidatesFrom installs them: v, 0.5 v, 0.71 v, 1.41 v, 2 v.
-  const ScaledCandidates scaled(
-      {v, times(0.5), times(0.71), times(1.41), times(2)});
-  EXPECT_EQ(scaled.summed(), (std::vector<uint32_t>{0, 2, 3}));
-  double scores[5] = {7, -1, 11, 13, -1};
+  // As CandidatesFrom installs them: v and kCandidateScales times it.
+  std::vector<std::vector<double>> vs;
+  for (double p : kCandidateScales) vs.push_back(times(p));
+  ASSERT_EQ(vs.size(), 5u);
+  EXPECT_EQ(vs[0], v);
+  const ScaledCandidates scaled(vs);
+  EXPECT_EQ(scaled.summed(), (std::vector<uint32_t>{0}));
+  double scores[5] = {7.3, -1, -1, -1, -1};
   scaled.Spread(scores);
-  EXPECT_EQ(scores[1], 3.5);
-  EXPECT_EQ(scores[4], 14);
-  // 0.71 v and 1.41 v are not a power of two apart; nor is anything of a
-  // vector that differs in one coordinate.
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(scores[k], kCandidateScales[k] * 7.3) << k;
+  }
+  // Any other multiple, found by the ratio, and of a later summed one.
+  std::vector<double> w = {1, 2, 3, 4, 5};
+  std::vector<double> three_w = {3, 6, 9, 12, 15};
+  const ScaledCandidates mixed({v, w, times(3), three_w});
+  EXPECT_EQ(mixed.summed(), (std::vector<uint32_t>{0, 1}));
+  double s2[4] = {2, 5, -1, -1};
+  mixed.Spread(s2);
+  EXPECT_EQ(s2[2], 6);
+  EXPECT_EQ(s2[3], 15);
+  // Not multiples: a vector that differs in one coordinate, 0 v, -v.
   std::vector<double> almost = times(2);
   almost[2] += 1e-12;
   EXPECT_EQ(ScaledCandidates({v, almost}).summed(),
             (std::vector<uint32_t>{0, 1}));
   EXPECT_EQ(ScaledCandidates({v, times(0)}).summed(),
+            (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(ScaledCandidates({v, times(-1)}).summed(),
             (std::vector<uint32_t>{0, 1}));
 }
 
@@ -107,20 +127,23 @@ TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
   coordinates.erase(std::unique(coordinates.begin(), coordinates.end()),
                     coordinates.end());
   std::shuffle(coordinates.begin(), coordinates.end(), rng);
-  std::vector<double> v(coordinates.size()), w(coordinates.size());
+  std::vector<double> v(coordinates.size()), w(coordinates.size()),
+      z(coordinates.size());
   for (double& x : v) x = normal(rng);
   for (double& x : w) x = normal(rng);
+  for (double& x : z) x = normal(rng);
   auto times = [](std::vector<double> x, double p) {
     for (double& e : x) e *= p;
     return x;
   };
-  // CandidatesFrom's five and a hard-margin one: three summed.
+  // CandidatesFrom's five, a hard-margin one and one more: three summed.
   const std::vector<std::vector<double>> vs = {v,
                                                times(v, 0.5),
                                                times(v, 0.7071067811865476),
                                                times(v, 1.4142135623730951),
                                                times(v, 2),
-                                               w};
+                                               w,
+                                               z};
   const ScaledCandidates scaled(vs);
   ASSERT_EQ(scaled.summed().size(), 3u);
   const auto plain = CandidateSupport::Of(coordinates);

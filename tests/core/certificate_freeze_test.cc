@@ -448,5 +448,126 @@ TEST(CertificateFreezeTest, ExamplesCountedWhileASolveRunsDoNotHoldItBack) {
   EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
 }
 
+// An example counts a kept row again only if it is that row bit for bit: its
+// label, its indices and its values (the row's 128-bit key, KeyOf).
+TEST(CertificateTrackerTest, OnlyAnExampleEqualBitForBitCountsARowAgain) {
+  ModelConfig config;
+  config.dimension = 8;
+  config.bias = false;
+  config.normalize = false;
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 1000);
+  struct Row {
+    std::vector<uint32_t> i;
+    std::vector<double> v;
+    int label;
+  };
+  const double next = std::nextafter(-1.0, 0.0);
+  const std::vector<Row> rows = {
+      {{1, 5}, {0.5, -1}, 1},        // a row
+      {{1, 6}, {0.5, -1}, 1},        // another index
+      {{1, 5}, {0.5, -1}, -1},       // another label
+      {{1, 5}, {0.5, next}, 1},      // a value one bit away
+      {{1, 5, 7}, {0.5, -1, 2}, 1},  // one more non-zero
+      {{5, 6}, {0.5, -1}, 1},        // the same bytes of values, indices apart
+      {{1, 5}, {0.5, -1}, 1},        // the first again
+      {{1, 6}, {0.5, -1}, 1},        // the second again
+  };
+  for (const Row& r : rows) {
+    ASSERT_TRUE(model->Learn(FeatureView::Sparse(r.i, r.v), r.label).ok());
+  }
+  const CertificateReport report =
+      model->certificate()->Report(model->CertificateRadius(), false);
+  EXPECT_EQ(report.kept_rows, 6u);
+  EXPECT_EQ(report.kept, 8u);
+}
+
+// Cyclic training (200 passes over 60 examples) keeps 60 rows, each
+// standing for its 200 copies: U bounds the updates at every example and is
+// the solution over the 12,000 examples, the journal's deltas rebuild the
+// rows with their counts, and a state with them goes on bit for bit.
+TEST(CertificateTrackerTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
+  testing::StreamSpec spec;
+  spec.seed = 5;
+  spec.dimension = 5;
+  spec.length = 60;
+  spec.bias = true;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(1000, 1000);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  Refresher refresher(config.weight_dimension());
+  KeptRows journaled;
+  constexpr int kPasses = 200;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      const CertificateReport r =
+          model->certificate()->Report(model->CertificateRadius(), false);
+      if (r.available) {
+        ASSERT_GE(r.upper, static_cast<double>(model->counters().updates));
+      }
+    }
+    if (pass % 7 == 3) refresher.Round(model.get());
+    if (pass % 5 == 0) {
+      Journal j = model->TakeJournal();
+      CertificateTracker::Apply({j.certificate_rows_cleared, j.certificate_rows,
+                                 j.certificate_repeats},
+                                &journaled);
+    }
+  }
+  Journal j = model->TakeJournal();
+  CertificateTracker::Apply(
+      {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+      &journaled);
+  Certificate c;
+  do {
+    c = refresher.Round(model.get());
+  } while (!c.converged);
+  const double radius = model->CertificateRadius();
+  const CertificateReport r = model->certificate()->Report(radius);
+  EXPECT_EQ(r.phase, CertificatePhase::kKeeping);
+  EXPECT_EQ(r.kept_rows, s.x.size());
+  EXPECT_EQ(r.kept, kPasses * s.x.size());
+  EXPECT_EQ(r.solved, kPasses * s.x.size());
+  EXPECT_EQ(refresher.solver.rows().examples(), kPasses * s.x.size());
+  EXPECT_GE(r.upper, static_cast<double>(model->counters().updates));
+
+  // The same examples as 12,000 rows: the same optimum.
+  CertificateSolver copies(config.weight_dimension());
+  const Preparer preparer(config);
+  for (int pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      copies.Add(*preparer.Prepare(FeatureView::Dense(s.x[t])), s.y[t]);
+    }
+  }
+  const Certificate exact = copies.Solve(radius, {});
+  ASSERT_TRUE(exact.converged);
+  EXPECT_NEAR(r.upper, exact.upper, 1e-3 * exact.upper);
+  EXPECT_LE(r.lower, exact.upper);
+  EXPECT_LE(exact.lower, r.upper);
+
+  // The journal's deltas are the rows with their counts.
+  EXPECT_EQ(journaled.size(), s.x.size());
+  EXPECT_TRUE(journaled == refresher.solver.rows());
+  auto restored = *Model::FromState(model->ExportState());
+  ASSERT_TRUE(restored->AttachCertificateRows(journaled));
+  restored->EnableCertificate(1000, 1000);
+  EXPECT_EQ(restored->ExportState().certificate,
+            model->ExportState().certificate);
+  EXPECT_FALSE(restored->certificate()->due());
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  EXPECT_EQ(model->certificate()->Report(radius).upper,
+            restored->certificate()->Report(radius).upper);
+  EXPECT_EQ(restored->certificate()->Report(radius).kept,
+            (kPasses + 1) * s.x.size());
+}
+
 }  // namespace
 }  // namespace perceptron

@@ -658,13 +658,13 @@ TEST(CertificateTrackerTest,
   }
 }
 
-// The five candidates CandidatesFrom gives are v and four multiples of it,
-// three of which (0.5 v and 2 v of v, 1.41 v of 0.71 v) are scored from
-// another's v . x^; a frozen tracker's sums, and HingeSums over kept rows,
-// are those of summing each candidate on its own, bit for bit, on dense and
-// sparse examples. Vectors that are not exactly a positive power of two times
-// another (one coordinate a step off, -v, 3 v) are summed.
-TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
+// The five candidates CandidatesFrom gives are v and its multiples p * v[i]
+// by kCandidateScales, scored as p (v . x^) from v's sum; so is 3 v. A frozen
+// tracker's sums, and HingeSums over kept rows, are those of that rule bit for
+// bit, and within rounding those of summing each candidate on its own, on
+// dense and sparse examples. Vectors that are not a multiple p > 0 of another
+// (one coordinate a step off, -v) are summed.
+TEST(CertificateTrackerTest, ScaledCandidatesSumAsTheirRuleSays) {
   std::mt19937_64 rng(11);
   std::normal_distribution<double> normal;
   constexpr uint32_t kDim = 40;
@@ -687,8 +687,11 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
   vs.push_back(off);
   vs.push_back(negative);
   vs.push_back(three);
-  EXPECT_THAT(ScaledCandidates(vs).summed(),
-              ::testing::ElementsAre(0, 2, 5, 6, 7));
+  EXPECT_THAT(ScaledCandidates(vs).summed(), ::testing::ElementsAre(0, 5, 6));
+  // Each candidate's scale of the one it is scored from (vs[k] itself if 0).
+  std::vector<double> scale_of_v(vs.size(), 0.0);
+  for (size_t k = 0; k < 5; ++k) scale_of_v[k] = kCandidateScales[k];
+  scale_of_v[7] = 3;
 
   for (const bool sparse : {false, true}) {
     SCOPED_TRACE(sparse ? "sparse" : "dense");
@@ -718,18 +721,30 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
                                    ? FeatureView::Sparse(indices[t], values[t])
                                    : FeatureView::Dense(dense[t]));
     };
-    std::vector<double> expected(vs.size(), 0.0);
+    std::vector<double> expected(vs.size(), 0.0), own(vs.size(), 0.0);
     std::vector<size_t> positive(vs.size(), 0);
+    // Adds candidate k's hinge term of score f to expected[k], and that of
+    // summing it on its own (g) to own[k].
+    auto add = [&](size_t k, int label, double f, double g) {
+      const double h = 1 - label * f;
+      if (h > 0) expected[k] += h;
+      positive[k] += h > 0;
+      const double i = 1 - label * g;
+      if (i > 0) own[k] += i;
+    };
     KeptRows rows;
     for (size_t t = 0; t < 1000; ++t) rows.Add(prepare(t), labels[t]);
     for (size_t t = 0; t < rows.size(); ++t) {
       for (size_t k = 0; k < vs.size(); ++k) {
-        const double h = 1 - rows.label(t) * rows.DotUnordered(t, vs[k]);
-        if (h > 0) expected[k] += h;
+        const double g = rows.DotUnordered(t, vs[k]);
+        add(k, rows.label(t),
+            scale_of_v[k] > 0 ? scale_of_v[k] * rows.DotUnordered(t, vs[0]) : g,
+            g);
       }
     }
     const std::vector<double> prefix = HingeSums(rows, vs);
     EXPECT_EQ(prefix, expected);
+    std::fill(positive.begin(), positive.end(), 0);
 
     CertificateTracker tracker(/*limit=*/1000, /*slack=*/1);
     for (size_t t = 0; t < 1000; ++t) tracker.Observe(prepare(t), labels[t]);
@@ -742,13 +757,16 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
       const Prepared x = prepare(t);
       tracker.Observe(x, labels[t]);
       for (size_t k = 0; k < vs.size(); ++k) {
-        const double h = 1 - labels[t] * Dot(vs[k], x);
-        if (h > 0) expected[k] += h;
-        positive[k] += h > 0;
+        const double g = Dot(vs[k], x);
+        add(k, labels[t], scale_of_v[k] > 0 ? scale_of_v[k] * Dot(vs[0], x) : g,
+            g);
       }
     }
     const std::vector<double> sums = tracker.Save().sums;
     EXPECT_EQ(sums, expected);
+    for (size_t k = 0; k < vs.size(); ++k) {
+      EXPECT_NEAR(sums[k], own[k], 1e-12 * own[k]) << k;
+    }
     // Each candidate's terms after the freeze were 0 for some examples and
     // positive for others.
     for (size_t k = 0; k < vs.size(); ++k) {
@@ -756,257 +774,6 @@ TEST(CertificateTrackerTest, ScaledCandidatesSumAsIfEachWereSummed) {
       EXPECT_LT(positive[k], 900u);
     }
   }
-}
-
-// Below the width at which the certificate works over the coordinates its
-// rows use, a model whose dense vectors pass the memory per model has none,
-// and says which limit and flag.
-TEST(CertificateTrackerTest, TooWideAModelSaysWhichLimitAndFlag) {
-  ModelConfig config;
-  config.dimension = kWideDimension - 1;  // and the bias: not wide
-  auto model = *Model::Create(config);
-  model->EnableCertificate(100, 10, /*limit_bytes=*/uint64_t{1} << 20);
-  const CertificateReport r = model->certificate()->Report(1);
-  EXPECT_EQ(r.phase, CertificatePhase::kOff);
-  EXPECT_THAT(r.reason,
-              ::testing::HasSubstr(
-                  "its 8 dense vectors of 65536 coordinates (the weight "
-                  "dimension) would take 4194304 bytes, over the "
-                  "certificate's memory per model of 1048576 bytes (1 MiB: "
-                  "perceptrond --certificate_model_mb"));
-}
-
-// A wide model (2^20 and 2^24 coordinates, sparse rows) keeps its
-// certificate: the solver and the candidates work over the coordinates the
-// rows use; U bounds the updates at every example, equals the solution of
-// the same rows renumbered into a narrow model's coordinates, takes memory
-// in proportion to those coordinates, and carries over a state bit for bit.
-TEST(CertificateTrackerTest, AWideModelKeepsItsCertificate) {
-  for (const uint32_t bits : {20u, 24u}) {
-    SCOPED_TRACE(bits);
-    ModelConfig config;
-    config.hash_bits = bits;
-    config.dimension = 1u << bits;
-    std::mt19937_64 random(bits);
-    std::vector<uint32_t> used(3000);
-    for (uint32_t& i : used) i = random() % config.dimension;
-    std::vector<double> hidden(used.size());
-    std::normal_distribution<double> normal;
-    for (double& h : hidden) h = normal(random);
-    struct Example {
-      std::vector<uint32_t> indices;
-      std::vector<double> values;
-      int label;
-    };
-    std::vector<Example> stream(1400);
-    for (Example& e : stream) {
-      std::map<uint32_t, double> x;
-      double score = 0;
-      for (int k = 0; k < 8; ++k) {
-        const size_t j = random() % used.size();
-        const double v = normal(random);
-        x[used[j]] += v;
-        score += hidden[j] * v;
-      }
-      for (const auto& [i, v] : x) {
-        e.indices.push_back(i);
-        e.values.push_back(v);
-      }
-      e.label = (score >= 0) == (random() % 10 != 0) ? 1 : -1;
-    }
-    auto model = *Model::Create(config);
-    model->EnableCertificate(2000, 500, uint64_t{64} << 20);
-    ASSERT_TRUE(IsWide(config.weight_dimension()));
-    Refresher refresher(config.weight_dimension());
-    ASSERT_TRUE(refresher.solver.wide());
-    auto learn = [](Model* m, const Example& e) {
-      ASSERT_TRUE(
-          m->Learn(FeatureView::Sparse(e.indices, e.values), e.label).ok());
-    };
-    for (size_t t = 0; t < 1200; ++t) {
-      learn(model.get(), stream[t]);
-      if (t % 150 == 149) refresher.Round(model.get());
-      const CertificateReport r =
-          model->certificate()->Report(model->CertificateRadius(), false);
-      ASSERT_NE(r.phase, CertificatePhase::kOff) << r.reason;
-      if (r.available) {
-        ASSERT_GE(r.upper, static_cast<double>(model->counters().updates));
-      }
-    }
-    Certificate c;
-    do {
-      c = refresher.Round(model.get());
-    } while (!c.converged);
-    const double radius = model->CertificateRadius();
-    const CertificateReport r = model->certificate()->Report(radius);
-    ASSERT_TRUE(r.available);
-    EXPECT_EQ(r.solved, 1200u);
-    EXPECT_EQ(r.u_indices.size(), r.u.size());
-    EXPECT_LE(r.u.size(), used.size() + 1);  // and the bias coordinate
-    EXPECT_LT(r.bytes, size_t{1} << 20) << "not in proportion to d";
-    EXPECT_LT(refresher.solver.bytes(), size_t{4} << 20);
-
-    // The same rows renumbered 0..m-1 in a narrow solver: the same problem.
-    const std::vector<uint32_t>& coordinates = refresher.solver.coordinates();
-    const KeptRows& positioned = refresher.solver.rows();
-    CertificateSolver narrow(static_cast<uint32_t>(coordinates.size()));
-    ASSERT_FALSE(narrow.wide());
-    narrow.Add(positioned);
-    const Certificate n = narrow.Solve(radius, {});
-    ASSERT_TRUE(n.converged);
-    EXPECT_NEAR(r.upper, n.upper, 2e-4 * n.upper);
-    EXPECT_LE(r.lower, n.upper);
-    EXPECT_LE(n.lower, r.upper);
-    // The rows at their coordinates again are those the model kept.
-    const KeptRows original = refresher.solver.OriginalRows();
-    for (size_t t = 0; t < 1200; t += 97) {
-      std::vector<uint32_t> at(original.indices(t).begin(),
-                               original.indices(t).end());
-      std::vector<uint32_t> want = stream[t].indices;
-      want.push_back(config.weight_dimension() - 1);  // the bias
-      EXPECT_EQ(at, want);
-    }
-
-    // Carried over a state: the same figures, example by example.
-    const ModelState state = model->ExportState();
-    ASSERT_FALSE(state.certificate->support.empty());
-    auto restored = *Model::FromState(state);
-    ASSERT_TRUE(restored->AttachCertificateRows(original));
-    restored->EnableCertificate(2000, 500, uint64_t{64} << 20);
-    EXPECT_EQ(restored->ExportState().certificate, state.certificate);
-    EXPECT_FALSE(restored->certificate()->due());
-    for (size_t t = 1200; t < stream.size(); ++t) {
-      learn(model.get(), stream[t]);
-      learn(restored.get(), stream[t]);
-    }
-    const CertificateReport a = model->certificate()->Report(radius);
-    const CertificateReport b = restored->certificate()->Report(radius);
-    EXPECT_EQ(a.upper, b.upper);
-    EXPECT_EQ(a.u, b.u);
-    EXPECT_EQ(a.u_indices, b.u_indices);
-    EXPECT_GE(a.upper, static_cast<double>(model->counters().updates));
-  }
-}
-
-// Cyclic training (200 passes over 60 examples) keeps 60 rows, each
-// standing for its 200 copies: U bounds the updates at every example and is
-// the solution over the 12,000 examples, the journal's deltas rebuild the
-// rows with their counts, and a state with them goes on bit for bit.
-// An example counts a kept row again only if it is that row bit for bit: its
-// label, its indices and its values (the row's 128-bit key, KeyOf).
-TEST(CertificateTrackerTest, OnlyAnExampleEqualBitForBitCountsARowAgain) {
-  ModelConfig config;
-  config.dimension = 8;
-  config.bias = false;
-  config.normalize = false;
-  auto model = *Model::Create(config);
-  model->EnableCertificate(1000, 1000);
-  struct Row {
-    std::vector<uint32_t> i;
-    std::vector<double> v;
-    int label;
-  };
-  const double next = std::nextafter(-1.0, 0.0);
-  const std::vector<Row> rows = {
-      {{1, 5}, {0.5, -1}, 1},        // a row
-      {{1, 6}, {0.5, -1}, 1},        // another index
-      {{1, 5}, {0.5, -1}, -1},       // another label
-      {{1, 5}, {0.5, next}, 1},      // a value one bit away
-      {{1, 5, 7}, {0.5, -1, 2}, 1},  // one more non-zero
-      {{5, 6}, {0.5, -1}, 1},        // the same bytes of values, indices apart
-      {{1, 5}, {0.5, -1}, 1},        // the first again
-      {{1, 6}, {0.5, -1}, 1},        // the second again
-  };
-  for (const Row& r : rows) {
-    ASSERT_TRUE(model->Learn(FeatureView::Sparse(r.i, r.v), r.label).ok());
-  }
-  const CertificateReport report =
-      model->certificate()->Report(model->CertificateRadius(), false);
-  EXPECT_EQ(report.kept_rows, 6u);
-  EXPECT_EQ(report.kept, 8u);
-}
-
-TEST(CertificateTrackerTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
-  testing::StreamSpec spec;
-  spec.seed = 5;
-  spec.dimension = 5;
-  spec.length = 60;
-  spec.bias = true;
-  spec.noise = 0.1;
-  const testing::Stream s = testing::MakeStream(spec);
-  const ModelConfig config = testing::StreamConfig(spec);
-  auto model = *Model::Create(config);
-  model->EnableCertificate(1000, 1000);
-  model->SetJournaling(true);
-  model->TakeJournal();
-  Refresher refresher(config.weight_dimension());
-  KeptRows journaled;
-  constexpr int kPasses = 200;
-  for (int pass = 0; pass < kPasses; ++pass) {
-    for (size_t t = 0; t < s.x.size(); ++t) {
-      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
-      const CertificateReport r =
-          model->certificate()->Report(model->CertificateRadius(), false);
-      if (r.available) {
-        ASSERT_GE(r.upper, static_cast<double>(model->counters().updates));
-      }
-    }
-    if (pass % 7 == 3) refresher.Round(model.get());
-    if (pass % 5 == 0) {
-      Journal j = model->TakeJournal();
-      CertificateTracker::Apply({j.certificate_rows_cleared, j.certificate_rows,
-                                 j.certificate_repeats},
-                                &journaled);
-    }
-  }
-  Journal j = model->TakeJournal();
-  CertificateTracker::Apply(
-      {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
-      &journaled);
-  Certificate c;
-  do {
-    c = refresher.Round(model.get());
-  } while (!c.converged);
-  const double radius = model->CertificateRadius();
-  const CertificateReport r = model->certificate()->Report(radius);
-  EXPECT_EQ(r.phase, CertificatePhase::kKeeping);
-  EXPECT_EQ(r.kept_rows, s.x.size());
-  EXPECT_EQ(r.kept, kPasses * s.x.size());
-  EXPECT_EQ(r.solved, kPasses * s.x.size());
-  EXPECT_EQ(refresher.solver.rows().examples(), kPasses * s.x.size());
-  EXPECT_GE(r.upper, static_cast<double>(model->counters().updates));
-
-  // The same examples as 12,000 rows: the same optimum.
-  CertificateSolver copies(config.weight_dimension());
-  const Preparer preparer(config);
-  for (int pass = 0; pass < kPasses; ++pass) {
-    for (size_t t = 0; t < s.x.size(); ++t) {
-      copies.Add(*preparer.Prepare(FeatureView::Dense(s.x[t])), s.y[t]);
-    }
-  }
-  const Certificate exact = copies.Solve(radius, {});
-  ASSERT_TRUE(exact.converged);
-  EXPECT_NEAR(r.upper, exact.upper, 1e-3 * exact.upper);
-  EXPECT_LE(r.lower, exact.upper);
-  EXPECT_LE(exact.lower, r.upper);
-
-  // The journal's deltas are the rows with their counts.
-  EXPECT_EQ(journaled.size(), s.x.size());
-  EXPECT_TRUE(journaled == refresher.solver.rows());
-  auto restored = *Model::FromState(model->ExportState());
-  ASSERT_TRUE(restored->AttachCertificateRows(journaled));
-  restored->EnableCertificate(1000, 1000);
-  EXPECT_EQ(restored->ExportState().certificate,
-            model->ExportState().certificate);
-  EXPECT_FALSE(restored->certificate()->due());
-  for (size_t t = 0; t < s.x.size(); ++t) {
-    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
-    ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
-  }
-  EXPECT_EQ(model->certificate()->Report(radius).upper,
-            restored->certificate()->Report(radius).upper);
-  EXPECT_EQ(restored->certificate()->Report(radius).kept,
-            (kPasses + 1) * s.x.size());
 }
 
 }  // namespace

@@ -146,20 +146,40 @@ void CandidateSupport::AccumulateDense(const std::vector<uint32_t>& which,
                                        const uint32_t* indices,
                                        const double* values, size_t n,
                                        double* scores) const {
+  // The sums are kept in registers (through memory, each term would wait for
+  // the last one's store), the terms added in the same order.
   const size_t m = which.size();
   const size_t size = dense_.size() / m;
+  const double* dense = dense_.data();
   constexpr size_t kBatch = 16;
+  if (m == 1) {
+    double sum = scores[which[0]];
+    for (size_t b = 0; b < n; b += kBatch) {
+      const size_t e = std::min(n, b + kBatch);
+      for (size_t j = b; j < e; ++j) {
+        if (indices[j] < size) __builtin_prefetch(dense + indices[j]);
+      }
+      for (size_t j = b; j < e; ++j) {
+        if (indices[j] < size) sum += dense[indices[j]] * values[j];
+      }
+    }
+    scores[which[0]] = sum;
+    return;
+  }
+  double sums[kPacked];
+  for (size_t k = 0; k < m; ++k) sums[k] = scores[which[k]];
   for (size_t b = 0; b < n; b += kBatch) {
     const size_t e = std::min(n, b + kBatch);
     for (size_t j = b; j < e; ++j) {
-      if (indices[j] < size) __builtin_prefetch(&dense_[indices[j] * m]);
+      if (indices[j] < size) __builtin_prefetch(dense + indices[j] * m);
     }
     for (size_t j = b; j < e; ++j) {
       if (indices[j] >= size) continue;
-      const double* at = &dense_[indices[j] * m];
-      for (size_t k = 0; k < m; ++k) scores[which[k]] += at[k] * values[j];
+      const double* at = dense + size_t{indices[j]} * m;
+      for (size_t k = 0; k < m; ++k) sums[k] += at[k] * values[j];
     }
   }
+  for (size_t k = 0; k < m; ++k) scores[which[k]] = sums[k];
 }
 
 void CandidateSupport::Accumulate(const std::vector<std::vector<double>>& vs,

@@ -1,0 +1,149 @@
+"""What the client's calls take in, read into what the wire carries: examples as dense rows or a
+sparse matrix, labels as -1/+1 or class indices, and examples by name (docs/design.md section
+2.9)."""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from perceptron.v1 import perceptron_pb2 as pb
+
+
+def _rows(x) -> tuple:
+    """('dense', array) or ('sparse', csr) for a 2-D array-like or a scipy.sparse matrix."""
+    if hasattr(x, "tocsr"):
+        csr = x.tocsr()
+        csr.sort_indices()
+        return "sparse", csr
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"examples must be 2-D (rows x features), not of shape {a.shape}")
+    return "dense", np.ascontiguousarray(a)
+
+
+def _labels(y, n: int) -> np.ndarray:
+    """A binary model's labels as -1/+1, read as the command-line client reads a file's: +1
+    or 1 (or True) is +1, -1 or 0 (or False) is -1; strings too ("+1", "0")."""
+    a = np.asarray(y)
+    if a.shape != (n,):
+        raise ValueError(f"{a.shape[0] if a.ndim else 0} labels for {n} examples")
+    if a.dtype.kind == "b":
+        return np.where(a, 1, -1).astype(np.int64)
+    if a.dtype.kind in "USO":
+        out = np.empty(n, dtype=np.int64)
+        for i, v in enumerate(a.tolist()):
+            try:
+                number = float(v)
+            except (TypeError, ValueError):
+                number = None
+            if number not in (1.0, -1.0, 0.0):
+                raise ValueError(f"label {v!r} (example {i}) is not +1/1 or -1/0: a binary "
+                                 "model's labels (create the model with classes=... for "
+                                 "named classes)")
+            out[i] = 1 if number == 1.0 else -1
+        return out
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"labels of type {a.dtype} are not +1/1 or -1/0")
+    bad = ~((a == 1) | (a == -1) | (a == 0))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise ValueError(f"label {a[i]!r} (example {i}) is not +1/1 or -1/0: a binary "
+                         "model's labels (create the model with classes=... for more classes)")
+    return np.where(a == 1, 1, -1).astype(np.int64)
+
+
+def _class_key(label) -> str:
+    """A label as the name of a class: itself if a string, else its number written as an
+    integer where it is one (3, 3.0 and numpy's 3 all name class "3")."""
+    if isinstance(label, (str, np.str_)):
+        return str(label)
+    if isinstance(label, (bool, np.bool_)):
+        raise ValueError(f"label {label!r}: a class is named by a string or a number")
+    f = float(label)
+    return str(int(f)) if f.is_integer() else repr(f)
+
+
+def _class_labels(y, n: int, classes: Sequence[str]) -> np.ndarray:
+    """A multiclass model's labels as class indices: each label names a class (_class_key)."""
+    a = np.asarray(y, dtype=object)
+    if a.shape != (n,):
+        raise ValueError(f"{a.shape[0] if a.ndim else 0} labels for {n} examples")
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.empty(n, dtype=np.int64)
+    for i, label in enumerate(a):
+        at = index.get(_class_key(label))
+        if at is None:
+            shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
+            raise ValueError(f"label {label!r} (example {i}) is not one of the model's "
+                             f"{len(classes)} classes ({shown})")
+        out[i] = at
+    return out
+
+
+def _is_named(x) -> bool:
+    """Whether `x` is one example by name ({name: value}, {(namespace, name): value}) rather
+    than by index ({index: value})."""
+    return isinstance(x, Mapping) and any(not isinstance(k, (int, np.integer)) for k in x)
+
+
+def _named(x: Mapping, out: pb.NamedFeatures) -> None:
+    """Fills `out` from {name: value} or {(namespace, name): value}: a number is the feature's
+    value, a string v the categorical feature "name=v" (docs/design.md section 2.9)."""
+    for key, value in x.items():
+        f = out.features.add()
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
+            f.space, f.name = str(key[0]), str(key[1])
+        else:
+            f.name = str(key)
+        if isinstance(value, str):
+            f.category = value
+        else:
+            f.number = float(value)
+
+
+def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> bytes:
+    """Columns of rows by name (docs/design.md section 2.9): a table of the batch's strings and
+    packed references into it, the same rows as _named's items would be, in the same order."""
+    table: dict = {}
+
+    def ref(text: str) -> int:
+        k = table.get(text)
+        if k is None:
+            k = table[text] = len(table)
+        return k
+    names, spaces, values, categories, ends = [], [], [], [], []
+    for x in rows:
+        if not isinstance(x, Mapping):
+            raise ValueError(f"row {len(ends)}: a row by name is a dict, not {type(x).__name__}")
+        for key, value in x.items():
+            if isinstance(key, tuple):
+                if len(key) != 2:
+                    raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
+                space, name = str(key[0]), str(key[1])
+            else:
+                space, name = "", str(key)
+            names.append(ref(name))
+            spaces.append(space)
+            if isinstance(value, str):
+                categories.append(ref(value) + 1)
+                values.append(1.0)
+            else:
+                categories.append(0)
+                values.append(float(value))
+        ends.append(len(names))
+    c = pb.Columns()
+    c.row_ends.extend(ends)
+    c.named_names.extend(names)
+    if any(spaces):
+        c.named_spaces.extend(ref(space) for space in spaces)
+    if any(v != 1.0 for v in values):
+        c.named_values.extend(values)
+    if any(categories):
+        c.named_categories.extend(categories)
+    c.strings.extend(table)
+    if labels is not None:
+        c.labels.extend(int(v) for v in labels)
+    return c.SerializeToString()

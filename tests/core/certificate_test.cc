@@ -270,7 +270,8 @@ TEST(CertificateTest, WarmStartsAgreeWithColdSolves) {
 // same rows read back, the same dot products come out, and a taken block is
 // not copied.
 // A row standing for c equal examples is solved as c copies of it: the same
-// optimum (its dual variable in [0, c C]), whatever the counts.
+// optimum (its dual variable in [0, c C]), whatever the counts, and solved
+// warm from a solution before its count grew as cold.
 TEST(CertificateTest, ARowsCountSolvesAsItsCopies) {
   std::mt19937_64 random(21);
   std::normal_distribution<double> normal;
@@ -290,6 +291,8 @@ TEST(CertificateTest, ARowsCountSolvesAsItsCopies) {
       for (int k = 0; k < times; ++k) copies.Add(p, label);
       for (int k = 1; k < times; ++k) repeats.push_back(t);
     }
+    const Certificate before = counted.Solve(radius, {});
+    ASSERT_TRUE(before.converged);
     counted.Add(KeptRows(), repeats);
     EXPECT_EQ(counted.rows().examples(), copies.size());
     const Certificate a = counted.Solve(radius, {});

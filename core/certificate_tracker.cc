@@ -104,11 +104,7 @@ void CertificateTracker::TurnOff(std::string reason, bool permanent) {
   permanent_off_ = permanent;
   phase_ = CertificatePhase::kOff;
   reason_ = std::move(reason);
-  queue_.Clear();
-  tail_.Clear();
-  tail_bytes_ = 0;
-  tail_at_install_ = 0;
-  tail_bytes_at_install_ = 0;
+  ClearQueueAndTail();
   Release();
   candidates_.clear();
   support_.reset();
@@ -490,11 +486,7 @@ void CertificateTracker::StopKeeping(const std::string& why) {
   if (candidates_.empty()) {
     phase_ = CertificatePhase::kOff;
     reason_ = why;
-    queue_.Clear();
-    tail_.Clear();
-    tail_bytes_ = 0;
-    tail_at_install_ = 0;
-    tail_bytes_at_install_ = 0;
+    ClearQueueAndTail();
     Release();
     DropRows();
     return;
@@ -523,13 +515,17 @@ void CertificateTracker::Freeze(uint64_t at) {
     phase_ = CertificatePhase::kFrozen;
     frozen_at_ = at;
   }
+  ClearQueueAndTail();
+  Release();
+  DropRows();
+}
+
+void CertificateTracker::ClearQueueAndTail() {
   queue_.Clear();
   tail_.Clear();
   tail_bytes_ = 0;
   tail_at_install_ = 0;
   tail_bytes_at_install_ = 0;
-  Release();
-  DropRows();
 }
 
 void CertificateTracker::Reset() {

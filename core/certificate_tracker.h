@@ -438,6 +438,8 @@ class CertificateTracker {
   void RestoreRows(KeptRows&& rows);
   // Forgets every row kept: a journal's next rows start over.
   void DropRows();
+  // Empties the queue for the solver and the tail after it.
+  void ClearQueueAndTail();
   // Counts the kept row at `place` once more; false if it cannot.
   bool CountAgain(uint32_t place);
   // The key an example equal to row t of `rows` has (its bits' 128-bit hash).

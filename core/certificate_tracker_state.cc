@@ -179,11 +179,7 @@ bool CertificateTracker::AttachRows(KeptRows rows) {
 void CertificateTracker::RestoreChecked(const CertificateState& s,
                                         KeptRows* rows) {
   Release();
-  queue_.Clear();
-  tail_.Clear();
-  tail_bytes_ = 0;
-  tail_at_install_ = 0;
-  tail_bytes_at_install_ = 0;
+  ClearQueueAndTail();
   DropRows();
   unattached_.reset();
   permanent_off_ = s.permanent_off;

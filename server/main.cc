@@ -100,6 +100,11 @@ ABSL_FLAG(uint64_t, rows_waiting_kb, 1024,
           "log record (one sync) until a model's reach this many KiB, then "
           "moved to its examples' file; 0 writes and syncs each batch's to "
           "the file first");
+ABSL_FLAG(bool, prewrite_log, true,
+          "With durability sync or async, LevelDB's log files are made of "
+          "files of zeros written beforehand in the background (5 MiB each), "
+          "so that each commit's sync writes its data alone; false appends "
+          "to them as LevelDB does (nothing is prewritten on a tmpfs)");
 ABSL_FLAG(uint64_t, memory_release_mb, 16,
           "Once the allocator holds this many MiB free (after a burst of "
           "streams, say), they are given back to the system; 0 never");
@@ -180,6 +185,9 @@ int main(int argc, char** argv) {
                                            << 20;
   options.persistence.rows_waiting_bytes = absl::GetFlag(FLAGS_rows_waiting_kb)
                                            << 10;
+  options.persistence.log_prewrite_bytes =
+      absl::GetFlag(FLAGS_prewrite_log) ? perceptron::server::kLogPrewriteBytes
+                                        : 0;
   options.persistence.snapshot_every =
       std::max<uint64_t>(1, absl::GetFlag(FLAGS_snapshot_every));
   auto read_file = [](const std::string& path, std::string* out) {

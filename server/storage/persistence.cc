@@ -80,7 +80,8 @@ absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(
     const PersistenceOptions& options) {
   std::unique_ptr<Persistence> p(new Persistence(options));
   if (options.durability == Durability::kNone) return p;
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.data_dir);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(options.data_dir, options.log_prewrite_bytes);
   if (!store.ok()) return store.status();
   (*store)->set_rows_reserve(options.rows_reserve_bytes);
   (*store)->set_rows_waiting(options.rows_waiting_bytes);

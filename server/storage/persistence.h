@@ -65,6 +65,10 @@ struct PersistenceOptions {
   // batch's rows are written and synced to the file before its record.
   // Default: 1 MiB.
   uint64_t rows_waiting_bytes = 1u << 20;
+  // LevelDB's log files are made of files of this many zeros written
+  // beforehand (server/storage/prewritten_logs.h); 0: appended to as LevelDB
+  // does. Default: kLogPrewriteBytes (5 MiB).
+  uint64_t log_prewrite_bytes = kLogPrewriteBytes;
 };
 
 struct RecoveryReport {

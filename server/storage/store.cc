@@ -20,6 +20,7 @@
 #include "perceptron/v1/state.pb.h"
 #include "server/model/curves.h"
 #include "server/storage/crc.h"
+#include "server/storage/prewritten_logs.h"
 #include "server/storage/state_convert.h"
 
 namespace perceptron::server {
@@ -142,9 +143,27 @@ class PreadFile final : public leveldb::RandomAccessFile {
   std::atomic<int>* const held_;
 };
 
+// Also makes LevelDB's log files of files written beforehand
+// (server/storage/prewritten_logs.h).
 class PreadEnv final : public leveldb::EnvWrapper {
  public:
-  PreadEnv() : EnvWrapper(leveldb::Env::Default()), held_(Limit()) {}
+  PreadEnv(const std::string& dir, uint64_t log_prewrite_bytes)
+      : EnvWrapper(leveldb::Env::Default()),
+        held_(Limit()),
+        logs_(dir, log_prewrite_bytes) {}
+
+  PrewrittenLogs& logs() { return logs_; }
+
+  leveldb::Status NewWritableFile(const std::string& name,
+                                  leveldb::WritableFile** result) override {
+    if (PrewrittenLogs::IsLogName(name)) {
+      if (leveldb::WritableFile* file = logs_.Take(name)) {
+        *result = file;
+        return leveldb::Status::OK();
+      }
+    }
+    return target()->NewWritableFile(name, result);
+  }
 
   leveldb::Status NewRandomAccessFile(
       const std::string& name, leveldb::RandomAccessFile** result) override {
@@ -180,6 +199,7 @@ class PreadEnv final : public leveldb::EnvWrapper {
   }
 
   std::atomic<int> held_;  // descriptors that may still be held
+  PrewrittenLogs logs_;
 };
 
 }  // namespace
@@ -205,8 +225,11 @@ leveldb::Options Store::Options(leveldb::Env* env) {
   return options;
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  auto env = std::make_unique<PreadEnv>();
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(
+    const std::string& path, uint64_t log_prewrite_bytes) {
+  auto env = std::make_unique<PreadEnv>(path, log_prewrite_bytes);
+  PrewrittenLogs* logs = &env->logs();
+  logs->PrepareIfNew();
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(Options(env.get()), path, &raw);
   if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
@@ -250,6 +273,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
       RowsFiles::Open(absl::StrCat(path, "/rows"));
   if (!rows.ok()) return rows.status();
   store->rows_ = *std::move(rows);
+  store->logs_ = logs;
+  logs->Start();  // the directory is the store's
   return store;
 }
 

@@ -64,12 +64,21 @@ struct Recovery {
   std::vector<SetAsideModel> set_aside;
 };
 
+// A log file's size when LevelDB starts the next one (its write buffer, 4 MiB),
+// and room for the record that passes it.
+inline constexpr uint64_t kLogPrewriteBytes = 5u << 20;
+
+class PrewrittenLogs;
+
 class Store {
  public:
   // Opens (creating if absent) the store at `path`. FAILED_PRECONDITION for a
   // directory of another format or version, DATA_LOSS or another error if it
-  // cannot be read; nothing is overwritten.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // cannot be read; nothing is overwritten. LevelDB's log files are made of
+  // files of `log_prewrite_bytes` zeros written beforehand (0: never;
+  // server/storage/prewritten_logs.h).
+  static absl::StatusOr<std::unique_ptr<Store>> Open(
+      const std::string& path, uint64_t log_prewrite_bytes = kLogPrewriteBytes);
 
   // Every model, rebuilt from its newest valid snapshot and the log after it.
   // Called once, before any write (it finds the certificates' rows files).
@@ -122,6 +131,10 @@ class Store {
   // Makes every earlier write durable.
   absl::Status Sync();
 
+  // The log files written beforehand (none with log_prewrite_bytes 0). For
+  // tests.
+  PrewrittenLogs* prewritten_logs() const { return logs_; }
+
   // After a write failed. LevelDB refuses every write once one has failed
   // (the failed record may or may not be in its log), until it is opened
   // again: Reopen closes and opens it (the rows files stay as they are).
@@ -155,6 +168,7 @@ class Store {
 
   const std::string path_;
   std::unique_ptr<leveldb::Env> env_;  // outlives db_, which uses it
+  PrewrittenLogs* logs_ = nullptr;     // env_'s
   std::unique_ptr<leveldb::DB> db_;
   // The certificate's kept rows (rows/ in the directory). Rows written by
   // earlier versions, in LevelDB under m/<id>/r/, are read and deleted as

@@ -157,11 +157,22 @@ struct Damaged {
   RecoveredModel recovered;
 };
 
-// The 20 records that the damage tests write.
-std::vector<std::string> WriteRecords(const std::string& where) {
+// Where a prewritten log file's records end, or a byte or two before: past its
+// last byte that is not zero.
+uint64_t WrittenEnd(const std::filesystem::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  const size_t last = bytes.find_last_not_of('\0');
+  return last == std::string::npos ? 0 : last + 1;
+}
+
+// The 20 records that the damage tests write, into a log file written
+// beforehand (a new store's first) or appended to as LevelDB does.
+std::vector<std::string> WriteRecords(const std::string& where, bool prewrite) {
   ModelConfig c;
   c.dimension = 6;
-  auto store = *Store::Open(where);
+  auto store = *Store::Open(where, prewrite ? kLogPrewriteBytes : 0);
   auto model = NewModel(c);
   EXPECT_TRUE(
       store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
@@ -175,17 +186,21 @@ std::vector<std::string> WriteRecords(const std::string& where) {
 // in the child is not safe.)
 const bool kWriterRan = [] {
   if (const char* dir = getenv("PERCEPTRON_STORE_WRITER")) {
-    WriteRecords(dir);
+    const char* prewrite = getenv("PERCEPTRON_STORE_PREWRITE");
+    WriteRecords(dir, prewrite != nullptr && prewrite[0] == '1');
     _exit(0);
   }
   return false;
 }();
 
-void WriteInAnotherProcess(const std::string& dir) {
+void WriteInAnotherProcess(const std::string& dir, bool prewrite) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   const std::string env = "PERCEPTRON_STORE_WRITER=" + dir;
+  const std::string how =
+      absl::StrCat("PERCEPTRON_STORE_PREWRITE=", prewrite ? 1 : 0);
   std::vector<char*> argv = {const_cast<char*>(self.c_str()), nullptr};
-  std::vector<char*> envp = {const_cast<char*>(env.c_str()), nullptr};
+  std::vector<char*> envp = {const_cast<char*>(env.c_str()),
+                             const_cast<char*>(how.c_str()), nullptr};
   const pid_t child = fork();
   if (child == 0) {
     execve(argv[0], argv.data(), envp.data());
@@ -197,18 +212,28 @@ void WriteInAnotherProcess(const std::string& dir) {
       << "the writer failed";
 }
 
+// `damage` is given the log and where its records end (about).
 Damaged WriteDamageRecover(
-    const std::function<void(const std::filesystem::path&)>& damage) {
+    bool prewrite,
+    const std::function<void(const std::filesystem::path&, uint64_t)>& damage) {
   const testing::ScopedDir scoped("store");
   const std::string& dir = scoped.path();
-  WriteInAnotherProcess(dir);
+  WriteInAnotherProcess(dir, prewrite);
   Damaged d;
   const testing::ScopedDir again("store");
   d.states = WriteRecords(
-      again.path());  // the same, deterministic run: the expected states
+      again.path(),
+      prewrite);  // the same, deterministic run: the expected states
   const std::filesystem::path log = NewestLog(dir);
   EXPECT_FALSE(log.empty());
-  damage(log);
+  // The records went into zeros written beforehand, or were appended.
+  const uint64_t size = std::filesystem::file_size(log);
+  if (prewrite) {
+    EXPECT_EQ(size, kLogPrewriteBytes);
+  } else {
+    EXPECT_LT(size, kLogPrewriteBytes);
+  }
+  damage(log, prewrite ? WrittenEnd(log) : size);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return d;
@@ -219,33 +244,52 @@ Damaged WriteDamageRecover(
 }
 
 TEST(StoreTest, ATornLogTailIsDroppedAndTheRestRecovered) {
-  Damaged d = WriteDamageRecover([](const std::filesystem::path& log) {
-    std::filesystem::resize_file(
-        log, std::filesystem::file_size(log) - 7);  // mid-record
-  });
+  for (bool prewrite : {false, true}) {
+    SCOPED_TRACE(prewrite ? "a log file written beforehand" : "appended");
+    Damaged d = WriteDamageRecover(
+        prewrite, [](const std::filesystem::path& log, uint64_t end) {
+          std::filesystem::resize_file(log, end - 7);  // mid-record
+        });
+    ASSERT_NE(d.recovered.model, nullptr);
+    // Every record but the torn last one, exactly.
+    EXPECT_EQ(d.recovered.seq, 19u);
+    EXPECT_EQ(StateBits(d.recovered.model->ExportState()), d.states[18]);
+  }
+}
+
+TEST(StoreTest, ATornLogTailAmongZerosIsDroppedAndTheRestRecovered) {
+  // A crash while a record was written over the zeros: its end is still zero.
+  Damaged d = WriteDamageRecover(
+      true, [](const std::filesystem::path& log, uint64_t end) {
+        std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(end - 7));
+        f.write("\0\0\0\0\0\0\0", 7);
+      });
   ASSERT_NE(d.recovered.model, nullptr);
-  // Every record but the torn last one, exactly.
   EXPECT_EQ(d.recovered.seq, 19u);
   EXPECT_EQ(StateBits(d.recovered.model->ExportState()), d.states[18]);
 }
 
 TEST(StoreTest, AFlippedByteInTheLogTailIsDetectedAndNeverApplied) {
-  Damaged d = WriteDamageRecover([](const std::filesystem::path& log) {
-    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
-    const auto size = std::filesystem::file_size(log);
-    f.seekg(size - 20);
-    char c;
-    f.get(c);
-    f.seekp(size - 20);
-    f.put(static_cast<char>(c ^ 0x40));
-  });
-  ASSERT_NE(d.recovered.model, nullptr);
-  // The damaged record (and anything after it) is dropped; what is left is an
-  // exact prefix.
-  ASSERT_LT(d.recovered.seq, 20u);
-  ASSERT_GE(d.recovered.seq, 1u);
-  EXPECT_EQ(StateBits(d.recovered.model->ExportState()),
-            d.states[d.recovered.seq - 1]);
+  for (bool prewrite : {false, true}) {
+    SCOPED_TRACE(prewrite ? "a log file written beforehand" : "appended");
+    Damaged d = WriteDamageRecover(
+        prewrite, [](const std::filesystem::path& log, uint64_t end) {
+          std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+          f.seekg(static_cast<std::streamoff>(end - 20));
+          char c;
+          f.get(c);
+          f.seekp(static_cast<std::streamoff>(end - 20));
+          f.put(static_cast<char>(c ^ 0x40));
+        });
+    ASSERT_NE(d.recovered.model, nullptr);
+    // The damaged record (and anything after it) is dropped; what is left is
+    // an exact prefix.
+    ASSERT_LT(d.recovered.seq, 20u);
+    ASSERT_GE(d.recovered.seq, 1u);
+    EXPECT_EQ(StateBits(d.recovered.model->ExportState()),
+              d.states[d.recovered.seq - 1]);
+  }
 }
 
 TEST(StoreTest, ADamagedNewestSnapshotFallsBackToThePreviousOne) {

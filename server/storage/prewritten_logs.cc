@@ -110,14 +110,14 @@ PrewrittenLogs::PrewrittenLogs(std::string dir, uint64_t bytes)
   const bool ready = ::stat(spare.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
                      static_cast<uint64_t>(st.st_size) == bytes_;
   if (!ready) ::unlink(spare.c_str());  // of another size, or none
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ready_ = ready;
 }
 
 void PrewrittenLogs::PrepareIfNew() {
   if (bytes_ == 0) return;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (ready_) return;
   }
   // Created as LevelDB would create it (one level).
@@ -134,14 +134,15 @@ void PrewrittenLogs::PrepareIfNew() {
     if (!empty) return;
   }
   const bool made = Prepare();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ready_ = made;
+  changed_.notify_all();
 }
 
 void PrewrittenLogs::Start() {
   if (bytes_ == 0 || writer_.joinable()) return;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     wanted_ = true;
   }
   writer_ = std::thread([this] { Loop(); });
@@ -150,9 +151,10 @@ void PrewrittenLogs::Start() {
 PrewrittenLogs::~PrewrittenLogs() {
   if (!writer_.joinable()) return;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  changed_.notify_all();
   writer_.join();
 }
 
@@ -168,7 +170,7 @@ bool PrewrittenLogs::IsLogName(const std::string& name) {
 leveldb::WritableFile* PrewrittenLogs::Take(const std::string& name) {
   if (bytes_ == 0) return nullptr;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!ready_) return nullptr;  // being written, or it could not be
     ready_ = false;
   }
@@ -181,20 +183,24 @@ leveldb::WritableFile* PrewrittenLogs::Take(const std::string& name) {
     if (fd >= 0) file = new OverwriteFile(name, fd);
   }
   // Else the caller creates `name` (truncating it if it was moved).
-  absl::MutexLock lock(&mu_);
-  wanted_ = true;
-  if (file != nullptr) ++taken_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wanted_ = true;
+    if (file != nullptr) ++taken_;
+  }
+  changed_.notify_all();
   return file;
 }
 
 uint64_t PrewrittenLogs::taken() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return taken_;
 }
 
 bool PrewrittenLogs::AwaitReady(absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(absl::Condition(&ready_), timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                           [this] { return ready_; });
 }
 
 bool PrewrittenLogs::Prepare() const {
@@ -221,18 +227,16 @@ bool PrewrittenLogs::Prepare() const {
 }
 
 void PrewrittenLogs::Loop() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_ || (wanted_ && !ready_);
-    };
-    mu_.Await(absl::Condition(&work));
+    changed_.wait(lock, [this] { return stopping_ || (wanted_ && !ready_); });
     if (stopping_) return;
     wanted_ = false;  // asked again by the next Take if this one fails
-    mu_.Unlock();
+    lock.unlock();
     const bool made = Prepare();
-    mu_.Lock();
+    lock.lock();
     ready_ = made;
+    changed_.notify_all();
   }
 }
 

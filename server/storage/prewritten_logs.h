@@ -25,11 +25,12 @@
 #ifndef PERCEPTRON_SERVER_STORAGE_PREWRITTEN_LOGS_H_
 #define PERCEPTRON_SERVER_STORAGE_PREWRITTEN_LOGS_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "leveldb/env.h"
 
@@ -81,11 +82,18 @@ class PrewrittenLogs {
 
   const std::string dir_;
   const uint64_t bytes_;
-  mutable absl::Mutex mu_;
-  bool ready_ ABSL_GUARDED_BY(mu_) = false;
-  bool wanted_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;
+  // std::mutex, as LevelDB's own threads use. Under ThreadSanitizer an
+  // absl::Mutex::Await on a new thread reports the allocation of Abseil's
+  // identity for the thread as a race with the wake-up (suppressed in
+  // tests/tsan.supp), and a test's child process that opened a store without
+  // those suppressions stopped on it.
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  // Guarded by mu_.
+  bool ready_ = false;
+  bool wanted_ = false;
+  bool stopping_ = false;
+  uint64_t taken_ = 0;
   std::thread writer_;
 };
 

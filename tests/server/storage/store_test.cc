@@ -180,18 +180,23 @@ std::vector<std::string> WriteRecords(const std::string& where, bool prewrite) {
 }
 
 // A copy of this test program started with PERCEPTRON_STORE_WRITER=DIR writes
-// the records into DIR and exits before main, without closing the store: like a
-// killed server, nothing is flushed or compacted. (A fresh program, not a
-// forked one: forking a process with LevelDB's threads and then using LevelDB
-// in the child is not safe.)
-const bool kWriterRan = [] {
-  if (const char* dir = getenv("PERCEPTRON_STORE_WRITER")) {
-    const char* prewrite = getenv("PERCEPTRON_STORE_PREWRITE");
-    WriteRecords(dir, prewrite != nullptr && prewrite[0] == '1');
-    _exit(0);
+// the records into DIR and exits before any test, without closing the store:
+// like a killed server, nothing is flushed or compacted. (A fresh program, not
+// a forked one: forking a process with LevelDB's threads and then using LevelDB
+// in the child is not safe. After main, in a test environment's set-up, not in
+// a static initializer: the store starts threads.)
+class WriterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (const char* dir = getenv("PERCEPTRON_STORE_WRITER")) {
+      const char* prewrite = getenv("PERCEPTRON_STORE_PREWRITE");
+      WriteRecords(dir, prewrite != nullptr && prewrite[0] == '1');
+      _exit(0);
+    }
   }
-  return false;
-}();
+};
+::testing::Environment* const kWriter =
+    ::testing::AddGlobalTestEnvironment(new WriterEnvironment);
 
 void WriteInAnotherProcess(const std::string& dir, bool prewrite) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
@@ -199,8 +204,11 @@ void WriteInAnotherProcess(const std::string& dir, bool prewrite) {
   const std::string how =
       absl::StrCat("PERCEPTRON_STORE_PREWRITE=", prewrite ? 1 : 0);
   std::vector<char*> argv = {const_cast<char*>(self.c_str()), nullptr};
+  // This program's environment too (a sanitizer's options among it).
   std::vector<char*> envp = {const_cast<char*>(env.c_str()),
-                             const_cast<char*>(how.c_str()), nullptr};
+                             const_cast<char*>(how.c_str())};
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(nullptr);
   const pid_t child = fork();
   if (child == 0) {
     execve(argv[0], argv.data(), envp.data());

@@ -81,6 +81,11 @@ std::vector<double> CertificateTracker::Sums(
 void CertificateTracker::Scale() {
   scaled_ = ScaledCandidates(candidates_);
   scores_.assign(candidates_.size(), 0.0);
+  // The scores remembered by place were of the candidates before.
+  if (++scores_epoch_ == 0) {
+    std::fill(place_epochs_.begin(), place_epochs_.end(), 0);
+    scores_epoch_ = 1;
+  }
 }
 
 bool CertificateTracker::Reserve(uint64_t bytes) {
@@ -124,6 +129,8 @@ void CertificateTracker::DropRows() {
   rows_cleared_ = true;
   seen_ = {};
   keys_ = std::vector<RowKey>();
+  place_scores_ = std::vector<double>();
+  place_epochs_ = std::vector<uint32_t>();
   next_place_ = 0;
   repeats_.clear();
   in_use_.Clear();
@@ -173,8 +180,12 @@ void CertificateTracker::Placed(uint64_t place, const RowKey& key) {
   // Places come in order; if one did not, no place is looked up first.
   if (keys_.size() == place) {
     keys_.push_back(key);
+    place_scores_.push_back(0);
+    place_epochs_.push_back(0);
   } else {
     keys_ = std::vector<RowKey>();
+    place_scores_ = std::vector<double>();
+    place_epochs_ = std::vector<uint32_t>();
   }
   next_place_ = place + 1;
 }
@@ -231,7 +242,12 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     }
   }
   const std::vector<uint32_t>& summed = scaled_.summed();
-  if (classes_ > 0) {
+  if (guessed && summed.size() == 1 &&
+      place_epochs_[*guessed] == scores_epoch_) {
+    // The row met again, scored against these candidates before: the same
+    // bits (its key) score the same.
+    scores_[summed[0]] = place_scores_[*guessed];
+  } else if (classes_ > 0) {
     ClassMargins(x, label);
   } else if (kernel_ && !candidates_.empty()) {
     kernel_rows_->Against(basis_, x, &kernel_values_);
@@ -295,6 +311,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
         added = fresh_key;
       }
       if (!added && CountAgain(place)) {
+        RememberScore(place);
         ++kept_examples_;
         if (journaling_) journal_repeats_.push_back(place);
         next_place_ = uint64_t{place} + 1;
@@ -314,7 +331,10 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       for (uint32_t i : indices) in_use_.Add(i);
     }
     queue_.Keep(staged, label);
-    if (counts_repeats()) Placed(kept_, added ? key : kNoKey);
+    if (counts_repeats()) {
+      Placed(kept_, added ? key : kNoKey);
+      RememberScore(kept_);
+    }
     if (journaling_) journal_rows_.Add(x, label);
     kept_bytes_ += bytes;
     ++kept_examples_;
@@ -335,6 +355,7 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     if (!added) {
       const uint32_t at = guessed ? *guessed : it->second;
       if (at >= kept_ ? tail_.AddCount(at - kept_, 1) : CountAgain(at)) {
+        RememberScore(at);
         if (at < kept_) ++kept_examples_;
         if (journaling_) journal_repeats_.push_back(at);
         next_place_ = uint64_t{at} + 1;
@@ -354,7 +375,10 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     return;
   }
   tail_.Keep(staged, label);
-  if (counts_repeats()) Placed(place, key);
+  if (counts_repeats()) {
+    Placed(place, key);
+    RememberScore(place);
+  }
   if (journaling_) journal_rows_.Add(x, label);
   tail_bytes_ += row;
   // The rows after the limit take no more than those kept before it.
@@ -604,7 +628,9 @@ size_t CertificateTracker::bytes() const {
     b += v.capacity() * sizeof(double);
   }
   if (support_ != nullptr) b += support_->bytes();
-  b += in_use_.bytes() + keys_.capacity() * sizeof(RowKey);
+  b += in_use_.bytes() + keys_.capacity() * sizeof(RowKey) +
+       place_scores_.capacity() * sizeof(double) +
+       place_epochs_.capacity() * sizeof(uint32_t);
   b += seen_.capacity() * (sizeof(std::pair<RowKey, uint32_t>) + 1) +
        (repeats_.capacity() + journal_repeats_.capacity()) * sizeof(uint32_t);
   return b;

@@ -237,9 +237,9 @@ class CertificateTracker {
   // What keeping one row of `nnz` non-zeros counts: its values and indices
   // (12 bytes each), its offset, label and square, and the solver's dual
   // variable (25 bytes), its entry in the table that finds an example equal
-  // to a kept one (32) and its key by place (16). Growing the arrays may take
-  // up to as much again.
-  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 73; }
+  // to a kept one (32), its key by place (16) and its last score by place
+  // (12). Growing the arrays may take up to as much again.
+  static uint64_t RowBytes(size_t nnz) { return nnz * 12 + 85; }
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
   // A wide model's (IsWide) are counted by the coordinates its rows use
@@ -453,6 +453,14 @@ class CertificateTracker {
   // Notes that the row kept at `place` has `key`, kNoKey if the table finds
   // that key at another place (keys_).
   void Placed(uint64_t place, const RowKey& key);
+  // Notes the score just summed (one candidate's) as the row at `place`'s.
+  void RememberScore(uint64_t place) {
+    const std::vector<uint32_t>& summed = scaled_.summed();
+    if (place < place_epochs_.size() && summed.size() == 1) {
+      place_scores_[place] = scores_[summed[0]];
+      place_epochs_[place] = scores_epoch_;
+    }
+  }
   // A key no row is given (XXH3's 128 bits make a row with it unlikely, and
   // Observe never takes one for it).
   static constexpr RowKey kNoKey{~uint64_t{0}, ~uint64_t{0}};
@@ -525,6 +533,12 @@ class CertificateTracker {
   // only if that is not it. Empty if the places did not come in order.
   std::vector<RowKey> keys_;
   uint64_t next_place_ = 0;
+  // By place as keys_: the summed candidate's score of the row there, valid
+  // where its epoch is scores_epoch_ (the candidates it was scored against;
+  // Scale counts them). A row met again takes it instead of being scored.
+  std::vector<double> place_scores_;
+  std::vector<uint32_t> place_epochs_;
+  uint32_t scores_epoch_ = 1;
   std::vector<uint32_t> repeats_;          // rows taken seen again since Take
   std::vector<uint32_t> journal_repeats_;  // rows seen again since TakeRows
   KeptRows queue_;                         // kept rows not yet taken

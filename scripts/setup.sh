@@ -50,6 +50,9 @@ packages=(
   python3-prometheus-client python3-selenium chromium chromium-driver
   # The deployment manifests test reads YAML.
   python3-yaml
+  # tests/e2e/disk_test.py: a full disk on a tmpfs and on ext4 made in a file, mounted through a
+  # loop device.
+  mount e2fsprogs
   # deploy/prometheus: promtool checks the rules and runs their unit tests; the real Prometheus
   # server scrapes a real perceptrond (its free port read back with ss, from iproute2).
   prometheus iproute2

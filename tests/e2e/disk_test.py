@@ -310,10 +310,11 @@ class DiskFullExt4Test(DiskFullTest):
 
     def tearDown(self):
         # The spare log file was prewritten: this is ext4, not a tmpfs.
-        self.assertTrue(os.path.exists(os.path.join(self.data, "perceptrond-log-spare")))
+        spare = os.path.exists(os.path.join(self.data, "perceptrond-log-spare"))
         subprocess.run(["umount", self.mount], check=True)
         os.rmdir(self.mount)
         os.unlink(self.image)
+        self.assertTrue(spare, "no spare log file: nothing was prewritten")
 
 
 if __name__ == "__main__":

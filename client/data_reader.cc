@@ -74,13 +74,7 @@ absl::Status DataReader::SetLabel(absl::string_view raw, Example* e) const {
   return absl::OkStatus();
 }
 
-namespace {
-
-bool ParseDouble(absl::string_view s, double* v) {
-  return absl::SimpleAtod(absl::StripAsciiWhitespace(s), v);
-}
-
-Format Resolve(const std::string& name, Format f) {
+Format ResolveFormat(const std::string& name, Format f) {
   if (f != Format::kAuto) return f;
   if (absl::EndsWithIgnoreCase(name, ".csv")) return Format::kCsv;
   if (absl::EndsWithIgnoreCase(name, ".vw")) return Format::kVw;
@@ -89,6 +83,12 @@ Format Resolve(const std::string& name, Format f) {
     return Format::kJsonl;
   }
   return Format::kLibsvm;
+}
+
+namespace {
+
+bool ParseDouble(absl::string_view s, double* v) {
+  return absl::SimpleAtod(absl::StripAsciiWhitespace(s), v);
 }
 
 // A feature by name: a number is its value (times `scale`), anything else a
@@ -147,7 +147,7 @@ DataReader::DataReader(std::istream* in, const std::string& name,
     : in_(in),
       name_(name),
       options_(options),
-      format_(Resolve(name, options.format)) {}
+      format_(ResolveFormat(name, options.format)) {}
 
 DataReader::~DataReader() = default;
 

@@ -70,6 +70,10 @@ struct ReadOptions {
   bool raw_labels = false;
 };
 
+// The format a file of this name is read in: `f`, or for kAuto the one its
+// extension says (ReadOptions::format).
+Format ResolveFormat(const std::string& name, Format f);
+
 // A label as the name of a class: a number written as an integer where it is
 // one ("3", "3.0" and "+3" name class "3"), anything else as written (spaces
 // around it removed).

@@ -85,6 +85,24 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
   return ReadDataFile(path, *o);
 }
 
+// train and fit --create of a file whose features are always names (Vowpal
+// Wabbit's text, JSON lines), given neither --dim, --hash_bits nor
+// --feature_names_file: the model hashes them into 2^18 coordinates, as
+// Vowpal Wabbit does by default, and says so.
+constexpr uint32_t kDefaultHashBits = 18;
+void HashNamesByDefault(const std::string& path) {
+  if (ByNameFromFlags() || absl::GetFlag(FLAGS_dim) != 0) return;
+  absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(true, false);
+  if (!o.ok()) return;  // said when the file is opened
+  const Format f = ResolveFormat(path, o->format);
+  if (f != Format::kVw && f != Format::kJsonl) return;
+  absl::SetFlag(&FLAGS_hash_bits, kDefaultHashBits);
+  std::printf(
+      "the features of %s are names: hashed into 2^%u coordinates as Vowpal "
+      "Wabbit hashes them (--hash_bits=B to choose)\n",
+      path.c_str(), kDefaultHashBits);
+}
+
 // A model's classes (empty for a binary model).
 std::vector<std::string> ClassesOf(const v1::ModelConfig& c) {
   return {c.classes().begin(), c.classes().end()};
@@ -169,6 +187,7 @@ int Fit(const Args& args) {
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
+  if (create) HashNamesByDefault(args[0]);
   const bool hashed =
       create ? ByNameFromFlags() : m.ok() && ByName(m->config());
   // One Train request carries the whole set, so it is read whole.
@@ -218,6 +237,7 @@ int Train(const Args& args) {
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(m.status());
+  if (create) HashNamesByDefault(args[0]);
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =
       create ? absl::GetFlag(FLAGS_classes) : ClassesOf(m->config());

@@ -99,7 +99,9 @@ ABSL_FLAG(absl::Duration, idle_expiry, absl::ZeroDuration(),
           "create: delete the model once it has learned nothing for this "
           "long, e.g. 1h (0: never)");
 ABSL_FLAG(bool, create, false,
-          "train: create the model (classic, defaults) if missing");
+          "train/fit: create the model (classic, defaults) if missing; the "
+          "names of a VW or JSON lines file are hashed into 2^18 coordinates "
+          "unless --hash_bits, --dim or --feature_names_file says otherwise");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
 ABSL_FLAG(uint32_t, batch, 64, "train/predict: examples per request");

@@ -103,14 +103,15 @@ const std::vector<CommandHelp>& Helps() {
        "  Streams a file's labeled examples to a model (each predicted, then "
        "learned), checking\n"
        "  the file first; progress on standard error, a summary at the end.",
-       {"model", "create", "dim", "classes", "positive", "format", "epochs",
+       {"model", "create", "dim", "hash_bits", "interactions",
+        "feature_names_file", "classes", "positive", "format", "epochs",
         "batch", "in_flight", "columnar", "progress", "skip_rejected",
         "retry_for", "index_base", "label_column"}},
       {"fit",
        "perceptron fit FILE --model=MODEL [--max_epochs=100]\n"
        "  Cyclic training to separation, in one Train request.",
-       {"model", "create", "dim", "classes", "positive", "format",
-        "max_epochs"}},
+       {"model", "create", "dim", "hash_bits", "interactions",
+        "feature_names_file", "classes", "positive", "format", "max_epochs"}},
       {"predict",
        "perceptron predict FILE --model=MODEL [--issue]\n"
        "  Prints a prediction per example (with --issue, an id to reveal its "

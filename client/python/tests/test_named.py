@@ -240,6 +240,35 @@ def test_vw_and_json_lines_files_through_the_cli_equal_the_dicts(client, server,
         np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
 
 
+def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_default(
+        client, server, tmp_path):
+    # With no --hash_bits, --dim or --feature_names_file, names are hashed into
+    # 2^18 coordinates, Vowpal Wabbit's default, and the CLI says so.
+    rows, y = text_like(120, seed=5)
+    vw = tmp_path / "plain.vw"
+    vw.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
+    jsonl = tmp_path / "plain.jsonl"
+    jsonl.write_text("".join(json_line(x, label) + "\n" for x, label in zip(rows, y)))
+    for name, path in (("vw18", vw), ("jsonl18", jsonl)):
+        code, out = cli(server, "train", str(path), f"--model={name}", "--create")
+        assert code == 0, out
+        assert "are names: hashed into 2^18 coordinates" in out, out
+    dicts = client.create_model("dicts18", hash_bits=18)
+    dicts.learn(rows, y)
+    for name in ("vw18", "jsonl18"):
+        m = client.model(name)
+        assert m.info().config.hash_bits == 18, name
+        assert counters(m) == counters(dicts), name
+        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
+    code, out = cli(server, "fit", str(vw), "--model=fit18", "--create")
+    assert code == 0 and "hashed into 2^18" in out, out
+    assert client.model("fit18").info().config.hash_bits == 18
+    # Asked for vectors (--dim), the names are refused as before, nothing created.
+    code, out = cli(server, "train", str(vw), "--model=dim", "--create", "--dim=8")
+    assert code != 0 and "plain.vw:1: the features are names" in out, out
+    assert "dim" not in [m.model_id for m in client.list_models()]
+
+
 TABLE = [("34", "paris", "red", "1.5", "1"), ("51", "lyon", "blue", "", "0"),
          ("27", "paris", "green", "-2", "1"), ("45", "nice", "red", "0.25", "0"),
          ("33", "lyon", "red", "3", "1"), ("62", "nice", "blue", "", "0")] * 20

@@ -295,8 +295,11 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     double v;
     if (!ParseDouble(cells[k], &v)) {
-      return Bad(
-          absl::StrCat("column ", k, " \"", cells[k], "\" is not a number"));
+      return Bad(absl::StrCat(
+          "column ", k, " \"", cells[k],
+          "\" is not a number (a model with hash_bits reads a CSV file by its "
+          "header's names, a cell that is not a number as a categorical "
+          "feature)"));
     }
     e->values.push_back(v);
   }

@@ -146,7 +146,13 @@ absl::Status ValidateConfig(const ModelConfig& config) {
                                 uint32_t{1} << config.hash_bits,
                                 " (leave it 0 to have it filled in)"));
   }
-  if (config.dimension == 0 || config.dimension > kMaxDimension) {
+  if (config.dimension == 0) {
+    return Invalid("dimension",
+                   absl::StrCat("0 is out of range 1..", kMaxDimension,
+                                ": give the input's dimension d, or hash_bits "
+                                "(or feature_names) to take features by name"));
+  }
+  if (config.dimension > kMaxDimension) {
     return Invalid(
         "dimension",
         absl::StrCat(config.dimension, " is out of range 1..", kMaxDimension));

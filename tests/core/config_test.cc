@@ -49,7 +49,8 @@ TEST(ConfigTest, EachBadFieldIsRejectedAndNamed) {
   };
   const std::vector<Case> cases = {
       {with([](ModelConfig& c) { c.dimension = 0; }),
-       "dimension 0 is out of range"},
+       "dimension 0 is out of range 1..16777216: give the input's dimension "
+       "d, or hash_bits (or feature_names) to take features by name"},
       {with([](ModelConfig& c) { c.dimension = kMaxDimension + 1; }),
        "is out of range"},
       {with([](ModelConfig& c) { c.eta = 0; }),

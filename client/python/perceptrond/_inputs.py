@@ -87,21 +87,52 @@ def _is_named(x) -> bool:
     return isinstance(x, Mapping) and any(not isinstance(k, (int, np.integer)) for k in x)
 
 
-def _named(x: Mapping, out: pb.NamedFeatures) -> None:
-    """Fills `out` from {name: value} or {(namespace, name): value}: a number is the feature's
-    value, a string v the categorical feature "name=v" (docs/design.md section 2.9)."""
+def _features(x: Mapping):
+    """(namespace, name, value) of each feature of one example by name, in order, as the
+    command-line client reads a JSON line's (docs/clients.md): a key is a name or (namespace,
+    name), a dict value a namespace of features; a number is the value, a string v the
+    categorical feature "name=v", True the value 1, and False or None no feature."""
     for key, value in x.items():
-        f = out.features.add()
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
-            f.space, f.name = str(key[0]), str(key[1])
+            space, name = str(key[0]), str(key[1])
+        elif isinstance(value, Mapping):
+            for inner, v in value.items():
+                if isinstance(v, Mapping):
+                    raise ValueError(f"feature {key}/{inner}: a namespace holds features, "
+                                     "not namespaces")
+                yield from _feature(str(key), str(inner), v)
+            continue
         else:
-            f.name = str(key)
+            space, name = "", str(key)
+        yield from _feature(space, name, value)
+
+
+def _feature(space: str, name: str, value):
+    if value is None or value is False or (isinstance(value, np.bool_) and not value):
+        return
+    if isinstance(value, (str, np.str_)):
+        yield space, name, str(value)
+        return
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"feature {name}: {value!r} is not a number, a string or a "
+                         "boolean") from None
+    yield space, name, number
+
+
+def _named(x: Mapping, out: pb.NamedFeatures) -> None:
+    """Fills `out` from {name: value} or {(namespace, name): value} (_features; docs/design.md
+    section 2.9)."""
+    for space, name, value in _features(x):
+        f = out.features.add()
+        f.space, f.name = space, name
         if isinstance(value, str):
             f.category = value
         else:
-            f.number = float(value)
+            f.number = value
 
 
 def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> bytes:
@@ -118,13 +149,7 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
     for x in rows:
         if not isinstance(x, Mapping):
             raise ValueError(f"row {len(ends)}: a row by name is a dict, not {type(x).__name__}")
-        for key, value in x.items():
-            if isinstance(key, tuple):
-                if len(key) != 2:
-                    raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
-                space, name = str(key[0]), str(key[1])
-            else:
-                space, name = "", str(key)
+        for space, name, value in _features(x):
             names.append(ref(name))
             spaces.append(space)
             if isinstance(value, str):

@@ -109,6 +109,39 @@ def test_dense_numpy_row_with_learn_one(client):
     assert model.predict_one(np.array([1.0, 0.0, 2.0])) == 1
 
 
+def test_dicts_read_none_false_and_nested_dicts_as_a_json_line_is_read(client):
+    # None and False are no feature, True the value 1, a nested dict a namespace: the
+    # same model as the plain form, item by item and as columns.
+    loose = [{"city": "paris", "age": 3.0, "gone": None, "off": False, "on": True,
+              "user": {"id": 7.0, "tier": "gold"}},
+             {"city": "lyon", "age": None, "user": {"id": 2.0, "lost": None}}]
+    plain = [{"city": "paris", "age": 3.0, "on": 1.0, ("user", "id"): 7.0,
+              ("user", "tier"): "gold"},
+             {"city": "lyon", ("user", "id"): 2.0}]
+    y = [1, -1]
+    a = client.create_model("loose", hash_bits=12)
+    b = client.create_model("plain", hash_bits=12)
+    one = client.create_model("loose-one", hash_bits=12)
+    a.learn(loose * 5, y * 5)
+    b.learn(plain * 5, y * 5)
+    for _ in range(5):
+        for x, label in zip(loose, y):
+            one.learn_one(x, label)
+    one.close()
+    assert counters(a) == counters(b) == counters(one)
+    np.testing.assert_array_equal(bits(a.weights()), bits(b.weights()))
+    np.testing.assert_array_equal(bits(one.weights()), bits(b.weights()))
+    # Anything else is refused by the client, naming the feature, with nothing sent.
+    before = counters(a)
+    for bad, says in (({"tags": ["a", "b"]}, "feature tags: ['a', 'b'] is not a number"),
+                      ({"u": {"v": {"w": 1}}}, "a namespace holds features")):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            a.learn([{"a": 1.0}, bad], [1, 1])
+        with pytest.raises(ValueError, match=re.escape(says)):
+            a.learn_one(bad, 1)
+    assert counters(a) == before
+
+
 @pytest.mark.parametrize("bad, says", [
     ({"": 1.0}, "the name is empty"),
     ({"x" * 1025: 1.0}, "over the limit of 1024"),

@@ -44,12 +44,16 @@ class ScaledCandidates {
     for (const Multiple& m : multiples_) scores[m.k] = m.p * scores[m.of];
   }
 
- private:
   struct Multiple {
     uint32_t k;   // this candidate
     uint32_t of;  // is p times this summed one (of < k)
     double p;
   };
+  // The candidates that are multiples of a summed one, in increasing order of
+  // k.
+  const std::vector<Multiple>& multiples() const { return multiples_; }
+
+ private:
   std::vector<uint32_t> summed_;
   std::vector<Multiple> multiples_;
 };

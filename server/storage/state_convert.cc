@@ -1,10 +1,13 @@
 #include "server/storage/state_convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "core/candidate_sums.h"
 #include "core/config.h"
 #include "server/model/convert.h"
 
@@ -89,8 +92,21 @@ VectorDelta DeltaFromProto(const v1::VectorDelta& d) {
   return VectorDelta{d.full(), Vec(d.indices()), Vec(d.values())};
 }
 
+// Whether `v` is p times `of` bit for bit (each value p * of[i] as rounded).
+bool BitwiseMultiple(const std::vector<double>& v,
+                     const std::vector<double>& of, double p) {
+  if (v.size() != of.size()) return false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (absl::bit_cast<uint64_t>(v[i]) != absl::bit_cast<uint64_t>(p * of[i]))
+      return false;
+  }
+  return true;
+}
+
+// `compact`: a candidate that is a multiple of an earlier one, bit for bit, is
+// given by that one and the scale (the store's records and snapshots).
 void CertificateStateToProto(const CertificateState& c,
-                             v1::CertificateState* out) {
+                             v1::CertificateState* out, bool compact) {
   out->set_phase(PhaseToProto(c.phase));
   out->set_reason(c.reason);
   out->set_permanent_off(c.permanent_off);
@@ -102,8 +118,22 @@ void CertificateStateToProto(const CertificateState& c,
   out->set_lower(c.lower);
   out->set_converged(c.converged);
   out->set_with_candidates(c.with_candidates);
-  for (const std::vector<double>& v : c.candidates) {
-    Put(v, out->add_candidates()->mutable_values());
+  std::vector<const ScaledCandidates::Multiple*> multiple(c.candidates.size());
+  const ScaledCandidates scaled =
+      compact ? ScaledCandidates(c.candidates) : ScaledCandidates();
+  for (const ScaledCandidates::Multiple& m : scaled.multiples()) {
+    if (BitwiseMultiple(c.candidates[m.k], c.candidates[m.of], m.p)) {
+      multiple[m.k] = &m;
+    }
+  }
+  for (size_t k = 0; k < c.candidates.size(); ++k) {
+    v1::CandidateState* v = out->add_candidates();
+    if (multiple[k] != nullptr) {
+      v->set_multiple_of(multiple[k]->of + 1);
+      v->set_scale(multiple[k]->p);
+    } else {
+      Put(c.candidates[k], v->mutable_values());
+    }
   }
   Put(c.sums, out->mutable_sums());
   out->mutable_support()->Assign(c.support.begin(), c.support.end());
@@ -134,7 +164,22 @@ absl::StatusOr<CertificateState> CertificateStateFromProto(
   s.converged = c.converged();
   s.with_candidates = c.with_candidates();
   for (const v1::CandidateState& v : c.candidates()) {
-    s.candidates.push_back(Vec(v.values()));
+    const size_t k = s.candidates.size();
+    if (v.multiple_of() == 0) {
+      s.candidates.push_back(Vec(v.values()));
+      continue;
+    }
+    if (v.multiple_of() > k || v.values_size() > 0 || !(v.scale() > 0) ||
+        !std::isfinite(v.scale())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "certificate: candidate ", k, " is given as ", v.scale(),
+          " times candidate ", v.multiple_of() - 1,
+          ", not a positive multiple of an earlier one without values"));
+    }
+    const std::vector<double>& of = s.candidates[v.multiple_of() - 1];
+    std::vector<double> values(of.size());
+    for (size_t i = 0; i < of.size(); ++i) values[i] = v.scale() * of[i];
+    s.candidates.push_back(std::move(values));
   }
   if (!s.with_candidates && !s.candidates.empty()) {
     return absl::InvalidArgumentError(
@@ -190,7 +235,7 @@ absl::StatusOr<NameTableState> NamesFromProto(const v1::NameTableState& in) {
 
 }  // namespace
 
-void StateToProto(const ModelState& in, v1::ModelState* out) {
+void StateToProto(const ModelState& in, v1::ModelState* out, bool compact) {
   *out->mutable_config() = ConfigToProto(in.config);
   CountersToProto(in.counters, out->mutable_counters());
   out->set_td_gamma(in.td_gamma);
@@ -209,7 +254,8 @@ void StateToProto(const ModelState& in, v1::ModelState* out) {
   for (const PendingPrediction& p : in.pending)
     PendingToProto(p, out->add_pending());
   if (in.certificate) {
-    CertificateStateToProto(*in.certificate, out->mutable_certificate());
+    CertificateStateToProto(*in.certificate, out->mutable_certificate(),
+                            compact);
   }
   if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
     NamesToProto(in.names, out->mutable_names());
@@ -281,7 +327,8 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
     PendingToProto(p, out->add_pending_added());
   Put(in.pending_removed, out->mutable_pending_removed());
   if (in.certificate) {
-    CertificateStateToProto(*in.certificate, out->mutable_certificate());
+    CertificateStateToProto(*in.certificate, out->mutable_certificate(),
+                            /*compact=*/true);
   }
   if (!in.names.names.empty() || in.names.unnamed_slots != 0) {
     NamesToProto(in.names, out->mutable_names());

@@ -11,7 +11,12 @@ namespace perceptron::server {
 
 namespace v1 = ::perceptron::v1;
 
-void StateToProto(const ModelState& in, v1::ModelState* out);
+// `compact` (the store's snapshots): the certificate's candidates that are
+// multiples of an earlier one, bit for bit, are given by that one and the
+// scale; export blobs give every value, as older servers read. A journal's
+// are always so given (JournalToProto: the store's log records).
+void StateToProto(const ModelState& in, v1::ModelState* out,
+                  bool compact = false);
 // INVALID_ARGUMENT if the message cannot describe a state (core validates the
 // rest when the model is rebuilt).
 absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,

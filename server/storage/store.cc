@@ -463,7 +463,7 @@ absl::Status Store::PutModel(const std::string& id, absl::Time created_at,
   batch.Put(ModelKey(id), Seal(stored));
   v1::Snapshot snap;
   snap.set_seq(0);
-  StateToProto(state, snap.mutable_state());
+  StateToProto(state, snap.mutable_state(), /*compact=*/true);
   *snap.mutable_state()->mutable_curves() = curves;
   batch.Put(SeqKey(SnapshotPrefix(id), 0), Seal(snap));
   leveldb::WriteOptions sync;
@@ -554,7 +554,7 @@ absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
   {
     v1::Snapshot snap;
     snap.set_seq(seq);
-    StateToProto(state, snap.mutable_state());
+    StateToProto(state, snap.mutable_state(), /*compact=*/true);
     state = ModelState();  // freed: the message holds it now
     *snap.mutable_state()->mutable_curves() = std::move(curves);
     sealed = Seal(snap);

@@ -255,12 +255,18 @@ def json_line(x, label):
     return json.dumps({"label": label, "features": features}, ensure_ascii=False)
 
 
+def vw_and_json_lines_files(tmp_path, stem, rows, y):
+    """The same examples as a VW file and a JSON lines file."""
+    vw = tmp_path / f"{stem}.vw"
+    vw.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
+    jsonl = tmp_path / f"{stem}.jsonl"
+    jsonl.write_text("".join(json_line(x, label) + "\n" for x, label in zip(rows, y)))
+    return vw, jsonl
+
+
 def test_vw_and_json_lines_files_through_the_cli_equal_the_dicts(client, server, tmp_path):
     rows, y = text_like(300, seed=11)
-    vw = tmp_path / "text.vw"
-    vw.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
-    jsonl = tmp_path / "text.jsonl"
-    jsonl.write_text("".join(json_line(x, label) + "\n" for x, label in zip(rows, y)))
+    vw, jsonl = vw_and_json_lines_files(tmp_path, "text", rows, y)
     for name, path in (("vw", vw), ("jsonl", jsonl)):
         code, out = cli(server, "train", str(path), f"--model={name}", "--create",
                         "--hash_bits=18", "--interactions=ab")
@@ -278,10 +284,7 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     # With no --hash_bits, --dim or --feature_names_file, names are hashed into
     # 2^18 coordinates, Vowpal Wabbit's default, and the CLI says so.
     rows, y = text_like(120, seed=5)
-    vw = tmp_path / "plain.vw"
-    vw.write_text("".join(vw_line(x, label) + "\n" for x, label in zip(rows, y)))
-    jsonl = tmp_path / "plain.jsonl"
-    jsonl.write_text("".join(json_line(x, label) + "\n" for x, label in zip(rows, y)))
+    vw, jsonl = vw_and_json_lines_files(tmp_path, "plain", rows, y)
     for name, path in (("vw18", vw), ("jsonl18", jsonl)):
         code, out = cli(server, "train", str(path), f"--model={name}", "--create")
         assert code == 0, out

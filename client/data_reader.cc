@@ -197,7 +197,47 @@ absl::Status DataReader::Rewind() {
   examples_ = bytes_ = 0;
   rows_ = columns_ = 0;
   header_.clear();
+  label_at_ = std::string::npos;
   return absl::OkStatus();
+}
+
+absl::Status DataReader::FindLabel(
+    const std::vector<absl::string_view>& header) {
+  if (options_.label_name.empty() && options_.label_column >= 0) {
+    return absl::OkStatus();
+  }
+  for (size_t k = 0; k < header.size(); ++k) {
+    const absl::string_view name = absl::StripAsciiWhitespace(header[k]);
+    if (options_.label_name.empty() ? absl::EqualsIgnoreCase(name, "label")
+                                    : name == options_.label_name) {
+      label_at_ = k;
+      return absl::OkStatus();
+    }
+  }
+  if (options_.label_name.empty()) return absl::OkStatus();
+  return Bad(absl::StrCat("no column of the header is named \"",
+                          options_.label_name, "\" (the label's column)"));
+}
+
+absl::StatusOr<size_t> DataReader::LabelAt(size_t width) const {
+  if (label_at_ != std::string::npos) {
+    if (label_at_ >= width) {
+      return Bad(absl::StrCat(width, " columns; the header names column ",
+                              label_at_, " the label's"));
+    }
+    return label_at_;
+  }
+  if (!options_.label_name.empty()) {
+    return Bad(absl::StrCat("the label's column is named \"",
+                            options_.label_name,
+                            "\", and the file has no header row"));
+  }
+  const size_t at =
+      options_.label_column < 0 ? width - 1 : options_.label_column;
+  if (at >= width) {
+    return Bad(absl::StrCat("label column ", at, " is past the last column"));
+  }
+  return at;
 }
 
 absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text, Example* e) {
@@ -263,6 +303,7 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     // label may be a class name in every row); only the first row can be,
     // and its width is its own (scikit-learn's files start with a summary
     // row).
+    // The label's column is guessed here as if it had no name.
     const size_t label_at = options_.label_column < 0
                                 ? cells.size() - 1
                                 : static_cast<size_t>(options_.label_column);
@@ -271,7 +312,10 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     for (size_t k = 0; k < cells.size(); ++k) {
       header |= k != label_at && !ParseDouble(cells[k], &v);
     }
-    if (header) return false;
+    if (header) {
+      if (absl::Status s = FindLabel(cells); !s.ok()) return s;
+      return false;
+    }
   }
   if (columns_ == 0) {
     columns_ = cells.size();
@@ -282,12 +326,9 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     return Bad(absl::StrCat(cells.size(), " columns; the first data row has ",
                             columns_));
   }
-  const size_t label_at =
-      options_.label_column < 0 ? columns_ - 1 : options_.label_column;
-  if (label_at >= columns_) {
-    return Bad(
-        absl::StrCat("label column ", label_at, " is past the last column"));
-  }
+  absl::StatusOr<size_t> label = LabelAt(columns_);
+  if (!label.ok()) return label.status();
+  const size_t label_at = *label;
   for (size_t k = 0; k < columns_; ++k) {
     if (k == label_at) {
       if (absl::Status s = SetLabel(cells[k], e); !s.ok()) return s;
@@ -324,18 +365,16 @@ absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
     }
     if (header_.size() < 2)
       return Bad("a CSV row needs at least a feature and a label");
+    if (absl::Status s = FindLabel(cells); !s.ok()) return s;
     return false;
   }
   if (cells.size() != header_.size()) {
     return Bad(absl::StrCat(cells.size(), " columns; the header has ",
                             header_.size()));
   }
-  const size_t label_at =
-      options_.label_column < 0 ? header_.size() - 1 : options_.label_column;
-  if (label_at >= header_.size()) {
-    return Bad(
-        absl::StrCat("label column ", label_at, " is past the last column"));
-  }
+  absl::StatusOr<size_t> label = LabelAt(header_.size());
+  if (!label.ok()) return label.status();
+  const size_t label_at = *label;
   for (size_t k = 0; k < cells.size(); ++k) {
     const absl::string_view cell = absl::StripAsciiWhitespace(cells[k]);
     if (k == label_at) {

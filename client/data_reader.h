@@ -52,8 +52,13 @@ struct ReadOptions {
   std::string positive_label;
   // LIBSVM: indices in the file start at 1 (SVMlight), or at 0. Default: 1.
   int index_base = 1;
-  // CSV: the label column, counted from 0; -1 means the last. Default: -1.
+  // CSV: the label column, counted from 0; -1 means the one the header names
+  // "label" (in any case) if the file has a header and one is so named, else
+  // the last. Default: -1.
   int label_column = -1;
+  // CSV: the label column by its name in the header, which must then have
+  // one so named (label_column does not apply). Default: none.
+  std::string label_name;
   // Whether every example must have a label. Default: true.
   bool require_labels = true;
   // CSV by name (for a model with hash_bits): the first row is a header
@@ -156,6 +161,13 @@ class DataReader {
   size_t columns_ = 0;
   // Named CSV: the header's names.
   std::vector<std::string> header_;
+  // CSV: the label's column as the header names it (ReadOptions), or npos.
+  size_t label_at_ = std::string::npos;
+  // CSV: the label's column in a row of `width` cells (after the header).
+  absl::StatusOr<size_t> LabelAt(size_t width) const;
+  // CSV: notes which column of this header names the label (label_at_), or
+  // an error if label_name names none.
+  absl::Status FindLabel(const std::vector<absl::string_view>& header);
 };
 
 struct Dataset {

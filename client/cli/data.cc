@@ -59,7 +59,10 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(
   }
   o.positive_label = absl::GetFlag(FLAGS_positive);
   o.index_base = absl::GetFlag(FLAGS_index_base);
-  o.label_column = absl::GetFlag(FLAGS_label_column);
+  const std::string label = absl::GetFlag(FLAGS_label_column);
+  if (!label.empty() && !absl::SimpleAtoi(label, &o.label_column)) {
+    o.label_name = label;
+  }
   o.require_labels = require_labels;
   return o;
 }

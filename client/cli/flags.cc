@@ -92,8 +92,9 @@ ABSL_FLAG(std::string, positive, "",
           "+1, -1/0 to -1");
 ABSL_FLAG(int, index_base, 1,
           "LIBSVM: the first feature index (1 for SVMlight files)");
-ABSL_FLAG(int, label_column, -1,
-          "CSV: the label's column from 0 (-1: the last)");
+ABSL_FLAG(std::string, label_column, "",
+          "CSV: the label's column, from 0 or by its name in the header "
+          "(default: the column the header names \"label\", else the last)");
 // train
 ABSL_FLAG(absl::Duration, idle_expiry, absl::ZeroDuration(),
           "create: delete the model once it has learned nothing for this "

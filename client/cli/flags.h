@@ -44,7 +44,7 @@ ABSL_DECLARE_FLAG(std::vector<std::string>, classes);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(std::string, positive);
 ABSL_DECLARE_FLAG(int, index_base);
-ABSL_DECLARE_FLAG(int, label_column);
+ABSL_DECLARE_FLAG(std::string, label_column);
 ABSL_DECLARE_FLAG(absl::Duration, idle_expiry);
 ABSL_DECLARE_FLAG(bool, create);
 ABSL_DECLARE_FLAG(uint32_t, epochs);

@@ -76,6 +76,48 @@ TEST(DataReaderTest, CsvWithTextLabelsAndOnlyTheFirstRowAsHeader) {
       HasSubstr("yn.csv:2: label \"yes\" is not +1/1 or -1/0"));
 }
 
+// A header's column named "label" (in any case) is the label wherever it is;
+// --label_column names another, by number or by name.
+TEST(DataReaderTest, CsvLabelColumnByName) {
+  ReadOptions o;
+  o.classes = {"3", "7"};
+  absl::StatusOr<Dataset> d =
+      ParseData("Label,p0,p1\n3,0.5,1\n7,0.25,0\n", "l.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->dimension, 2u);
+  EXPECT_EQ(d->examples[0].values, (std::vector<double>{0.5, 1}));
+  EXPECT_EQ(d->examples[0].label, 0);
+  EXPECT_EQ(d->examples[1].label, 1);
+  // Read by name (a model with hash_bits), the same column is the label.
+  o.named = true;
+  d = ParseData("Label,p0,p1\n3,0.5,1\n7,0.25,0\n", "l.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[1].label, 1);
+  ASSERT_EQ(d->examples[1].named.size(), 2u);
+  EXPECT_EQ(d->examples[1].named[0].name(), "p0");
+  // Without such a column, the last.
+  o.named = false;
+  o.classes = {"0.5", "0.25"};
+  d = ParseData("p1,y,p0\n1,3,0.5\n0,7,0.25\n", "n.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[1].values, (std::vector<double>{0, 7}));
+  EXPECT_EQ(d->examples[1].label, 1);
+  // A name given: that column; one the header lacks, or no header, is an
+  // error naming the line.
+  o.classes = {"3", "7"};
+  o.label_name = "y";
+  d = ParseData("p1,y,p0\n1,3,0.5\n0,7,0.25\n", "n.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[1].values, (std::vector<double>{0, 0.25}));
+  EXPECT_EQ(d->examples[1].label, 1);
+  EXPECT_EQ(ParseData("p1,z,p0\n1,3,0.5\n", "n.csv", o).status().message(),
+            "n.csv:1: no column of the header is named \"y\" (the label's "
+            "column)");
+  EXPECT_EQ(ParseData("1,3,0.5\n", "n.csv", o).status().message(),
+            "n.csv:1: the label's column is named \"y\", and the file has no "
+            "header row");
+}
+
 TEST(DataReaderTest, AFileWithNoExampleIsAnError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"e.csv", ""},

@@ -157,6 +157,31 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
   config.classes = options.classes;
   const std::unique_ptr<Model> core = CoreRun(*data, config, 2);
   ExpectSameModel(*client_, "fl", *core);
+  {
+    // The label first: found by the header's name "Label", or by
+    // --label_column=NAME; either learns as the label last did.
+    std::ifstream in(csv);
+    std::ofstream by_default(scoped.path() + "/first.csv"),
+        by_name(scoped.path() + "/named.csv");
+    std::string line;
+    for (bool header = true; std::getline(in, line); header = false) {
+      const size_t comma = line.rfind(',');
+      const std::string rest = line.substr(0, comma);
+      by_default << (header ? "Label" : line.substr(comma + 1)) << ',' << rest
+                 << '\n';
+      by_name << line.substr(comma + 1) << ',' << rest << '\n';
+    }
+  }
+  r = RunCommand(Cli(
+      *server_,
+      "train " + scoped.path() + "/first.csv --model=fl4 --create --epochs=2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectSameModel(*client_, "fl4", *core);
+  r = RunCommand(Cli(*server_, "train " + scoped.path() +
+                                   "/named.csv --model=fl5 --create --epochs=2 "
+                                   "--label_column=species"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectSameModel(*client_, "fl5", *core);
   r = RunCommand(Cli(*server_, "status fl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("classes        3: iris,lily,rose"));

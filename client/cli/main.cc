@@ -26,6 +26,7 @@ constexpr char kUsage[] = R"(the command-line client of perceptrond
 
   perceptron create MODEL --dim=D [--algorithm=classic|margin|averaged|voted|kernel]
              [--gamma=G --comparator_file=FILE] [--eta --bias --normalize --kernel ...]
+             (--hash_bits=B instead of --dim: features by name; --classes=a,b,c: k classes)
   perceptron list | get MODEL | delete MODEL... | reset MODEL | weights MODEL | health
              (list, health: --shards=HOST:PORT,... asks each shard behind a proxy)
   perceptron rebalance --server=NEXT_PROXY --shards=HOST:PORT,... [--live=PROXY]

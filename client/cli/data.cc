@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -81,10 +82,12 @@ absl::StatusOr<std::unique_ptr<DataReader>> OpenData(
 
 absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
                                  bool hashed,
-                                 const std::vector<std::string>& classes = {}) {
+                                 const std::vector<std::string>& classes = {},
+                                 bool raw_labels = false) {
   absl::StatusOr<ReadOptions> o =
       ReadOptionsFromFlags(require_labels, hashed, classes);
   if (!o.ok()) return o.status();
+  o->raw_labels = raw_labels;
   return ReadDataFile(path, *o);
 }
 
@@ -193,18 +196,51 @@ int Fit(const Args& args) {
   if (create) HashNamesByDefault(args[0]);
   const bool hashed =
       create ? ByNameFromFlags() : m.ok() && ByName(m->config());
-  // One Train request carries the whole set, so it is read whole.
-  absl::StatusOr<Dataset> data = LoadData(
-      args[0], /*require_labels=*/true, hashed,
+  std::vector<std::string> classes =
       create ? absl::GetFlag(FLAGS_classes)
-             : (m.ok() ? ClassesOf(m->config()) : std::vector<std::string>()));
+             : (m.ok() ? ClassesOf(m->config()) : std::vector<std::string>());
+  // fit --create without --classes (or --positive): the file's labels say
+  // whether the model is multiclass, and its classes, as for train.
+  const bool collect =
+      create && classes.empty() && absl::GetFlag(FLAGS_positive).empty();
+  // One Train request carries the whole set, so it is read whole.
+  absl::StatusOr<Dataset> data =
+      LoadData(args[0], /*require_labels=*/true, hashed, classes, collect);
   if (!data.ok()) return FailLocal(data.status());
+  if (collect) {
+    std::vector<std::string> seen;
+    absl::flat_hash_set<std::string> distinct;
+    for (const Example& e : data->examples) {
+      if (distinct.insert(e.raw_label).second) seen.push_back(e.raw_label);
+      if (seen.size() > kMaxFileClasses) break;
+    }
+    absl::StatusOr<std::vector<std::string>> found =
+        ClassesOfLabels(args[0], seen);
+    if (!found.ok()) return FailLocal(found.status());
+    classes = *std::move(found);
+    // Each label as a class index, or -1/+1 when the file has no other.
+    absl::flat_hash_map<std::string, int> index;
+    for (size_t r = 0; r < classes.size(); ++r) {
+      index[classes[r]] = static_cast<int>(r);
+    }
+    for (Example& e : data->examples) {
+      e.label = classes.empty() ? (e.raw_label == "1" ? 1 : -1)
+                                : index.at(e.raw_label);
+    }
+  }
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
         ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
                                                       : data->dimension);
     if (!config.ok()) return FailLocal(config.status());
+    if (config->classes().empty()) {
+      config->mutable_classes()->Add(classes.begin(), classes.end());
+    }
     m = client->CreateModel(model, *config);
+    if (m.ok() && collect && !classes.empty()) {
+      std::printf("classes of %s: %s\n", model.c_str(),
+                  absl::StrJoin(classes, ",").c_str());
+    }
   }
   if (!m.ok()) return Fail(m.status());
   for (size_t k = 0; k < data->examples.size(); ++k) {

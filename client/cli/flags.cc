@@ -67,11 +67,12 @@ ABSL_FLAG(uint32_t, hash_bits, 0,
 ABSL_FLAG(std::vector<std::string>, interactions, {},
           "create: with --hash_bits, namespace pairs to cross, as Vowpal "
           "Wabbit's -q (e.g. ab,ac)");
-ABSL_FLAG(std::vector<std::string>, classes, {},
-          "create: a multiclass model of these classes, in index order (e.g. "
-          "setosa,versicolor,virginica; 2 to 64). train --create without it "
-          "takes them from the file's labels when they are not -1/+1 (numbers "
-          "in increasing order, else names in byte order)");
+ABSL_FLAG(
+    std::vector<std::string>, classes, {},
+    "create: a multiclass model of these classes, in index order (e.g. "
+    "setosa,versicolor,virginica; 2 to 64). train or fit --create without it "
+    "takes them from the file's labels when they are not -1/+1 (numbers "
+    "in increasing order, else names in byte order)");
 ABSL_FLAG(std::string, feature_names_file, "",
           "create: a file of feature names, one a line (\"name\", "
           "\"namespace^name\", \"name=value\"): named features without "

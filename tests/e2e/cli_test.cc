@@ -182,6 +182,14 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
                                    "--label_column=species"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ExpectSameModel(*client_, "fl5", *core);
+  // fit --create takes the classes from the file as train does; two passes
+  // in one Train request learn as two epochs of train.
+  r = RunCommand(Cli(*server_, "fit " + scoped.path() +
+                                   "/named.csv --model=fl6 --create "
+                                   "--max_epochs=2 --label_column=species"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("classes of fl6: iris,lily,rose"));
+  ExpectSameModel(*client_, "fl6", *core);
   r = RunCommand(Cli(*server_, "status fl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("classes        3: iris,lily,rose"));

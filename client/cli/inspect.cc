@@ -288,6 +288,14 @@ int CertificateCommand(const Args& args) {
     }
     std::sort(sparse.begin(), sparse.end());
   }
+  // Printed inline when short; else counted, --out writing them.
+  constexpr int kInline = 64;
+  if (out.empty() && c->comparator_size() > kInline) {
+    std::printf("comparator u   %d %s (--out=FILE writes them, one a line)\n",
+                c->comparator_size(),
+                wide ? "non-zeros \"index:value\"" : "numbers");
+    return 0;
+  }
   if (out.empty()) {
     std::printf("comparator u  ");
     if (wide) {

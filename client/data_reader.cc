@@ -17,6 +17,10 @@
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 
+extern "C" {
+#include <csv.h>
+}
+
 namespace perceptron::client {
 namespace {
 
@@ -151,6 +155,57 @@ DataReader::DataReader(std::istream* in, const std::string& name,
 
 DataReader::~DataReader() = default;
 
+// libcsv's parser (Debian's libcsv-dev), kept from line to line: its buffer is
+// reused.
+class DataReader::CsvParser {
+ public:
+  CsvParser() { ok_ = csv_init(&p_, CSV_STRICT | CSV_STRICT_FINI) == 0; }
+  ~CsvParser() { csv_free(&p_); }
+  CsvParser(const CsvParser&) = delete;
+  CsvParser& operator=(const CsvParser&) = delete;
+
+  // The cells of one line as one record; false if it is not one (a quote
+  // not closed on the line, or text after a closing quote).
+  bool Split(absl::string_view line, std::vector<std::string>* cells) {
+    cells->clear();
+    if (!ok_) return false;
+    const bool parsed = csv_parse(&p_, line.data(), line.size(), &Cell, &EndRow,
+                                  cells) == line.size();
+    const bool ended = csv_fini(&p_, &Cell, &EndRow, cells) == 0;
+    return parsed && ended;
+  }
+
+ private:
+  static void Cell(void* text, size_t size, void* cells) {
+    static_cast<std::vector<std::string>*>(cells)->emplace_back(
+        static_cast<const char*>(text), size);
+  }
+  static void EndRow(int, void*) {}
+
+  struct csv_parser p_;
+  bool ok_ = false;
+};
+
+absl::Status DataReader::SplitCsv(absl::string_view text) {
+  if (!absl::StrContains(text, '"')) {
+    // Without quotes, the cells are the text between commas (libcsv's spaces
+    // around them are stripped where each cell is read).
+    cells_ = absl::StrSplit(text, ',');
+    return absl::OkStatus();
+  }
+  if (csv_ == nullptr) csv_ = std::make_unique<CsvParser>();
+  if (!csv_->Split(text, &quoted_)) {
+    // A failed parse leaves the parser mid-record: a fresh one for the next.
+    csv_.reset();
+    return Bad(
+        "cannot read the line as CSV: a cell in double quotes must close on "
+        "its line, a quote inside one is written \"\", and nothing but a "
+        "comma follows its closing quote");
+  }
+  cells_.assign(quoted_.begin(), quoted_.end());
+  return absl::OkStatus();
+}
+
 int DataReader::index_base() const {
   return format_ == Format::kCsv ? 0 : options_.index_base;
 }
@@ -170,7 +225,10 @@ absl::StatusOr<bool> DataReader::Next(Example* e) {
   while (std::getline(*in_, buffer_)) {
     ++line_;
     bytes_ += buffer_.size() + 1;
-    absl::StatusOr<bool> got = ParseLine(buffer_, e);
+    // A UTF-8 byte order mark (as spreadsheets write one) is not text.
+    absl::string_view text = buffer_;
+    if (line_ == 1) absl::ConsumePrefix(&text, "\xEF\xBB\xBF");
+    absl::StatusOr<bool> got = ParseLine(text, e);
     if (!got.ok() || *got) {
       if (got.ok()) {
         example_line_ = line_;
@@ -297,7 +355,8 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
 absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return false;
-  std::vector<absl::string_view> cells = absl::StrSplit(text, ',');
+  if (absl::Status s = SplitCsv(text); !s.ok()) return s;
+  const std::vector<absl::string_view>& cells = cells_;
   if (rows_++ == 0) {
     // The first row is a header if a feature cell is not a number (the
     // label may be a class name in every row); only the first row can be,
@@ -352,7 +411,8 @@ absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
                                                Example* e) {
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return false;
-  std::vector<absl::string_view> cells = absl::StrSplit(text, ',');
+  if (absl::Status s = SplitCsv(text); !s.ok()) return s;
+  const std::vector<absl::string_view>& cells = cells_;
   if (header_.empty()) {
     for (absl::string_view c : cells) {
       c = absl::StripAsciiWhitespace(c);

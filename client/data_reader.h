@@ -161,6 +161,13 @@ class DataReader {
   size_t columns_ = 0;
   // Named CSV: the header's names.
   std::vector<std::string> header_;
+  // CSV: splits a line into its cells (cells_, valid until the next call),
+  // quotes read as RFC 4180 says; an error names the line.
+  absl::Status SplitCsv(absl::string_view text);
+  class CsvParser;
+  std::unique_ptr<CsvParser> csv_;
+  std::vector<absl::string_view> cells_;
+  std::vector<std::string> quoted_;  // the cells of a line with quotes
   // CSV: the label's column as the header names it (ReadOptions), or npos.
   size_t label_at_ = std::string::npos;
   // CSV: the label's column in a row of `width` cells (after the header).

@@ -118,6 +118,49 @@ TEST(DataReaderTest, CsvLabelColumnByName) {
             "header row");
 }
 
+// Quotes as RFC 4180 writes them (pandas and spreadsheets do): a cell in
+// double quotes may hold commas, and "" is a quote in it.
+TEST(DataReaderTest, CsvQuotedCells) {
+  ReadOptions o;
+  o.named = true;
+  absl::StatusOr<Dataset> d = ParseData(
+      "\"city, country\",\"x\",label\n"
+      "\"Paris, France\", 2 ,1\n"
+      "\"say \"\"hi\"\"\",\"0.5\",0\n",
+      "q.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  ASSERT_EQ(d->examples[0].named.size(), 2u);
+  EXPECT_EQ(d->examples[0].named[0].name(), "city, country");
+  EXPECT_EQ(d->examples[0].named[0].category(), "Paris, France");
+  EXPECT_EQ(d->examples[0].named[1].name(), "x");
+  EXPECT_EQ(d->examples[0].named[1].number(), 2);
+  EXPECT_EQ(d->examples[0].label, 1);
+  EXPECT_EQ(d->examples[1].named[0].category(), "say \"hi\"");
+  EXPECT_EQ(d->examples[1].named[1].number(), 0.5);
+  EXPECT_EQ(d->examples[1].label, -1);
+  // A byte order mark before the header is not part of its first name.
+  o.named = false;
+  o.classes = {"3", "7"};
+  d = ParseData("\xEF\xBB\xBFlabel,x\n3,1\n7,2\n", "bom.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[1].values, (std::vector<double>{2}));
+  EXPECT_EQ(d->examples[1].label, 1);
+  o.classes = {};
+  // By index, a quoted number is a number.
+  d = ParseData("\"1.5\",2,\"1\"\n", "n.csv", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[0].values, (std::vector<double>{1.5, 2}));
+  EXPECT_EQ(d->examples[0].label, 1);
+  // A quote left open, or text after a closing quote: the line named, and
+  // the next file read afresh.
+  for (const char* bad : {"1,2,1\n\"3,4,1\n", "1,2,1\n\"3\"x,4,1\n"}) {
+    EXPECT_THAT(std::string(ParseData(bad, "b.csv", {}).status().message()),
+                HasSubstr("b.csv:2: cannot read the line as CSV"))
+        << bad;
+  }
+}
+
 TEST(DataReaderTest, AFileWithNoExampleIsAnError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"e.csv", ""},

@@ -299,6 +299,26 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     code, out = cli(server, "fit", str(vw), "--model=fit18", "--create")
     assert code == 0 and "hashed into 2^18" in out, out
     assert client.model("fit18").info().config.hash_bits == 18
+    # Labels of three classes: a multiclass model, its names hashed into 2^15
+    # coordinates, where its certificate's k dense vectors fit, as a dicts model of
+    # 15 bits learns them; its certificate on.
+    classes = ["bird", "cat", "dog"]
+    y3 = [classes[(i + (label == 1)) % 3] for i, label in enumerate(y)]
+    three = tmp_path / "three.jsonl"
+    three.write_text("".join(json_line(x, c) + "\n" for x, c in zip(rows, y3)))
+    for verb, name in (("train", "three"), ("fit", "fit3")):
+        code, out = cli(server, verb, str(three), f"--model={name}", "--create",
+                        *(["--max_epochs=1"] if verb == "fit" else []))
+        assert code == 0 and "hashed into 2^15 coordinates" in out, out
+        assert "classes of " + name + ": bird,cat,dog" in out, out
+        assert client.model(name).info().config.hash_bits == 15
+    dicts3 = client.create_model("dicts15", hash_bits=15, classes=classes)
+    dicts3.learn(rows, y3)
+    for name in ("three", "fit3"):
+        m = client.model(name)
+        assert counters(m) == counters(dicts3), name
+        np.testing.assert_array_equal(bits(m.weights()), bits(dicts3.weights()))
+        assert settled(m, len(rows)).upper > 0, name
     # Asked for vectors (--dim), the names are refused as before, nothing created.
     code, out = cli(server, "train", str(vw), "--model=dim", "--create", "--dim=8")
     assert code != 0 and "plain.vw:1: the features are names" in out, out

@@ -72,6 +72,12 @@ def counters(model):
     return (s.examples, s.mistakes, s.updates)
 
 
+def assert_learned_as(model, reference):
+    """The same counters and, bit for bit, the same weights."""
+    assert counters(model) == counters(reference), model.id
+    np.testing.assert_array_equal(bits(model.weights()), bits(reference.weights()))
+
+
 def test_names_dicts_one_by_one_and_indices_agree_bit_for_bit(client):
     rows, y = text_like(400)
     by_name = client.create_model("by-name", hash_bits=BITS, interactions=INTERACTIONS)
@@ -274,9 +280,7 @@ def test_vw_and_json_lines_files_through_the_cli_equal_the_dicts(client, server,
     dicts = client.create_model("dicts", hash_bits=BITS, interactions=INTERACTIONS)
     dicts.learn(rows, y)
     for name in ("vw", "jsonl"):
-        m = client.model(name)
-        assert counters(m) == counters(dicts), name
-        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
+        assert_learned_as(client.model(name), dicts)
 
 
 def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_default(
@@ -294,8 +298,7 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     for name in ("vw18", "jsonl18"):
         m = client.model(name)
         assert m.info().config.hash_bits == 18, name
-        assert counters(m) == counters(dicts), name
-        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
+        assert_learned_as(m, dicts)
     code, out = cli(server, "fit", str(vw), "--model=fit18", "--create")
     assert code == 0 and "hashed into 2^18" in out, out
     assert client.model("fit18").info().config.hash_bits == 18
@@ -315,10 +318,8 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     dicts3 = client.create_model("dicts15", hash_bits=15, classes=classes)
     dicts3.learn(rows, y3)
     for name in ("three", "fit3"):
-        m = client.model(name)
-        assert counters(m) == counters(dicts3), name
-        np.testing.assert_array_equal(bits(m.weights()), bits(dicts3.weights()))
-        assert settled(m, len(rows)).upper > 0, name
+        assert_learned_as(client.model(name), dicts3)
+        assert settled(client.model(name), len(rows)).upper > 0, name
     # Asked for vectors (--dim), the names are refused as before, nothing created.
     code, out = cli(server, "train", str(vw), "--model=dim", "--create", "--dim=8")
     assert code != 0 and "plain.vw:1: the features are names" in out, out
@@ -358,9 +359,7 @@ def test_a_categorical_csv_and_a_vw_file_through_the_cli_equal_the_dicts(
     dicts = client.create_model("dicts", hash_bits=16, normalize=False)
     dicts.learn(rows, y)
     for name in ("csv", "vwt"):
-        m = client.model(name)
-        assert counters(m) == counters(dicts), name
-        np.testing.assert_array_equal(bits(m.weights()), bits(dicts.weights()))
+        assert_learned_as(client.model(name), dicts)
     # A categorical cell is the feature name=value with value 1, at VW's slot for "city:paris".
     slot = vw_hash.slot("", "city", 16, "paris")
     assert dicts.weights()[slot] != 0

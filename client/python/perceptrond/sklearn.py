@@ -29,6 +29,12 @@ from sklearn.utils.validation import check_is_fitted
 from .client import Client, Model, PerceptronError
 
 
+# hash_bits for dicts by name when none is given: Vowpal Wabbit's default, and for a multiclass
+# model the most whose certificate (k dense vectors, bias included) stays on.
+_HASH_BITS = 18
+_MULTICLASS_HASH_BITS = 15
+
+
 def _dicts(X) -> bool:
     """Whether X is a list of dicts by name (DictVectorizer's input)."""
     return isinstance(X, (list, tuple)) and len(X) > 0 and isinstance(X[0], Mapping)
@@ -43,13 +49,16 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     model, and status()
     gives each model's figures on the server (its bound, its certificate). X may also be a list of dicts by name (as
     DictVectorizer takes them; a string value is categorical): fit then creates models with
-    `hash_bits` that hash the names on the server, and predict takes such lists too."""
+    `hash_bits` that hash the names on the server, and predict takes such lists too. hash_bits
+    None is 18, Vowpal Wabbit's default, or 15 for one multiclass model, whose certificate keeps
+    k dense vectors of at most 2^16 coordinates (docs/design.md section 2.8)."""
 
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,
                  normalize: Optional[bool] = None, gamma: Optional[float] = None,
                  max_iter: int = 100, batch_size: int = 1024, token: Optional[str] = None,
-                 model_id: Optional[str] = None, hash_bits: int = 18, shuffle: bool = False,
+                 model_id: Optional[str] = None, hash_bits: Optional[int] = None,
+                 shuffle: bool = False,
                  random_state: Optional[int] = None,
                  idle_expiry: Optional[float] = 3600.0, max_epochs: Optional[int] = None):
         self.address = address
@@ -89,6 +98,12 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                [f"{self.model_id_}-{k}" for k in range(len(self.classes_))])
         return [Model(self._client(), i) for i in ids]
 
+    def _hash_bits(self) -> int:
+        """The models' hash_bits for dicts by name: the parameter, or its default."""
+        if self.hash_bits is not None:
+            return self.hash_bits
+        return _MULTICLASS_HASH_BITS if self._multiclass() else _HASH_BITS
+
     def _start(self, n_features: Optional[int]) -> None:
         """New server models for classes_ (replacing this estimator's earlier ones); by name
         (hash_bits) when n_features is None."""
@@ -101,7 +116,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             self._client().create_model(
                 m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
                 normalize=self.normalize, gamma=self.gamma,
-                hash_bits=self.hash_bits if n_features is None else None,
+                hash_bits=self._hash_bits() if n_features is None else None,
                 classes=range(len(self.classes_)) if self._multiclass() else None,
                 idle_expiry=self.idle_expiry)
 

@@ -409,6 +409,16 @@ def test_the_sklearn_estimator_takes_dicts_as_dictvectorizer_does(server):
     assert by_name.score(rows, labels) > 0.8
     by_name.delete_models()
     by_index.delete_models()
+    # Three classes: one multiclass model, its names hashed into 2^15 coordinates by default
+    # (18 for two classes), where its certificate stays on.
+    three = np.array(["no", "maybe", "yes"])[[(i + (label == 1)) % 3 for i, label in enumerate(y)]]
+    for target, expect in ((labels, 18), (three, 15)):
+        clf = PerceptronClassifier(address=server.target, max_epochs=2).fit(rows, target)
+        (status,) = clf.status()
+        assert clf._models()[0].info().config.hash_bits == expect
+        assert status.stats.certificate.state != pb.Certificate.OFF, \
+            status.stats.certificate.reason
+        clf.delete_models()
 
 
 def test_a_model_with_a_list_of_names_takes_exactly_those(client, server, tmp_path):

@@ -376,18 +376,28 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
       return false;
     }
   }
+  // Rows of exactly unlabeled_width cells, where no label column is named,
+  // are features alone.
+  const bool unlabeled =
+      !options_.require_labels && options_.unlabeled_width > 0 &&
+      cells.size() == options_.unlabeled_width &&
+      label_at_ == std::string::npos && options_.label_name.empty() &&
+      options_.label_column < 0;
   if (columns_ == 0) {
     columns_ = cells.size();
-    if (columns_ < 2)
+    if (columns_ < 2 && !unlabeled)
       return Bad("a CSV row needs at least a feature and a label");
   }
   if (cells.size() != columns_) {
     return Bad(absl::StrCat(cells.size(), " columns; the first data row has ",
                             columns_));
   }
-  absl::StatusOr<size_t> label = LabelAt(columns_);
-  if (!label.ok()) return label.status();
-  const size_t label_at = *label;
+  size_t label_at = std::string::npos;
+  if (!unlabeled) {
+    absl::StatusOr<size_t> label = LabelAt(columns_);
+    if (!label.ok()) return label.status();
+    label_at = *label;
+  }
   for (size_t k = 0; k < columns_; ++k) {
     if (k == label_at) {
       if (absl::Status s = SetLabel(cells[k], e); !s.ok()) return s;
@@ -403,7 +413,7 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     e->values.push_back(v);
   }
-  dimension_ = static_cast<uint32_t>(columns_ - 1);
+  dimension_ = static_cast<uint32_t>(unlabeled ? columns_ : columns_ - 1);
   return true;
 }
 

@@ -61,6 +61,11 @@ struct ReadOptions {
   std::string label_name;
   // Whether every example must have a label. Default: true.
   bool require_labels = true;
+  // CSV without require_labels: a row of exactly this many cells has no
+  // label (its cells are all features), unless a label column is named
+  // (label_name, label_column, or a header's "label"); predict gives it the
+  // model's dimension. Default: 0 (every row has a label).
+  uint32_t unlabeled_width = 0;
   // CSV by name (for a model with hash_bits): the first row is a header
   // naming the columns; each other cell is the feature of its column's name,
   // its value if it is a number, else the categorical feature name=cell; an
@@ -125,6 +130,8 @@ class DataReader {
   uint32_t dimension() const { return dimension_; }
   // From the next example on, labels name these classes (ReadOptions::classes;
   // raw_labels off).
+  // From the next example on, ReadOptions::unlabeled_width.
+  void set_unlabeled_width(uint32_t width) { options_.unlabeled_width = width; }
   void set_classes(std::vector<std::string> classes) {
     options_.classes = std::move(classes);
     options_.raw_labels = false;

@@ -603,6 +603,8 @@ int Predict(const Args& args) {
                /*raw_labels=*/!classes.empty());
   if (!opened.ok()) return FailLocal(opened.status());
   DataReader& reader = **opened;
+  // A CSV row of exactly the model's dimension has no label column.
+  if (!ByName(m->config())) reader.set_unlabeled_width(m->config().dimension());
   Example e;
   absl::Status local;
   // A file is checked whole before anything is sent or printed (standard

@@ -161,6 +161,28 @@ TEST(DataReaderTest, CsvQuotedCells) {
   }
 }
 
+// Predict's rows of exactly the model's dimension have no label column; one
+// more cell is the label, as always.
+TEST(DataReaderTest, CsvRowsOfTheModelsWidthHaveNoLabel) {
+  ReadOptions o;
+  o.require_labels = false;
+  o.unlabeled_width = 3;
+  absl::StatusOr<Dataset> d = ParseData("a,b,c\n1,2,3\n4,5,6\n", "u.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->dimension, 3u);
+  EXPECT_EQ(d->examples[1].values, (std::vector<double>{4, 5, 6}));
+  EXPECT_FALSE(d->examples[1].label.has_value());
+  d = ParseData("1,2,3,-1\n", "l.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[0].values, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(d->examples[0].label, -1);
+  // A column the header names "label" is the label whatever the width.
+  d = ParseData("label,a,b\n1,2,3\n", "h.csv", o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples[0].values, (std::vector<double>{2, 3}));
+  EXPECT_EQ(d->examples[0].label, 1);
+}
+
 TEST(DataReaderTest, AFileWithNoExampleIsAnError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"e.csv", ""},

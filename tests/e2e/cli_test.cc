@@ -213,6 +213,19 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
   r = RunCommand(Cli(*server_, "predict " + csv + " --model=fl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, 5), "rose ") << r.output;  // the first row
+  {
+    // New data has no label column: rows of the model's dimension are
+    // predicted as the same rows with their labels.
+    std::ifstream in(csv);
+    std::ofstream out(scoped.path() + "/unlabeled.csv");
+    for (std::string line; std::getline(in, line);) {
+      out << line.substr(0, line.rfind(',')) << '\n';
+    }
+  }
+  testing::CommandResult unlabeled = RunCommand(
+      Cli(*server_, "predict " + scoped.path() + "/unlabeled.csv --model=fl"));
+  ASSERT_EQ(unlabeled.exit_code, 0) << unlabeled.output;
+  EXPECT_EQ(unlabeled.output, r.output);
   // A label outside the classes: named with its file and line, nothing sent.
   std::ofstream(csv, std::ios::app) << "0,0,0,tulip\n";
   r = RunCommand(Cli(*server_, "train " + csv + " --model=fl"));

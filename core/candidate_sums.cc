@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/config.h"
 #include "core/huge_pages.h"
 
 namespace perceptron {
@@ -223,6 +224,67 @@ void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
   Accumulate(vs, which, idx.data(), rows.values(t).data(), idx.size(), scores);
 }
 
+void CandidateSupport::AccumulateClasses(const std::vector<double>& v, int k,
+                                         const uint32_t* indices,
+                                         const double* values, size_t n,
+                                         double* out) const {
+  // As Accumulate: a batch's lookups and values fetched ahead, then summed in
+  // order.
+  const size_t size = coordinates_.size();
+  constexpr size_t kBatch = 16;
+  int64_t at[kBatch];
+  size_t from[kBatch];
+  for (size_t b = 0; b < n;) {
+    size_t m = 0;
+    for (; b < n && m < kBatch; ++b) {
+      if (MayHold(indices[b])) from[m++] = b;
+    }
+    for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
+    for (size_t j = 0; j < m; ++j) {
+      at[j] = position(indices[from[j]]);
+      if (at[j] < 0) continue;
+      for (int r = 0; r < k; ++r) {
+        __builtin_prefetch(v.data() + size_t(r) * size + at[j]);
+      }
+    }
+    for (size_t j = 0; j < m; ++j) {
+      if (at[j] < 0) continue;
+      const double* column = v.data() + at[j];
+      for (int r = 0; r < k; ++r) {
+        out[r] += column[size_t(r) * size] * values[from[j]];
+      }
+    }
+  }
+}
+
+void CandidateSupport::ClassScores(const std::vector<double>& v, int k,
+                                   const Prepared& x, double* out) const {
+  std::fill(out, out + k, 0.0);
+  const double* values = x.x.values.data();
+  const size_t n = x.x.values.size();
+  if (x.x.sparse) {
+    AccumulateClasses(v, k, x.x.indices.data(), values, n, out);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (values[i] == 0) continue;
+      const uint32_t at = static_cast<uint32_t>(i);
+      AccumulateClasses(v, k, &at, values + i, 1, out);
+    }
+  }
+  if (x.has_bias) {
+    AccumulateClasses(v, k, &x.dimension, &x.bias_value, 1, out);
+  }
+  for (int r = 0; r < k; ++r) out[r] *= x.scale;
+}
+
+void CandidateSupport::ClassScores(const std::vector<double>& v, int k,
+                                   const KeptRows& rows, size_t t,
+                                   double* out) const {
+  std::fill(out, out + k, 0.0);
+  const absl::Span<const uint32_t> idx = rows.indices(t);
+  AccumulateClasses(v, k, idx.data(), rows.values(t).data(), idx.size(), out);
+}
+
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
                               const CandidateSupport& support) {
@@ -291,6 +353,30 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
   for (size_t t = 0; t < rows.size(); ++t) {
     for (uint32_t k : scaled.summed()) {
       margins[k] = ClassMargin(rows, t, vs[k], classes);
+    }
+    scaled.Spread(margins.data());
+    AddHinges(1, margins, rows.count(t), &sums);
+  }
+  return sums;
+}
+
+std::vector<double> ClassHingeSums(const KeptRows& rows,
+                                   const std::vector<std::vector<double>>& vs,
+                                   int classes,
+                                   const CandidateSupport& support) {
+  std::vector<double> sums(vs.size(), 0.0);
+  const ScaledCandidates scaled(vs);
+  std::vector<double> margins(vs.size());
+  double s[kMaxClasses];
+  for (size_t t = 0; t < rows.size(); ++t) {
+    const int y = rows.label(t);
+    for (uint32_t k : scaled.summed()) {
+      support.ClassScores(vs[k], classes, rows, t, s);
+      double other = -std::numeric_limits<double>::infinity();
+      for (int r = 0; r < classes; ++r) {
+        if (r != y) other = std::max(other, s[r]);
+      }
+      margins[k] = s[y] - other;
     }
     scaled.Spread(margins.data());
     AddHinges(1, margins, rows.count(t), &sums);

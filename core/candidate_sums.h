@@ -101,6 +101,14 @@ class CandidateSupport {
   void Scores(const std::vector<std::vector<double>>& vs,
               const std::vector<uint32_t>& which, const KeptRows& rows,
               size_t t, double* scores) const;
+  // A multiclass candidate's class scores: out[r] = v_r . x^ for r < k,
+  // v_r being the r-th of v's k blocks of size() values, over x^'s non-zeros
+  // in order and the scale applied last, as Scores.
+  void ClassScores(const std::vector<double>& v, int k, const Prepared& x,
+                   double* out) const;
+  // The same over kept row t of `rows` (at their coordinates).
+  void ClassScores(const std::vector<double>& v, int k, const KeptRows& rows,
+                   size_t t, double* out) const;
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {
@@ -113,6 +121,10 @@ class CandidateSupport {
   void Accumulate(const std::vector<std::vector<double>>& vs,
                   const std::vector<uint32_t>& which, const uint32_t* indices,
                   const double* values, size_t n, double* scores) const;
+  // out[r] += v_r . (the n non-zeros given), in order.
+  void AccumulateClasses(const std::vector<double>& v, int k,
+                         const uint32_t* indices, const double* values,
+                         size_t n, double* out) const;
   // The same from the values kept by coordinate, when they are those of
   // `which` (the same products, summed in the same order; a coordinate out of
   // the support adds a zero).
@@ -180,6 +192,12 @@ double ClassMargin(const KeptRows& rows, size_t t, const std::vector<double>& v,
 std::vector<double> ClassHingeSums(const KeptRows& rows,
                                    const std::vector<std::vector<double>>& vs,
                                    int classes);
+// The same for candidates over `support` (k blocks of one value a
+// position), of rows at their coordinates.
+std::vector<double> ClassHingeSums(const KeptRows& rows,
+                                   const std::vector<std::vector<double>>& vs,
+                                   int classes,
+                                   const CandidateSupport& support);
 // The same over the rows at `places`, as HingeSumsAt.
 std::vector<double> ClassHingeSumsAt(const KeptRows& rows,
                                      absl::Span<const uint32_t> places,

@@ -12,7 +12,7 @@ namespace perceptron {
 CertificateSolver::CertificateSolver(uint32_t weight_dimension)
     : wide_(IsWide(weight_dimension)),
       dimension_(wide_ ? 0 : weight_dimension),
-      weight_dimension_(weight_dimension),
+      positions_(weight_dimension),
       w_(dimension_, 0.0) {}
 
 void CertificateSolver::Add(const Prepared& x, int label) {
@@ -27,63 +27,20 @@ void CertificateSolver::Add(const Prepared& x, int label) {
 }
 
 void CertificateSolver::Add(KeptRows rows, absl::Span<const uint32_t> repeats) {
-  rows_.Append(wide_ ? ToPositions(rows) : std::move(rows));
+  rows_.Append(wide_ ? positions_.ToPositions(rows) : std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
   for (uint32_t t : repeats) {
     if (t < rows_.size()) rows_.AddCount(t, 1);
   }
   if (wide_) {
-    dimension_ = static_cast<uint32_t>(coordinates_.size());
+    dimension_ = positions_.size();
     w_.resize(dimension_, 0.0);
     if (!hard_w_.empty()) hard_w_.resize(dimension_, 0.0);
   }
 }
 
-KeptRows CertificateSolver::ToPositions(const KeptRows& rows) {
-  KeptRows out;
-  std::vector<uint32_t> at;
-  for (size_t t = 0; t < rows.size(); ++t) {
-    // The table gives way to the array once the coordinates in use pass a
-    // sixth of the model's (checked a row at a time).
-    if (position_of_.empty() &&
-        uint64_t{positions_.size()} * 6 >= weight_dimension_) {
-      position_of_.assign(weight_dimension_, kNoPosition);
-      for (const auto& [i, p] : positions_) position_of_[i] = p;
-      positions_ = {};
-    }
-    at.clear();
-    for (uint32_t i : rows.indices(t)) {
-      if (!position_of_.empty()) {
-        uint32_t& p = position_of_[i];
-        if (p == kNoPosition) {
-          p = static_cast<uint32_t>(coordinates_.size());
-          coordinates_.push_back(i);
-        }
-        at.push_back(p);
-        continue;
-      }
-      const auto [it, added] =
-          positions_.try_emplace(i, static_cast<uint32_t>(coordinates_.size()));
-      if (added) coordinates_.push_back(i);
-      at.push_back(it->second);
-    }
-    out.Add(at, rows.values(t), rows.label(t));
-    out.AddCount(out.size() - 1, rows.count(t) - 1);
-  }
-  return out;
-}
-
 KeptRows CertificateSolver::OriginalRows() const {
-  if (!wide_) return rows_;
-  KeptRows out;
-  std::vector<uint32_t> at;
-  for (size_t t = 0; t < rows_.size(); ++t) {
-    at.clear();
-    for (uint32_t p : rows_.indices(t)) at.push_back(coordinates_[p]);
-    out.Add(at, rows_.values(t), rows_.label(t));
-    out.AddCount(out.size() - 1, rows_.count(t) - 1);
-  }
-  return out;
+  return wide_ ? positions_.ToCoordinates(rows_) : rows_;
 }
 
 size_t CertificateSolver::bytes() const {
@@ -91,9 +48,7 @@ size_t CertificateSolver::bytes() const {
          (alpha_.capacity() + hard_alpha_.capacity() + td_alpha_.capacity() +
           w_.capacity() + hard_w_.capacity()) *
              sizeof(double) +
-         (coordinates_.capacity() + position_of_.capacity()) *
-             sizeof(uint32_t) +
-         positions_.capacity() * (sizeof(uint64_t) + 1);
+         positions_.bytes();
 }
 
 std::vector<double> CertificateSolver::Primal(

@@ -44,6 +44,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/kept_rows.h"
 #include "core/prepare.h"
+#include "core/row_positions.h"
 #include "core/xorshift.h"
 
 namespace perceptron {
@@ -137,7 +138,9 @@ class CertificateSolver {
   // Whether this solver is wide, and then the coordinate at each position
   // (in the order they first appeared); empty if not wide.
   bool wide() const { return wide_; }
-  const std::vector<uint32_t>& coordinates() const { return coordinates_; }
+  const std::vector<uint32_t>& coordinates() const {
+    return positions_.coordinates();
+  }
   // The rows kept, at their coordinates (a copy).
   KeptRows OriginalRows() const;
   // Bytes the kept examples and their dual variables take.
@@ -197,24 +200,11 @@ class CertificateSolver {
   // this many times the tolerance of the dual value.
   static constexpr double kNearGap = 1;
 
-  // Positions for the coordinates of `rows` (a wide solver), and the rows
-  // with their coordinates replaced by positions.
-  KeptRows ToPositions(const KeptRows& rows);
-
   bool wide_;
   // The length of the solver's vectors: the weight dimension, or a wide
   // solver's positions.
   uint32_t dimension_;
-  std::vector<uint32_t> coordinates_;  // position -> coordinate
-  // Coordinate -> position: a table, until the coordinates in use are a
-  // sixth of the weight dimension; then an array over every coordinate
-  // (kNoPosition where none), which takes no more than the table it replaces
-  // (4 bytes a coordinate of the model against 24 or so a coordinate in use)
-  // and is read without probing.
-  absl::flat_hash_map<uint32_t, uint32_t> positions_;
-  std::vector<uint32_t> position_of_;
-  static constexpr uint32_t kNoPosition = UINT32_MAX;
-  uint32_t weight_dimension_;
+  RowPositions positions_;  // a wide solver's
   KeptRows rows_;
   std::vector<double> alpha_;
   std::vector<double> w_;           // sum alpha_t y_t x^_t, kept up to date

@@ -58,7 +58,7 @@ uint64_t CertificateTracker::KeptBytes(absl::Span<const uint32_t> indices,
   *fresh = 0;
   if (!wide()) return row;
   for (uint32_t i : indices) *fresh += !in_use_.Has(i);
-  return row + *fresh * kWideCoordinateBytes;
+  return row + *fresh * WideCoordinateBytes(classes_);
 }
 
 std::vector<double> CertificateTracker::Squares(
@@ -73,7 +73,10 @@ std::vector<double> CertificateTracker::Sums(
     const KeptRows& rows, const std::vector<std::vector<double>>& vs,
     const KeptRows& basis, const CandidateSupport* support) const {
   if (kernel_) return KernelHingeSums(rows, basis, kernel_rows_.get(), vs);
-  if (classes_ > 0) return ClassHingeSums(rows, vs, classes_);
+  if (classes_ > 0) {
+    return support != nullptr ? ClassHingeSums(rows, vs, classes_, *support)
+                              : ClassHingeSums(rows, vs, classes_);
+  }
   if (support != nullptr) return HingeSums(rows, vs, *support);
   return HingeSums(rows, vs);
 }
@@ -411,7 +414,11 @@ void CertificateTracker::FreezeFull() {
 void CertificateTracker::ClassMargins(const Prepared& x, int label) {
   double s[kMaxClasses];
   for (uint32_t c : scaled_.summed()) {
-    ClassScores(candidates_[c].data(), classes_, weight_dimension_, x, s);
+    if (support_ != nullptr) {
+      support_->ClassScores(candidates_[c], classes_, x, s);
+    } else {
+      ClassScores(candidates_[c].data(), classes_, weight_dimension_, x, s);
+    }
     double other = -std::numeric_limits<double>::infinity();
     for (int r = 0; r < classes_; ++r) {
       if (r != label) other = std::max(other, s[r]);
@@ -617,7 +624,20 @@ CertificateReport CertificateTracker::Report(double radius, bool with_u,
   u.resize(candidates_[best].size());
   for (size_t i = 0; i < u.size(); ++i) u[i] = candidates_[best][i] / norm;
   if (kernel_) r.basis = basis_;
-  if (support_ != nullptr) r.u_indices = support_->coordinates();
+  if (support_ != nullptr) {
+    r.u_indices = support_->coordinates();
+    if (classes_ > 0) {
+      // Class r's block of k: coordinate i at r W + i of the k vectors.
+      const size_t n = r.u_indices.size();
+      r.u_indices.resize(n * static_cast<size_t>(classes_));
+      for (int c = 1; c < classes_; ++c) {
+        for (size_t p = 0; p < n; ++p) {
+          r.u_indices[c * n + p] =
+              r.u_indices[p] + static_cast<uint32_t>(c) * weight_dimension_;
+        }
+      }
+    }
+  }
   return r;
 }
 

@@ -87,7 +87,9 @@ struct CertificateReport {
   // kernel's feature space (u empty).
   std::vector<double> u;
   // A wide model's u: its non-zeros, at these coordinates (u holds one value
-  // each); empty otherwise.
+  // each); empty otherwise. A multiclass model's u is its k vectors of the
+  // weight dimension W one after another, so its coordinate i of class r is
+  // r W + i here.
   std::vector<uint32_t> u_indices;
   std::vector<double> coefficients;
   KeptRows basis;
@@ -254,6 +256,13 @@ class CertificateTracker {
   // enough (CandidateSupport::kDenseBytes, 48), and the two tables' filters
   // (at most 4 bytes each).
   static constexpr uint64_t kWideCoordinateBytes = 232;
+  // A wide multiclass model's (k classes): its candidates (4 of k values),
+  // the refresher's next ones (4k), the solver's W and u (2k), 8 bytes each,
+  // and the position tables and the filter as above (56).
+  static constexpr uint64_t WideCoordinateBytes(int classes) {
+    return classes > 0 ? uint64_t{80} * static_cast<uint64_t>(classes) + 56
+                       : kWideCoordinateBytes;
+  }
   // Bytes taken from the budget at a time.
   static constexpr uint64_t kBudgetChunk = uint64_t{1} << 16;
   // Solutions over exactly the limit that may be installed unconverged before
@@ -465,10 +474,8 @@ class CertificateTracker {
   // Observe never takes one for it).
   static constexpr RowKey kNoKey{~uint64_t{0}, ~uint64_t{0}};
   // Whether its candidates hold one value a coordinate its rows use (a wide
-  // linear binary model's, CandidateSupport).
-  bool wide() const {
-    return !kernel_ && classes_ == 0 && IsWide(weight_dimension_);
-  }
+  // linear model's, CandidateSupport; a multiclass model's, k such blocks).
+  bool wide() const { return !kernel_ && IsWide(weight_dimension_); }
 
   CertificateTracker& operator=(CertificateTracker&&) = default;
   void Freeze(uint64_t at);

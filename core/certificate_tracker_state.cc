@@ -50,10 +50,9 @@ absl::Status CertificateTracker::CheckState(const CertificateState& s,
   // basis.
   // A multiclass model's, one per coordinate of each class.
   const size_t size = kernel_ ? basis.size()
-                      : !support->empty()
-                          ? support->size()
-                          : size_t{weight_dimension} *
-                                static_cast<size_t>(std::max(classes_, 1));
+                              : (!support->empty() ? support->size()
+                                                   : size_t{weight_dimension}) *
+                                    static_cast<size_t>(std::max(classes_, 1));
   if (!kernel_ && basis.size() > 0) {
     return absl::InvalidArgumentError(
         "certificate: a basis of rows is given for a linear model");
@@ -198,9 +197,11 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
   converged_ = s.converged;
   if (s.with_candidates) {
     candidates_ = s.candidates;
-    support_ = s.support.empty() ? nullptr
-                                 : CandidateSupport::Of(s.support, &candidates_,
-                                                        weight_dimension_);
+    support_ = s.support.empty()
+                   ? nullptr
+                   : CandidateSupport::Of(s.support,
+                                          classes_ > 0 ? nullptr : &candidates_,
+                                          weight_dimension_);
     Scale();
     basis_ = s.basis;
     squares_ = Squares(candidates_, basis_);

@@ -26,23 +26,15 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
       NewTracker(kernel ? std::min(limit, kKernelCertificateLimit) : limit,
                  slack, limit_bytes, std::move(budget));
   certificate_->SetJournaling(journaling_);
-  // A multiclass model's vectors hold k class vectors each.
+  // A multiclass model's vectors hold k class vectors each; a wide model's
+  // are counted by the coordinates its rows use, as they are kept.
   const uint64_t classes = multi_ != nullptr ? multi_->classes() : 1;
   const uint64_t vector_bytes =
       kernel ? 0
-      : multi_ != nullptr
-          ? classes * config_.weight_dimension() * 64
-          : CertificateTracker::VectorBytes(config_.weight_dimension());
-  if (multi_ != nullptr && IsWide(config_.weight_dimension())) {
-    certificate_->TurnOff(
-        absl::StrCat("a multiclass model's certificate keeps its k vectors "
-                     "dense, up to a weight dimension of ",
-                     kWideDimension, " (this model's is ",
-                     config_.weight_dimension(),
-                     "; a smaller hash_bits or dimension fits)"),
-        /*permanent=*/true);
-  } else if (vector_bytes > limit_bytes) {
-    // In bytes: rounded to MiB, 64.0001 would read "64 MiB, over 64 MiB".
+             : classes *
+                   CertificateTracker::VectorBytes(config_.weight_dimension());
+  if (vector_bytes > limit_bytes) {  // In bytes: rounded to MiB, 64.0001 would
+                                     // read "64 MiB, over 64 MiB".
     certificate_->TurnOff(
         absl::StrCat("its 8 dense vectors of ",
                      classes > 1 ? absl::StrCat(classes, " x ") : "",

@@ -34,18 +34,30 @@ void SolveClassSubproblem(double A, absl::Span<const double> b, int y,
 MulticlassCertificateSolver::MulticlassCertificateSolver(
     int classes, uint32_t weight_dimension)
     : k_(classes),
-      dim_(weight_dimension),
-      w_(classes, std::vector<double>(weight_dimension, 0.0)) {}
+      wide_(IsWide(weight_dimension)),
+      dim_(wide_ ? 0 : weight_dimension),
+      positions_(weight_dimension),
+      w_(classes, std::vector<double>(dim_, 0.0)) {}
 
 void MulticlassCertificateSolver::Add(const Prepared& x, int label) {
+  if (wide_) {
+    KeptRows row;
+    row.Add(x, label);
+    Add(std::move(row));
+    return;
+  }
   rows_.Add(x, label);
   alpha_.resize(alpha_.size() + k_, 0.0);
 }
 
 void MulticlassCertificateSolver::Add(KeptRows rows,
                                       absl::Span<const uint32_t> repeats) {
-  rows_.Append(std::move(rows));
+  rows_.Append(wide_ ? positions_.ToPositions(rows) : std::move(rows));
   alpha_.resize(rows_.size() * static_cast<size_t>(k_), 0.0);
+  if (wide_) {
+    dim_ = positions_.size();
+    for (std::vector<double>& w : w_) w.resize(dim_, 0.0);
+  }
   // A row counted more has a larger cap: alpha stays feasible.
   for (uint32_t t : repeats) {
     if (t < rows_.size()) rows_.AddCount(t, 1);
@@ -55,7 +67,7 @@ void MulticlassCertificateSolver::Add(KeptRows rows,
 size_t MulticlassCertificateSolver::bytes() const {
   return rows_.bytes() + alpha_.capacity() * sizeof(double) +
          active_.capacity() * sizeof(uint32_t) + class_order_.capacity() +
-         active_classes_.capacity() +
+         active_classes_.capacity() + positions_.bytes() +
          static_cast<size_t>(k_) * dim_ * sizeof(double);
 }
 

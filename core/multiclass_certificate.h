@@ -27,6 +27,11 @@
 //   perceptron::MulticlassCertificate c = solver.Solve(radius, {});
 //   // updates <= c.upper for the classic rule; c.lower <= B* <= c.upper
 //
+// A wide solver (weight dimension above kWideDimension) works over the
+// coordinates its rows use, as CertificateSolver does: its W, u and
+// candidates hold k blocks of one value a position (coordinates()), and its
+// figures are those of the dense solver over the rows at their positions.
+//
 // Solve warm-starts from the previous solution. Not thread-safe.
 #ifndef PERCEPTRON_CORE_MULTICLASS_CERTIFICATE_H_
 #define PERCEPTRON_CORE_MULTICLASS_CERTIFICATE_H_
@@ -38,6 +43,7 @@
 #include "core/certificate.h"
 #include "core/kept_rows.h"
 #include "core/prepare.h"
+#include "core/row_positions.h"
 #include "core/xorshift.h"
 
 namespace perceptron {
@@ -90,8 +96,20 @@ class MulticlassCertificateSolver {
   // once more each, as CertificateSolver::Add.
   void Add(KeptRows rows, absl::Span<const uint32_t> repeats = {});
 
+  // The rows kept: a wide solver's at their positions, not coordinates.
   const KeptRows& rows() const { return rows_; }
   size_t size() const { return rows_.size(); }
+  // Whether this solver is wide (IsWide: its vectors hold one value a
+  // coordinate its rows use, as CertificateSolver's), and then the coordinate
+  // at each position; empty if not wide.
+  bool wide() const { return wide_; }
+  const std::vector<uint32_t>& coordinates() const {
+    return positions_.coordinates();
+  }
+  // The rows kept, at their coordinates (a copy).
+  KeptRows OriginalRows() const {
+    return wide_ ? positions_.ToCoordinates(rows_) : rows_;
+  }
   int classes() const { return k_; }
   // Bytes the kept examples, their dual variables and their places in the
   // passes take.
@@ -120,7 +138,11 @@ class MulticlassCertificateSolver {
   static constexpr double kShrinkSpread = 0.1;
 
   int k_;
+  bool wide_;
+  // The length of each class's vectors: the weight dimension, or a wide
+  // solver's positions.
   uint32_t dim_;
+  RowPositions positions_;              // a wide solver's
   KeptRows rows_;                       // labels: classes
   std::vector<double> alpha_;           // k a row
   std::vector<std::vector<double>> w_;  // W(alpha): w_[r], dim_ each

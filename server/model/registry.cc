@@ -29,7 +29,10 @@ std::optional<KeptRows> ModelEntry::CertificateRows() const {
       taken = original ? &*original : &solver->rows();
     }
     if (kernel_solver != nullptr) taken = &kernel_solver->rows();
-    if (class_solver != nullptr) taken = &class_solver->rows();
+    if (class_solver != nullptr) {
+      if (class_solver->wide()) original = class_solver->OriginalRows();
+      taken = original ? &*original : &class_solver->rows();
+    }
   }
   return t->RowsNow(taken);
 }

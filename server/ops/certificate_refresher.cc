@@ -214,10 +214,12 @@ absl::Duration CertificateRefresher::Refresh(
     solver.Add(std::move(rows), repeats);
     MulticlassCertificate c = solver.Solve(radius, options);
     if (c.stopped) return stopped();
+    std::shared_ptr<const CandidateSupport> support;
+    if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
     entry->solver_converged = c.converged;
     still_freezing = Install(*entry, std::move(c.candidates), std::move(c.sums),
                              c.lower, c.converged, solver.size(), generation,
-                             KeptRows(), nullptr, &solver.rows());
+                             KeptRows(), std::move(support), &solver.rows());
     solver_lock.Release();
     if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();

@@ -94,32 +94,17 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
 // train and fit --create of a file whose features are always names (Vowpal
 // Wabbit's text, JSON lines), given neither --dim, --hash_bits nor
 // --feature_names_file: the model hashes them into 2^18 coordinates, as
-// Vowpal Wabbit does by default, or, for a multiclass model, into 2^15, where
-// its certificate's k dense vectors (docs/design.md section 2.8) still fit
-// with the bias. HashNamesByDefault sets the flag to 18 and says whether it
-// did; once the classes are known, SayHashBits lowers it for k classes and
-// says so.
+// Vowpal Wabbit does by default (binary or multiclass: a wide model's
+// certificate works over the coordinates its rows use). HashNamesByDefault
+// sets the flag then, and says so.
 constexpr uint32_t kDefaultHashBits = 18;
-constexpr uint32_t kDefaultMulticlassHashBits = 15;
-bool HashNamesByDefault(const std::string& path) {
-  if (ByNameFromFlags() || absl::GetFlag(FLAGS_dim) != 0) return false;
+void HashNamesByDefault(const std::string& path) {
+  if (ByNameFromFlags() || absl::GetFlag(FLAGS_dim) != 0) return;
   absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(true, false);
-  if (!o.ok()) return false;  // said when the file is opened
+  if (!o.ok()) return;  // said when the file is opened
   const Format f = ResolveFormat(path, o->format);
-  if (f != Format::kVw && f != Format::kJsonl) return false;
+  if (f != Format::kVw && f != Format::kJsonl) return;
   absl::SetFlag(&FLAGS_hash_bits, kDefaultHashBits);
-  return true;
-}
-void SayHashBits(const std::string& path, bool multiclass) {
-  if (multiclass) {
-    absl::SetFlag(&FLAGS_hash_bits, kDefaultMulticlassHashBits);
-    std::printf(
-        "the features of %s are names: hashed into 2^%u coordinates as Vowpal "
-        "Wabbit hashes them (fewer than its 2^%u, so that a multiclass "
-        "model's certificate fits; --hash_bits=B to choose)\n",
-        path.c_str(), kDefaultMulticlassHashBits, kDefaultHashBits);
-    return;
-  }
   std::printf(
       "the features of %s are names: hashed into 2^%u coordinates as Vowpal "
       "Wabbit hashes them (--hash_bits=B to choose)\n",
@@ -210,7 +195,7 @@ int Fit(const Args& args) {
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
-  const bool default_bits = create && HashNamesByDefault(args[0]);
+  if (create) HashNamesByDefault(args[0]);
   const bool hashed =
       create ? ByNameFromFlags() : m.ok() && ByName(m->config());
   std::vector<std::string> classes =
@@ -245,7 +230,6 @@ int Fit(const Args& args) {
                                 : index.at(e.raw_label);
     }
   }
-  if (default_bits) SayHashBits(args[0], !classes.empty());
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
         ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
@@ -294,7 +278,7 @@ int Train(const Args& args) {
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(m.status());
-  const bool default_bits = create && HashNamesByDefault(args[0]);
+  if (create) HashNamesByDefault(args[0]);
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =
       create ? absl::GetFlag(FLAGS_classes) : ClassesOf(m->config());
@@ -362,7 +346,6 @@ int Train(const Args& args) {
   } else if (create && dimension == 0 && !hashed) {
     return Usage("train --create from standard input needs --dim");
   }
-  if (default_bits) SayHashBits(args[0], !classes.empty());
   if (create) {
     absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);
     if (!config.ok()) return FailLocal(config.status());

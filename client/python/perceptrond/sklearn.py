@@ -29,10 +29,8 @@ from sklearn.utils.validation import check_is_fitted
 from .client import Client, Model, PerceptronError
 
 
-# hash_bits for dicts by name when none is given: Vowpal Wabbit's default, and for a multiclass
-# model the most whose certificate (k dense vectors, bias included) stays on.
+# hash_bits for dicts by name when none is given: Vowpal Wabbit's default.
 _HASH_BITS = 18
-_MULTICLASS_HASH_BITS = 15
 
 
 def _dicts(X) -> bool:
@@ -102,7 +100,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         """The models' hash_bits for dicts by name: the parameter, or its default."""
         if self.hash_bits is not None:
             return self.hash_bits
-        return _MULTICLASS_HASH_BITS if self._multiclass() else _HASH_BITS
+        return _HASH_BITS
 
     def _start(self, n_features: Optional[int]) -> None:
         """New server models for classes_ (replacing this estimator's earlier ones); by name

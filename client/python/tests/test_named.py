@@ -302,9 +302,9 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     code, out = cli(server, "fit", str(vw), "--model=fit18", "--create")
     assert code == 0 and "hashed into 2^18" in out, out
     assert client.model("fit18").info().config.hash_bits == 18
-    # Labels of three classes: a multiclass model, its names hashed into 2^15
-    # coordinates, where its certificate's k dense vectors fit, as a dicts model of
-    # 15 bits learns them; its certificate on.
+    # Labels of three classes: a multiclass model, its names hashed into 2^18
+    # coordinates as a binary model's, as a dicts model of 18 bits learns them; its
+    # certificate on (over the coordinates its rows use).
     classes = ["bird", "cat", "dog"]
     y3 = [classes[(i + (label == 1)) % 3] for i, label in enumerate(y)]
     three = tmp_path / "three.jsonl"
@@ -312,10 +312,10 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     for verb, name in (("train", "three"), ("fit", "fit3")):
         code, out = cli(server, verb, str(three), f"--model={name}", "--create",
                         *(["--max_epochs=1"] if verb == "fit" else []))
-        assert code == 0 and "hashed into 2^15 coordinates" in out, out
+        assert code == 0 and "hashed into 2^18 coordinates" in out, out
         assert "classes of " + name + ": bird,cat,dog" in out, out
-        assert client.model(name).info().config.hash_bits == 15
-    dicts3 = client.create_model("dicts15", hash_bits=15, classes=classes)
+        assert client.model(name).info().config.hash_bits == 18
+    dicts3 = client.create_model("dicts3", hash_bits=18, classes=classes)
     dicts3.learn(rows, y3)
     for name in ("three", "fit3"):
         assert_learned_as(client.model(name), dicts3)
@@ -409,10 +409,10 @@ def test_the_sklearn_estimator_takes_dicts_as_dictvectorizer_does(server):
     assert by_name.score(rows, labels) > 0.8
     by_name.delete_models()
     by_index.delete_models()
-    # Three classes: one multiclass model, its names hashed into 2^15 coordinates by default
-    # (18 for two classes), where its certificate stays on.
+    # Three classes: one multiclass model, its names hashed into 2^18 coordinates by default
+    # as for two classes, its certificate on.
     three = np.array(["no", "maybe", "yes"])[[(i + (label == 1)) % 3 for i, label in enumerate(y)]]
-    for target, expect in ((labels, 18), (three, 15)):
+    for target, expect in ((labels, 18), (three, 18)):
         clf = PerceptronClassifier(address=server.target, max_epochs=2).fit(rows, target)
         (status,) = clf.status()
         assert clf._models()[0].info().config.hash_bits == expect
@@ -671,6 +671,69 @@ def test_certificate_of_a_wide_hashed_model_matches_liblinear(client, tmp_path, 
     td = math.fsum(max(0.0, gamma - t * sum(u.get(s, 0.0) * v for s, v in x.items()))
                    for x, t in zip(xs, y))
     assert r2 / gamma ** 2 + 2 * td / gamma == pytest.approx(answer.certificate.upper, rel=1e-9)
+
+
+def liblinear_crammer_singer_primal(xs, y, k, c, tmp_path):
+    """P(V) = ||V||_F^2 / 2 + C sum max(0, max_{r != y} 1 - (v_y - v_r).x) at liblinear's
+    solution of the Crammer-Singer multiclass SVM without a bias (liblinear-train -s 4 -B -1),
+    the coordinates renumbered 1..m in order."""
+    used = sorted({s for x in xs for s in x})
+    number = {s: j + 1 for j, s in enumerate(used)}
+    data, model = tmp_path / "classes.svm", tmp_path / "classes.model"
+    with open(data, "w") as f:
+        for x, label in zip(xs, y):
+            cells = " ".join(f"{number[s]}:{x[s]!r}" for s in sorted(x))
+            f.write(f"{label} {cells}\n")
+    subprocess.run(["liblinear-train", "-q", "-s", "4", "-B", "-1", "-c", repr(c), "-e", "1e-8",
+                    str(data), str(model)], check=True, stdout=subprocess.DEVNULL)
+    lines = model.read_text().split("\n")
+    labels = [int(v) for v in next(line for line in lines if line.startswith("label ")).split()[1:]]
+    at = lines.index("w") + 1
+    v = np.zeros((k, len(used)))
+    for i in range(len(used)):
+        for j, value in enumerate(lines[at + i].split()):
+            v[labels[j], i] = float(value)
+    hinge = 0.0
+    for x, label in zip(xs, y):
+        scores = [sum(v[r, number[s] - 1] * value for s, value in x.items()) for r in range(k)]
+        hinge += max(0.0, max(1 - (scores[label] - scores[r]) for r in range(k) if r != label))
+    return (v * v).sum() / 2 + c * hinge
+
+
+def test_certificate_of_a_wide_multiclass_model_matches_liblinear(client, tmp_path):
+    """Three classes hashed into 2^20 coordinates: the multiclass certificate on, U / (2 R_K^2)
+    (R_K^2 = 2 R^2) within 1e-3 of liblinear's Crammer-Singer primal, the comparator's k
+    vectors as non-zeros at coordinate r W + i of class r."""
+    bits_ = 20
+    rows, y = wide_stream(1200, seed=3)
+    classes = ["mail", "web", "phone"]
+    # The class: the hidden rule's side, and among the positive ones the source's parity.
+    y3 = [0 if t < 0 else 1 + (x["source"] in ("web", "shop")) for x, t in zip(rows, y)]
+    model = client.create_model("wide3", hash_bits=bits_, classes=classes)
+    assert not model.learn(rows, [classes[t] for t in y3]).errors
+    c = settled(model, len(rows))
+    stats = model.status().stats
+    rk2 = 2 * stats.radius ** 2
+    xs = prepared(rows, bits_)
+    peer = liblinear_crammer_singer_primal(xs, y3, 3, 1 / rk2, tmp_path)
+    upper, lower = c.upper / (2 * rk2), c.lower / (2 * rk2)
+    assert lower <= peer * (1 + 1e-12)
+    assert abs(upper - peer) <= 1e-3 * max(upper, peer)
+    assert c.lower <= c.upper and c.upper >= stats.updates
+    answer = model.certificate()
+    w = (1 << bits_) + 1
+    assert len(answer.comparator_indices) == len(answer.comparator) > 0
+    u = [{} for _ in classes]
+    for index, value in zip(answer.comparator_indices, answer.comparator):
+        u[index // w][index % w] = value
+    assert set(u[0]) == set(u[1]) == set(u[2]) <= {s for x in xs for s in x}
+    assert math.fsum(v * v for ur in u for v in ur.values()) == pytest.approx(1, rel=1e-9)
+    gamma = answer.certificate.gamma
+    td = 0.0
+    for x, t in zip(xs, y3):
+        score = [sum(ur.get(s, 0.0) * v for s, v in x.items()) for ur in u]
+        td += max(0.0, gamma - (score[t] - max(score[r] for r in range(3) if r != t)))
+    assert rk2 / gamma ** 2 + 2 * td / gamma == pytest.approx(answer.certificate.upper, rel=1e-9)
 
 
 def test_certificate_of_a_wide_model_survives_a_restart_bit_for_bit(tmp_path):

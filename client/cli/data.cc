@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -152,6 +151,26 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
   return classes;
 }
 
+// The labels of a file read with raw labels (ReadOptions::raw_labels), in
+// order of first appearance (up to one past kMaxFileClasses), and the
+// classes they name (ClassesOfLabels).
+class LabelsSeen {
+ public:
+  void See(const std::string& key) {
+    if (distinct_.size() <= kMaxFileClasses && distinct_.insert(key).second) {
+      seen_.push_back(key);
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> Classes(
+      const std::string& name) const {
+    return ClassesOfLabels(name, seen_);
+  }
+
+ private:
+  std::vector<std::string> seen_;
+  absl::flat_hash_set<std::string> distinct_;
+};
+
 // A label as data files write it: +1/1 or -1/0.
 bool ParseLabel(absl::string_view text, int* label) {
   double v;
@@ -163,6 +182,18 @@ bool ParseLabel(absl::string_view text, int* label) {
   } else {
     return false;
   }
+  return true;
+}
+
+// A label given as text: for a multiclass model (`classes`) the index of the
+// class it names (ClassKey), else +1/-1 as ParseLabel reads it. False if it
+// is neither.
+bool LabelOf(absl::string_view text, const std::vector<std::string>& classes,
+             int* label) {
+  if (classes.empty()) return ParseLabel(text, label);
+  const auto at = std::find(classes.begin(), classes.end(), ClassKey(text));
+  if (at == classes.end()) return false;
+  *label = static_cast<int>(at - classes.begin());
   return true;
 }
 
@@ -210,24 +241,17 @@ int Fit(const Args& args) {
       LoadData(args[0], /*require_labels=*/true, hashed, classes, collect);
   if (!data.ok()) return FailLocal(data.status());
   if (collect) {
-    std::vector<std::string> seen;
-    absl::flat_hash_set<std::string> distinct;
-    for (const Example& e : data->examples) {
-      if (distinct.insert(e.raw_label).second) seen.push_back(e.raw_label);
-      if (seen.size() > kMaxFileClasses) break;
-    }
-    absl::StatusOr<std::vector<std::string>> found =
-        ClassesOfLabels(args[0], seen);
+    LabelsSeen seen;
+    for (const Example& e : data->examples) seen.See(e.raw_label);
+    absl::StatusOr<std::vector<std::string>> found = seen.Classes(args[0]);
     if (!found.ok()) return FailLocal(found.status());
     classes = *std::move(found);
-    // Each label as a class index, or -1/+1 when the file has no other.
-    absl::flat_hash_map<std::string, int> index;
-    for (size_t r = 0; r < classes.size(); ++r) {
-      index[classes[r]] = static_cast<int>(r);
-    }
+    // Each label as a class index, or -1/+1 when the file has no other (each
+    // names one: the classes came from them).
     for (Example& e : data->examples) {
-      e.label = classes.empty() ? (e.raw_label == "1" ? 1 : -1)
-                                : index.at(e.raw_label);
+      int label = 0;
+      LabelOf(e.raw_label, classes, &label);
+      e.label = label;
     }
   }
   if (create) {
@@ -313,8 +337,7 @@ int Train(const Args& args) {
   ProgressLine progress(ShowProgress());
   uint64_t per_pass = 0;  // examples in the file; 0 for standard input
   Example e;
-  std::vector<std::string> labels_seen;  // collect: in order of appearance
-  absl::flat_hash_set<std::string> label_set;
+  LabelsSeen labels_seen;  // collect
   Shape checked = create ? ShapeFromFlags(dimension) : ShapeOf(m->config());
   checked.dimension = dimension;
   if (file) {
@@ -322,10 +345,7 @@ int Train(const Args& args) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) return FailLocal(more.status());
       if (!*more) break;
-      if (collect && label_set.size() <= kMaxFileClasses &&
-          label_set.insert(e.raw_label).second) {
-        labels_seen.push_back(e.raw_label);
-      }
+      if (collect) labels_seen.See(e.raw_label);
       absl::Status s = FitsTheModel(reader.name(), reader.line(),
                                     reader.index_base(), e, checked);
       if (!s.ok()) return FailLocal(s);
@@ -337,7 +357,7 @@ int Train(const Args& args) {
     if (dimension == 0) dimension = reader.dimension();
     if (collect) {
       absl::StatusOr<std::vector<std::string>> found =
-          ClassesOfLabels(args[0], labels_seen);
+          labels_seen.Classes(args[0]);
       if (!found.ok()) return FailLocal(found.status());
       classes = *std::move(found);
       reader.set_classes(classes);  // none: -1/+1 as before
@@ -694,15 +714,7 @@ int Reveal(const Args& args) {
   if (!m.ok()) return Fail(m.status());
   const std::vector<std::string> classes = ClassesOf(m->config());
   auto parse_label = [&classes](absl::string_view text, int* label) {
-    if (classes.empty()) return ParseLabel(text, label);
-    const std::string key = ClassKey(text);
-    for (size_t r = 0; r < classes.size(); ++r) {
-      if (classes[r] == key) {
-        *label = static_cast<int>(r);
-        return true;
-      }
-    }
-    return false;
+    return LabelOf(text, classes, label);
   };
   const std::string label_rule =
       classes.empty() ? std::string("a label is +1/1 or -1/0")

@@ -445,6 +445,77 @@ BENCHMARK(BM_MulticlassRounds)
     ->Args({32768, 0})
     ->Unit(benchmark::kMillisecond);
 
+// A frozen multiclass tracker's cost per labeled example on the learning
+// path (the k class scores of its summed candidate): 10 classes, sparse rows
+// of 30 non-zeros over 50,000 coordinates used, with the candidates over
+// those coordinates at 2^20 (state.range(0) = 20: a wide model, scores by
+// the table of positions) or dense over 2^16 coordinates (16: the widest a
+// model is before its certificate goes wide).
+void BM_ObserveFrozenMulticlass(benchmark::State& state) {
+  const uint32_t bits = static_cast<uint32_t>(state.range(0));
+  constexpr int kClasses = 10;
+  constexpr size_t kUsed = 50000;
+  ModelConfig c;
+  c.dimension = (uint32_t{1} << bits) - (bits == 16 ? 1 : 0);  // and the bias
+  for (int r = 0; r < kClasses; ++r) c.classes.push_back(std::to_string(r));
+  const uint32_t w = c.weight_dimension();
+  const Preparer preparer(c);
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  std::vector<uint32_t> used(kUsed);
+  for (uint32_t& i : used) i = static_cast<uint32_t>(rng() % c.dimension);
+  // The rows' features (a Prepared borrows them).
+  std::vector<std::vector<uint32_t>> all_indices(4096);
+  std::vector<std::vector<double>> all_values(4096);
+  std::vector<Prepared> prepared;
+  KeptRows rows;
+  for (int n = 0; n < 4096; ++n) {
+    std::vector<uint32_t>& indices = all_indices[n];
+    for (int j = 0; j < 30; ++j) indices.push_back(used[rng() % kUsed]);
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    std::vector<double>& values = all_values[n];
+    values.resize(indices.size());
+    for (double& v : values) v = normal(rng);
+    prepared.push_back(*preparer.Prepare(FeatureView::Sparse(indices, values)));
+    rows.Add(prepared.back(), static_cast<int>(rng() % kClasses));
+  }
+  // The solver's positions (the wide case) give the support and the
+  // candidates' length.
+  MulticlassCertificateSolver solver(kClasses, w);
+  solver.Add(rows);
+  const size_t m = solver.wide() ? solver.coordinates().size() : w;
+  MulticlassCertificate solution;
+  std::vector<double> v(m * kClasses);
+  for (double& e : v) e = normal(rng);
+  for (double scale : {1.0, 0.5, 2.0, 4.0}) {
+    std::vector<double> scaled(v.size());
+    for (size_t i = 0; i < v.size(); ++i) scaled[i] = scale * v[i];
+    solution.candidates.push_back(std::move(scaled));
+  }
+  CertificateTracker tracker(/*limit=*/1, /*slack=*/1, UINT64_MAX, nullptr,
+                             std::nullopt, w, kClasses);
+  tracker.Observe(prepared[0], 0);
+  (void)tracker.Take();
+  std::shared_ptr<const CandidateSupport> support;
+  if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
+  tracker.Install(solution.candidates,
+                  std::vector<double>(solution.candidates.size(), 0.0), 0,
+                  /*converged=*/true, tracker.taken(), tracker.generation(),
+                  KeptRows(), support);
+  if (tracker.phase() != CertificatePhase::kFrozen) {
+    state.SkipWithError("the tracker did not freeze");
+    return;
+  }
+  size_t t = 0;
+  for (auto _ : state) {
+    tracker.Observe(prepared[t % prepared.size()], static_cast<int>(t % 10));
+    ++t;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ObserveFrozenMulticlass)->ArgName("bits")->Arg(16)->Arg(20);
+
 }  // namespace
 }  // namespace perceptron
 

@@ -78,7 +78,8 @@ ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
 
 std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
     std::vector<uint32_t> coordinates,
-    const std::vector<std::vector<double>>* vs, uint64_t dimension) {
+    const std::vector<std::vector<double>>* vs, uint64_t dimension,
+    int classes) {
   auto s = std::make_shared<CandidateSupport>();
   const uint64_t want = coordinates.size() * kFilterBits;
   const bool within =
@@ -102,7 +103,21 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
   for (uint32_t p = 0; p < coordinates.size(); ++p) {
     s->positions_.emplace(coordinates[p], p);
   }
-  if (vs != nullptr && !vs->empty()) {
+  if (vs != nullptr && !vs->empty() && classes > 0) {
+    const size_t n = coordinates.size();
+    const size_t k = static_cast<size_t>(classes);
+    s->by_position_.resize(vs->size());
+    const ScaledCandidates scaled(*vs);
+    for (uint32_t c : scaled.summed()) {
+      const std::vector<double>& v = (*vs)[c];
+      if (v.size() != n * k) continue;
+      std::vector<double>& out = s->by_position_[c];
+      out.resize(v.size());
+      for (size_t r = 0; r < k; ++r) {
+        for (size_t p = 0; p < n; ++p) out[p * k + r] = v[r * n + p];
+      }
+    }
+  } else if (vs != nullptr && !vs->empty()) {
     const std::vector<uint32_t> which = ScaledCandidates(*vs).summed();
     const uint64_t bytes = dimension * which.size() * sizeof(double);
     bool fits =
@@ -224,13 +239,13 @@ void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
   Accumulate(vs, which, idx.data(), rows.values(t).data(), idx.size(), scores);
 }
 
-void CandidateSupport::AccumulateClasses(const std::vector<double>& v, int k,
+void CandidateSupport::AccumulateClasses(const double* v, size_t per_position,
+                                         size_t per_class, int k,
                                          const uint32_t* indices,
                                          const double* values, size_t n,
                                          double* out) const {
   // As Accumulate: a batch's lookups and values fetched ahead, then summed in
   // order.
-  const size_t size = coordinates_.size();
   constexpr size_t kBatch = 16;
   int64_t at[kBatch];
   size_t from[kBatch];
@@ -243,46 +258,58 @@ void CandidateSupport::AccumulateClasses(const std::vector<double>& v, int k,
     for (size_t j = 0; j < m; ++j) {
       at[j] = position(indices[from[j]]);
       if (at[j] < 0) continue;
-      for (int r = 0; r < k; ++r) {
-        __builtin_prefetch(v.data() + size_t(r) * size + at[j]);
+      const double* column = v + size_t(at[j]) * per_position;
+      if (per_class == 1) {
+        // The k values side by side: their first and last lines.
+        __builtin_prefetch(column);
+        __builtin_prefetch(column + k - 1);
+      } else {
+        for (int r = 0; r < k; ++r) __builtin_prefetch(column + r * per_class);
       }
     }
     for (size_t j = 0; j < m; ++j) {
       if (at[j] < 0) continue;
-      const double* column = v.data() + at[j];
+      const double* column = v + size_t(at[j]) * per_position;
       for (int r = 0; r < k; ++r) {
-        out[r] += column[size_t(r) * size] * values[from[j]];
+        out[r] += column[r * per_class] * values[from[j]];
       }
     }
   }
 }
 
-void CandidateSupport::ClassScores(const std::vector<double>& v, int k,
-                                   const Prepared& x, double* out) const {
+void CandidateSupport::ClassScores(const std::vector<std::vector<double>>& vs,
+                                   uint32_t c, int k, const Prepared& x,
+                                   double* out) const {
   std::fill(out, out + k, 0.0);
+  const ClassLayout l = LayoutOf(vs, c, k);
   const double* values = x.x.values.data();
   const size_t n = x.x.values.size();
   if (x.x.sparse) {
-    AccumulateClasses(v, k, x.x.indices.data(), values, n, out);
+    AccumulateClasses(l.v, l.per_position, l.per_class, k, x.x.indices.data(),
+                      values, n, out);
   } else {
     for (size_t i = 0; i < n; ++i) {
       if (values[i] == 0) continue;
       const uint32_t at = static_cast<uint32_t>(i);
-      AccumulateClasses(v, k, &at, values + i, 1, out);
+      AccumulateClasses(l.v, l.per_position, l.per_class, k, &at, values + i, 1,
+                        out);
     }
   }
   if (x.has_bias) {
-    AccumulateClasses(v, k, &x.dimension, &x.bias_value, 1, out);
+    AccumulateClasses(l.v, l.per_position, l.per_class, k, &x.dimension,
+                      &x.bias_value, 1, out);
   }
   for (int r = 0; r < k; ++r) out[r] *= x.scale;
 }
 
-void CandidateSupport::ClassScores(const std::vector<double>& v, int k,
-                                   const KeptRows& rows, size_t t,
-                                   double* out) const {
+void CandidateSupport::ClassScores(const std::vector<std::vector<double>>& vs,
+                                   uint32_t c, int k, const KeptRows& rows,
+                                   size_t t, double* out) const {
   std::fill(out, out + k, 0.0);
+  const ClassLayout l = LayoutOf(vs, c, k);
   const absl::Span<const uint32_t> idx = rows.indices(t);
-  AccumulateClasses(v, k, idx.data(), rows.values(t).data(), idx.size(), out);
+  AccumulateClasses(l.v, l.per_position, l.per_class, k, idx.data(),
+                    rows.values(t).data(), idx.size(), out);
 }
 
 std::vector<double> HingeSums(const KeptRows& rows,
@@ -371,7 +398,7 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
   for (size_t t = 0; t < rows.size(); ++t) {
     const int y = rows.label(t);
     for (uint32_t k : scaled.summed()) {
-      support.ClassScores(vs[k], classes, rows, t, s);
+      support.ClassScores(vs, k, classes, rows, t, s);
       double other = -std::numeric_limits<double>::infinity();
       for (int r = 0; r < classes; ++r) {
         if (r != y) other = std::max(other, s[r]);

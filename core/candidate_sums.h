@@ -70,10 +70,14 @@ class CandidateSupport {
   // of the candidates whose scores are summed (ScaledCandidates, at most
   // kPacked of them) are also kept by coordinate, side by side, so that a
   // score reads them without a lookup.
+  // With `classes` k > 0 (a multiclass model's candidates, k blocks of one
+  // value a position), the values of each candidate whose scores are summed
+  // are kept by position instead, the k of a position side by side, so that
+  // a score reads a coordinate's k values from one or two cache lines.
   static std::shared_ptr<const CandidateSupport> Of(
       std::vector<uint32_t> coordinates,
       const std::vector<std::vector<double>>* vs = nullptr,
-      uint64_t dimension = 0);
+      uint64_t dimension = 0, int classes = 0);
   static constexpr size_t kPacked = 3;
   static constexpr uint64_t kDenseBytes = 48;
 
@@ -88,7 +92,7 @@ class CandidateSupport {
   size_t bytes() const {
     return coordinates_.capacity() * sizeof(uint32_t) +
            positions_.capacity() * (sizeof(uint64_t) + 1) +
-           dense_.capacity() * sizeof(double) +
+           dense_.capacity() * sizeof(double) + ByPositionBytes() +
            filter_.capacity() * sizeof(uint64_t);
   }
   // scores[k] = vs[k] . x^ for each k of `which` (the candidates' values at
@@ -101,14 +105,22 @@ class CandidateSupport {
   void Scores(const std::vector<std::vector<double>>& vs,
               const std::vector<uint32_t>& which, const KeptRows& rows,
               size_t t, double* scores) const;
-  // A multiclass candidate's class scores: out[r] = v_r . x^ for r < k,
-  // v_r being the r-th of v's k blocks of size() values, over x^'s non-zeros
-  // in order and the scale applied last, as Scores.
-  void ClassScores(const std::vector<double>& v, int k, const Prepared& x,
-                   double* out) const;
+  // Multiclass candidate c's class scores: out[r] = v_r . x^ for r < k,
+  // v_r being the r-th of vs[c]'s k blocks of size() values, over x^'s
+  // non-zeros in order and the scale applied last, as Scores (from the
+  // values kept by position when they are c's: the same sums).
+  void ClassScores(const std::vector<std::vector<double>>& vs, uint32_t c,
+                   int k, const Prepared& x, double* out) const;
   // The same over kept row t of `rows` (at their coordinates).
-  void ClassScores(const std::vector<double>& v, int k, const KeptRows& rows,
-                   size_t t, double* out) const;
+  void ClassScores(const std::vector<std::vector<double>>& vs, uint32_t c,
+                   int k, const KeptRows& rows, size_t t, double* out) const;
+  size_t ByPositionBytes() const {
+    size_t b = 0;
+    for (const std::vector<double>& v : by_position_) {
+      b += v.capacity() * sizeof(double);
+    }
+    return b;
+  }
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {
@@ -121,10 +133,25 @@ class CandidateSupport {
   void Accumulate(const std::vector<std::vector<double>>& vs,
                   const std::vector<uint32_t>& which, const uint32_t* indices,
                   const double* values, size_t n, double* scores) const;
-  // out[r] += v_r . (the n non-zeros given), in order.
-  void AccumulateClasses(const std::vector<double>& v, int k,
-                         const uint32_t* indices, const double* values,
+  // out[r] += v_r . (the n non-zeros given), in order, v_r's value at
+  // position p being values[p * per_position + r * per_class].
+  void AccumulateClasses(const double* v, size_t per_position, size_t per_class,
+                         int k, const uint32_t* indices, const double* values,
                          size_t n, double* out) const;
+  // Where candidate c of k classes (of `vs`) keeps its values, and their
+  // strides, for AccumulateClasses.
+  struct ClassLayout {
+    const double* v;
+    size_t per_position;
+    size_t per_class;
+  };
+  ClassLayout LayoutOf(const std::vector<std::vector<double>>& vs, uint32_t c,
+                       int k) const {
+    if (c < by_position_.size() && !by_position_[c].empty()) {
+      return {by_position_[c].data(), static_cast<size_t>(k), 1};
+    }
+    return {vs[c].data(), 1, coordinates_.size()};
+  }
   // The same from the values kept by coordinate, when they are those of
   // `which` (the same products, summed in the same order; a coordinate out of
   // the support adds a zero).
@@ -160,6 +187,10 @@ class CandidateSupport {
   // dense_[i * dense_which_.size() + j], and which candidates they are.
   std::vector<double> dense_;
   std::vector<uint32_t> dense_which_;
+  // A multiclass model's: candidate c's value of class r at position p at
+  // by_position_[c][p * k + r], for the candidates whose scores are summed
+  // (empty for the others).
+  std::vector<std::vector<double>> by_position_;
 };
 
 // sum_t max(0, 1 - y_t v . x^_t) over `rows`, for each v of `vs`: the hinge

@@ -415,7 +415,7 @@ void CertificateTracker::ClassMargins(const Prepared& x, int label) {
   double s[kMaxClasses];
   for (uint32_t c : scaled_.summed()) {
     if (support_ != nullptr) {
-      support_->ClassScores(candidates_[c], classes_, x, s);
+      support_->ClassScores(candidates_, c, classes_, x, s);
     } else {
       ClassScores(candidates_[c].data(), classes_, weight_dimension_, x, s);
     }

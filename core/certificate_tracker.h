@@ -256,11 +256,12 @@ class CertificateTracker {
   // enough (CandidateSupport::kDenseBytes, 48), and the two tables' filters
   // (at most 4 bytes each).
   static constexpr uint64_t kWideCoordinateBytes = 232;
-  // A wide multiclass model's (k classes): its candidates (4 of k values),
-  // the refresher's next ones (4k), the solver's W and u (2k), 8 bytes each,
-  // and the position tables and the filter as above (56).
+  // A wide multiclass model's (k classes): its candidates (4 of k values)
+  // and the summed one's values by position (k), as many for the
+  // refresher's next ones, the solver's W and u (2k), 8 bytes each, and the
+  // position tables and the filter as above (56).
   static constexpr uint64_t WideCoordinateBytes(int classes) {
-    return classes > 0 ? uint64_t{80} * static_cast<uint64_t>(classes) + 56
+    return classes > 0 ? uint64_t{96} * static_cast<uint64_t>(classes) + 56
                        : kWideCoordinateBytes;
   }
   // Bytes taken from the budget at a time.

@@ -199,9 +199,8 @@ void CertificateTracker::RestoreChecked(const CertificateState& s,
     candidates_ = s.candidates;
     support_ = s.support.empty()
                    ? nullptr
-                   : CandidateSupport::Of(s.support,
-                                          classes_ > 0 ? nullptr : &candidates_,
-                                          weight_dimension_);
+                   : CandidateSupport::Of(s.support, &candidates_,
+                                          weight_dimension_, classes_);
     Scale();
     basis_ = s.basis;
     squares_ = Squares(candidates_, basis_);

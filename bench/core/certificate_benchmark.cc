@@ -498,7 +498,10 @@ void BM_ObserveFrozenMulticlass(benchmark::State& state) {
   tracker.Observe(prepared[0], 0);
   (void)tracker.Take();
   std::shared_ptr<const CandidateSupport> support;
-  if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
+  if (solver.wide()) {
+    support = CandidateSupport::Of(solver.coordinates(), &solution.candidates,
+                                   w, kClasses);
+  }
   tracker.Install(solution.candidates,
                   std::vector<double>(solution.candidates.size(), 0.0), 0,
                   /*converged=*/true, tracker.taken(), tracker.generation(),

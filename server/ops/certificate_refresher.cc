@@ -215,7 +215,10 @@ absl::Duration CertificateRefresher::Refresh(
     MulticlassCertificate c = solver.Solve(radius, options);
     if (c.stopped) return stopped();
     std::shared_ptr<const CandidateSupport> support;
-    if (solver.wide()) support = CandidateSupport::Of(solver.coordinates());
+    if (solver.wide()) {
+      support = CandidateSupport::Of(solver.coordinates(), &c.candidates,
+                                     dimension, classes);
+    }
     entry->solver_converged = c.converged;
     still_freezing = Install(*entry, std::move(c.candidates), std::move(c.sums),
                              c.lower, c.converged, solver.size(), generation,

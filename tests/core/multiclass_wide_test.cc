@@ -2,6 +2,7 @@
 // 2.8): past the width at which k dense vectors of the weight dimension fit,
 // the Crammer-Singer solver and the candidates work over the coordinates the
 // kept rows use, as the binary certificate does.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -94,6 +95,59 @@ TEST(MulticlassCertificateTest, AWideSolverIsTheDenseSolverOverPositions) {
   EXPECT_LT(wide.bytes(), size_t{1} << 20) << "not in proportion to d";
 }
 
+// The summed candidate's values kept by position (k side by side) give the
+// class scores bit for bit as the k blocks do, on prepared examples and on
+// kept rows; a candidate scored from another (a multiple) keeps no copy.
+TEST(MulticlassCertificateTest, ValuesKeptByPositionScoreAsTheBlocksDo) {
+  const int k = 7;
+  const std::vector<Example> stream = SparseStream(20, k, 300, 200, 8);
+  ModelConfig config;
+  config.hash_bits = 20;
+  config.dimension = uint32_t{1} << 20;
+  for (int r = 0; r < k; ++r) config.classes.push_back("c" + std::to_string(r));
+  const Preparer preparer(config);
+  std::vector<uint32_t> coordinates;
+  for (const Example& e : stream) {
+    for (uint32_t i : e.indices) coordinates.push_back(i);
+  }
+  std::sort(coordinates.begin(), coordinates.end());
+  coordinates.erase(std::unique(coordinates.begin(), coordinates.end()),
+                    coordinates.end());
+  coordinates.push_back(config.weight_dimension() - 1);  // the bias
+  std::mt19937_64 random(4);
+  std::normal_distribution<double> normal;
+  std::vector<double> v(coordinates.size() * k);
+  for (double& e : v) e = normal(random);
+  std::vector<double> half(v.size());
+  for (size_t i = 0; i < v.size(); ++i) half[i] = 0.5 * v[i];
+  const std::vector<std::vector<double>> vs = {v, half};
+  const auto blocks = CandidateSupport::Of(coordinates);
+  const auto by_position =
+      CandidateSupport::Of(coordinates, &vs, config.weight_dimension(), k);
+  EXPECT_GE(by_position->bytes(), blocks->bytes() + v.size() * sizeof(double));
+  EXPECT_LT(by_position->bytes(),
+            blocks->bytes() + 2 * v.size() * sizeof(double));
+  KeptRows rows;
+  for (const Example& e : stream) {
+    const Prepared x =
+        *preparer.Prepare(FeatureView::Sparse(e.indices, e.values));
+    rows.Add(x, e.label);
+    double a[k], b[k];
+    blocks->ClassScores(vs, 0, k, x, a);
+    by_position->ClassScores(vs, 0, k, x, b);
+    for (int r = 0; r < k; ++r) ASSERT_EQ(a[r], b[r]);
+    ASSERT_NE(a[0], 0);
+  }
+  for (size_t t = 0; t < rows.size(); ++t) {
+    double a[k], b[k];
+    blocks->ClassScores(vs, 0, k, rows, t, a);
+    by_position->ClassScores(vs, 0, k, rows, t, b);
+    for (int r = 0; r < k; ++r) ASSERT_EQ(a[r], b[r]);
+  }
+  EXPECT_EQ(ClassHingeSums(rows, vs, k, *blocks),
+            ClassHingeSums(rows, vs, k, *by_position));
+}
+
 // A multiclass model of 2^20 and 2^24 coordinates (hashed names) keeps its
 // certificate: U bounds the updates at every example, the solution equals
 // the dense solver's over the rows' positions, the scores the tracker sums
@@ -121,9 +175,11 @@ TEST(MulticlassCertificateTest, AWideMulticlassModelKeepsItsCertificate) {
       std::vector<uint32_t> repeats;
       solver.Add(t->Take(&repeats), repeats);
       MulticlassCertificate c = solver.Solve(model->CertificateRadius(), {});
-      t->Install(c.candidates, c.sums, c.lower, c.converged, solver.size(),
-                 t->generation(), KeptRows(),
-                 CandidateSupport::Of(solver.coordinates()), &solver.rows());
+      t->Install(
+          c.candidates, c.sums, c.lower, c.converged, solver.size(),
+          t->generation(), KeptRows(),
+          CandidateSupport::Of(solver.coordinates(), &c.candidates, w, k),
+          &solver.rows());
       return c;
     };
     for (size_t t = 0; t < 900; ++t) {

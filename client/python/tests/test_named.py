@@ -737,27 +737,38 @@ def test_certificate_of_a_wide_multiclass_model_matches_liblinear(client, tmp_pa
 
 
 def test_certificate_of_a_wide_model_survives_a_restart_bit_for_bit(tmp_path):
+    """A wide binary model and a wide multiclass one (hash_bits 20) keep their certificates
+    through a restart, bit for bit, and go on keeping."""
     data = str(tmp_path / "data")
     rows, y = wide_stream(600, seed=5)
+    classes = ["a", "b", "c"]
+    y3 = [classes[0] if t < 0 else classes[1 + (x["source"] == "web")] for x, t in zip(rows, y)]
+    labels = {"wide": y, "wide3": y3}
     first = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
+    before = {}
     with perceptrond.Client(first.target) as c:
-        model = c.create_model("wide", hash_bits=20)
-        model.learn(rows[:500], y[:500])
-        settled(model, 500)
-        before = model.certificate()
+        c.create_model("wide", hash_bits=20)
+        c.create_model("wide3", hash_bits=20, classes=classes)
+        for name, target in labels.items():
+            model = c.model(name)
+            model.learn(rows[:500], target[:500])
+            settled(model, 500)
+            before[name] = model.certificate()
     assert first.stop() == 0
     second = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
     try:
         with perceptrond.Client(second.target) as c:
-            model = c.model("wide")
-            after = model.certificate()
-            assert after.certificate.state == before.certificate.state
-            for field in ("upper", "lower", "gamma", "td_gamma", "examples", "solved"):
-                assert getattr(after.certificate, field) == getattr(before.certificate, field)
-            assert list(after.comparator_indices) == list(before.comparator_indices)
-            assert bits(after.comparator).tolist() == bits(before.comparator).tolist()
-            # It goes on keeping: the rows came back with it.
-            model.learn(rows[500:], y[500:])
-            assert settled(model, 600).kept == 600
+            for name, target in labels.items():
+                model = c.model(name)
+                after = model.certificate()
+                was = before[name]
+                assert after.certificate.state == was.certificate.state, name
+                for field in ("upper", "lower", "gamma", "td_gamma", "examples", "solved"):
+                    assert getattr(after.certificate, field) == getattr(was.certificate, field)
+                assert list(after.comparator_indices) == list(was.comparator_indices)
+                assert bits(after.comparator).tolist() == bits(was.comparator).tolist()
+                # It goes on keeping: the rows came back with it.
+                model.learn(rows[500:], target[500:])
+                assert settled(model, 600).kept == 600, name
     finally:
         assert second.stop() == 0

@@ -205,29 +205,14 @@ void CandidateSupport::Accumulate(const std::vector<std::vector<double>>& vs,
   if (!dense_which_.empty() && which == dense_which_) {
     return AccumulateDense(which, indices, values, n, scores);
   }
-  // Past the caches each lookup and each candidate's value is a miss: a
-  // batch's are fetched ahead, so that they overlap, then summed in order
-  // (the same sums as one at a time).
-  // Only the non-zeros the filter lets through are looked up.
-  constexpr size_t kBatch = 16;
-  int64_t at[kBatch];
-  size_t from[kBatch];
-  for (size_t b = 0; b < n;) {
-    size_t m = 0;
-    for (; b < n && m < kBatch; ++b) {
-      if (MayHold(indices[b])) from[m++] = b;
-    }
-    for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
-    for (size_t j = 0; j < m; ++j) {
-      at[j] = position(indices[from[j]]);
-      if (at[j] < 0) continue;
-      for (uint32_t k : which) __builtin_prefetch(vs[k].data() + at[j]);
-    }
-    for (size_t j = 0; j < m; ++j) {
-      if (at[j] < 0) continue;
-      for (uint32_t k : which) scores[k] += vs[k][at[j]] * values[from[j]];
-    }
-  }
+  ForEachHeld(
+      indices, values, n,
+      [&](int64_t p) {
+        for (uint32_t k : which) __builtin_prefetch(vs[k].data() + p);
+      },
+      [&](int64_t p, double value) {
+        for (uint32_t k : which) scores[k] += vs[k][p] * value;
+      });
 }
 
 void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
@@ -244,37 +229,24 @@ void CandidateSupport::AccumulateClasses(const double* v, size_t per_position,
                                          const uint32_t* indices,
                                          const double* values, size_t n,
                                          double* out) const {
-  // As Accumulate: a batch's lookups and values fetched ahead, then summed in
-  // order.
-  constexpr size_t kBatch = 16;
-  int64_t at[kBatch];
-  size_t from[kBatch];
-  for (size_t b = 0; b < n;) {
-    size_t m = 0;
-    for (; b < n && m < kBatch; ++b) {
-      if (MayHold(indices[b])) from[m++] = b;
-    }
-    for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
-    for (size_t j = 0; j < m; ++j) {
-      at[j] = position(indices[from[j]]);
-      if (at[j] < 0) continue;
-      const double* column = v + size_t(at[j]) * per_position;
-      if (per_class == 1) {
-        // The k values side by side: their first and last lines.
-        __builtin_prefetch(column);
-        __builtin_prefetch(column + k - 1);
-      } else {
-        for (int r = 0; r < k; ++r) __builtin_prefetch(column + r * per_class);
-      }
-    }
-    for (size_t j = 0; j < m; ++j) {
-      if (at[j] < 0) continue;
-      const double* column = v + size_t(at[j]) * per_position;
-      for (int r = 0; r < k; ++r) {
-        out[r] += column[r * per_class] * values[from[j]];
-      }
-    }
-  }
+  ForEachHeld(
+      indices, values, n,
+      [&](int64_t p) {
+        const double* column = v + size_t(p) * per_position;
+        if (per_class == 1) {
+          // The k values side by side: their first and last lines.
+          __builtin_prefetch(column);
+          __builtin_prefetch(column + k - 1);
+        } else {
+          for (int r = 0; r < k; ++r) {
+            __builtin_prefetch(column + r * per_class);
+          }
+        }
+      },
+      [&](int64_t p, double value) {
+        const double* column = v + size_t(p) * per_position;
+        for (int r = 0; r < k; ++r) out[r] += column[r * per_class] * value;
+      });
 }
 
 void CandidateSupport::ClassScores(const std::vector<std::vector<double>>& vs,

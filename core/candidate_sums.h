@@ -129,6 +129,32 @@ class CandidateSupport {
   }
 
  private:
+  // For each of the n non-zeros given whose coordinate is in the support, in
+  // order: add(position, value). Past the caches each lookup and each value
+  // at a position is a miss: a batch's positions are looked up ahead (only
+  // the coordinates the filter lets through) and prefetch(position) called
+  // for each, so that they overlap, then add is called in order.
+  template <typename Prefetch, typename Add>
+  void ForEachHeld(const uint32_t* indices, const double* values, size_t n,
+                   Prefetch prefetch, Add add) const {
+    constexpr size_t kBatch = 16;
+    int64_t at[kBatch];
+    size_t from[kBatch];
+    for (size_t b = 0; b < n;) {
+      size_t m = 0;
+      for (; b < n && m < kBatch; ++b) {
+        if (MayHold(indices[b])) from[m++] = b;
+      }
+      for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
+      for (size_t j = 0; j < m; ++j) {
+        at[j] = position(indices[from[j]]);
+        if (at[j] >= 0) prefetch(at[j]);
+      }
+      for (size_t j = 0; j < m; ++j) {
+        if (at[j] >= 0) add(at[j], values[from[j]]);
+      }
+    }
+  }
   // scores[k] += vs[k] . (the n non-zeros given), in order.
   void Accumulate(const std::vector<std::vector<double>>& vs,
                   const std::vector<uint32_t>& which, const uint32_t* indices,

@@ -44,12 +44,12 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     each with `shuffle`, seeded by `random_state`), stopping after a pass with no update;
     partial_fit makes one; `max_epochs`, the earlier name of max_iter, wins if given. After
     fit, `n_iter_` is the passes it made, `mistakes_` and `updates_` count them over every
-    model, and status()
-    gives each model's figures on the server (its bound, its certificate). X may also be a list of dicts by name (as
-    DictVectorizer takes them; a string value is categorical): fit then creates models with
-    `hash_bits` that hash the names on the server, and predict takes such lists too. hash_bits
-    None is 18, Vowpal Wabbit's default, or 15 for one multiclass model, whose certificate keeps
-    k dense vectors of at most 2^16 coordinates (docs/design.md section 2.8)."""
+    model, and status() gives each model's figures on the server (its bound, its
+    certificate). X may also be a list of dicts by name (as DictVectorizer takes them; a string
+    value is categorical): fit then creates models with `hash_bits` that hash the names on the
+    server, and predict takes such lists too. hash_bits None is 18, Vowpal Wabbit's default,
+    for a binary model and for one multiclass model alike (a wide model's certificate works
+    over the coordinates its rows use: docs/design.md sections 2.8 and 2.9)."""
 
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,

@@ -605,20 +605,27 @@ def prepared(rows, bits):
     return out
 
 
+def run_liblinear(xs, labels, solver, c, tmp_path):
+    """liblinear-train -s solver -B -1 -c c -e 1e-8 on rows xs ({coordinate: value}) with labels
+    (their text), the coordinates renumbered 1..m in order: the coordinates used, their numbers
+    and the lines of liblinear's model file."""
+    used = sorted({s for x in xs for s in x})
+    number = {s: k + 1 for k, s in enumerate(used)}
+    data, model = tmp_path / f"s{solver}.svm", tmp_path / f"s{solver}.model"
+    with open(data, "w") as f:
+        for x, label in zip(xs, labels):
+            cells = " ".join(f"{number[s]}:{x[s]!r}" for s in sorted(x))
+            f.write(f"{label} {cells}\n")
+    subprocess.run(["liblinear-train", "-q", "-s", solver, "-B", "-1", "-c", repr(c), "-e", "1e-8",
+                    str(data), str(model)], check=True, stdout=subprocess.DEVNULL)
+    return used, number, model.read_text().split("\n")
+
+
 def liblinear_primal(xs, y, c, tmp_path):
     """P(w) = ||w||^2 / 2 + C sum max(0, 1 - y w.x) at liblinear's solution of the L1-loss SVC
     without a bias (liblinear-train -s 3 -B -1), the coordinates renumbered 1..m in order (the
     problem is the same over the coordinates the rows use)."""
-    used = sorted({s for x in xs for s in x})
-    number = {s: k + 1 for k, s in enumerate(used)}
-    data, model = tmp_path / "rows.svm", tmp_path / "rows.model"
-    with open(data, "w") as f:
-        for x, label in zip(xs, y):
-            cells = " ".join(f"{number[s]}:{x[s]!r}" for s in sorted(x))
-            f.write(f"{label:+d} {cells}\n")
-    subprocess.run(["liblinear-train", "-q", "-s", "3", "-B", "-1", "-c", repr(c), "-e", "1e-8",
-                    str(data), str(model)], check=True, stdout=subprocess.DEVNULL)
-    lines = model.read_text().split("\n")
+    used, number, lines = run_liblinear(xs, [f"{label:+d}" for label in y], "3", c, tmp_path)
     first = int(next(line for line in lines if line.startswith("label")).split()[1])
     at = lines.index("w")
     w = np.array([float(v) for v in lines[at + 1:at + 1 + len(used)]])
@@ -677,16 +684,7 @@ def liblinear_crammer_singer_primal(xs, y, k, c, tmp_path):
     """P(V) = ||V||_F^2 / 2 + C sum max(0, max_{r != y} 1 - (v_y - v_r).x) at liblinear's
     solution of the Crammer-Singer multiclass SVM without a bias (liblinear-train -s 4 -B -1),
     the coordinates renumbered 1..m in order."""
-    used = sorted({s for x in xs for s in x})
-    number = {s: j + 1 for j, s in enumerate(used)}
-    data, model = tmp_path / "classes.svm", tmp_path / "classes.model"
-    with open(data, "w") as f:
-        for x, label in zip(xs, y):
-            cells = " ".join(f"{number[s]}:{x[s]!r}" for s in sorted(x))
-            f.write(f"{label} {cells}\n")
-    subprocess.run(["liblinear-train", "-q", "-s", "4", "-B", "-1", "-c", repr(c), "-e", "1e-8",
-                    str(data), str(model)], check=True, stdout=subprocess.DEVNULL)
-    lines = model.read_text().split("\n")
+    used, number, lines = run_liblinear(xs, [str(label) for label in y], "4", c, tmp_path)
     labels = [int(v) for v in next(line for line in lines if line.startswith("label ")).split()[1:]]
     at = lines.index("w") + 1
     v = np.zeros((k, len(used)))

@@ -245,7 +245,7 @@ class CertificateTracker {
   // What the certificate's dense vectors of a model of weight dimension `d`
   // take: the candidates and the solver's (8 doubles per coordinate).
   // A wide model's (IsWide) are counted by the coordinates its rows use
-  // instead, kWideCoordinateBytes each, as the first row kept for the solver
+  // instead, WideCoordinateBytes(k) each, as the first row kept for the solver
   // that uses it is kept (so a limit holds whenever a solve ends).
   static uint64_t VectorBytes(uint64_t d) { return IsWide(d) ? 0 : d * 64; }
   // What a coordinate of a wide model's certificate takes at most: the
@@ -494,7 +494,7 @@ class CertificateTracker {
   // Finds which candidates are multiples of others (after they change).
   void Scale();
   // What keeping row `indices` for the solver takes: its RowBytes and, for a
-  // wide model, kWideCoordinateBytes for each coordinate no row kept before
+  // wide model, WideCoordinateBytes(k) for each coordinate no row kept before
   // it used (`fresh`, not yet marked in in_use_).
   uint64_t KeptBytes(absl::Span<const uint32_t> indices, uint64_t row,
                      uint64_t* fresh) const;
@@ -566,7 +566,7 @@ class CertificateTracker {
   // The coordinates a wide model's candidates hold (null: every one).
   std::shared_ptr<const CandidateSupport> support_;
   // A wide model's coordinates used by the rows kept for the solver, each
-  // counted kWideCoordinateBytes against the limits as the first row that
+  // counted WideCoordinateBytes(k) against the limits as the first row that
   // uses it is kept (a solution over them will hold one value each).
   CoordinatesInUse in_use_;
   ScaledCandidates scaled_;  // of candidates_

@@ -287,5 +287,50 @@ TEST(MulticlassCertificateTest, AWideMulticlassModelKeepsItsCertificate) {
   }
 }
 
+// A wide multiclass model counts each coordinate its kept rows use as
+// WideCoordinateBytes(k) (96 k + 56 bytes) against its limit, as the first
+// row that uses it is kept: the rows kept before the limit are those the test
+// counts itself, and the limit's reason names its flag.
+TEST(MulticlassCertificateTest,
+     AWideMulticlassModelsLimitCountsItsCoordinates) {
+  const int k = 6;
+  ModelConfig config;
+  config.hash_bits = 20;
+  config.dimension = uint32_t{1} << 20;
+  for (int r = 0; r < k; ++r) config.classes.push_back("c" + std::to_string(r));
+  const uint32_t w = config.weight_dimension();
+  const std::vector<Example> stream = SparseStream(20, k, 20000, 3000, 11);
+  EXPECT_EQ(CertificateTracker::WideCoordinateBytes(k), uint64_t{96 * k + 56});
+  constexpr uint64_t kLimitBytes = uint64_t{1} << 20;
+  uint64_t want = 0;
+  {
+    std::map<uint32_t, bool> used;
+    uint64_t bytes = 0;
+    while (bytes < kLimitBytes && want < stream.size()) {
+      std::vector<uint32_t> at = stream[want].indices;
+      at.push_back(w - 1);  // the bias
+      uint64_t fresh = 0;
+      for (uint32_t i : at) fresh += used.emplace(i, true).second;
+      bytes += CertificateTracker::RowBytes(at.size()) +
+               fresh * CertificateTracker::WideCoordinateBytes(k);
+      ++want;
+    }
+    ASSERT_LT(want, stream.size() / 2);
+  }
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100000, /*slack=*/100000, kLimitBytes);
+  for (const Example& e : stream) {
+    ASSERT_TRUE(
+        model->Learn(FeatureView::Sparse(e.indices, e.values), e.label).ok());
+  }
+  const CertificateReport r =
+      model->certificate()->Report(model->CertificateRadius());
+  EXPECT_EQ(r.phase, CertificatePhase::kFreezing) << r.reason;
+  EXPECT_EQ(r.kept_rows, want);
+  EXPECT_NE(r.reason.find("perceptrond --certificate_model_mb"),
+            std::string::npos)
+      << r.reason;
+}
+
 }  // namespace
 }  // namespace perceptron

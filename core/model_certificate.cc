@@ -33,8 +33,8 @@ void Model::EnableCertificate(uint64_t limit, uint64_t slack,
       kernel ? 0
              : classes *
                    CertificateTracker::VectorBytes(config_.weight_dimension());
-  if (vector_bytes > limit_bytes) {  // In bytes: rounded to MiB, 64.0001 would
-                                     // read "64 MiB, over 64 MiB".
+  if (vector_bytes > limit_bytes) {
+    // In bytes: rounded to MiB, 64.0001 would read "64 MiB, over 64 MiB".
     certificate_->TurnOff(
         absl::StrCat("its 8 dense vectors of ",
                      classes > 1 ? absl::StrCat(classes, " x ") : "",

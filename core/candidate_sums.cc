@@ -371,11 +371,7 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
     const int y = rows.label(t);
     for (uint32_t k : scaled.summed()) {
       support.ClassScores(vs, k, classes, rows, t, s);
-      double other = -std::numeric_limits<double>::infinity();
-      for (int r = 0; r < classes; ++r) {
-        if (r != y) other = std::max(other, s[r]);
-      }
-      margins[k] = s[y] - other;
+      margins[k] = MarginOf(s, classes, y);
     }
     scaled.Spread(margins.data());
     AddHinges(1, margins, rows.count(t), &sums);

@@ -6,8 +6,10 @@
 #ifndef PERCEPTRON_CORE_CANDIDATE_SUMS_H_
 #define PERCEPTRON_CORE_CANDIDATE_SUMS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -114,13 +116,6 @@ class CandidateSupport {
   // The same over kept row t of `rows` (at their coordinates).
   void ClassScores(const std::vector<std::vector<double>>& vs, uint32_t c,
                    int k, const KeptRows& rows, size_t t, double* out) const;
-  size_t ByPositionBytes() const {
-    size_t b = 0;
-    for (const std::vector<double>& v : by_position_) {
-      b += v.capacity() * sizeof(double);
-    }
-    return b;
-  }
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {
@@ -129,6 +124,14 @@ class CandidateSupport {
   }
 
  private:
+  // Bytes by_position_ takes.
+  size_t ByPositionBytes() const {
+    size_t b = 0;
+    for (const std::vector<double>& v : by_position_) {
+      b += v.capacity() * sizeof(double);
+    }
+    return b;
+  }
   // For each of the n non-zeros given whose coordinate is in the support, in
   // order: add(position, value). Past the caches each lookup and each value
   // at a position is a miss: a batch's positions are looked up ahead (only
@@ -234,6 +237,16 @@ std::vector<double> HingeSumsAt(const KeptRows& rows,
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
                               const CandidateSupport& support);
+
+// The margin of class y over the others given the k class scores:
+// scores[y] - max_{r != y} scores[r].
+inline double MarginOf(const double* scores, int classes, int y) {
+  double other = -std::numeric_limits<double>::infinity();
+  for (int r = 0; r < classes; ++r) {
+    if (r != y) other = std::max(other, scores[r]);
+  }
+  return scores[y] - other;
+}
 
 // A multiclass model's candidate V = (v_1..v_k) is one vector of k times the
 // weight dimension, the class vectors one after another (as the model keeps

@@ -419,11 +419,7 @@ void CertificateTracker::ClassMargins(const Prepared& x, int label) {
     } else {
       ClassScores(candidates_[c].data(), classes_, weight_dimension_, x, s);
     }
-    double other = -std::numeric_limits<double>::infinity();
-    for (int r = 0; r < classes_; ++r) {
-      if (r != label) other = std::max(other, s[r]);
-    }
-    scores_[c] = s[label] - other;
+    scores_[c] = MarginOf(s, classes_, label);
   }
 }
 

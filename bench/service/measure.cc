@@ -29,6 +29,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/certificate.h"
+#include "core/feature_hash.h"
 #include "core/model.h"
 #include "core/prepare.h"
 #include "echo.grpc.pb.h"
@@ -135,6 +136,38 @@ Latency PingPong(Stream* s, const Data& d, int examples, bool echo) {
   s->WritesDone();
   s->Finish();
   return Percentiles(us);
+}
+
+double HashNsPerFeature(const NamedData& d, uint32_t bits, int repeats) {
+  std::vector<std::vector<NamedFeature>> xs;
+  size_t features = 0;
+  for (const std::vector<v1::NamedFeature>& row : d.features) {
+    std::vector<NamedFeature>& x = xs.emplace_back();
+    for (const v1::NamedFeature& f : row) {
+      NamedFeature& g = x.emplace_back();
+      g.space = f.space();
+      g.name = f.name();
+      if (f.has_category()) {
+        g.categorical = true;
+        g.category = f.category();
+      } else {
+        g.value = f.has_number() ? f.number() : 1.0;
+      }
+    }
+    features += x.size();
+  }
+  const FeatureHasher hasher(bits, {});
+  Features out;
+  std::vector<double> ns;
+  for (int r = 0; r < repeats; ++r) {
+    const absl::Time start = absl::Now();
+    for (const std::vector<NamedFeature>& x : xs) {
+      if (!hasher.Hash(x, &out).ok() || out.indices.empty()) std::exit(1);
+    }
+    ns.push_back(absl::ToDoubleNanoseconds(absl::Now() - start) /
+                 static_cast<double>(features));
+  }
+  return Median(ns);
 }
 
 double CoreRate(const Workload& w, const Data& d, int64_t examples) {

@@ -86,6 +86,11 @@ bool ForEachOutputLine(const std::string& cmd, F f) {
 
 double CoreRate(const Workload& w, const Data& d, int64_t examples);
 
+// The names of `d` hashed in-process by the core's FeatureHasher (Vowpal
+// Wabbit's function into 2^bits slots, the sums by slot included): the median
+// over `repeats` passes of nanoseconds a feature.
+double HashNsPerFeature(const NamedData& d, uint32_t bits, int repeats);
+
 // A model of dimension d (hash_bits: names hashed into 2^hash_bits = d).
 // `classes` > 0: a multiclass model of classes named "0".."classes-1".
 void CreateModel(perceptron::v1::PerceptronService::Stub& stub,

@@ -20,6 +20,8 @@
 //   memory   10,000 models; durability sync streaming; 1,000 open streams
 //   growth   cost as d and the number of models grow
 //   proxy    three shards behind nginx against the same shards direct
+//   recovery a restart after kill -9 of a model with 10^7 examples (sync)
+//   bursts   the server's memory after hostile bursts (burst_bench.py)
 //   targets  the targets of section 7, from the parts that ran
 //
 //   service_bench --bin=build/release [--repeats=3] [--quick] [--parts=...]
@@ -48,7 +50,9 @@
 #include "bench/service/options.h"
 #include "bench/service/processes.h"
 #include "bench/service/proxy.h"
+#include "bench/service/recovery.h"
 #include "bench/service/refresh.h"
+#include "bench/service/targets.h"
 
 ABSL_FLAG(std::string, bin, "build/release",
           "The build directory with the binaries");
@@ -79,8 +83,8 @@ namespace perceptron::bench {
 namespace {
 
 const std::vector<std::string> kParts = {
-    "paths",  "refresh", "w4",     "w5",    "w6",     "peers",
-    "python", "memory",  "growth", "proxy", "targets"};
+    "paths",  "refresh", "w4",    "w5",       "w6",     "peers",  "python",
+    "memory", "growth",  "proxy", "recovery", "bursts", "targets"};
 
 // The benchmark's state: the workloads' data, built once, and every figure
 // the parts measured, which the targets part reads.
@@ -115,16 +119,18 @@ class Benchmark {
     if (name == "memory") return MemoryPart();
     if (name == "growth") return GrowthPart();
     if (name == "proxy") return ProxyPart();
+    if (name == "recovery") return RecoveryPart();
+    if (name == "bursts") return BurstsPart();
     if (name == "targets") return TargetsPart();
     return false;
   }
 
  private:
   double MedianOf(const std::string& key) const {
-    auto it = figures_.find(key);
-    return it == figures_.end() ? 0 : Median(it->second);
+    auto it = run_.rates.find(key);
+    return it == run_.rates.end() ? 0 : Median(it->second);
   }
-  bool Has(const std::string& key) const { return figures_.contains(key); }
+  bool Has(const std::string& key) const { return run_.rates.contains(key); }
   void PrintLoad() const {
     std::printf(
         "Other processes kept %.2f cores busy during the median measurement "
@@ -143,13 +149,13 @@ class Benchmark {
         for (const Path& path : paths_) {
           const Measured m = Fresh(
               path, w, path.columnar ? columnar_pools_[k] : pools_[k], batches);
-          figures_[w.name + " " + path.name].push_back(m.rate);
+          run_.rates[w.name + " " + path.name].push_back(m.rate);
           server_us_[w.name + " " + path.name].push_back(m.server_us);
           ended_[w.name + " " + path.name] = m.certificate;
           others_.push_back(m.others);
         }
         if (!profiling_) {
-          figures_[w.name + " core"].push_back(
+          run_.rates[w.name + " core"].push_back(
               CoreRate(w, data_[k], w.examples));
         }
       }
@@ -265,7 +271,7 @@ class Benchmark {
   }
 
   bool RefreshPart() {
-    refresh_ = RefreshTable(repeats_);
+    run_.refresh = RefreshTable(repeats_);
     std::fflush(stdout);
     return true;
   }
@@ -346,7 +352,7 @@ class Benchmark {
     auto ratio = [&](const char* a, const char* b) {
       return Median(rate[a]) / Median(rate[b]);
     };
-    w5_ = {
+    run_.w5 = {
         {"by name / echo", ratio("by name", "echo of the names")},
         {"by name, columns / echo",
          ratio("by name, columns", "echo of the named columns")},
@@ -356,11 +362,16 @@ class Benchmark {
         {"certificate on / off", ratio("by name", "by name, certificate off")},
         {"name table on / off", ratio("by name", "by name, no name table")}};
     std::printf("\n| ratio | value |\n|---|---|\n");
-    for (const auto& [name, value] : w5_) {
+    for (const auto& [name, value] : run_.w5) {
       std::printf("| %s | %.2f |\n", name.c_str(), value);
     }
     std::printf("\nThe certificate (by name): %s\n", ended.c_str());
     std::printf("The name table (by name): %s\n", names.c_str());
+    run_.hash_ns = HashNsPerFeature(d, w.hash_bits, quick_ ? 3 : 9);
+    std::printf(
+        "In-process, the core's FeatureHasher over the same %zu examples "
+        "(medians of %d passes): %.1f ns a feature.\n",
+        d.labels.size(), quick_ ? 3 : 9, run_.hash_ns);
     std::fflush(stdout);
     return true;
   }
@@ -438,11 +449,11 @@ class Benchmark {
     auto ratio = [&](const char* a, const char* b) {
       return Median(rate[a]) / Median(rate[b]);
     };
-    w6_ = {{"per item / echo", ratio("per item", "echo of the items")},
-           {"columns / echo", ratio("columns", "echo of the columns")},
-           {"certificate on / off (per item)",
-            ratio("per item", "per item, certificate off")},
-           {"core epoch / scikit-learn epoch", Median(core) / sk_epoch}};
+    run_.w6 = {{"per item / echo", ratio("per item", "echo of the items")},
+               {"columns / echo", ratio("columns", "echo of the columns")},
+               {"certificate on / off (per item)",
+                ratio("per item", "per item, certificate off")},
+               {"core epoch / scikit-learn epoch", Median(core) / sk_epoch}};
     std::printf(
         "\nIn-process, the same %zu rows (medians of %d): the core %s, "
         "scikit-learn's Perceptron (one against the rest) %s an epoch.\n",
@@ -450,7 +461,7 @@ class Benchmark {
         Si(sk_epoch).c_str());
     std::printf("The certificate (per item, last repeat): %s\n", ended.c_str());
     std::printf("\n| ratio | value |\n|---|---|\n");
-    for (const auto& [name, value] : w6_) {
+    for (const auto& [name, value] : run_.w6) {
       std::printf("| %s | %.2f |\n", name.c_str(), value);
     }
     std::fflush(stdout);
@@ -467,25 +478,25 @@ class Benchmark {
           !path.columnar)
         w4_paths.push_back(path);
     }
-    std::tie(p50_, p99_) = W4Latencies(w4_paths, repeats_, quick_);
+    std::tie(run_.p50, p99_) = W4Latencies(w4_paths, repeats_, quick_);
     std::printf(
         "\n## W4: one example at a time, predict then reveal (round trip per "
         "request)\n\n| path | p50 us | p50 vs echo | p99 us | p99 vs echo "
         "|\n|---|---|---|---|---|\n");
-    const bool with_echo = p50_.contains("echo");
-    for (const auto& [name, p50] : p50_) {
+    const bool with_echo = run_.p50.contains("echo");
+    for (const auto& [name, p50] : run_.p50) {
       const double p99 = Median(p99_.at(name));
       std::printf("| %s | %.0f | %.2f | %.0f | %.2f |\n", name.c_str(),
                   Median(p50),
-                  with_echo ? Median(p50) / Median(p50_.at("echo")) : 0, p99,
-                  with_echo ? p99 / Median(p99_.at("echo")) : 0);
+                  with_echo ? Median(p50) / Median(run_.p50.at("echo")) : 0,
+                  p99, with_echo ? p99 / Median(p99_.at("echo")) : 0);
     }
-    if (p50_.contains("none") && p50_.contains("bare")) {
+    if (run_.p50.contains("none") && run_.p50.contains("bare")) {
       std::printf(
           "\nW4 p50 with the per-RPC metrics / without: %.0f us / %.0f us = "
           "%.2f\n",
-          Median(p50_["none"]), Median(p50_["bare"]),
-          Median(p50_["none"]) / Median(p50_["bare"]));
+          Median(run_.p50["none"]), Median(run_.p50["bare"]),
+          Median(run_.p50["none"]) / Median(run_.p50["bare"]));
     }
     std::fflush(stdout);
     return true;
@@ -513,9 +524,9 @@ class Benchmark {
       const bool ran = ForEachOutputLine(
           cmd, [&](const std::vector<std::string>& f, double v) {
             if (f.size() == 3)
-              (f[1] == "epoch" ? sk_epoch_ : sk_partial_)[f[0]] = v;
+              (f[1] == "epoch" ? run_.sk_epoch : sk_partial_)[f[0]] = v;
           });
-      if (!ran || !sk_epoch_.contains(w.name)) {
+      if (!ran || !run_.sk_epoch.contains(w.name)) {
         std::fprintf(stderr, "the scikit-learn benchmark failed: %s\n",
                      cmd.c_str());
         return false;
@@ -524,7 +535,7 @@ class Benchmark {
       for (int r = 0; r < in_process_repeats; ++r) {
         rates.push_back(CoreRate(w, data_[k], w.examples));
       }
-      core_same_[w.name] = Median(rates);
+      run_.core_same[w.name] = Median(rates);
     }
     std::filesystem::remove_all(dir);
     std::printf(
@@ -535,10 +546,10 @@ class Benchmark {
         "|---|---|---|---|---|---|\n",
         in_process_repeats);
     for (const Workload& w : workloads_) {
-      const double c = core_same_[w.name];
+      const double c = run_.core_same[w.name];
       std::printf("| %s | %s | %s | %.1f | %s | %.0f |\n", w.name.c_str(),
-                  Si(c).c_str(), Si(sk_epoch_[w.name]).c_str(),
-                  c / sk_epoch_[w.name], Si(sk_partial_[w.name]).c_str(),
+                  Si(c).c_str(), Si(run_.sk_epoch[w.name]).c_str(),
+                  c / run_.sk_epoch[w.name], Si(sk_partial_[w.name]).c_str(),
                   c / sk_partial_[w.name]);
     }
     std::fflush(stdout);
@@ -559,10 +570,10 @@ class Benchmark {
       const bool ran = ForEachOutputLine(
           py_cmd, [&](const std::vector<std::string>& f, double v) {
             if (f.size() == 2)
-              (f[0] == "items" ? py_items_ : py_columns_).push_back(v);
+              (f[0] == "items" ? run_.py_items : run_.py_columns).push_back(v);
           });
-      if (!ran || py_items_.size() != static_cast<size_t>(r + 1) ||
-          py_columns_.size() != static_cast<size_t>(r + 1)) {
+      if (!ran || run_.py_items.size() != static_cast<size_t>(r + 1) ||
+          run_.py_columns.size() != static_cast<size_t>(r + 1)) {
         std::fprintf(stderr, "the Python client benchmark failed: %s\n",
                      py_cmd.c_str());
         return false;
@@ -574,14 +585,14 @@ class Benchmark {
         "| per-item messages, batches of 64 | numpy columns, batches of 1024 "
         "(the package's default) | columns / per-item |\n|---|---|---|\n"
         "| %s | %s | %.1f |\n",
-        Si(Median(py_items_)).c_str(), Si(Median(py_columns_)).c_str(),
-        Median(py_columns_) / Median(py_items_));
+        Si(Median(run_.py_items)).c_str(), Si(Median(run_.py_columns)).c_str(),
+        Median(run_.py_columns) / Median(run_.py_items));
     std::fflush(stdout);
     return true;
   }
 
   bool MemoryPart() {
-    memory_ = Memory(pools_[0], requests_[0], quick_, true);
+    run_.memory = Memory(pools_[0], requests_[0], quick_, true);
     std::fflush(stdout);
     return true;
   }
@@ -653,145 +664,58 @@ class Benchmark {
     return true;
   }
 
-  // The targets of docs/design.md section 7, each a ratio of this run; a
-  // target whose figures no part measured says so.
-  bool TargetsPart() {
+  // W1 streamed with durability sync into one model, the server killed with
+  // SIGKILL and started again on its data directory.
+  bool RecoveryPart() {
+    const Workload w1 = {"W1", 20, 0, 64, 512, 0};
+    const std::vector<grpc::ByteBuffer> pool =
+        Serialized(Requests(w1, Generate(w1, 64 * 512, 7), "bench"));
+    const uint64_t examples = quick_ ? 1000000 : 10000000;
+    const Recovery r = MeasureRecovery(w1, pool, examples);
+    run_.recovery = r;
+    if (!r.ok) {
+      std::fprintf(stderr, "the recovery part failed: %s\n", r.error.c_str());
+      return false;
+    }
     std::printf(
-        "\n## Targets (this run)\n\n| target | measured | |\n|---|---|---|\n");
-    auto target = [](const std::string& what, const std::string& measured,
-                     bool pass) {
-      std::printf("| %s | %s | %s |\n", what.c_str(), measured.c_str(),
-                  pass ? "pass" : "FAIL");
-    };
-    auto unmeasured = [](const std::string& what) {
-      std::printf("| %s | not measured | |\n", what.c_str());
-    };
-    auto ratio = [&](const std::string& what, bool measured, double v,
-                     double at_least) {
-      if (!measured) return unmeasured(what);
-      target(what, absl::StrFormat("%.2f", v), v >= at_least);
-    };
-    auto over = [&](const std::string& a, const std::string& b) {
-      return MedianOf(a) / MedianOf(b);
-    };
-    auto both = [&](const std::string& a, const std::string& b) {
-      return Has(a) && Has(b);
-    };
-    ratio("per-item W1 none / echo >= 0.9", both("W1 none", "W1 echo"),
-          over("W1 none", "W1 echo"), 0.9);
-    ratio("per-item W1 sync / echo >= 0.8", both("W1 sync", "W1 echo"),
-          over("W1 sync", "W1 echo"), 0.8);
-    if (p50_.contains("none") && p50_.contains("echo")) {
-      const double v = Median(p50_["none"]) / Median(p50_["echo"]);
-      target("W4 p50 none / echo <= 1.05", absl::StrFormat("%.2f", v),
-             v <= 1.05);
-    } else {
-      unmeasured("W4 p50 none / echo <= 1.05");
+        "\n## Restart after kill -9 (W1, durability sync, the server's "
+        "defaults)\n\n%llu examples acknowledged in %.1f s, then SIGKILL; "
+        "the data directory %.1f MiB (%.2f MiB per 10^6 examples); started "
+        "again: listening after %.3f s, the model's status answered after "
+        "%.3f s with %llu examples.\n",
+        static_cast<unsigned long long>(r.acknowledged), r.stream_s, r.dir_mib,
+        r.dir_mib * 1e6 / static_cast<double>(r.acknowledged), r.start_s,
+        r.ready_s, static_cast<unsigned long long>(r.restored));
+    std::fflush(stdout);
+    return true;
+  }
+
+  // burst_bench.py: RSS at the baseline and after each of three bursts.
+  bool BurstsPart() {
+    const Bursts b = MeasureBursts(quick_ ? 10 : 30, 3);
+    run_.bursts = b;
+    if (!b.ok) {
+      std::fprintf(stderr, "the bursts part failed: %s\n", b.error.c_str());
+      return false;
     }
-    ratio("per-item W3 sync / echo >= 0.7", both("W3 sync", "W3 echo"),
-          over("W3 sync", "W3 echo"), 0.7);
-    std::string w4_note;
-    if (p50_.contains("sync") && p50_.contains("echo")) {
-      // Sync's p50 against the echo's plus 1.5 bare fdatasyncs: its excess,
-      // in fdatasyncs.
-      const double v = (Median(p50_["sync"]) - Median(p50_["echo"])) /
-                       Median(p50_[kBareSync]);
-      target("W4 p50 sync <= echo + 1.5 fdatasync",
-             absl::StrFormat("echo + %.2f", v), v <= 1.5);
-      if (p50_.contains(kDurableEcho)) {
-        // Not a target: the same excess over an echo that fdatasyncs each
-        // request (the disk asked at W4's pace), printed below the table.
-        w4_note = absl::StrFormat(
-            "W4 p50: echo %.0f us, sync %.0f, bare fdatasync %.0f; an echo "
-            "that fdatasyncs each request %.0f: sync is that plus %.2f bare "
-            "fdatasyncs.\n",
-            Median(p50_["echo"]), Median(p50_["sync"]), Median(p50_[kBareSync]),
-            Median(p50_[kDurableEcho]),
-            (Median(p50_["sync"]) - Median(p50_[kDurableEcho])) /
-                Median(p50_[kBareSync]));
-      }
-    } else {
-      unmeasured("W4 p50 sync <= echo + 1.5 fdatasync");
+    std::printf(
+        "\n## Memory after bursts (bench/service/burst_bench.py, durability "
+        "sync)\n\n| baseline | after burst 1 | after burst 2 | after burst 3 "
+        "|\n|---|---|---|---|\n| %.1f MB |",
+        b.baseline_mb);
+    for (double mb : b.after_mb) {
+      std::printf(" %.1f MB (%+.1f) |", mb, mb - b.baseline_mb);
     }
-    ratio("columnar / per-item, W1 >= 3", both("W1 columnar", "W1 none"),
-          over("W1 columnar", "W1 none"), 3);
-    ratio("columnar / echo of the columns, W1 >= 0.8",
-          both("W1 columnar", "W1 echo columnar"),
-          over("W1 columnar", "W1 echo columnar"), 0.8);
-    ratio("columnar / per-item, W3 >= 2", both("W3 columnar", "W3 none"),
-          over("W3 columnar", "W3 none"), 2);
-    ratio("columnar / core in-process, W2 >= 0.3",
-          both("W2 columnar", "W2 core"), over("W2 columnar", "W2 core"), 0.3);
-    ratio("Python package: numpy columns / per-item messages >= 10",
-          !py_items_.empty(), Median(py_columns_) / Median(py_items_), 10);
-    for (const std::string w : {"W1", "W2"}) {
-      const bool measured = sk_epoch_.contains(w) && core_same_.contains(w);
-      ratio(absl::StrCat("core / scikit-learn epoch, ", w, " >= 5"), measured,
-            measured ? core_same_.at(w) / sk_epoch_.at(w) : 0, 5);
-    }
-    for (const auto& [on, off, label] :
-         {std::tuple<std::string, std::string, std::string>{"none", "nocert",
-                                                            ""},
-          {"sync", "sync nocert", "durability sync, "}}) {
-      for (const char* w : {"W1", "W2", "W3"}) {
-        const std::string a = absl::StrCat(w, " ", on),
-                          b = absl::StrCat(w, " ", off);
-        ratio(absl::StrCat("certificate on / off, ", label, w, " >= 0.8"),
-              both(a, b), over(a, b), 0.8);
-      }
-    }
-    const std::string cold =
-        "certificate refresh of 10^5 kept examples (d=20, cold) under 1 s of "
-        "one core";
-    const std::string linear =
-        "certificate refresh per example per pass, 10^5 / 3x10^5 >= 0.67 "
-        "(linear past the caches)";
-    if (refresh_.size() == 3) {
-      target(cold,
-             absl::StrFormat("%.3f s, %d passes", refresh_[1].cold_cpu_s,
-                             refresh_[1].cold_passes),
-             refresh_[1].cold_cpu_s < 1.0);
-      // The cost per example per pass steps up once the rows leave the
-      // caches (10^4 -> 10^5, shown beside); the target compares two sizes
-      // past them.
-      const double past =
-          refresh_[1].ns_per_example_pass / refresh_[2].ns_per_example_pass;
-      target(linear,
-             absl::StrFormat("%.2f (10^4 / 10^5: %.2f)", past,
-                             refresh_[0].ns_per_example_pass /
-                                 refresh_[1].ns_per_example_pass),
-             past >= 1 / 1.5);
-    } else {
-      unmeasured(cold);
-      unmeasured(linear);
-    }
-    const std::string models = "10,000 models of d=1000 under 150 MB";
-    const std::string sync =
-        "durability sync streaming for 60 s: under 64 MB above idle";
-    const std::string nocert =
-        "the same with the certificate off (its kept examples are bounded by "
-        "--certificate_model_mb on their own)";
-    if (!memory_) {
-      unmeasured(models);
-      unmeasured(sync);
-      unmeasured(nocert);
-    } else {
-      if (quick_) {
-        target(models, "not measured (--quick)", false);
-      } else {
-        target(models, absl::StrFormat("%.1f MB", memory_->models_mb),
-               memory_->models_mb < 150);
-      }
-      target(sync,
-             absl::StrFormat("%.1f MB%s", memory_->sync_growth_mb,
-                             quick_ ? " (10 s)" : ""),
-             memory_->sync_growth_mb < 64);
-      target(nocert,
-             absl::StrFormat("%.1f MB%s", memory_->sync_growth_nocert_mb,
-                             quick_ ? " (10 s)" : ""),
-             memory_->sync_growth_nocert_mb < 64);
-    }
-    std::printf("\n%s", w4_note.c_str());
+    std::printf("\n\nRSS %.0f s after each burst ended.\n", b.seconds);
+    std::fflush(stdout);
+    return true;
+  }
+
+  // The targets of docs/design.md section 7 and of the issues, each from
+  // this run (bench/service/targets.h).
+  bool TargetsPart() {
+    run_.quick = quick_;
+    PrintTargets(run_);
     return true;
   }
 
@@ -803,18 +727,14 @@ class Benchmark {
   std::vector<Data> data_;
   std::vector<std::vector<v1::LearnRequest>> requests_;
   std::vector<std::vector<grpc::ByteBuffer>> pools_, columnar_pools_;
-  std::vector<std::pair<std::string, double>> w5_;
-  std::vector<std::pair<std::string, double>> w6_;
 
   // What the parts measured, by "WORKLOAD PATH" (and "WORKLOAD core").
-  std::map<std::string, std::vector<double>> figures_, server_us_;
+  RunFigures run_;
+  std::map<std::string, std::vector<double>> server_us_;
   std::map<std::string, std::string> ended_;  // the last repeat's certificate
   std::vector<double> others_;
-  std::map<std::string, std::vector<double>> p50_, p99_;
-  std::map<std::string, double> sk_epoch_, sk_partial_, core_same_;
-  std::vector<double> py_items_, py_columns_;
-  std::vector<Refresh> refresh_;
-  std::optional<MemoryFigures> memory_;
+  std::map<std::string, std::vector<double>> p99_;
+  std::map<std::string, double> sk_partial_;
 };
 
 }  // namespace

@@ -23,13 +23,16 @@ void PrintTargets(const RunFigures& f) {
   auto P50 = [&](const std::string& path) { return f.p50.at(path); };
   std::printf(
       "\n## Targets (this run)\n\n| target | measured | |\n|---|---|---|\n");
-  auto target = [](const std::string& what, const std::string& measured,
-                   bool pass) {
+  int met = 0, failed = 0, unmeasured_count = 0;
+  auto target = [&](const std::string& what, const std::string& measured,
+                    bool pass) {
     std::printf("| %s | %s | %s |\n", what.c_str(), measured.c_str(),
                 pass ? "pass" : "FAIL");
+    ++(pass ? met : failed);
   };
-  auto unmeasured = [](const std::string& what) {
+  auto unmeasured = [&](const std::string& what) {
     std::printf("| %s | not measured | |\n", what.c_str());
+    ++unmeasured_count;
   };
   auto ratio = [&](const std::string& what, bool measured, double v,
                    double at_least) {
@@ -230,6 +233,8 @@ void PrintTargets(const RunFigures& f) {
       target(again, absl::StrFormat("%+.1f MB", added), added <= 4);
     }
   }
+  std::printf("\n%d of %d targets met (%d not measured).\n", met, met + failed,
+              unmeasured_count);
   std::printf("\n%s", w4_note.c_str());
 }
 

@@ -29,8 +29,16 @@ void CertificateSolver::Add(const Prepared& x, int label) {
 void CertificateSolver::Add(KeptRows rows, absl::Span<const uint32_t> repeats) {
   rows_.Append(wide_ ? positions_.ToPositions(rows) : std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
-  for (uint32_t t : repeats) {
-    if (t < rows_.size()) rows_.AddCount(t, 1);
+  // A row counted s times as often has s times its cap: its alpha scaled by
+  // s stays feasible, and starts the next solve near the solution a stream
+  // cycling through the rows (every count grown alike) asks for. Left as
+  // they were, the alphas of W1's 32,768 rows counted 6 and 31 times took
+  // 74 and 381 passes to the refresher's gap; scaled, 19 and 81.
+  for (const auto& [t, s] : rows_.AddCounts(repeats)) {
+    if (alpha_[t] == 0) continue;
+    const double grown = alpha_[t] * s;
+    AddRow(t, (grown - alpha_[t]) * rows_.label(t), &w_);
+    alpha_[t] = grown;
   }
   if (wide_) {
     dimension_ = positions_.size();

@@ -82,6 +82,26 @@ bool KeptRows::AddCount(size_t t, uint32_t more) {
   return true;
 }
 
+std::vector<std::pair<uint32_t, double>> KeptRows::AddCounts(
+    absl::Span<const uint32_t> places) {
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<uint32_t, double>> grew;
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
+    if (t >= size()) continue;
+    const uint32_t before = count(t);
+    const auto more =
+        static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX - before));
+    if (more == 0 || !AddCount(t, more)) continue;
+    grew.emplace_back(t, static_cast<double>(count(t)) / before);
+  }
+  return grew;
+}
+
 void KeptRows::PopBack() {
   const Row r = rows_.back();
   blocks_[r.block].size = r.begin;

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -88,6 +89,12 @@ class KeptRows {
   // Row t stands for `more` examples more; false (nothing changed) if its
   // count would pass 2^32 - 1.
   bool AddCount(size_t t, uint32_t more);
+  // Each place below size() in `places` stands for one example more (a
+  // place listed n times, n more; a count that would pass 2^32 - 1 stops
+  // there). Returns the rows whose counts changed, in increasing order, each
+  // with its new count over its old one.
+  std::vector<std::pair<uint32_t, double>> AddCounts(
+      absl::Span<const uint32_t> places);
   // Forgets the last row.
   void PopBack();
   // Bytes the rows take.

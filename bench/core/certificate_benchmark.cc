@@ -146,6 +146,36 @@ void BM_RefresherRounds(benchmark::State& state) {
 }
 BENCHMARK(BM_RefresherRounds)->Apply(Shapes);
 
+// W1's shape cycling: state.range(0) rows of d = 20 solved cold as the
+// refresher runs it, then each row counted state.range(1) times more, as a
+// stream cycling through them counts it, and solved again warm (only the warm
+// solve is timed): its rounds and passes to the refresher's gap.
+void BM_CycleRounds(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const auto again = static_cast<uint32_t>(state.range(1));
+  const Data data = MakeData(n, kDim);
+  const Preparer preparer(Config(kDim));
+  std::vector<uint32_t> repeats;
+  for (uint32_t k = 0; k < again; ++k) {
+    for (size_t t = 0; t < n; ++t) repeats.push_back(static_cast<uint32_t>(t));
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    CertificateSolver solver(kDim + 1);
+    Fill(data, 0, n, preparer, &solver);
+    SolveInRounds(solver, 1.0, state);
+    solver.Add(KeptRows(), repeats);
+    state.ResumeTiming();
+    SolveInRounds(solver, 1.0, state);
+  }
+}
+BENCHMARK(BM_CycleRounds)
+    ->ArgNames({"n", "again"})
+    ->Args({32768, 1})
+    ->Args({32768, 5})
+    ->Args({32768, 30})
+    ->Unit(benchmark::kMillisecond);
+
 // A kernel model's certificate at its limit (kKernelCertificateLimit = 2,000
 // kept examples), rbf with sigma 1 on the same data.
 void BM_KernelColdSolve(benchmark::State& state) {

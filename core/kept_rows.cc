@@ -84,18 +84,18 @@ bool KeptRows::AddCount(size_t t, uint32_t more) {
 
 std::vector<std::pair<uint32_t, double>> KeptRows::AddCounts(
     absl::Span<const uint32_t> places) {
-  std::vector<uint32_t> sorted(places.begin(), places.end());
-  std::sort(sorted.begin(), sorted.end());
+  // How many times each row is listed, then each row in order: linear in
+  // the places and the rows (a cycle's places are many times the rows).
   std::vector<std::pair<uint32_t, double>> grew;
-  for (size_t i = 0; i < sorted.size();) {
-    const uint32_t t = sorted[i];
-    size_t n = 1;
-    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
-    i += n;
-    if (t >= size()) continue;
+  if (places.empty()) return grew;
+  std::vector<uint32_t> listed(size(), 0);
+  for (uint32_t t : places) {
+    if (t < size() && listed[t] < UINT32_MAX) ++listed[t];
+  }
+  for (uint32_t t = 0; t < listed.size(); ++t) {
+    if (listed[t] == 0) continue;
     const uint32_t before = count(t);
-    const auto more =
-        static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX - before));
+    const uint32_t more = std::min(listed[t], UINT32_MAX - before);
     if (more == 0 || !AddCount(t, more)) continue;
     grew.emplace_back(t, static_cast<double>(count(t)) / before);
   }

@@ -3,9 +3,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <filesystem>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>

@@ -1,5 +1,7 @@
 #include "server/rpc/learn_reactor.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -37,47 +39,53 @@ LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
   MaybeReadLocked();
 }
 
+v1::LearnRequest* LearnReactor::Slot::Renew() {
+  request = nullptr;
+  arena.Reset();
+  request = google::protobuf::Arena::CreateMessage<v1::LearnRequest>(&arena);
+  return request;
+}
+
 absl::Status LearnReactor::Process(v1::LearnResponse* response,
                                    CommitHandle* commit) {
+  const v1::LearnRequest& request = *current_->request;
   if (entry_ == nullptr) {
-    if (current_.model_id().empty()) {
+    if (request.model_id().empty()) {
       return absl::InvalidArgumentError(
           "the first Learn request must name the model (model_id is empty)");
     }
     if (auth_ != nullptr) {
       absl::Status allowed =
-          auth_->CheckHeader(authorization_, Role::kLearn, current_.model_id());
+          auth_->CheckHeader(authorization_, Role::kLearn, request.model_id());
       if (!allowed.ok()) return allowed;
     }
     absl::StatusOr<std::shared_ptr<ModelEntry>> e =
-        registry_->Get(current_.model_id());
+        registry_->Get(request.model_id());
     if (!e.ok()) return e.status();
     entry_ = *std::move(e);
-  } else if (!current_.model_id().empty() &&
-             current_.model_id() != entry_->id) {
+  } else if (!request.model_id().empty() && request.model_id() != entry_->id) {
     return absl::InvalidArgumentError(
         absl::StrCat("this stream is for model ", entry_->id,
-                     "; a request named ", current_.model_id()));
+                     "; a request named ", request.model_id()));
   }
   const std::optional<uint64_t> if_examples =
-      current_.has_if_examples()
-          ? std::optional<uint64_t>(current_.if_examples())
-          : std::nullopt;
-  if (current_.has_columns()) {
-    if (current_.items_size() > 0) {
+      request.has_if_examples() ? std::optional<uint64_t>(request.if_examples())
+                                : std::nullopt;
+  if (request.has_columns()) {
+    if (request.items_size() > 0) {
       return absl::InvalidArgumentError(
           "a Learn request carries items or columns, not both");
     }
-    return ApplyLearnColumns(*entry_, *persistence_, current_.columns(),
+    return ApplyLearnColumns(*entry_, *persistence_, request.columns(),
                              *limits_, response->mutable_columns(),
                              response->mutable_stats(), commit, if_examples);
   }
-  if (static_cast<size_t>(current_.items_size()) > limits_->max_batch_items) {
+  if (static_cast<size_t>(request.items_size()) > limits_->max_batch_items) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("a batch of ", current_.items_size(),
+        absl::StrCat("a batch of ", request.items_size(),
                      " items is over the limit of ", limits_->max_batch_items));
   }
-  return ApplyLearnItems(*entry_, *persistence_, current_.items(), *limits_,
+  return ApplyLearnItems(*entry_, *persistence_, request.items(), *limits_,
                          response->mutable_results(), response->mutable_stats(),
                          commit, if_examples);
 }
@@ -89,7 +97,7 @@ void LearnReactor::MaybeReadLocked() {
       queue_.size() + (processing_ ? 1 : 0) >= kMaxQueuedResponses)
     return;
   reading_ = true;
-  StartRead(&request_);
+  StartRead(request_->Renew());
 }
 
 void LearnReactor::OnReadDone(bool ok) {
@@ -104,11 +112,11 @@ void LearnReactor::OnReadDone(bool ok) {
   if (final_status_) return;  // stopping: no new work
   if (processing_) {
     // Applied in its turn by the thread applying the one before it.
-    next_.Swap(&request_);
+    std::swap(next_, request_);
     has_next_ = true;
     return;
   }
-  current_.Swap(&request_);
+  std::swap(current_, request_);
   processing_ = true;
   ProcessLocked();
   MaybeFinishLocked();
@@ -145,7 +153,7 @@ void LearnReactor::ProcessLocked() {
     });
     mu_.Lock();
     if (!has_next_ || final_status_) break;
-    current_.Swap(&next_);
+    std::swap(current_, next_);
     has_next_ = false;
   }
   processing_ = false;

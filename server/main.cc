@@ -84,9 +84,10 @@ ABSL_FLAG(uint64_t, name_table_mb, 8,
           "MiB of feature names each hashing model keeps, to read its "
           "weights by name (besides one byte per slot); past them it keeps "
           "no new names and counts the slots left unnamed. 0 keeps none");
-ABSL_FLAG(double, certificate_cpu, 0.25,
-          "Share of one core the certificate's background solver may use, "
-          "in (0, 1]");
+ABSL_FLAG(double, certificate_cpu, 0.1,
+          "Share of one core the certificate's background solver may use "
+          "while models learn, in (0, 1]; while none does it may use the "
+          "whole core");
 ABSL_FLAG(absl::Duration, expiry_interval, absl::Seconds(1),
           "How often pending predictions are checked for expiry (and idle "
           "models, and the allocator's free memory)");

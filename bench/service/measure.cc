@@ -289,17 +289,21 @@ Measured Fresh(const Path& path, const Workload& w,
     m.certificate = s.ok() ? CertificateEnd(status.stats().certificate())
                            : "GetStatus failed: " + s.error_message();
     // A freeze still waiting for its solution when the stream ends comes
-    // once the model is quiet: where it ended then (10 s at most).
+    // once the model is quiet, and a solution over every kept row: where it
+    // ended then (10 s at most).
     const absl::Time quiet = absl::Now();
-    bool freezing = s.ok() && status.stats().certificate().state() ==
-                                  v1::Certificate::FREEZING;
+    auto waiting = [](const v1::Certificate& c) {
+      return c.state() == v1::Certificate::FREEZING ||
+             (c.state() == v1::Certificate::KEEPING &&
+              !(c.converged() && c.solved() == c.kept()));
+    };
+    bool freezing = s.ok() && waiting(status.stats().certificate());
     while (freezing && absl::Now() - quiet < absl::Seconds(10)) {
-      absl::SleepFor(absl::Milliseconds(100));
+      absl::SleepFor(absl::Milliseconds(20));
       grpc::ClientContext again;
       v1::ModelStatus later;
       if (!stub->GetStatus(&again, request, &later).ok()) break;
-      freezing =
-          later.stats().certificate().state() == v1::Certificate::FREEZING;
+      freezing = waiting(later.stats().certificate());
       if (!freezing || absl::Now() - quiet >= absl::Seconds(10)) {
         m.certificate +=
             absl::StrFormat("; quiet, after %.1f s: %s",

@@ -71,9 +71,14 @@ class CertificateWakeup {
   void Wake() ABSL_LOCKS_EXCLUDED(mu_);
   // Wakes it whether armed or not (to stop it).
   void WakeNow() ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts a batch that changed a model; the refresher rests after its work
+  // only if one came meanwhile (while none comes it has the core to itself).
+  void Learned() { learned_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t learned() const { return learned_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> armed_{false};
+  std::atomic<uint64_t> learned_{0};
   absl::Mutex mu_;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -122,6 +127,10 @@ struct ModelEntry {
   bool CertificateDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void WakeCertificate() const {
     if (certificate_wakeup != nullptr) certificate_wakeup->Wake();
+  }
+  // Tells the refresher a batch changed the model (CertificateWakeup::Learned).
+  void CountLearned() const {
+    if (certificate_wakeup != nullptr) certificate_wakeup->Learned();
   }
 
   // Persistence (persistence.h): the last log record staged, and records since

@@ -80,12 +80,14 @@ void CertificateRefresher::Loop() {
     for (const std::shared_ptr<ModelEntry>& entry : registry_->All()) {
       if (stop_.HasBeenNotified()) return;
       bool freezing = false;
+      const uint64_t learned = wakeup.learned();
       const absl::Duration busy = Refresh(entry, &freezing);
       if (busy <= absl::ZeroDuration()) continue;
       worked = true;
       // Rest so that the work is at most `share` of the time, but not while
-      // new rows press a model's freeze.
-      if (freezing) continue;
+      // new rows press a model's freeze, nor when no batch was learned
+      // meanwhile (no stream wants the core).
+      if (freezing || wakeup.learned() == learned) continue;
       const absl::Duration rest = busy * ((1 - share) / share);
       if (rest > absl::ZeroDuration() &&
           stop_.WaitForNotificationWithTimeout(rest)) {

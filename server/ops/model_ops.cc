@@ -50,7 +50,10 @@ class BatchEnd {
   }
   CommitHandle Announce(ModelEntry& entry) {
     if (due_) entry.WakeCertificate();
-    if (changed_) entry.NotifyChanged();
+    if (changed_) {
+      entry.CountLearned();
+      entry.NotifyChanged();
+    }
     return std::move(commit_);
   }
 

@@ -1,6 +1,7 @@
 // When the certificate's rows are worth a solve (CertificateTracker::ripe):
 // the first rows at once, then once the examples kept or seen again since the
-// last Take are an eighth of those taken, and a freeze at once.
+// last Take are an eighth of those taken, or the places counted again reach
+// kRipeRepeats, and a freeze at once.
 #include <random>
 #include <vector>
 
@@ -64,6 +65,30 @@ TEST(CertificateRipeTest, SolvesAreSpacedByAnEighthOfTheExamplesTaken) {
   std::vector<uint32_t> repeats;
   EXPECT_EQ(tracker.Take(&repeats).size(), 0u);
   EXPECT_EQ(repeats.size(), 12u);
+  EXPECT_FALSE(tracker.ripe());
+}
+
+TEST(CertificateRipeTest, ALongStreamOfRepeatsIsRipeAtAFixedCount) {
+  // Four rows met again and again: once 2.4 M examples are taken, an eighth
+  // of them would be 300,000 places waiting; ripe at kRipeRepeats instead.
+  const Stream stream(4);
+  CertificateTracker tracker(/*limit=*/1000, /*slack=*/100);
+  constexpr size_t kTaken = 2400000;
+  static_assert(CertificateTracker::kRipeRepeats * CertificateTracker::kRipe <
+                kTaken);
+  for (size_t t = 0; t < kTaken; ++t) stream.Observe(&tracker, t % 4);
+  std::vector<uint32_t> repeats;
+  ASSERT_EQ(tracker.Take(&repeats).size(), 4u);
+  EXPECT_EQ(repeats.size(), 0u);  // none taken before: counted in the rows
+  EXPECT_FALSE(tracker.ripe());
+  for (size_t t = 0; t + 1 < CertificateTracker::kRipeRepeats; ++t)
+    stream.Observe(&tracker, t % 4);
+  EXPECT_TRUE(tracker.due());
+  EXPECT_FALSE(tracker.ripe());
+  stream.Observe(&tracker, 3);
+  EXPECT_TRUE(tracker.ripe());
+  EXPECT_EQ(tracker.Take(&repeats).size(), 0u);
+  EXPECT_EQ(repeats.size(), CertificateTracker::kRipeRepeats);
   EXPECT_FALSE(tracker.ripe());
 }
 

@@ -292,19 +292,19 @@ Measured Fresh(const Path& path, const Workload& w,
     // once the model is quiet, and a solution over every kept row: where it
     // ended then (10 s at most).
     const absl::Time quiet = absl::Now();
-    auto waiting = [](const v1::Certificate& c) {
+    auto unsettled = [](const v1::Certificate& c) {
       return c.state() == v1::Certificate::FREEZING ||
              (c.state() == v1::Certificate::KEEPING &&
               !(c.converged() && c.solved() == c.kept()));
     };
-    bool freezing = s.ok() && waiting(status.stats().certificate());
-    while (freezing && absl::Now() - quiet < absl::Seconds(10)) {
+    bool waiting = s.ok() && unsettled(status.stats().certificate());
+    while (waiting && absl::Now() - quiet < absl::Seconds(10)) {
       absl::SleepFor(absl::Milliseconds(20));
       grpc::ClientContext again;
       v1::ModelStatus later;
       if (!stub->GetStatus(&again, request, &later).ok()) break;
-      freezing = waiting(later.stats().certificate());
-      if (!freezing || absl::Now() - quiet >= absl::Seconds(10)) {
+      waiting = unsettled(later.stats().certificate());
+      if (!waiting || absl::Now() - quiet >= absl::Seconds(10)) {
         m.certificate +=
             absl::StrFormat("; quiet, after %.1f s: %s",
                             absl::ToDoubleSeconds(absl::Now() - quiet),

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/program.h"
 #include "perceptron/v1/perceptron.grpc.pb.h"
+#include "server/memory.h"
 #include "server/server.h"
 
 ABSL_FLAG(
@@ -110,6 +111,11 @@ ABSL_FLAG(uint64_t, memory_release_mb, 16,
           "Once the allocator holds this many MiB free (after a burst of "
           "streams, say), they are given back to the system; 0 never");
 
+ABSL_FLAG(uint64_t, allocator_thread_cache_mb, 4,
+          "The freed memory tcmalloc's per-thread caches may keep together, "
+          "in MiB (tcmalloc's own default is 32): the threads that served a "
+          "burst keep what they cached until they next free");
+
 int main(int argc, char** argv) {
   perceptron::SetProgramUsage(
       "perceptrond", "server/main.cc",
@@ -170,8 +176,17 @@ int main(int argc, char** argv) {
                  "--certificate_memory_mb must be at most 2^20 and 2^30\n");
     return 2;
   }
+  if (absl::GetFlag(FLAGS_allocator_thread_cache_mb) > 4096 ||
+      absl::GetFlag(FLAGS_memory_release_mb) > (uint64_t{1} << 30)) {
+    std::fprintf(stderr,
+                 "perceptrond: --allocator_thread_cache_mb must be at most "
+                 "4096 and --memory_release_mb at most 2^30\n");
+    return 2;
+  }
   options.expiry_interval = absl::GetFlag(FLAGS_expiry_interval);
   options.memory_release_bytes = absl::GetFlag(FLAGS_memory_release_mb) << 20;
+  perceptron::server::LimitThreadCaches(
+      absl::GetFlag(FLAGS_allocator_thread_cache_mb) << 20);
   absl::StatusOr<perceptron::server::Durability> durability =
       perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));
   if (!durability.ok()) {

@@ -10,6 +10,8 @@
 extern "C" {
 int MallocExtension_GetNumericProperty(const char* property, size_t* value)
     __attribute__((weak));
+int MallocExtension_SetNumericProperty(const char* property, size_t value)
+    __attribute__((weak));
 void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
 }
 
@@ -51,6 +53,10 @@ MemoryFigures ReadMemory() {
     m.allocator = "tcmalloc";
     m.allocated = Property("generic.current_allocated_bytes");
     m.allocator_free = Property("tcmalloc.pageheap_free_bytes");
+    m.allocator_cached = Property("tcmalloc.thread_cache_free_bytes") +
+                         Property("tcmalloc.transfer_cache_free_bytes") +
+                         Property("tcmalloc.central_cache_free_bytes");
+    m.thread_cache_limit = Property("tcmalloc.max_total_thread_cache_bytes");
   } else {
     m.allocator = "system";
     const struct mallinfo2 i = mallinfo2();
@@ -66,6 +72,12 @@ void ReleaseFreeMemory() {
   } else {
     malloc_trim(0);
   }
+}
+
+void LimitThreadCaches(uint64_t bytes) {
+  if (!Tcmalloc() || MallocExtension_SetNumericProperty == nullptr) return;
+  MallocExtension_SetNumericProperty("tcmalloc.max_total_thread_cache_bytes",
+                                     bytes);
 }
 
 }  // namespace perceptron::server

@@ -22,6 +22,14 @@ struct MemoryFigures {
   // chunks); 0 when the allocator does not say.
   uint64_t allocated = 0;
   uint64_t allocator_free = 0;
+  // Bytes freed that the allocator keeps cached for reuse rather than in its
+  // page heap: tcmalloc's per-thread, transfer and central free lists. They
+  // cannot be given back while cached; the thread caches' share is bounded
+  // by LimitThreadCaches. 0 for the system allocator.
+  uint64_t allocator_cached = 0;
+  // The bound on the thread caches' share (LimitThreadCaches), as tcmalloc
+  // reports it; 0 for the system allocator.
+  uint64_t thread_cache_limit = 0;
   // "tcmalloc", or "system" (glibc's malloc, or a sanitizer's).
   std::string allocator;
 };
@@ -34,6 +42,12 @@ uint64_t AllocatorFreeBytes();
 
 // Gives the allocator's free memory back to the system.
 void ReleaseFreeMemory();
+
+// Bounds the freed memory tcmalloc's per-thread caches may hold together
+// (its own default is 32 MiB). A thread keeps what its cache holds until it
+// next frees, so the threads that served a burst and then sleep would keep
+// up to that much. No effect with the system allocator.
+void LimitThreadCaches(uint64_t bytes);
 
 }  // namespace perceptron::server
 

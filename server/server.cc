@@ -89,6 +89,15 @@ std::vector<prom::MetricFamily> MemoryFamilies(uint64_t releases) {
       "Bytes the allocator holds free, given back to the system once they "
       "reach --memory_release_mb",
       T::Gauge, static_cast<double>(m.allocator_free));
+  one("perceptron_memory_allocator_cached_bytes",
+      "Bytes freed that the allocator keeps in its caches for reuse (not "
+      "given back; the threads' share is bounded by "
+      "--allocator_thread_cache_mb)",
+      T::Gauge, static_cast<double>(m.allocator_cached));
+  one("perceptron_memory_thread_cache_limit_bytes",
+      "The bound on what the allocator's per-thread caches keep together "
+      "(--allocator_thread_cache_mb; 0 for the system allocator)",
+      T::Gauge, static_cast<double>(m.thread_cache_limit));
   one("perceptron_memory_releases_total",
       "Times the allocator's free memory was given back to the system",
       T::Counter, static_cast<double>(releases));

@@ -389,10 +389,11 @@ class RpcMetricsOffTest(unittest.TestCase):
 class MemoryTest(unittest.TestCase):
     def test_memory_figures_and_free_memory_given_back(self):
         """The process's resident memory and its allocator's figures in /metrics; with tcmalloc
-        (the release build's allocator), the memory a large request freed is given back to the
-        system once the allocator holds --memory_release_mb free."""
+        (the release build's allocator), the thread caches' bound is the flag's, and the memory a
+        large request freed is given back to the system once the allocator holds
+        --memory_release_mb free."""
         server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--memory_release_mb=1",
-                                "--expiry_interval=50ms")
+                                "--expiry_interval=50ms", "--allocator_thread_cache_mb=3")
         try:
             channel = grpc.insecure_channel(server.target)
             stub = pb_grpc.PerceptronServiceStub(channel)
@@ -416,6 +417,11 @@ class MemoryTest(unittest.TestCase):
                 # (Under a sanitizer's allocator, which glibc's figures do not see, 0.)
                 self.assertGreater(metrics[("perceptron_memory_allocated_bytes", frozenset())],
                                    0)
+                # The thread caches' bound, as tcmalloc reports it back.
+                self.assertEqual(
+                    metrics[("perceptron_memory_thread_cache_limit_bytes", frozenset())], 3 << 20)
+                self.assertGreaterEqual(
+                    metrics[("perceptron_memory_allocator_cached_bytes", frozenset())], 0)
                 end = time.monotonic() + 60
                 while True:
                     metrics = samples(server.get("/metrics")[2])

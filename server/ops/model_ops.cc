@@ -678,6 +678,8 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   response->set_converged(r->converged);
   response->set_updates(r->updates);
   response->set_mistakes(r->mistakes);
+  // A batch learned, as a Learn stream's (the refresher's rest counts them).
+  if (!data.empty()) entry.CountLearned();
   entry.NotifyChanged();
   return AwaitCommit(commit);
 }

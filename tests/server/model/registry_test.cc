@@ -1,9 +1,13 @@
 #include "server/model/registry.h"
 
 #include <atomic>
+#include <memory>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "server/ops/model_ops.h"
+#include "server/storage/persistence.h"
 
 namespace perceptron::server {
 namespace {
@@ -189,6 +193,65 @@ TEST(RecentWindowTest, RateOverTheLastExamples) {
   w.Add(false);
   w.Add(false);
   EXPECT_EQ(w.rate(), 0);
+}
+
+// Each batch learned counts once for the refresher's rest
+// (CertificateWakeup::learned): a Learn batch and a Train call alike; a batch
+// refused whole does not.
+TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
+  Limits limits;
+  Registry r(limits);
+  PersistenceOptions o;
+  o.durability = Durability::kNone;
+  std::unique_ptr<Persistence> none = *Persistence::Open(o);
+  ASSERT_TRUE(r.Create("m", Dim(2)).ok());
+  ModelEntry& entry = **r.Get("m");
+  const CertificateWakeup& wakeup = r.certificate_wakeup();
+  const uint64_t before = wakeup.learned();
+
+  v1::LearnRequest learn;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(items {
+             labeled {
+               features { dense { values: [ 1, 2 ] } }
+               label: 1
+             }
+           }
+           items {
+             labeled {
+               features { dense { values: [ -1, 0 ] } }
+               label: -1
+             }
+           })pb",
+      &learn));
+  v1::LearnResponse answer;
+  CommitHandle commit;
+  ASSERT_TRUE(ApplyLearnItems(entry, *none, learn.items(), limits,
+                              answer.mutable_results(), answer.mutable_stats(),
+                              &commit)
+                  .ok());
+  EXPECT_EQ(wakeup.learned(), before + 1);
+
+  v1::TrainRequest train;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(examples {
+             features { dense { values: [ 1, 2 ] } }
+             label: 1
+           }
+           examples {
+             features { dense { values: [ -2, 1 ] } }
+             label: -1
+           }
+           max_epochs: 3)pb",
+      &train));
+  v1::TrainResponse trained;
+  ASSERT_TRUE(TrainOn(entry, *none, train, limits, &trained).ok());
+  EXPECT_EQ(wakeup.learned(), before + 2);
+
+  // Refused whole (a row of the wrong dimension): nothing learned, not counted.
+  train.mutable_examples(0)->mutable_features()->mutable_dense()->add_values(3);
+  EXPECT_FALSE(TrainOn(entry, *none, train, limits, &trained).ok());
+  EXPECT_EQ(wakeup.learned(), before + 2);
 }
 
 }  // namespace

@@ -655,8 +655,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     data.push_back({*x, *label});
   }
   absl::StatusOr<TrainResult> r;
-  bool due = false;
-  CommitHandle commit;
+  BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
     PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
@@ -667,21 +666,16 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
     r = entry.model->Train(data, options);
     if (!r.ok()) return r.status();
     for (const NamedScratch& n : names) n.RecordIn(entry.model->names());
-    if (!data.empty()) entry.updated_at = absl::Now();
-    StatsToProto(entry.model->stats(/*with_weight_norm=*/false),
-                 response->mutable_stats());
-    commit = persistence.Stage(entry);
-    due = entry.CertificateDue();
+    // A batch learned, as a Learn stream's; a call with no examples changes
+    // nothing, and is neither stored nor announced.
+    end.Finish(entry, persistence, /*changed=*/!data.empty(), absl::Now(),
+               response->mutable_stats());
   }
-  if (due) entry.WakeCertificate();
   response->set_epochs(r->epochs);
   response->set_converged(r->converged);
   response->set_updates(r->updates);
   response->set_mistakes(r->mistakes);
-  // A batch learned, as a Learn stream's (the refresher's rest counts them).
-  if (!data.empty()) entry.CountLearned();
-  entry.NotifyChanged();
-  return AwaitCommit(commit);
+  return AwaitCommit(end.Announce(entry));
 }
 
 absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {

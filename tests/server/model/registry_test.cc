@@ -254,5 +254,62 @@ TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
   EXPECT_EQ(wakeup.learned(), before + 2);
 }
 
+// A Train call ends as a Learn batch does: one with examples announces the
+// change to watchers and is stored; one with none changes nothing, and is
+// neither announced nor counted for the refresher, its answer the model's
+// figures as they were.
+TEST(RegistryTest, ATrainCallWithNoExamplesChangesNothing) {
+  Limits limits;
+  Registry r(limits);
+  PersistenceOptions o;
+  o.durability = Durability::kNone;
+  std::unique_ptr<Persistence> none = *Persistence::Open(o);
+  ASSERT_TRUE(r.Create("m", Dim(2)).ok());
+  ModelEntry& entry = **r.Get("m");
+  CountingListener listener;
+  entry.AddListener(&listener);
+  const CertificateWakeup& wakeup = r.certificate_wakeup();
+  const uint64_t before = wakeup.learned();
+
+  v1::TrainRequest train;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(examples {
+             features { dense { values: [ 1, 2 ] } }
+             label: 1
+           }
+           examples {
+             features { dense { values: [ -2, 1 ] } }
+             label: -1
+           }
+           max_epochs: 3)pb",
+      &train));
+  v1::TrainResponse trained;
+  ASSERT_TRUE(TrainOn(entry, *none, train, limits, &trained).ok());
+  EXPECT_EQ(listener.changed.load(), 1);
+  EXPECT_EQ(wakeup.learned(), before + 1);
+  EXPECT_GT(trained.stats().examples(), 0u);
+  absl::Time updated;
+  {
+    absl::MutexLock lock(&entry.mu);
+    updated = entry.updated_at;
+  }
+
+  v1::TrainRequest empty;
+  empty.set_max_epochs(3);
+  v1::TrainResponse nothing;
+  ASSERT_TRUE(TrainOn(entry, *none, empty, limits, &nothing).ok());
+  EXPECT_EQ(listener.changed.load(), 1);
+  EXPECT_EQ(wakeup.learned(), before + 1);
+  EXPECT_EQ(nothing.updates(), 0u);
+  EXPECT_EQ(nothing.mistakes(), 0u);
+  EXPECT_EQ(nothing.stats().examples(), trained.stats().examples());
+  EXPECT_EQ(nothing.stats().mistakes(), trained.stats().mistakes());
+  {
+    absl::MutexLock lock(&entry.mu);
+    EXPECT_EQ(entry.updated_at, updated);
+  }
+  entry.RemoveListener(&listener);
+}
+
 }  // namespace
 }  // namespace perceptron::server

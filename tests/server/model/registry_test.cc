@@ -195,18 +195,45 @@ TEST(RecentWindowTest, RateOverTheLastExamples) {
   EXPECT_EQ(w.rate(), 0);
 }
 
+// A registry holding one model "m" of d = 2, stored nowhere.
+struct OneModel {
+  OneModel() {
+    PersistenceOptions o;
+    o.durability = Durability::kNone;
+    none = *Persistence::Open(o);
+    EXPECT_TRUE(registry.Create("m", Dim(2)).ok());
+    entry = *registry.Get("m");
+  }
+  Limits limits;
+  Registry registry{limits};
+  std::unique_ptr<Persistence> none;
+  std::shared_ptr<ModelEntry> entry;
+};
+
+// A Train request of two examples of d = 2, at most three epochs.
+v1::TrainRequest TwoExamplesThreeEpochs() {
+  v1::TrainRequest train;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(examples {
+             features { dense { values: [ 1, 2 ] } }
+             label: 1
+           }
+           examples {
+             features { dense { values: [ -2, 1 ] } }
+             label: -1
+           }
+           max_epochs: 3)pb",
+      &train));
+  return train;
+}
+
 // Each batch learned counts once for the refresher's rest
 // (CertificateWakeup::learned): a Learn batch and a Train call alike; a batch
 // refused whole does not.
 TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
-  Limits limits;
-  Registry r(limits);
-  PersistenceOptions o;
-  o.durability = Durability::kNone;
-  std::unique_ptr<Persistence> none = *Persistence::Open(o);
-  ASSERT_TRUE(r.Create("m", Dim(2)).ok());
-  ModelEntry& entry = **r.Get("m");
-  const CertificateWakeup& wakeup = r.certificate_wakeup();
+  OneModel m;
+  ModelEntry& entry = *m.entry;
+  const CertificateWakeup& wakeup = m.registry.certificate_wakeup();
   const uint64_t before = wakeup.learned();
 
   v1::LearnRequest learn;
@@ -226,31 +253,20 @@ TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
       &learn));
   v1::LearnResponse answer;
   CommitHandle commit;
-  ASSERT_TRUE(ApplyLearnItems(entry, *none, learn.items(), limits,
+  ASSERT_TRUE(ApplyLearnItems(entry, *m.none, learn.items(), m.limits,
                               answer.mutable_results(), answer.mutable_stats(),
                               &commit)
                   .ok());
   EXPECT_EQ(wakeup.learned(), before + 1);
 
-  v1::TrainRequest train;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      R"pb(examples {
-             features { dense { values: [ 1, 2 ] } }
-             label: 1
-           }
-           examples {
-             features { dense { values: [ -2, 1 ] } }
-             label: -1
-           }
-           max_epochs: 3)pb",
-      &train));
+  v1::TrainRequest train = TwoExamplesThreeEpochs();
   v1::TrainResponse trained;
-  ASSERT_TRUE(TrainOn(entry, *none, train, limits, &trained).ok());
+  ASSERT_TRUE(TrainOn(entry, *m.none, train, m.limits, &trained).ok());
   EXPECT_EQ(wakeup.learned(), before + 2);
 
   // Refused whole (a row of the wrong dimension): nothing learned, not counted.
   train.mutable_examples(0)->mutable_features()->mutable_dense()->add_values(3);
-  EXPECT_FALSE(TrainOn(entry, *none, train, limits, &trained).ok());
+  EXPECT_FALSE(TrainOn(entry, *m.none, train, m.limits, &trained).ok());
   EXPECT_EQ(wakeup.learned(), before + 2);
 }
 
@@ -259,32 +275,16 @@ TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
 // neither announced nor counted for the refresher, its answer the model's
 // figures as they were.
 TEST(RegistryTest, ATrainCallWithNoExamplesChangesNothing) {
-  Limits limits;
-  Registry r(limits);
-  PersistenceOptions o;
-  o.durability = Durability::kNone;
-  std::unique_ptr<Persistence> none = *Persistence::Open(o);
-  ASSERT_TRUE(r.Create("m", Dim(2)).ok());
-  ModelEntry& entry = **r.Get("m");
+  OneModel m;
+  ModelEntry& entry = *m.entry;
   CountingListener listener;
   entry.AddListener(&listener);
-  const CertificateWakeup& wakeup = r.certificate_wakeup();
+  const CertificateWakeup& wakeup = m.registry.certificate_wakeup();
   const uint64_t before = wakeup.learned();
 
-  v1::TrainRequest train;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      R"pb(examples {
-             features { dense { values: [ 1, 2 ] } }
-             label: 1
-           }
-           examples {
-             features { dense { values: [ -2, 1 ] } }
-             label: -1
-           }
-           max_epochs: 3)pb",
-      &train));
+  v1::TrainRequest train = TwoExamplesThreeEpochs();
   v1::TrainResponse trained;
-  ASSERT_TRUE(TrainOn(entry, *none, train, limits, &trained).ok());
+  ASSERT_TRUE(TrainOn(entry, *m.none, train, m.limits, &trained).ok());
   EXPECT_EQ(listener.changed.load(), 1);
   EXPECT_EQ(wakeup.learned(), before + 1);
   EXPECT_GT(trained.stats().examples(), 0u);
@@ -297,7 +297,7 @@ TEST(RegistryTest, ATrainCallWithNoExamplesChangesNothing) {
   v1::TrainRequest empty;
   empty.set_max_epochs(3);
   v1::TrainResponse nothing;
-  ASSERT_TRUE(TrainOn(entry, *none, empty, limits, &nothing).ok());
+  ASSERT_TRUE(TrainOn(entry, *m.none, empty, m.limits, &nothing).ok());
   EXPECT_EQ(listener.changed.load(), 1);
   EXPECT_EQ(wakeup.learned(), before + 1);
   EXPECT_EQ(nothing.updates(), 0u);

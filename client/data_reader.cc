@@ -255,6 +255,8 @@ absl::Status DataReader::Rewind() {
   examples_ = bytes_ = 0;
   rows_ = columns_ = 0;
   header_.clear();
+  csv_header_ = false;
+  categorical_cell_.clear();
   label_at_ = std::string::npos;
   return absl::OkStatus();
 }
@@ -373,6 +375,7 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     if (header) {
       if (absl::Status s = FindLabel(cells); !s.ok()) return s;
+      csv_header_ = true;
       return false;
     }
   }
@@ -405,6 +408,10 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     double v;
     if (!ParseDouble(cells[k], &v)) {
+      if (csv_header_ && !absl::StripAsciiWhitespace(cells[k]).empty()) {
+        categorical_cell_ =
+            absl::StrCat("line ", line_, ": column ", k, " \"", cells[k], "\"");
+      }
       return Bad(absl::StrCat(
           "column ", k, " \"", cells[k],
           "\" is not a number (a model with hash_bits reads a CSV file by its "

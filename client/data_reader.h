@@ -128,6 +128,11 @@ class DataReader {
   // The input dimension seen so far: CSV columns less the label; LIBSVM the
   // largest index + 1.
   uint32_t dimension() const { return dimension_; }
+  // CSV read by number (ReadOptions::named off): after Next stopped at a
+  // feature cell that is not a number (nor empty) in a file with a header,
+  // that cell ("line 2: column 0 \"red\""); else empty. Such a file is read
+  // by name by a model with hash_bits.
+  const std::string& categorical_cell() const { return categorical_cell_; }
   // From the next example on, labels name these classes (ReadOptions::classes;
   // raw_labels off).
   // From the next example on, ReadOptions::unlabeled_width.
@@ -168,6 +173,10 @@ class DataReader {
   size_t columns_ = 0;
   // Named CSV: the header's names.
   std::vector<std::string> header_;
+  // CSV by number: whether the first row was a header, and
+  // categorical_cell().
+  bool csv_header_ = false;
+  std::string categorical_cell_;
   // CSV: splits a line into its cells (cells_, valid until the next call),
   // quotes read as RFC 4180 says; an error names the line.
   absl::Status SplitCsv(absl::string_view text);

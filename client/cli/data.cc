@@ -90,24 +90,56 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
   return ReadDataFile(path, *o);
 }
 
-// train and fit --create of a file whose features are always names (Vowpal
-// Wabbit's text, JSON lines), given neither --dim, --hash_bits nor
-// --feature_names_file: the model hashes them into 2^18 coordinates, as
-// Vowpal Wabbit does by default (binary or multiclass: a wide model's
-// certificate works over the coordinates its rows use). HashNamesByDefault
-// sets the flag then, and says so.
+// train and fit --create of a file whose features are names (Vowpal Wabbit's
+// text, JSON lines, or a CSV file with a header and, in its first
+// kCsvProbeRows examples, a feature cell that is neither a number nor
+// empty), given neither --dim, --hash_bits nor --feature_names_file: the
+// model hashes them into 2^18 coordinates, as Vowpal Wabbit does by default
+// (binary or multiclass: a wide model's certificate works over the
+// coordinates its rows use). HashNamesByDefault sets the flag then, and says
+// so.
 constexpr uint32_t kDefaultHashBits = 18;
+constexpr uint64_t kCsvProbeRows = 1000;
+
+// The first cell of a CSV file (not standard input, which cannot be read
+// twice) that makes it a file of names (DataReader::categorical_cell), or
+// empty.
+std::string CategoricalCell(const std::string& path, ReadOptions o) {
+  if (path == "-") return "";
+  o.raw_labels = true;  // any label: only the features matter here
+  absl::StatusOr<std::unique_ptr<DataReader>> reader =
+      DataReader::Open(path, o);
+  if (!reader.ok()) return "";  // said when the file is opened again
+  Example e;
+  while ((*reader)->examples() < kCsvProbeRows) {
+    absl::StatusOr<bool> more = (*reader)->Next(&e);
+    if (!more.ok()) return (*reader)->categorical_cell();
+    if (!*more) break;
+  }
+  return "";
+}
+
 void HashNamesByDefault(const std::string& path) {
   if (ByNameFromFlags() || absl::GetFlag(FLAGS_dim) != 0) return;
   absl::StatusOr<ReadOptions> o = ReadOptionsFromFlags(true, false);
   if (!o.ok()) return;  // said when the file is opened
   const Format f = ResolveFormat(path, o->format);
-  if (f != Format::kVw && f != Format::kJsonl) return;
+  std::string why;
+  if (f == Format::kCsv) {
+    why = CategoricalCell(path, *o);
+    if (why.empty()) return;
+    why = absl::StrCat(" (", why,
+                       " is not a number): read by the header's "
+                       "names, a cell that is not a number as a categorical "
+                       "feature, and");
+  } else if (f != Format::kVw && f != Format::kJsonl) {
+    return;
+  }
   absl::SetFlag(&FLAGS_hash_bits, kDefaultHashBits);
   std::printf(
-      "the features of %s are names: hashed into 2^%u coordinates as Vowpal "
+      "the features of %s are names%s hashed into 2^%u coordinates as Vowpal "
       "Wabbit hashes them (--hash_bits=B to choose)\n",
-      path.c_str(), kDefaultHashBits);
+      path.c_str(), why.empty() ? ":" : why.c_str(), kDefaultHashBits);
 }
 
 // A model's classes (empty for a binary model).

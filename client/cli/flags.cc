@@ -102,7 +102,8 @@ ABSL_FLAG(absl::Duration, idle_expiry, absl::ZeroDuration(),
           "long, e.g. 1h (0: never)");
 ABSL_FLAG(bool, create, false,
           "train/fit: create the model (classic, defaults) if missing; the "
-          "names of a VW or JSON lines file are hashed into 2^18 coordinates "
+          "names of a VW or JSON lines file, or of a CSV file with a header "
+          "and cells that are not numbers, are hashed into 2^18 coordinates "
           "unless --hash_bits, --dim or --feature_names_file says otherwise");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");

@@ -1,6 +1,8 @@
 #include "client/data_reader.h"
 
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -264,6 +266,29 @@ TEST(DataReaderTest, CsvByNameWithCategoricalCells) {
   EXPECT_EQ(d->examples[1].label, -1);
   EXPECT_THAT(ParseData(",b,label\n", "h.csv", o).status().message(),
               HasSubstr("h.csv:1: the header's column 0 has no name"));
+}
+
+// Read by number, a headed CSV file stops at its first categorical cell and
+// names it; an empty cell, or a file with no header, names none.
+TEST(DataReaderTest, CsvByNumberNamesItsFirstCategoricalCell) {
+  auto first = [](const std::string& text) {
+    std::istringstream in(text);
+    DataReader reader(&in, "c.csv", {});
+    Example e;
+    absl::StatusOr<bool> more = true;
+    while (more.ok() && *more) more = reader.Next(&e);
+    return std::make_pair(more.ok(), reader.categorical_cell());
+  };
+  EXPECT_EQ(first("age,city,label\n34,7,1\n27,paris,0\n"),
+            std::make_pair(false, std::string("line 3: column 1 \"paris\"")));
+  EXPECT_EQ(first("age,city,label\n34,,1\n"),
+            std::make_pair(false, std::string()));
+  EXPECT_EQ(first("age,city,label\n34,7,1\n"),
+            std::make_pair(true, std::string()));
+  // Without a header the first row is one, so a cell of a later row that is
+  // not a number is an error only.
+  EXPECT_EQ(first("34,7,1\n27,paris,0\n"),
+            std::make_pair(false, std::string()));
 }
 
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {

@@ -365,6 +365,41 @@ def test_a_categorical_csv_and_a_vw_file_through_the_cli_equal_the_dicts(
     assert dicts.weights()[slot] != 0
 
 
+def test_train_and_fit_create_hash_a_csv_with_categorical_cells_by_default(
+        client, server, tmp_path):
+    # A headed CSV whose cells are not all numbers is read by name, as a VW file
+    # is: with no --hash_bits, --dim or --feature_names_file, into 2^18 coordinates.
+    csv = tmp_path / "people.csv"
+    csv.write_text("age,city,colour,score,label\n" +
+                   "".join(",".join(r) + "\n" for r in TABLE))
+    for verb, name in (("train", "csv18"), ("fit", "fit18")):
+        code, out = cli(server, verb, str(csv), f"--model={name}", "--create",
+                        *(["--max_epochs=1"] if verb == "fit" else []))
+        assert code == 0, out
+        assert ('the features of ' + str(csv) + ' are names (line 2: column 1 "paris" is not '
+                'a number)') in out, out
+        assert "hashed into 2^18 coordinates" in out, out
+        assert client.model(name).info().config.hash_bits == 18
+    rows, y = table_dicts()
+    dicts = client.create_model("dicts18", hash_bits=18)
+    dicts.learn(rows, y)
+    for name in ("csv18", "fit18"):
+        assert_learned_as(client.model(name), dicts)
+    # A CSV of numbers stays a model of vectors, its dimension the columns but the
+    # label's; an empty cell alone does not make names (it is refused as before).
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("a,b,label\n1,2,1\n3,4,0\n")
+    code, out = cli(server, "train", str(numbers), "--model=vectors", "--create")
+    assert code == 0 and "are names" not in out, out
+    config = client.model("vectors").info().config
+    assert (config.hash_bits, config.dimension) == (0, 2)
+    holes = tmp_path / "holes.csv"
+    holes.write_text("a,b,label\n1,,1\n")
+    code, out = cli(server, "train", str(holes), "--model=holes", "--create")
+    assert code != 0 and 'holes.csv:2: column 1 "" is not a number' in out, out
+    assert "holes" not in [m.model_id for m in client.list_models()]
+
+
 def test_the_cli_names_the_line_of_a_bad_vw_or_csv_line(client, server, tmp_path):
     cases = [("bad.vw", "1 | a b\n1 2 | c\n", "bad.vw:2: importance weight 2"),
              ("nolabel.vw", "1 | a\n| b\n", "nolabel.vw:2: no label"),

@@ -300,10 +300,15 @@ class Model:
         terms, rather than by the server in the wire's."""
         if kind != "dense":
             return
-        dimension = self._config_of(retry_for).dimension
+        config = self._config_of(retry_for)
+        dimension = config.dimension
         if rows.shape[1] != dimension:
+            by_name = ""
+            if config.hash_bits or config.feature_names:
+                by_name = (" (it takes features by name: dicts such as {'age': 34, 'city': "
+                           "'paris'})")
             raise ValueError(f"the examples have {rows.shape[1]} features; model "
-                             f"{self.id!r} has dimension {dimension}")
+                             f"{self.id!r} has dimension {dimension}{by_name}")
 
     @staticmethod
     def _retrying(call, retry_for: float):

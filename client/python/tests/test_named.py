@@ -113,6 +113,15 @@ def test_dense_numpy_row_with_learn_one(client):
     model = client.create_model("dense", 3)
     assert model.learn_one(np.array([1.0, 0.0, 2.0]), 1) is True
     assert model.predict_one(np.array([1.0, 0.0, 2.0])) == 1
+    # A row of another width is refused by the client; for a model that takes names,
+    # the message says so.
+    hashed = client.create_model("hashed", hash_bits=8)
+    with pytest.raises(ValueError, match=re.escape("model 'dense' has dimension 3")):
+        model.learn_one(np.array([1.0, 2.0]), 1)
+    with pytest.raises(ValueError, match=re.escape(
+            "model 'hashed' has dimension 256 (it takes features by name: dicts")):
+        hashed.learn_one(np.array([1.0, 2.0]), 1)
+    assert hashed.status().stats.examples == 0
 
 
 def test_dicts_read_none_false_and_nested_dicts_as_a_json_line_is_read(client):

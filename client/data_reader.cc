@@ -10,12 +10,15 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "utf8.h"
 
 extern "C" {
 #include <csv.h>
@@ -23,6 +26,20 @@ extern "C" {
 
 namespace perceptron::client {
 namespace {
+
+// OK if `text` is UTF-8, as the wire's names and labels must be; else
+// INVALID_ARGUMENT naming `what` (quoted, unless it is a whole line) and its
+// first byte that is not.
+absl::Status CheckUtf8(absl::string_view what, absl::string_view text,
+                       bool quote = true) {
+  const auto bad = utf8::find_invalid(text.begin(), text.end());
+  if (bad == text.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, quote ? absl::StrCat(" \"", absl::CHexEscape(text), "\"") : "",
+      " is not UTF-8 text (byte ", bad - text.begin() + 1,
+      "): names and labels are sent as UTF-8; convert the file first, e.g. "
+      "with iconv -f latin1 -t utf-8"));
+}
 
 absl::StatusOr<int> MapLabel(absl::string_view raw,
                              const ReadOptions& options) {
@@ -70,6 +87,10 @@ absl::Status DataReader::SetLabel(absl::string_view raw, Example* e) const {
   if (options_.raw_labels) {
     e->label = 0;
     e->raw_label = ClassKey(raw);
+    // A label collected as raw may name a class of the model to be created.
+    if (absl::Status s = CheckUtf8("the label", e->raw_label); !s.ok()) {
+      return Bad(s.message());
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<int> label = MapLabel(raw, options_);
@@ -100,6 +121,8 @@ bool ParseDouble(absl::string_view s, double* v) {
 absl::Status AddNamed(absl::string_view space, absl::string_view name,
                       absl::string_view value, bool has_value, double scale,
                       Example* e) {
+  PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the namespace", space));
+  PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the feature", name));
   v1::NamedFeature& f = e->named.emplace_back();
   f.set_space(std::string(space));
   f.set_name(std::string(name));
@@ -119,6 +142,7 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read \"", name, ":", value, "\" as name:value"));
   } else {
+    PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the categorical value", value));
     f.set_category(std::string(value));
   }
   return absl::OkStatus();
@@ -585,6 +609,11 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
                                             Example* e) {
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return false;
+  // JSON is UTF-8 text (RFC 8259): said here rather than as a line that does
+  // not parse.
+  if (absl::Status s = CheckUtf8("the line", text, false); !s.ok()) {
+    return Bad(s.message());
+  }
   // ordered_json keeps the features in the line's order, the order in which
   // colliding features are added.
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(

@@ -291,6 +291,45 @@ TEST(DataReaderTest, CsvByNumberNamesItsFirstCategoricalCell) {
             std::make_pair(false, std::string()));
 }
 
+// Names and labels travel as UTF-8 (protobuf's strings): text in another
+// encoding is refused at its line, naming the byte; UTF-8 text is taken.
+TEST(DataReaderTest, NamesAndLabelsMustBeUtf8) {
+  ReadOptions named;
+  named.named = true;
+  ReadOptions raw;
+  raw.raw_labels = true;
+  const struct {
+    std::string text, name;
+    ReadOptions options;
+    std::string says;
+  } refused[] = {
+      {"1 |t caf\xe9 good\n", "a.vw", {}, "a.vw:1: the feature \"caf\\xe9\""},
+      {"1 |n\xe9 a\n", "b.vw", {}, "b.vw:1: the namespace \"n\\xe9\""},
+      {"1 |t city:\xe9t\xe9\n",
+       "c.vw",
+       {},
+       "the categorical value \"\\xe9t\\xe9\""},
+      {"city,label\nr\xe9,1\n", "d.csv", named, "d.csv:2: column 0 (city): "},
+      {"caf\xe9,label\n1,1\n", "e.csv", named, "the feature \"caf\\xe9\""},
+      {"{\"features\": {\"caf\xe9\": 1}, \"label\": 1}\n",
+       "f.jsonl",
+       {},
+       "f.jsonl:1: the line is not UTF-8 text (byte 19)"},
+      {"1 1:1\ncaf\xe9 2:1\n", "g.svm", raw, "g.svm:2: the label \"caf\\xe9\""},
+  };
+  for (const auto& r : refused) {
+    absl::StatusOr<Dataset> d = ParseData(r.text, r.name, r.options);
+    EXPECT_THAT(d.status().message(), HasSubstr(r.says)) << r.name;
+    EXPECT_THAT(d.status().message(), HasSubstr("is not UTF-8 text")) << r.name;
+  }
+  absl::StatusOr<Dataset> d =
+      ParseData("1 |t caf\xc3\xa9 city:\xe6\x9d\xb1\xe4\xba\xac\n", "u.vw", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(
+      Named(d->examples[0]),
+      ElementsAre("t|caf\xc3\xa9=1", "t|city:\xe6\x9d\xb1\xe4\xba\xac"));
+}
+
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
   EXPECT_THAT(ParseData("1 |a x\n1 0.5 |a y\n", "w.vw", {}).status().message(),
               HasSubstr("w.vw:2: importance weight 0.5"));

@@ -619,9 +619,24 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(
       text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return Bad(
-        "not a JSON object (a line is {\"label\": 1, \"features\": "
-        "{\"name\": value, \"namespace\": {\"name\": value}}})");
+    // Where the line stops being JSON: the parser's own words, from a second
+    // parse that may throw (the first does not, to keep good lines fast).
+    std::string where;
+    if (j.is_discarded()) {
+      try {
+        (void)nlohmann::ordered_json::parse(text.begin(), text.end());
+      } catch (const nlohmann::json::parse_error& e) {
+        // "[json.exception.parse_error.101] parse error at line 1, ...".
+        where = e.what();
+        const size_t at = where.find("] ");
+        if (at != std::string::npos) where.erase(0, at + 2);
+        where = absl::StrCat(" (", where, ")");
+      }
+    }
+    return Bad(absl::StrCat(
+        "not a JSON object", where,
+        "; a line is {\"label\": 1, \"features\": {\"name\": value, "
+        "\"namespace\": {\"name\": value}}}"));
   }
   const auto label = j.find("label");
   if (label != j.end() && !label->is_null()) {

@@ -367,7 +367,14 @@ TEST(DataReaderTest, JsonLines) {
                   .message(),
               HasSubstr("e.jsonl:1: label \"2\""));
   EXPECT_THAT(ParseData("[1]\n", "e.jsonl", {}).status().message(),
-              HasSubstr("e.jsonl:1: not a JSON object"));
+              HasSubstr("e.jsonl:1: not a JSON object; a line is"));
+  // A line that is not JSON says where, in the parser's words.
+  EXPECT_THAT(
+      ParseData("{\"label\": 1, \"features\": {\"a\": 1,}}\n", "e.jsonl", {})
+          .status()
+          .message(),
+      HasSubstr("e.jsonl:1: not a JSON object (parse error at line 1, column "
+                "34: syntax error while parsing object key"));
 }
 
 }  // namespace

@@ -149,6 +149,34 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
     for x in rows:
         if not isinstance(x, Mapping):
             raise ValueError(f"row {len(ends)}: a row by name is a dict, not {type(x).__name__}")
+        start = len(names)
+        # The common row first, inline: keys that are names or (namespace, name) pairs of
+        # strings, values that are floats, ints or strings. Anything else (and any row
+        # with it) goes through _features, from the row's start: the same features.
+        for key, value in x.items():
+            kind, key_kind = type(value), type(key)
+            if key_kind is str:
+                space, name = "", key
+            elif (key_kind is tuple and len(key) == 2 and type(key[0]) is str
+                  and type(key[1]) is str):
+                space, name = key
+            else:
+                break
+            if kind is float or kind is int:
+                names.append(ref(name))
+                categories.append(0)
+                values.append(float(value))
+            elif kind is str:
+                names.append(ref(name))
+                categories.append(ref(value) + 1)
+                values.append(1.0)
+            else:
+                break
+            spaces.append(space)
+        else:
+            ends.append(len(names))
+            continue
+        del names[start:], spaces[start:], categories[start:], values[start:]
         for space, name, value in _features(x):
             names.append(ref(name))
             spaces.append(space)

@@ -124,6 +124,44 @@ def test_dense_numpy_row_with_learn_one(client):
     assert hashed.status().stats.examples == 0
 
 
+def test_named_columns_read_every_row_as_its_features_are_read():
+    # The columns' inline reading of common rows (string keys, float/int/string values)
+    # and its fallback from a row's start for any other: the same columns as every row
+    # read feature by feature (_features), the strings' table in first-use order.
+    from perceptrond import _inputs
+    from perceptron.v1 import perceptron_pb2 as pb
+
+    def reference(rows, labels):
+        table, names, spaces, values, categories, ends = {}, [], [], [], [], []
+        ref = lambda t: table.setdefault(t, len(table))  # noqa: E731
+        for x in rows:
+            for space, name, value in _inputs._features(x):
+                names.append(ref(name))
+                spaces.append(space)
+                categories.append(ref(value) + 1 if isinstance(value, str) else 0)
+                values.append(1.0 if isinstance(value, str) else float(value))
+            ends.append(len(names))
+        c = pb.Columns(row_ends=ends, named_names=names, labels=labels)
+        if any(spaces):
+            c.named_spaces.extend(ref(s) for s in spaces)
+        if any(v != 1.0 for v in values):
+            c.named_values.extend(values)
+        if any(categories):
+            c.named_categories.extend(categories)
+        c.strings.extend(table)
+        return c
+
+    rows = [{"a": 1.0, ("ns", "b"): 2, "c": "x"},
+            {"a": 3.0, "gone": None, "d": 1.5},             # falls back at its 2nd feature
+            {("ns", "b"): "y", 7: 2.0, "e": np.float64(4)},  # at an int key
+            {"u": {"v": 1.0}, "a": True},                    # a namespace; True
+            {"f": 2.5, ("ns", "g"): np.str_("z"), "h": False},
+            {}, {"a": -1}]
+    labels = [1, -1, 1, -1, 1, -1, 1]
+    got = pb.Columns.FromString(_inputs._named_columns(rows, np.array(labels)))
+    assert got == reference(rows, labels)
+
+
 def test_dicts_read_none_false_and_nested_dicts_as_a_json_line_is_read(client):
     # None and False are no feature, True the value 1, a nested dict a namespace: the
     # same model as the plain form, item by item and as columns.

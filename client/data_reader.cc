@@ -603,6 +603,38 @@ absl::Status AddJsonFeature(const std::string& space, const std::string& name,
   return absl::OkStatus();
 }
 
+// Where `text` stops being JSON, as the JSON parser says it ("parse error at
+// line 1, column 34: ..."), from its event interface (which reports errors
+// without throwing); empty if it parses.
+std::string JsonError(absl::string_view text) {
+  using Json = nlohmann::json;
+  struct Events final : nlohmann::json_sax<Json> {
+    std::string error;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&,
+                     const nlohmann::detail::exception& e) override {
+      // "[json.exception.parse_error.101] parse error at line 1, ...".
+      error = e.what();
+      const size_t at = error.find("] ");
+      if (at != std::string::npos) error.erase(0, at + 2);
+      return false;
+    }
+  } events;
+  Json::sax_parse(text.begin(), text.end(), &events);
+  return events.error;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
@@ -619,20 +651,9 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(
       text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    // Where the line stops being JSON: the parser's own words, from a second
-    // parse that may throw (the first does not, to keep good lines fast).
+    // Where the line stops being JSON, in the parser's words.
     std::string where;
-    if (j.is_discarded()) {
-      try {
-        (void)nlohmann::ordered_json::parse(text.begin(), text.end());
-      } catch (const nlohmann::json::parse_error& e) {
-        // "[json.exception.parse_error.101] parse error at line 1, ...".
-        where = e.what();
-        const size_t at = where.find("] ");
-        if (at != std::string::npos) where.erase(0, at + 2);
-        where = absl::StrCat(" (", where, ")");
-      }
-    }
+    if (j.is_discarded()) where = absl::StrCat(" (", JsonError(text), ")");
     return Bad(absl::StrCat(
         "not a JSON object", where,
         "; a line is {\"label\": 1, \"features\": {\"name\": value, "

@@ -9,6 +9,7 @@
 #include "absl/types/span.h"
 #include "core/candidate_sums.h"
 #include "core/config.h"
+#include "core/status_macros.h"
 #include "server/model/convert.h"
 
 namespace perceptron::server {
@@ -63,13 +64,87 @@ absl::StatusOr<PendingPrediction> PendingFromProto(const v1::PendingState& p) {
       static_cast<int>(std::min<uint32_t>(p.predicted_class(), INT32_MAX))};
 }
 
-void VotedToProto(const VotedVector& v, v1::VotedVectorState* out) {
-  Put(v.weights, out->mutable_weights());
+// A non-zero as SparseDoubles counts it: its bits are not all zero (-0.0 is
+// one, so that it comes back as itself).
+bool NonZero(double x) { return absl::bit_cast<uint64_t>(x) != 0; }
+
+// `v` into `dense`, or into `*sparse()` where that is smaller: 12 bytes a
+// non-zero there against 8 a coordinate in `dense`.
+template <typename MutableSparse>
+void PutDoubles(const std::vector<double>& v,
+                google::protobuf::RepeatedField<double>* dense,
+                MutableSparse sparse) {
+  const size_t nonzero = std::count_if(v.begin(), v.end(), NonZero);
+  if (v.size() > UINT32_MAX || 3 * nonzero >= 2 * v.size()) {
+    Put(v, dense);
+    return;
+  }
+  v1::SparseDoubles* out = sparse();
+  out->set_size(static_cast<uint32_t>(v.size()));
+  out->mutable_indices()->Reserve(static_cast<int>(nonzero));
+  out->mutable_values()->Reserve(static_cast<int>(nonzero));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!NonZero(v[i])) continue;
+    out->add_indices(static_cast<uint32_t>(i));
+    out->add_values(v[i]);
+  }
+}
+
+// The vector `dense` holds, or `sparse` does (has_sparse), of at most
+// `max_size` coordinates; INVALID_ARGUMENT naming `what` for a malformed
+// one (both forms, an index out of order or past the size, lengths that
+// differ, a size over the bound).
+absl::StatusOr<std::vector<double>> Doubles(
+    absl::string_view what,
+    const google::protobuf::RepeatedField<double>& dense, bool has_sparse,
+    const v1::SparseDoubles& sparse, uint64_t max_size) {
+  if (!has_sparse) return Vec(dense);
+  auto bad = [what](auto... why) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", why...));
+  };
+  if (!dense.empty()) return bad("given both whole and by its non-zeros");
+  if (sparse.size() > max_size) {
+    return bad(sparse.size(), " coordinates, over the model's ", max_size);
+  }
+  if (sparse.indices_size() != sparse.values_size()) {
+    return bad(sparse.indices_size(), " indices and ", sparse.values_size(),
+               " values");
+  }
+  std::vector<double> v(sparse.size(), 0.0);
+  int64_t last = -1;
+  for (int k = 0; k < sparse.indices_size(); ++k) {
+    const uint32_t i = sparse.indices(k);
+    if (i >= v.size() || int64_t{i} <= last) {
+      return bad("index ", i, " is past the size ", v.size(),
+                 " or not above the one before it");
+    }
+    v[i] = sparse.values(k);
+    last = i;
+  }
+  return v;
+}
+
+// `sparse_ok`: the vector may go by its non-zeros (snapshots and blobs; a log
+// record's are always whole).
+void VotedToProto(const VotedVector& v, v1::VotedVectorState* out,
+                  bool sparse_ok) {
+  if (sparse_ok) {
+    PutDoubles(v.weights, out->mutable_weights(),
+               [out] { return out->mutable_sparse_weights(); });
+  } else {
+    Put(v.weights, out->mutable_weights());
+  }
   out->set_survived(v.survived);
 }
 
-VotedVector VotedFromProto(const v1::VotedVectorState& v) {
-  return VotedVector{Vec(v.weights()), v.survived()};
+// `max_size`: the model's weight count; 0 where the vector must be whole.
+absl::StatusOr<VotedVector> VotedFromProto(const v1::VotedVectorState& v,
+                                           uint64_t max_size) {
+  absl::StatusOr<std::vector<double>> w =
+      Doubles("a voted vector", v.weights(), v.has_sparse_weights(),
+              v.sparse_weights(), max_size);
+  if (!w.ok()) return w.status();
+  return VotedVector{*std::move(w), v.survived()};
 }
 
 void SupportToProto(const SupportVector& v, v1::SupportVectorState* out) {
@@ -241,11 +316,15 @@ void StateToProto(const ModelState& in, v1::ModelState* out, bool compact) {
   out->set_td_gamma(in.td_gamma);
   out->set_radius(in.radius);
   v1::LearnerState* l = out->mutable_learner();
-  Put(in.learner.weights, l->mutable_weights());
+  PutDoubles(in.learner.weights, l->mutable_weights(),
+             [l] { return l->mutable_sparse_weights(); });
   l->set_weight_norm_sq(in.learner.weight_norm_sq);
-  Put(in.learner.average_accumulator, l->mutable_average_accumulator());
+  PutDoubles(in.learner.average_accumulator, l->mutable_average_accumulator(),
+             [l] { return l->mutable_sparse_average_accumulator(); });
   l->set_average_steps(in.learner.average_steps);
-  for (const VotedVector& v : in.learner.voted) VotedToProto(v, l->add_voted());
+  for (const VotedVector& v : in.learner.voted) {
+    VotedToProto(v, l->add_voted(), /*sparse_ok=*/true);
+  }
   l->set_current_survived(in.learner.current_survived);
   for (const SupportVector& v : in.learner.support)
     SupportToProto(v, l->add_support());
@@ -274,11 +353,22 @@ absl::StatusOr<ModelState> StateFromProto(const v1::ModelState& in,
   s.td_gamma = in.td_gamma();
   s.radius = in.radius();
   const v1::LearnerState& l = in.learner();
-  s.learner.weights = Vec(l.weights());
+  const uint64_t weights = s.config.weight_count();
+  PERCEPTRON_ASSIGN_OR_RETURN(
+      s.learner.weights,
+      Doubles("the weights", l.weights(), l.has_sparse_weights(),
+              l.sparse_weights(), weights));
   s.learner.weight_norm_sq = l.weight_norm_sq();
-  s.learner.average_accumulator = Vec(l.average_accumulator());
+  PERCEPTRON_ASSIGN_OR_RETURN(
+      s.learner.average_accumulator,
+      Doubles("the average's sums", l.average_accumulator(),
+              l.has_sparse_average_accumulator(),
+              l.sparse_average_accumulator(), weights));
   s.learner.average_steps = l.average_steps();
-  for (const auto& v : l.voted()) s.learner.voted.push_back(VotedFromProto(v));
+  for (const auto& v : l.voted()) {
+    PERCEPTRON_ASSIGN_OR_RETURN(VotedVector voted, VotedFromProto(v, weights));
+    s.learner.voted.push_back(std::move(voted));
+  }
   s.learner.current_survived = l.current_survived();
   for (const auto& v : l.support())
     s.learner.support.push_back(SupportFromProto(v));
@@ -312,7 +402,7 @@ void JournalToProto(const Journal& in, v1::Journal* out) {
   l->set_current_survived(in.learner.current_survived);
   l->set_dropped(in.learner.dropped);
   for (const VotedVector& v : in.learner.voted_added)
-    VotedToProto(v, l->add_voted_added());
+    VotedToProto(v, l->add_voted_added(), /*sparse_ok=*/false);
   l->set_voted_removed(in.learner.voted_removed);
   for (const SupportVector& v : in.learner.support_added) {
     SupportToProto(v, l->add_support_added());
@@ -345,8 +435,11 @@ absl::StatusOr<Journal> JournalFromProto(const v1::Journal& in) {
   j.learner.average_steps = l.average_steps();
   j.learner.current_survived = l.current_survived();
   j.learner.dropped = l.dropped();
-  for (const auto& v : l.voted_added())
-    j.learner.voted_added.push_back(VotedFromProto(v));
+  for (const auto& v : l.voted_added()) {
+    PERCEPTRON_ASSIGN_OR_RETURN(VotedVector voted,
+                                VotedFromProto(v, /*max_size=*/0));
+    j.learner.voted_added.push_back(std::move(voted));
+  }
   j.learner.voted_removed = l.voted_removed();
   for (const auto& v : l.support_added())
     j.learner.support_added.push_back(SupportFromProto(v));

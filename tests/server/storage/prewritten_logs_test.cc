@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <sys/vfs.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -148,7 +149,7 @@ TEST(PrewrittenLogsTest, AStoresLogsRotateThroughThemAndRecoverEveryRecord) {
   const std::string& dir = scoped.path();
   if (InMemory(dir)) GTEST_SKIP() << dir << " is in memory: nothing prewritten";
   ModelConfig wide;
-  wide.dimension = 200000;  // a snapshot of 1.6 MB or more
+  wide.dimension = 200000;  // with every weight used, a snapshot of 1.6 MB
   ModelConfig small;
   small.dimension = 6;
   std::vector<std::string> states;
@@ -163,9 +164,14 @@ TEST(PrewrittenLogsTest, AStoresLogsRotateThroughThemAndRecoverEveryRecord) {
         store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
     states = Drive(*model, *store, "m", 10);
     for (int i = 0; i < 4; ++i) {
+      // Weights that are not zeros: a vector of zeros is stored by its
+      // non-zeros, in a few bytes.
+      ModelState state = NewModel(wide)->ExportState();
+      std::fill(state.learner.weights.begin(), state.learner.weights.end(),
+                0.5);
       ASSERT_TRUE(store
                       ->PutModel(absl::StrCat("wide", i), absl::UnixEpoch(),
-                                 NewModel(wide)->ExportState())
+                                 std::move(state))
                       .ok());
     }
     const std::vector<std::string> more = Drive(*model, *store, "m", 10, 11);

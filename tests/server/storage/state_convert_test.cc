@@ -147,5 +147,101 @@ TEST(StateConvertTest, AMalformedMultipleIsRefused) {
   });
 }
 
+// A wide model's learner (names hashed into 2^20 coordinates, a few used)
+// with `used` non-zero coordinates in each vector, one of them -0.0.
+ModelState Wide(size_t used) {
+  ModelState state;
+  state.config.dimension = 1u << 20;
+  state.config.hash_bits = 20;
+  const size_t n = state.config.weight_count();
+  auto vector = [n, used](double scale) {
+    std::vector<double> v(n, 0.0);
+    for (size_t k = 0; k < used; ++k) v[(k * 7919 + 3) % n] = scale * (k + 1);
+    v[n - 1] = -0.0;  // the bias's coordinate: not zero's bits
+    return v;
+  };
+  state.learner.weights = vector(0.5);
+  state.learner.average_accumulator = vector(-2.0);
+  state.learner.voted = {{vector(1.0), 3}, {vector(3.0), 1}};
+  return state;
+}
+
+std::vector<std::vector<double>> Vectors(const LearnerState& l) {
+  std::vector<std::vector<double>> out = {l.weights, l.average_accumulator};
+  for (const VotedVector& v : l.voted) out.push_back(v.weights);
+  return out;
+}
+
+TEST(StateConvertTest,
+     AWideModelsVectorsGoByTheirNonZerosAndComeBackBitForBit) {
+  const ModelState state = Wide(100);
+  for (const bool compact : {true, false}) {  // a snapshot, an export blob
+    v1::ModelState stored;
+    StateToProto(state, &stored, compact);
+    const v1::LearnerState& l = stored.learner();
+    EXPECT_EQ(l.weights_size(), 0);
+    EXPECT_EQ(l.sparse_weights().size(), (1u << 20) + 1);
+    EXPECT_EQ(l.sparse_weights().indices_size(), 101);  // -0.0 included
+    EXPECT_EQ(l.sparse_average_accumulator().values_size(), 101);
+    ASSERT_EQ(l.voted_size(), 2);
+    EXPECT_EQ(l.voted(1).sparse_weights().values_size(), 101);
+    EXPECT_EQ(l.voted(1).survived(), 1u);
+    // Four vectors of 2^20 doubles in under 6 KB.
+    EXPECT_LT(stored.ByteSizeLong(), 6000u);
+    absl::StatusOr<ModelState> back = StateFromProto(stored, 1u << 24);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(Bits(Vectors(back->learner)), Bits(Vectors(state.learner)));
+    EXPECT_EQ(back->learner.voted[0].survived, 3u);
+  }
+  // Where most coordinates are used, the vectors stay whole.
+  ModelState dense;
+  dense.config.dimension = 20;
+  dense.learner.weights.assign(21, 0.25);
+  dense.learner.weights[4] = 0.0;
+  v1::ModelState stored;
+  StateToProto(dense, &stored);
+  EXPECT_EQ(stored.learner().weights_size(), 21);
+  EXPECT_FALSE(stored.learner().has_sparse_weights());
+  absl::StatusOr<ModelState> back = StateFromProto(stored, 1u << 24);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Bits({back->learner.weights}), Bits({dense.learner.weights}));
+}
+
+TEST(StateConvertTest, AMalformedVectorByItsNonZerosIsRefused) {
+  v1::ModelState good;
+  StateToProto(Wide(10), &good);
+  const auto refused = [&](auto edit, absl::string_view says) {
+    v1::ModelState m = good;
+    edit(m.mutable_learner());
+    absl::StatusOr<ModelState> back = StateFromProto(m, 1u << 24);
+    EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(back.status().message(), HasSubstr(says));
+  };
+  refused([](v1::LearnerState* l) { l->add_weights(1.0); },
+          "the weights: given both whole and by its non-zeros");
+  refused(
+      [](v1::LearnerState* l) {
+        l->mutable_sparse_weights()->set_size((1u << 20) + 2);
+      },
+      "the weights: 1048578 coordinates, over the model's 1048577");
+  refused(
+      [](v1::LearnerState* l) {
+        l->mutable_sparse_average_accumulator()->add_values(1.0);
+      },
+      "the average's sums: 11 indices and 12 values");
+  refused(
+      [](v1::LearnerState* l) {
+        l->mutable_sparse_weights()->set_indices(1, 3);  // not above index 0
+      },
+      "the weights: index 3 is past the size 1048577 or not above the one "
+      "before it");
+  refused(
+      [](v1::LearnerState* l) {
+        auto* v = l->mutable_voted(0)->mutable_sparse_weights();
+        v->set_indices(v->indices_size() - 1, 1u << 21);
+      },
+      "a voted vector: index 2097152 is past the size");
+}
+
 }  // namespace
 }  // namespace perceptron::server

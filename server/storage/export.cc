@@ -72,10 +72,10 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> ImportBlob(const std::string& blob,
     return absl::InvalidArgumentError(
         "import: the blob is not an exported model");
   }
-  if (in.format_version() != kExportFormatVersion && in.format_version() != 1) {
+  if (in.format_version() < 1 || in.format_version() > kExportFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "import: the blob has format version ", in.format_version(),
-        "; this server reads versions 1 and ", kExportFormatVersion));
+        "; this server reads versions 1 to ", kExportFormatVersion));
   }
   if (in.format_version() == 1 ? Crc32(in.state()) != in.state_crc32()
                                : BlobCrc(in) != in.crc32()) {

@@ -13,9 +13,10 @@
 
 namespace perceptron::server {
 
-// The blob format version this server writes; it reads this one and 1 (whose
+// The blob format version this server writes; it reads this one, 2 (the same
+// but that no vector is given by its non-zeros, SparseDoubles) and 1 (whose
 // checksum covers only the state).
-inline constexpr uint32_t kExportFormatVersion = 2;
+inline constexpr uint32_t kExportFormatVersion = 3;
 
 // The largest blob: protobuf reads and writes messages below 2 GiB.
 inline constexpr size_t kMaxBlobBytes = (size_t{1} << 31) - 1;

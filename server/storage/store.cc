@@ -264,6 +264,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(
     if (!init.ok()) return init;
   } else if (!s.ok()) {
     return FromLevelDb(s, "cannot read the store's format");
+  } else if (format == kStoreFormatBefore) {
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    absl::Status marked =
+        FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
+                    absl::StrCat("cannot mark the store in ", path, " as \"",
+                                 kStoreFormat, "\""));
+    if (!marked.ok()) return marked;
   } else if (format != kStoreFormat) {
     return absl::FailedPreconditionError(
         absl::StrCat("the data directory ", path, " has format \"", format,

@@ -30,8 +30,13 @@
 namespace perceptron::server {
 
 // The format this server writes and reads; a directory of another format is
-// refused.
-inline constexpr char kStoreFormat[] = "perceptrond-store 1";
+// refused. Format 2's snapshots may give a vector by its non-zeros
+// (SparseDoubles), which a server of format 1 would not read: a directory of
+// format 1 (the same data but for that) is read as it is and marked 2 when it
+// is opened, so that such a server refuses it whole rather than setting its
+// models aside one by one.
+inline constexpr char kStoreFormat[] = "perceptrond-store 2";
+inline constexpr char kStoreFormatBefore[] = "perceptrond-store 1";
 
 struct RecoveredModel {
   std::string id;

@@ -182,8 +182,9 @@ TEST(DurabilityTest,
 }
 
 // Every model the default limits let one create can be read and exported: a
-// model of the largest dimension (2^24) has weights and a blob of 128 MiB,
-// twice --max_message_bytes; they travel in chunks.
+// model of the largest dimension (2^24) has weights of 128 MiB, twice
+// --max_message_bytes, and so has its blob once most of them are used; they
+// travel in chunks.
 TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   // Memory only: what is measured is the messages, not the disk.
   auto a = *ServerProcess::Start({"--durability=none"});
@@ -219,6 +220,33 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   ASSERT_EQ(w->values_size(), static_cast<int>(kD) + 1);
   EXPECT_EQ(w->values(kD / 2), 2.0);
   EXPECT_EQ(w->values(kD), 1.0);  // the bias weight
+  // A blob gives a vector by its non-zeros where that is smaller, so with
+  // three weights this one fits a message. Weights on nearly every
+  // coordinate make it whole: 16 examples of 2^20 coordinates each, their
+  // labels alternating so that each (but the one over the weight of 3 at
+  // kD - 1) is a mistake.
+  {
+    client::SessionOptions one;  // an example a request: 12 MiB each
+    one.batch_size = 1;
+    std::unique_ptr<client::LearnSession> s = ca->OpenLearnSession("big", one);
+    for (uint32_t k = 0; k < 16; ++k) {
+      Example wide;
+      wide.sparse = true;
+      wide.label = k % 2 == 0 ? -1 : 1;
+      for (uint32_t i = k << 20; i < (k + 1) << 20; ++i) {
+        wide.indices.push_back(i);
+        wide.values.push_back(1.0);
+      }
+      ASSERT_TRUE(s->AddLabeled(wide).ok());
+    }
+    const absl::StatusOr<client::SessionSummary> done = s->Finish();
+    ASSERT_TRUE(done.ok()) << done.status();
+  }
+  w = ca->GetWeights("big");
+  ASSERT_TRUE(w.ok()) << w.status();
+  int used = 0;
+  for (double v : w->values()) used += v != 0.0;
+  EXPECT_GT(used, static_cast<int>(kD / 4 * 3));
 
   // The single-message forms say what to use instead.
   auto stub = v1::PerceptronService::NewStub(ca->channel());
@@ -279,11 +307,12 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
 
   v1::ExportedModel future;
   ASSERT_TRUE(future.ParseFromString(blob));
-  future.set_format_version(3);
+  future.set_format_version(4);
   future.set_crc32(server::BlobCrc(future));
   s = c->ImportModel(future.SerializeAsString(), "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("format version 3"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("format version 4; this server reads versions 1 to 3"));
 
   // A state that does not fit its config: weights of the wrong length, with a
   // valid checksum.
@@ -291,13 +320,17 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
   ASSERT_TRUE(wrong.ParseFromString(blob));
   v1::ModelState state;
   ASSERT_TRUE(state.ParseFromString(wrong.state()));
-  state.mutable_learner()->add_weights(1.0);
+  // A new model's weights are zeros: the blob gives them by their non-zeros
+  // (none, of 4).
+  ASSERT_EQ(state.learner().weights_size(), 0);
+  ASSERT_EQ(state.learner().sparse_weights().size(), 4u);
+  state.mutable_learner()->mutable_sparse_weights()->set_size(3);
   wrong.set_state(state.SerializeAsString());
   wrong.set_crc32(server::BlobCrc(wrong));
   s = c->ImportModel(wrong.SerializeAsString(), "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("weights has 5 values; expected 4"));
+              HasSubstr("weights has 3 values; expected 4"));
 
   // Counters no real model can hold.
   v1::ExportedModel counted;
@@ -376,6 +409,20 @@ TEST(DurabilityTest, BadBlobsAreRefusedAndNothingIsCreated) {
             old_format.state().size())));
   EXPECT_TRUE(c->ImportModel(old_format.SerializeAsString(), "").ok());
   EXPECT_TRUE(c->GetStatus("m").ok());
+  // So does a format 2 blob (whose vectors are whole).
+  v1::ExportedModel format2;
+  ASSERT_TRUE(format2.ParseFromString(blob));
+  format2.set_format_version(2);
+  v1::ModelState whole;
+  ASSERT_TRUE(whole.ParseFromString(format2.state()));
+  ASSERT_EQ(whole.learner().sparse_weights().size(), 4u);
+  whole.mutable_learner()->clear_sparse_weights();
+  whole.mutable_learner()->mutable_weights()->Resize(4, 0.0);
+  format2.set_state(whole.SerializeAsString());
+  format2.set_crc32(server::BlobCrc(format2));
+  EXPECT_TRUE(c->ImportModel(format2.SerializeAsString(), "m2").ok());
+  EXPECT_EQ(c->GetWeights("m2")->SerializeAsString(),
+            c->GetWeights("m")->SerializeAsString());
 }
 
 TEST(DurabilityTest,

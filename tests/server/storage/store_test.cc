@@ -411,20 +411,20 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
     o.create_if_missing = true;
     ASSERT_TRUE(leveldb::DB::Open(o, future, &raw).ok());
     ASSERT_TRUE(
-        raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 2")
+        raw->Put(leveldb::WriteOptions(), "meta/format", "perceptrond-store 3")
             .ok());
     delete raw;
   }
   s = Store::Open(future).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("has format \"perceptrond-store 2\""));
+              HasSubstr("has format \"perceptrond-store 3\""));
   {
     leveldb::DB* raw;
     ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), future, &raw).ok());
     std::string v;
     ASSERT_TRUE(raw->Get(leveldb::ReadOptions(), "meta/format", &v).ok());
-    EXPECT_EQ(v, "perceptrond-store 2");  // not overwritten
+    EXPECT_EQ(v, "perceptrond-store 3");  // not overwritten
     delete raw;
   }
 
@@ -432,6 +432,46 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   const std::string file = file_dir.path() + "/a-file";
   std::ofstream(file) << "x";
   EXPECT_FALSE(Store::Open(file).ok());
+}
+
+// A directory of the format before (no vector given by its non-zeros) is read
+// as it is and marked with this format, so that a server of that one refuses
+// it; its models come back bit for bit.
+TEST(StoreTest, ADirectoryOfTheFormatBeforeIsReadAndMarkedAsThisOne) {
+  const testing::ScopedDir scoped("store");
+  const std::string& dir = scoped.path();
+  ModelConfig c;
+  c.dimension = 6;
+  auto model = NewModel(c);
+  {
+    auto store = *Store::Open(dir);
+    ASSERT_TRUE(
+        store->PutModel("m", absl::UnixEpoch(), model->ExportState()).ok());
+    Drive(*model, *store, "m", 5);
+  }
+  auto marker = [&dir](const char* set) {
+    leveldb::DB* raw;
+    EXPECT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok());
+    if (set != nullptr) {
+      EXPECT_TRUE(raw->Put(leveldb::WriteOptions(), "meta/format", set).ok());
+    }
+    std::string v;
+    EXPECT_TRUE(raw->Get(leveldb::ReadOptions(), "meta/format", &v).ok());
+    delete raw;
+    return v;
+  };
+  EXPECT_EQ(marker(nullptr), kStoreFormat);
+  EXPECT_EQ(marker("perceptrond-store 1"), "perceptrond-store 1");
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<std::vector<RecoveredModel>> models = RecoverAll(**store);
+    ASSERT_TRUE(models.ok()) << models.status();
+    ASSERT_EQ(models->size(), 1u);
+    EXPECT_EQ(StateBits((*models)[0].model->ExportState()),
+              StateBits(model->ExportState()));
+  }
+  EXPECT_EQ(marker(nullptr), "perceptrond-store 2");
 }
 
 // A multiclass model's rows keep their classes; rows whose classes are all 1

@@ -101,9 +101,8 @@ absl::StatusOr<Dataset> LoadData(const std::string& path, bool require_labels,
 constexpr uint32_t kDefaultHashBits = 18;
 constexpr uint64_t kCsvProbeRows = 1000;
 
-// The first cell of a CSV file (not standard input, which cannot be read
-// twice) that makes it a file of names (DataReader::categorical_cell), or
-// empty.
+// The first cell of a CSV file (not "-": read once) that makes it a file of
+// names (DataReader::categorical_cell), or empty.
 std::string CategoricalCell(const std::string& path, ReadOptions o) {
   if (path == "-") return "";
   o.raw_labels = true;  // any label: only the features matter here

@@ -98,7 +98,35 @@ std::string BoundText(const v1::ModelStats& s) {
   if (s.certificate().available()) {
     return absl::StrFormat("U %.1f (certificate)", s.certificate().upper());
   }
-  return "n/a";
+  const v1::Certificate::State state = s.certificate().state();
+  return state == v1::Certificate::KEEPING || state == v1::Certificate::FREEZING
+             ? "n/a yet"
+             : "n/a";
+}
+
+namespace {
+
+// Why BoundText is n/a, with a leading space.
+std::string WhyNot(const v1::ModelStats& s) {
+  switch (s.certificate().state()) {
+    case v1::Certificate::KEEPING:
+    case v1::Certificate::FREEZING:
+      return " (no comparator; the certificate's first solve is running: "
+             "status shows it)";
+    case v1::Certificate::OFF:
+    case v1::Certificate::FROZEN:
+      return " (no comparator; the certificate is off: status says why)";
+    default:
+      return " (no comparator)";
+  }
+}
+
+}  // namespace
+
+std::string BoundSaid(const v1::ModelStats& s) {
+  const std::string bound = BoundText(s);
+  if (s.bound_available() || s.certificate().available()) return bound;
+  return bound + WhyNot(s);
 }
 
 // The shortest text that reads back as `v`.

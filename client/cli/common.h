@@ -37,8 +37,10 @@ ClientOptions Options();
 
 const char* AlgorithmText(v1::Algorithm a);
 // The bound; with no comparator, the certificate's U ("U 123.4
-// (certificate)"); else "n/a".
+// (certificate)"); else "n/a", or "n/a yet" while its first solve runs.
 std::string BoundText(const v1::ModelStats& s);
+// BoundText, and when it is n/a, why ("n/a (no comparator; ...)").
+std::string BoundSaid(const v1::ModelStats& s);
 // The shortest text that reads back as `v`.
 std::string Shortest(double v);
 // A size in bytes, KiB, MiB or GiB, whichever reads best ("12.5 KiB").

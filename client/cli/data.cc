@@ -595,7 +595,7 @@ int Train(const Args& args) {
       "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
       static_cast<unsigned long long>(s.examples()),
       static_cast<unsigned long long>(s.mistakes()),
-      static_cast<unsigned long long>(s.updates()), BoundText(s).c_str());
+      static_cast<unsigned long long>(s.updates()), BoundSaid(s).c_str());
   if (!local.ok()) {
     std::fprintf(stderr,
                  "perceptron: %s\nperceptron: sending stopped there; the "

@@ -155,12 +155,28 @@ absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(
   if (path == "-") {
     return std::make_unique<DataReader>(&std::cin, "standard input", options);
   }
-  auto file = std::make_unique<std::ifstream>(path);
-  if (!*file) {
+  // A gzip file is read through zlib, its format named by the name within
+  // ("digits.csv.gz" is CSV).
+  std::unique_ptr<GzipInput> gzip;
+  std::unique_ptr<std::istream> file;
+  if (GzipInput::IsGzip(path)) {
+    gzip = std::make_unique<GzipInput>(path);
+  } else {
+    file = std::make_unique<std::ifstream>(path);
+  }
+  if (!(gzip ? gzip->opened() : static_cast<bool>(*file))) {
     return absl::NotFoundError(
         absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
-  auto r = std::make_unique<DataReader>(file.get(), path, options);
+  ReadOptions inner = options;
+  absl::string_view within = path;
+  if (gzip != nullptr && absl::ConsumeSuffix(&within, ".gz")) {
+    inner.format = ResolveFormat(std::string(within), options.format);
+  }
+  auto r = std::make_unique<DataReader>(
+      gzip ? static_cast<std::istream*>(gzip.get()) : file.get(), path, inner);
+  r->gzip_ = gzip.get();
+  if (gzip != nullptr) file = std::move(gzip);
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     r->size_ = static_cast<uint64_t>(st.st_size);
@@ -248,6 +264,10 @@ absl::Status DataReader::Bad(absl::string_view why) const {
 absl::StatusOr<bool> DataReader::Next(Example* e) {
   while (std::getline(*in_, buffer_)) {
     ++line_;
+    // A line cut short where a gzip file's data stops making sense.
+    if (gzip_ != nullptr && !gzip_->status().ok()) {
+      return Bad(gzip_->status().message());
+    }
     bytes_ += buffer_.size() + 1;
     // A UTF-8 byte order mark (as spreadsheets write one) is not text.
     absl::string_view text = buffer_;
@@ -262,9 +282,21 @@ absl::StatusOr<bool> DataReader::Next(Example* e) {
     }
   }
   if (in_->bad()) return Bad("read error");
+  if (gzip_ != nullptr && !gzip_->status().ok()) {
+    // While reading the line after the last.
+    ++line_;
+    return Bad(gzip_->status().message());
+  }
   bytes_ = std::max(bytes_, size_);
   if (examples_ == 0) return Bad("no examples in the file");
   return false;
+}
+
+uint64_t DataReader::bytes_read() const {
+  if (gzip_ == nullptr) return bytes_;
+  // The compressed bytes, which gzread reads ahead of the lines.
+  const uint64_t at = gzip_->compressed_offset();
+  return size_ > 0 ? std::min(at, size_) : at;
 }
 
 absl::Status DataReader::Rewind() {

@@ -4,7 +4,9 @@
 // whose non-numeric cells are categorical) and Vowpal Wabbit's text format
 // ("label [1] ['tag]|namespace[:scale] name[:value] ...", features by name)
 // and JSON lines ({"label": 1, "features": {"name": value, "namespace":
-// {"name": value}}}, features by name; a string value is categorical).
+// {"name": value}}}, features by name; a string value is categorical). Any of
+// them may be gzip-compressed (GzipInput; the format is the name's without
+// ".gz").
 //
 //   ReadOptions options;
 //   options.positive_label = "1";      // optional: which raw label is +1
@@ -39,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/example.h"
+#include "client/gzip_input.h"
 
 namespace perceptron::client {
 
@@ -113,8 +116,8 @@ class DataReader {
   // Examples returned since the start (or the last Rewind).
   uint64_t examples() const { return examples_; }
   // Bytes consumed so far, and the input's size (0 when not known, as for a
-  // pipe).
-  uint64_t bytes_read() const { return bytes_; }
+  // pipe); for a gzip file, its compressed bytes.
+  uint64_t bytes_read() const;
   uint64_t size() const { return size_; }
   // Whether Rewind can work (a regular file).
   bool seekable() const { return seekable_; }
@@ -157,6 +160,7 @@ class DataReader {
 
   std::unique_ptr<std::istream> owned_;
   std::istream* in_;
+  GzipInput* gzip_ = nullptr;  // in_, for a gzip file
   std::string name_;
   ReadOptions options_;
   Format format_;

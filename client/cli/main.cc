@@ -50,8 +50,9 @@ constexpr char kUsage[] = R"(the command-line client of perceptrond
              [--out=FILE] [--separator_out=FILE]
 
 Files are LIBSVM/SVMlight ("label index:value ..."), CSV (".csv"), Vowpal Wabbit's text (".vw")
-or JSON lines (".jsonl"); "-" reads standard input (export: writes standard output). Labels are
-+1/1 and -1/0, or a multiclass model's class names (--classes=a,b,c).
+or JSON lines (".jsonl"), any of them gzip-compressed (".csv.gz"); "-" reads standard input
+(export: writes standard output). Labels are +1/1 and -1/0, or a multiclass model's class names
+(--classes=a,b,c).
 --server=host:port (or PERCEPTRON_SERVER; default 127.0.0.1:50051). With a secured server:
 --tls_ca=CA.pem [--tls_cert=client.pem --tls_key=client.key] and --token_file=FILE (or
 PERCEPTRON_TOKEN). perceptron help COMMAND (or perceptron COMMAND --help) shows one command and

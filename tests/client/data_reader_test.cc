@@ -1,5 +1,9 @@
 #include "client/data_reader.h"
 
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -8,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron::client {
 namespace {
@@ -375,6 +380,115 @@ TEST(DataReaderTest, JsonLines) {
           .message(),
       HasSubstr("e.jsonl:1: not a JSON object (parse error at line 1, column "
                 "34: syntax error while parsing object key"));
+}
+
+// `text` written to `path` compressed (zlib's gzwrite: the test's own).
+void WriteGzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// Every example's label and values, in order, from `path`; the reader's
+// error if there is one.
+absl::StatusOr<std::vector<std::pair<int, std::vector<double>>>> ReadAll(
+    const std::string& path, const ReadOptions& o,
+    std::unique_ptr<DataReader>* keep = nullptr) {
+  absl::StatusOr<std::unique_ptr<DataReader>> r = DataReader::Open(path, o);
+  if (!r.ok()) return r.status();
+  std::vector<std::pair<int, std::vector<double>>> all;
+  Example e;
+  while (true) {
+    absl::StatusOr<bool> more = (*r)->Next(&e);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    all.emplace_back(e.label.value_or(0), e.values);
+  }
+  if (keep != nullptr) *keep = std::move(*r);
+  return all;
+}
+
+TEST(DataReaderTest, GzipFilesAreReadAsTheFileWithin) {
+  testing::ScopedDir dir("gzip");
+  // Enough lines to span several of zlib's 64 KiB reads.
+  std::string csv = "a,b,label\n";
+  for (int i = 0; i < 20000; ++i) {
+    absl::StrAppend(&csv, i % 7, ".25,", -i, ",", i % 3 == 0 ? 1 : -1, "\n");
+  }
+  const std::string plain = dir.path() + "/data.csv";
+  std::ofstream(plain) << csv;
+  WriteGzip(plain + ".gz", csv);
+  auto want = ReadAll(plain, {});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->size(), 20000u);
+  std::unique_ptr<DataReader> reader;
+  auto got = ReadAll(plain + ".gz", {}, &reader);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, *want);
+  // Progress counts the compressed bytes, and ends at the file's size.
+  EXPECT_EQ(reader->size(), std::filesystem::file_size(plain + ".gz"));
+  EXPECT_EQ(reader->bytes_read(), reader->size());
+  // Again after a rewind (train --epochs, fit).
+  ASSERT_TRUE(reader->Rewind().ok());
+  Example e;
+  absl::StatusOr<bool> more = reader->Next(&e);
+  ASSERT_TRUE(more.ok() && *more) << more.status();
+  EXPECT_EQ(e.values, (*want)[0].second);
+  EXPECT_EQ(reader->line(), 2u);
+
+  // By its contents, not its name: a gzip file named "x.svm" is LIBSVM, one
+  // named "x.gz" too.
+  for (const char* name : {"/x.svm", "/x.gz"}) {
+    WriteGzip(dir.path() + name, "+1 1:0.5 3:2\n-1 2:1\n");
+    auto svm = ReadAll(dir.path() + name, {});
+    ASSERT_TRUE(svm.ok()) << svm.status();
+    ASSERT_EQ(svm->size(), 2u);
+    EXPECT_EQ((*svm)[1].first, -1);
+  }
+}
+
+TEST(DataReaderTest, AGzipFileCutShortIsAnErrorAtItsLine) {
+  testing::ScopedDir dir("gzip-cut");
+  std::string svm;
+  for (int i = 0; i < 50000; ++i) {
+    absl::StrAppend(&svm, i % 2 ? "+1" : "-1", " 1:", i, " 2:", i * 7 % 13,
+                    "\n");
+  }
+  const std::string whole = dir.path() + "/whole.svm.gz";
+  WriteGzip(whole, svm);
+  std::string bytes;
+  {
+    std::ifstream in(whole, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 4000u);
+  const std::string cut = dir.path() + "/cut.svm.gz";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  absl::StatusOr<std::unique_ptr<DataReader>> r = DataReader::Open(cut, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  Example e;
+  absl::StatusOr<bool> more;
+  uint64_t examples = 0;
+  while ((more = (*r)->Next(&e)).ok() && *more) ++examples;
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(more.status().message(),
+              HasSubstr("cut.svm.gz:" + std::to_string(examples + 1) +
+                        ": cannot decompress it past byte"));
+  EXPECT_THAT(more.status().message(),
+              HasSubstr("the file ends inside its compressed data"));
+  // The lines before the cut were whole, and read as they were written.
+  EXPECT_GT(examples, 1000u);
+  EXPECT_LT(examples, 50000u);
+  // A file of nothing but gzip's magic bytes.
+  const std::string magic = dir.path() + "/magic.svm.gz";
+  std::ofstream(magic, std::ios::binary) << "\x1f\x8b";
+  auto none = ReadAll(magic, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("magic.svm.gz:1: cannot decompress it past byte"));
 }
 
 }  // namespace

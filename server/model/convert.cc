@@ -176,7 +176,7 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in) {
           "feature_names");
     default:
       return absl::InvalidArgumentError(
-          "features: neither dense nor sparse is set");
+          "features: none of dense, sparse and named is set");
   }
 }
 

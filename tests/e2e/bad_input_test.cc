@@ -240,7 +240,7 @@ TEST_F(BadInputTest, EveryCaseIsRefusedWithItsCodeAndChangesNothing) {
       {"predict features unset",
        [&] { return predict([](auto& r) { r.add_examples(); }); },
        StatusCode::kInvalidArgument,
-       "item 0: features: neither dense nor sparse"},
+       "item 0: features: none of dense, sparse and named is set"},
       {"predict over the batch limit",
        [&] {
          return predict([](auto& r) {

@@ -125,7 +125,9 @@ def _feature(space: str, name: str, value):
 
 def _named(x: Mapping, out: pb.NamedFeatures) -> None:
     """Fills `out` from {name: value} or {(namespace, name): value} (_features; docs/design.md
-    section 2.9)."""
+    section 2.9). An example whose every value is None or False has no feature, and is sent
+    as such (only the bias)."""
+    out.SetInParent()
     for space, name, value in _features(x):
         f = out.features.add()
         f.space, f.name = space, name

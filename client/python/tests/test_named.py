@@ -193,6 +193,24 @@ def test_dicts_read_none_false_and_nested_dicts_as_a_json_line_is_read(client):
         with pytest.raises(ValueError, match=re.escape(says)):
             a.learn_one(bad, 1)
     assert counters(a) == before
+    # A row whose every value is None or False has no feature: it learns as the bias alone,
+    # as an empty row by index does, one by one and in a batch.
+    empty = client.create_model("empty-by-index", hash_bits=12)
+    gone = client.create_model("empty-by-name", hash_bits=12)
+    gone_one = client.create_model("empty-by-name-one", hash_bits=12)
+    rows = [{"city": "paris"}, {}, {"city": "lyon"}, {}]
+    named = [r if r else {"gone": None, "off": False} for r in rows]
+    gone.learn(named, [1, -1, 1, 1])
+    for x, label in zip(rows, [1, -1, 1, 1]):
+        empty.learn_one(x, label)  # {} goes by index
+    for x, label in zip(named, [1, -1, 1, 1]):
+        gone_one.learn_one(x, label)
+    empty.close()
+    gone_one.close()
+    assert counters(gone) == counters(empty) == counters(gone_one)
+    assert counters(gone)[0] == 4
+    np.testing.assert_array_equal(bits(gone.weights()), bits(empty.weights()))
+    np.testing.assert_array_equal(bits(gone_one.weights()), bits(empty.weights()))
 
 
 @pytest.mark.parametrize("bad, says", [

@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/cli/flags.h"
 
@@ -90,6 +91,22 @@ const char* AlgorithmText(v1::Algorithm a) {
     default:
       return "classic";
   }
+}
+
+std::string ShapeText(const v1::ModelConfig& c) {
+  std::string out;
+  if (c.hash_bits() > 0) {
+    out = absl::StrCat("hash_bits=", c.hash_bits());
+    if (c.interactions_size() > 0) {
+      absl::StrAppend(&out, ", -q ", absl::StrJoin(c.interactions(), ","));
+    }
+  } else {
+    out = absl::StrCat("d=", c.dimension());
+    if (c.feature_names_size() > 0) absl::StrAppend(&out, " by name");
+  }
+  if (c.classes_size() > 0)
+    absl::StrAppend(&out, ", ", c.classes_size(), " classes");
+  return out;
 }
 
 std::string BoundText(const v1::ModelStats& s) {

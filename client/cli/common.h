@@ -36,6 +36,9 @@ std::unique_ptr<Client> Connect();
 ClientOptions Options();
 
 const char* AlgorithmText(v1::Algorithm a);
+// What a model takes: "d=30", "d=64, 10 classes", "hash_bits=18, -q ab",
+// "d=12 by name" (a list of names).
+std::string ShapeText(const v1::ModelConfig& c);
 // The bound; with no comparator, the certificate's U ("U 123.4
 // (certificate)"); else "n/a", or "n/a yet" while its first solve runs.
 std::string BoundText(const v1::ModelStats& s);

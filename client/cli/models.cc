@@ -27,8 +27,17 @@ namespace {
 // `get`: the model's configuration, one field a line, as `status` prints.
 void PrintModel(const v1::Model& m) {
   const v1::ModelConfig& c = m.config();
-  std::printf("model          %s (%s, d=%u)\n", m.model_id().c_str(),
-              AlgorithmText(c.algorithm()), c.dimension());
+  std::printf("model          %s (%s, %s)\n", m.model_id().c_str(),
+              AlgorithmText(c.algorithm()), ShapeText(c).c_str());
+  if (c.classes_size() > 0) {
+    std::printf("classes        %s\n", absl::StrJoin(c.classes(), ",").c_str());
+  }
+  if (c.hash_bits() > 0) {
+    std::printf("features       by name, hashed into 2^%u coordinates\n",
+                c.hash_bits());
+  } else if (c.feature_names_size() > 0) {
+    std::printf("features       by name, %d listed\n", c.feature_names_size());
+  }
   std::printf("created        %s\n",
               absl::FormatTime("%Y-%m-%d %H:%M:%S %Z",
                                absl::FromUnixSeconds(m.created_at().seconds()),
@@ -86,10 +95,15 @@ absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
+  // Numbers split by whitespace or commas; "#" to the end of its line is a
+  // comment (as `weights` writes a multiclass model's class names).
   std::vector<double> out;
-  std::string token;
-  while (in >> token) {
-    for (absl::string_view t : absl::StrSplit(token, ',', absl::SkipEmpty())) {
+  std::string line;
+  while (std::getline(in, line)) {
+    const absl::string_view text =
+        absl::string_view(line).substr(0, line.find('#'));
+    for (absl::string_view t : absl::StrSplit(
+             text, absl::ByAnyChar(" \t\r\f\v,"), absl::SkipEmpty())) {
       double v;
       if (!absl::SimpleAtod(t, &v)) {
         return absl::InvalidArgumentError(
@@ -202,15 +216,16 @@ int Create(const Args& args) {
   if (!config.ok()) return FailLocal(config.status());
   absl::StatusOr<v1::Model> m = Connect()->CreateModel(args[0], *config);
   if (!m.ok()) return Fail(m.status());
-  std::printf("created %s (%s, d=%u%s%s)\n", m->model_id().c_str(),
-              AlgorithmText(m->config().algorithm()), m->config().dimension(),
-              m->config().comparator_size() > 0 ? ", with comparator" : "",
-              m->config().idle_expiry_seconds() > 0
-                  ? absl::StrCat(", deleted once idle for ",
-                                 absl::FormatDuration(absl::Seconds(
-                                     m->config().idle_expiry_seconds())))
-                        .c_str()
-                  : "");
+  std::printf(
+      "created %s (%s, %s%s%s)\n", m->model_id().c_str(),
+      AlgorithmText(m->config().algorithm()), ShapeText(m->config()).c_str(),
+      m->config().comparator_size() > 0 ? ", with comparator" : "",
+      m->config().idle_expiry_seconds() > 0
+          ? absl::StrCat(", deleted once idle for ",
+                         absl::FormatDuration(
+                             absl::Seconds(m->config().idle_expiry_seconds())))
+                .c_str()
+          : "");
   return 0;
 }
 
@@ -225,9 +240,9 @@ int List(const Args& args) {
     int rc = 0;
     for (size_t i = 0; i < placed->size(); ++i) {
       const PlacedModel& p = (*placed)[i];
-      std::printf("%s\t%s\td=%u\t%s\n", p.model.model_id().c_str(),
+      std::printf("%s\t%s\t%s\t%s\n", p.model.model_id().c_str(),
                   AlgorithmText(p.model.config().algorithm()),
-                  p.model.config().dimension(), p.target.c_str());
+                  ShapeText(p.model.config()).c_str(), p.target.c_str());
       if (i > 0 && (*placed)[i - 1].model.model_id() == p.model.model_id()) {
         std::fprintf(stderr,
                      "perceptron: model %s is on two shards: %s and %s\n",
@@ -241,8 +256,9 @@ int List(const Args& args) {
   absl::StatusOr<std::vector<v1::Model>> models = Connect()->ListModels();
   if (!models.ok()) return Fail(models.status());
   for (const v1::Model& m : *models) {
-    std::printf("%s\t%s\td=%u\n", m.model_id().c_str(),
-                AlgorithmText(m.config().algorithm()), m.config().dimension());
+    std::printf("%s\t%s\t%s\n", m.model_id().c_str(),
+                AlgorithmText(m.config().algorithm()),
+                ShapeText(m.config()).c_str());
   }
   return 0;
 }
@@ -347,7 +363,20 @@ int Weights(const Args& args) {
   absl::StatusOr<v1::Weights> w = client->GetWeights(args[0], top);
   if (!w.ok()) return Fail(w.status());
   if (top == 0) {
-    for (double v : w->values()) std::printf("%.17g\n", v);
+    // A multiclass model's k vectors, each after a "# class NAME" line.
+    std::vector<std::string> classes;
+    if (absl::StatusOr<v1::Model> m = client->GetModel(args[0]); m.ok()) {
+      classes.assign(m->config().classes().begin(),
+                     m->config().classes().end());
+    }
+    const size_t block =
+        classes.empty() ? 0 : w->values_size() / classes.size();
+    for (int i = 0; i < w->values_size(); ++i) {
+      if (block > 0 && i % block == 0) {
+        std::printf("# class %s\n", classes[i / block].c_str());
+      }
+      std::printf("%.17g\n", w->values(i));
+    }
     return 0;
   }
   // The heaviest non-zero coordinates, by |weight| (ties: the lower index

@@ -77,8 +77,9 @@ int Import(const Args& args) {
   absl::StatusOr<v1::Model> m =
       Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
   if (!m.ok()) return Fail(m.status());
-  std::printf("imported %s (%s, d=%u) from %s\n", m->model_id().c_str(),
-              AlgorithmText(m->config().algorithm()), m->config().dimension(),
+  std::printf("imported %s (%s, %s) from %s\n", m->model_id().c_str(),
+              AlgorithmText(m->config().algorithm()),
+              ShapeText(m->config()).c_str(),
               args[0] == "-" ? "standard input" : args[0].c_str());
   return 0;
 }

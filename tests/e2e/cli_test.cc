@@ -226,6 +226,30 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
               ::testing::MatchesRegex("([0-9]+ [-0-9.e]+ (-|\\(bias\\)) "
                                       "class=(iris|lily|rose)\n){2}"))
       << r.output;
+  // All the weights: each class's vector after its name, as a comparator
+  // file reads them (the "#" lines are comments) for the same classes.
+  r = RunCommand(Cli(*server_, "weights fl"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::MatchesRegex(
+                            "# class iris\n([-0-9.e]+\n){4}# class lily\n"
+                            "([-0-9.e]+\n){4}# class rose\n([-0-9.e]+\n){4}"))
+      << r.output;
+  std::ofstream(scoped.path() + "/u.txt") << r.output;
+  r = RunCommand(Cli(*server_,
+                     "create flu --dim=3 --classes=iris,lily,rose "
+                     "--gamma=0.1 --comparator_file=" +
+                         scoped.path() + "/u.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "created flu (classic, d=3, 3 classes, with comparator)\n");
+  r = RunCommand(Cli(*server_, "get flu"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("model          flu (classic, d=3, 3 "
+                                  "classes)\nclasses        iris,lily,rose\n"));
+  EXPECT_THAT(r.output, HasSubstr("comparator     12 values"));
+  r = RunCommand(Cli(*server_, "list"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\nflu\tclassic\td=3, 3 classes\n"));
   // Predictions are class names.
   r = RunCommand(Cli(*server_, "predict " + csv + " --model=fl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

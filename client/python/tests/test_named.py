@@ -385,6 +385,14 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     for name in ("three", "fit3"):
         assert_learned_as(client.model(name), dicts3)
         assert settled(client.model(name), len(rows)).upper > 0, name
+    # list and get say what each takes.
+    code, out = cli(server, "list")
+    assert code == 0 and "\nvw18\tclassic\thash_bits=18\n" in out, out
+    assert "\nthree\tclassic\thash_bits=18, 3 classes\n" in out, out
+    code, out = cli(server, "get", "three")
+    assert code == 0, out
+    assert "(classic, hash_bits=18, 3 classes)\nclasses        bird,cat,dog\n" in out, out
+    assert "features       by name, hashed into 2^18 coordinates\n" in out, out
     # Asked for vectors (--dim), the names are refused as before, nothing created.
     code, out = cli(server, "train", str(vw), "--model=dim", "--create", "--dim=8")
     assert code != 0 and "plain.vw:1: the features are names" in out, out

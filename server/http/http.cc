@@ -231,7 +231,12 @@ class Handler {
 
   Reply NotFound(std::string* handler) {
     *handler = "other";
-    return Error(404, "not found");
+    // A path the server does not serve: say which it does.
+    return Error(404,
+                 "not found: the server serves / (the live page), /metrics, "
+                 "/healthz and the JSON API /api/v1/server, /api/v1/models, "
+                 "/api/v1/models/ID, /api/v1/models/ID/history and "
+                 "/api/v1/models/ID/features");
   }
 
   std::function<bool(absl::string_view)> Visible(

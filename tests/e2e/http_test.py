@@ -239,7 +239,10 @@ class HttpTest(pp.ServerTest):
         self.assertIn("<svg", body.replace('"<svg', "<svg"))
         self.assertEqual(self.server.get("/api/v1/models/nope")[0], 404)
         self.assertEqual(self.server.get("/api/v1/models/nope/history")[0], 404)
-        self.assertEqual(self.server.get("/nowhere")[0], 404)
+        code, _, body = self.server.get("/nowhere")
+        self.assertEqual(code, 404)
+        # A path it does not serve: the answer says which it does.
+        self.assertIn("/api/v1/models/ID/history", json.loads(body)["error"])
         # The HTTP requests are counted too.
         metrics = samples(self.server.get("/metrics")[2])
         self.assertEqual(metrics[("perceptron_http_requests_total",

@@ -93,6 +93,12 @@ const char* AlgorithmText(v1::Algorithm a) {
   }
 }
 
+absl::Status WithCreateHint(const absl::Status& s, absl::string_view verb) {
+  if (s.code() != absl::StatusCode::kNotFound) return s;
+  return absl::NotFoundError(
+      absl::StrCat(s.message(), " (", verb, " --create makes it)"));
+}
+
 std::string ShapeText(const v1::ModelConfig& c) {
   std::string out;
   if (c.hash_bits() > 0) {

@@ -36,6 +36,9 @@ std::unique_ptr<Client> Connect();
 ClientOptions Options();
 
 const char* AlgorithmText(v1::Algorithm a);
+// A model's NOT_FOUND with the hint that `verb --create` makes it; any
+// other status as it is.
+absl::Status WithCreateHint(const absl::Status& s, absl::string_view verb);
 // What a model takes: "d=30", "d=64, 10 classes", "hash_bits=18, -q ab",
 // "d=12 by name" (a list of names).
 std::string ShapeText(const v1::ModelConfig& c);

@@ -257,12 +257,11 @@ int Fit(const Args& args) {
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
+  if (!m.ok() && !create) return Fail(WithCreateHint(m.status(), "fit"));
   if (create) HashNamesByDefault(args[0]);
-  const bool hashed =
-      create ? ByNameFromFlags() : m.ok() && ByName(m->config());
+  const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =
-      create ? absl::GetFlag(FLAGS_classes)
-             : (m.ok() ? ClassesOf(m->config()) : std::vector<std::string>());
+      create ? absl::GetFlag(FLAGS_classes) : ClassesOf(m->config());
   // fit --create without --classes (or --positive): the file's labels say
   // whether the model is multiclass, and its classes, as for train.
   const bool collect =
@@ -332,7 +331,7 @@ int Train(const Args& args) {
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
-  if (!m.ok() && !create) return Fail(m.status());
+  if (!m.ok() && !create) return Fail(WithCreateHint(m.status(), "train"));
   if (create) HashNamesByDefault(args[0]);
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =

@@ -470,6 +470,17 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   testing::CommandResult r = RunCommand(Cli(*server_, "status nosuch"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("NOT_FOUND: model nosuch not found"));
+  // train and fit of a model not there say how to make it.
+  const testing::ScopedDir scoped("cli-nosuch");
+  std::ofstream(scoped.path() + "/a.svm") << "+1 1:1\n";
+  for (const char* verb : {"train", "fit"}) {
+    r = RunCommand(Cli(*server_, absl::StrCat(verb, " ", scoped.path(),
+                                              "/a.svm --model=nosuch")));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.output,
+                HasSubstr(absl::StrCat("NOT_FOUND: model nosuch not found (",
+                                       verb, " --create makes it)")));
+  }
   r = RunCommand(Cli(*server_, "create m"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("create needs --dim"));

@@ -244,6 +244,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(
                        absl::StrCat("cannot open the data directory ", path));
   std::unique_ptr<Store> store(
       new Store(path, std::move(env), std::unique_ptr<leveldb::DB>(raw)));
+  // Writes this server's format marker, synced.
+  auto mark = [&store, &path](absl::string_view doing) {
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    return FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
+                       absl::StrCat(doing, " in ", path));
+  };
   std::string format;
   s = store->db_->Get(Verified(), kFormatKey, &format);
   if (s.IsNotFound()) {
@@ -256,22 +263,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(
           absl::StrCat("the data directory ", path,
                        " holds data of another program (no format marker)"));
     }
-    leveldb::WriteOptions sync;
-    sync.sync = true;
-    absl::Status init =
-        FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
-                    absl::StrCat("cannot initialize the store in ", path));
-    if (!init.ok()) return init;
+    if (absl::Status init = mark("cannot initialize the store"); !init.ok()) {
+      return init;
+    }
   } else if (!s.ok()) {
     return FromLevelDb(s, "cannot read the store's format");
   } else if (format == kStoreFormatBefore) {
-    leveldb::WriteOptions sync;
-    sync.sync = true;
-    absl::Status marked =
-        FromLevelDb(store->db_->Put(sync, kFormatKey, kStoreFormat),
-                    absl::StrCat("cannot mark the store in ", path, " as \"",
-                                 kStoreFormat, "\""));
-    if (!marked.ok()) return marked;
+    if (absl::Status marked = mark(
+            absl::StrCat("cannot mark the store as \"", kStoreFormat, "\""));
+        !marked.ok()) {
+      return marked;
+    }
   } else if (format != kStoreFormat) {
     return absl::FailedPreconditionError(
         absl::StrCat("the data directory ", path, " has format \"", format,

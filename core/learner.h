@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,17 +45,30 @@ struct SupportVector {
   friend bool operator==(const SupportVector&, const SupportVector&) = default;
 };
 
+// A vector given by its non-zeros (entries whose bits are not all zero, so
+// -0.0 is one): its size, and the indices (ascending) and values of those.
+struct SparseDoubles {
+  uint64_t size = 0;
+  std::vector<uint32_t> indices;
+  std::vector<double> values;
+  friend bool operator==(const SparseDoubles&, const SparseDoubles&) = default;
+};
+
 // Everything a learner needs to continue bit-identically. Fields unused by an
 // algorithm are empty.
 struct LearnerState {
   // classic, margin, averaged, voted: the current weight vector (weight
-  // dimension entries).
+  // dimension entries); or, for a large vector mostly of zeros (a hashing
+  // model's), `sparse_weights` instead and `weights` empty (ExportDoubles:
+  // no whole copy while the model is held).
   std::vector<double> weights;
+  std::optional<SparseDoubles> sparse_weights;
   // margin: ||w||^2, kept incrementally.
   double weight_norm_sq = 0;
   // averaged: sum over updates of (example number) * (the update); and the
   // number of labeled examples learned from.
   std::vector<double> average_accumulator;
+  std::optional<SparseDoubles> sparse_average_accumulator;  // as weights
   uint64_t average_steps = 0;
   // voted: past vectors, oldest first, and the survival count of the current
   // one.

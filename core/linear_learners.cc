@@ -1,7 +1,10 @@
 #include "core/linear_learners.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -20,6 +23,61 @@ absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
     }
   }
   return absl::OkStatus();
+}
+
+void ExportDoubles(const std::vector<double>& v, std::vector<double>* dense,
+                   std::optional<SparseDoubles>* sparse) {
+  auto nonzero = [](double x) { return absl::bit_cast<uint64_t>(x) != 0; };
+  if (v.size() < kSparseExportSize || v.size() > UINT32_MAX) {
+    *dense = v;
+    return;
+  }
+  const size_t count = std::count_if(v.begin(), v.end(), nonzero);
+  if (3 * count >= 2 * v.size()) {
+    *dense = v;
+    return;
+  }
+  SparseDoubles& out = sparse->emplace();
+  out.size = v.size();
+  out.indices.reserve(count);
+  out.values.reserve(count);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!nonzero(v[i])) continue;
+    out.indices.push_back(static_cast<uint32_t>(i));
+    out.values.push_back(v[i]);
+  }
+}
+
+absl::Status ImportDoubles(absl::string_view what, std::vector<double>* dense,
+                           std::optional<SparseDoubles>* sparse, size_t size) {
+  if (sparse->has_value()) {
+    const SparseDoubles& s = **sparse;
+    auto bad = [what](auto... why) {
+      return absl::InvalidArgumentError(absl::StrCat("state: ", what, why...));
+    };
+    if (!dense->empty())
+      return bad(" is given both whole and by its non-zeros");
+    if (s.size != size) {
+      return bad(" has ", s.size, " values; expected ", size);
+    }
+    if (s.indices.size() != s.values.size()) {
+      return bad(": ", s.indices.size(), " indices and ", s.values.size(),
+                 " values");
+    }
+    dense->assign(size, 0.0);
+    int64_t last = -1;
+    for (size_t k = 0; k < s.indices.size(); ++k) {
+      const uint32_t i = s.indices[k];
+      if (i >= size || int64_t{i} <= last) {
+        return bad(": index ", i, " is past its size ", size,
+                   " or not above the one before it");
+      }
+      (*dense)[i] = s.values[k];
+      last = i;
+    }
+    sparse->reset();
+  }
+  return CheckVector(what, *dense, size);
 }
 
 // ---- ClassicLearner ----
@@ -45,12 +103,13 @@ void ClassicLearner::Update(const Prepared& x, int y) {
 
 LearnerState ClassicLearner::ExportState() const {
   LearnerState state;
-  state.weights = w_;
+  ExportDoubles(w_, &state.weights, &state.sparse_weights);
   return state;
 }
 
 absl::Status ClassicLearner::ImportState(LearnerState state) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(ImportDoubles("weights", &state.weights,
+                                           &state.sparse_weights, w_.size()));
   w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
   return absl::OkStatus();
@@ -102,13 +161,14 @@ void MarginLearner::Update(double a, const Prepared& x) {
 
 LearnerState MarginLearner::ExportState() const {
   LearnerState state;
-  state.weights = w_;
+  ExportDoubles(w_, &state.weights, &state.sparse_weights);
   state.weight_norm_sq = norm_sq_;
   return state;
 }
 
 absl::Status MarginLearner::ImportState(LearnerState state) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(ImportDoubles("weights", &state.weights,
+                                           &state.sparse_weights, w_.size()));
   if (!std::isfinite(state.weight_norm_sq) || state.weight_norm_sq < 0) {
     return absl::InvalidArgumentError(absl::StrCat("state: weight_norm_sq ",
                                                    state.weight_norm_sq,
@@ -205,15 +265,18 @@ absl::StatusOr<double> AveragedLearner::ScoreAndLearnFrom(const Prepared& x,
 
 LearnerState AveragedLearner::ExportState() const {
   LearnerState state = ClassicLearner::ExportState();
-  state.average_accumulator = acc_;
+  ExportDoubles(acc_, &state.average_accumulator,
+                &state.sparse_average_accumulator);
   state.average_steps = steps_;
   return state;
 }
 
 absl::Status AveragedLearner::ImportState(LearnerState state) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector(
-      "average_accumulator", state.average_accumulator, acc_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(ImportDoubles("weights", &state.weights,
+                                           &state.sparse_weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(
+      ImportDoubles("average_accumulator", &state.average_accumulator,
+                    &state.sparse_average_accumulator, acc_.size()));
   w_ = OnHugePages(std::move(state.weights));
   w_bound_.Set(w_);
   acc_ = OnHugePages(std::move(state.average_accumulator));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -187,6 +188,18 @@ class AveragedLearner : public ClassicLearner {
 // message.
 absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
                          size_t size);
+
+// A learner's vector `v` into an exported state: by its non-zeros into
+// `*sparse` when it has at least kSparseExportSize entries and that form is
+// smaller (12 bytes a non-zero against 8 an entry), else whole into `*dense`.
+inline constexpr size_t kSparseExportSize = size_t{1} << 16;
+void ExportDoubles(const std::vector<double>& v, std::vector<double>* dense,
+                   std::optional<SparseDoubles>* sparse);
+// The inverse for ImportState: `*sparse`, if set, spread into `*dense` (which
+// must be empty), then CheckVector; INVALID_ARGUMENT naming `what` for a
+// malformed sparse form (indices not ascending or past its size).
+absl::Status ImportDoubles(absl::string_view what, std::vector<double>* dense,
+                           std::optional<SparseDoubles>* sparse, size_t size);
 
 }  // namespace perceptron
 

@@ -197,8 +197,9 @@ LearnerFigures MulticlassLearner::figures() const {
 
 LearnerState MulticlassLearner::ExportState() const {
   LearnerState state;
-  state.weights = w_;
-  state.average_accumulator = acc_;
+  ExportDoubles(w_, &state.weights, &state.sparse_weights);
+  ExportDoubles(acc_, &state.average_accumulator,
+                &state.sparse_average_accumulator);
   state.average_steps = steps_;
   state.current_survived = survived_;
   state.voted.assign(past_.begin(), past_.end());
@@ -207,9 +208,11 @@ LearnerState MulticlassLearner::ExportState() const {
 }
 
 absl::Status MulticlassLearner::ImportState(LearnerState state) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector(
-      "average_accumulator", state.average_accumulator, acc_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(ImportDoubles("weights", &state.weights,
+                                           &state.sparse_weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(
+      ImportDoubles("average_accumulator", &state.average_accumulator,
+                    &state.sparse_average_accumulator, acc_.size()));
   if (state.voted.size() > past_.cap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("state: ", state.voted.size(),

@@ -48,7 +48,7 @@ LearnerFigures VotedLearner::figures() const {
 
 LearnerState VotedLearner::ExportState() const {
   LearnerState state;
-  state.weights = w_;
+  ExportDoubles(w_, &state.weights, &state.sparse_weights);
   state.current_survived = survived_;
   state.voted.assign(past_.begin(), past_.end());
   state.dropped = past_.dropped();
@@ -56,7 +56,8 @@ LearnerState VotedLearner::ExportState() const {
 }
 
 absl::Status VotedLearner::ImportState(LearnerState state) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckVector("weights", state.weights, w_.size()));
+  PERCEPTRON_RETURN_IF_ERROR(ImportDoubles("weights", &state.weights,
+                                           &state.sparse_weights, w_.size()));
   if (state.voted.size() > past_.cap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("state: ", state.voted.size(),

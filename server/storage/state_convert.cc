@@ -90,6 +90,23 @@ void PutDoubles(const std::vector<double>& v,
   }
 }
 
+// A learner's vector as the model exported it: its non-zeros as they are
+// (ExportDoubles chose that form), else `v` as PutDoubles writes it.
+template <typename MutableSparse>
+void PutExported(const std::vector<double>& v,
+                 const std::optional<SparseDoubles>& given,
+                 google::protobuf::RepeatedField<double>* dense,
+                 MutableSparse sparse) {
+  if (!given.has_value()) {
+    PutDoubles(v, dense, sparse);
+    return;
+  }
+  v1::SparseDoubles* out = sparse();
+  out->set_size(static_cast<uint32_t>(given->size));
+  Put(given->indices, out->mutable_indices());
+  Put(given->values, out->mutable_values());
+}
+
 // The vector `dense` holds, or `sparse` does (has_sparse), of at most
 // `max_size` coordinates; INVALID_ARGUMENT naming `what` for a malformed
 // one (both forms, an index out of order or past the size, lengths that
@@ -316,11 +333,14 @@ void StateToProto(const ModelState& in, v1::ModelState* out, bool compact) {
   out->set_td_gamma(in.td_gamma);
   out->set_radius(in.radius);
   v1::LearnerState* l = out->mutable_learner();
-  PutDoubles(in.learner.weights, l->mutable_weights(),
-             [l] { return l->mutable_sparse_weights(); });
+  PutExported(in.learner.weights, in.learner.sparse_weights,
+              l->mutable_weights(),
+              [l] { return l->mutable_sparse_weights(); });
   l->set_weight_norm_sq(in.learner.weight_norm_sq);
-  PutDoubles(in.learner.average_accumulator, l->mutable_average_accumulator(),
-             [l] { return l->mutable_sparse_average_accumulator(); });
+  PutExported(in.learner.average_accumulator,
+              in.learner.sparse_average_accumulator,
+              l->mutable_average_accumulator(),
+              [l] { return l->mutable_sparse_average_accumulator(); });
   l->set_average_steps(in.learner.average_steps);
   for (const VotedVector& v : in.learner.voted) {
     VotedToProto(v, l->add_voted(), /*sparse_ok=*/true);

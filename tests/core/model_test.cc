@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -461,6 +462,100 @@ TEST(ModelTest, FromStateRejectsInconsistentStateNamingTheField) {
     EXPECT_THAT(std::string(st.message()), HasSubstr(k.message)) << k.name;
   }
   EXPECT_TRUE(Model::FromState(good).ok());
+}
+
+// A wide model's vectors, mostly zeros, leave ExportState by their non-zeros
+// (no whole copy while the model is held) and come back bit for bit; a
+// small model's stay whole.
+TEST(ModelTest, AWideModelExportsItsVectorsByTheirNonZeros) {
+  constexpr uint32_t kWide = 1u << 17;
+  std::vector<Variant> variants;
+  for (const Variant& v : Variants(kWide)) {
+    if (v.name == "classic" || v.name == "margin" || v.name == "averaged" ||
+        v.name == "voted") {
+      variants.push_back(v);
+    }
+  }
+  Variant three = variants[2];  // averaged, of three classes
+  three.name = "averaged-multiclass";
+  three.config.classes = {"a", "b", "c"};
+  three.config.comparator.clear();
+  three.config.gamma.reset();
+  variants.push_back(three);
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    auto straight = *Model::Create(v.config);
+    auto first = *Model::Create(v.config);
+    std::mt19937_64 rng(3);
+    auto step = [&rng, &v](Model& a, Model& b) {
+      std::vector<uint32_t> idx;
+      std::vector<double> val;
+      for (int k = 0; k < 20; ++k) idx.push_back(rng() % kWide);
+      std::sort(idx.begin(), idx.end());
+      idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+      for (size_t k = 0; k < idx.size(); ++k) val.push_back((rng() % 7) - 3.0);
+      const int y = v.config.classes.empty() ? (rng() % 2 ? 1 : -1)
+                                             : static_cast<int>(rng() % 3);
+      ASSERT_TRUE(a.Learn(FeatureView::Sparse(idx, val), y).ok());
+      ASSERT_TRUE(b.Learn(FeatureView::Sparse(idx, val), y).ok());
+    };
+    for (int i = 0; i < 200; ++i) step(*straight, *first);
+    const ModelState saved = first->ExportState();
+    ASSERT_TRUE(saved.learner.sparse_weights.has_value());
+    EXPECT_TRUE(saved.learner.weights.empty());
+    EXPECT_EQ(saved.learner.sparse_weights->size, v.config.weight_count());
+    EXPECT_GT(saved.learner.sparse_weights->indices.size(), 20u);
+    EXPECT_EQ(saved.learner.sparse_average_accumulator.has_value(),
+              v.config.algorithm == Algorithm::kAveraged);
+    first.reset();
+    absl::StatusOr<std::unique_ptr<Model>> rebuilt = Model::FromState(saved);
+    ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+    EXPECT_EQ(StateBits((*rebuilt)->ExportState()), StateBits(saved));
+    for (int i = 0; i < 100; ++i) step(*straight, **rebuilt);
+    EXPECT_EQ(StateBits(straight->ExportState()),
+              StateBits((*rebuilt)->ExportState()));
+    // A malformed sparse form is refused, naming the vector.
+    const std::vector<
+        std::pair<std::function<void(LearnerState&)>, std::string>>
+        bad = {
+            {[](LearnerState& l) {
+               std::swap(l.sparse_weights->indices[0],
+                         l.sparse_weights->indices[1]);
+             },
+             "not above the one before it"},
+            {[](LearnerState& l) { l.sparse_weights->size -= 1; },
+             absl::StrCat("weights has ", v.config.weight_count() - 1,
+                          " values; expected ", v.config.weight_count())},
+            {[](LearnerState& l) { l.weights.assign(4, 0.0); },
+             "weights is given both whole and by its non-zeros"},
+            {[](LearnerState& l) { l.sparse_weights->values.pop_back(); },
+             "indices and"},
+            {[](LearnerState& l) { l.sparse_weights->values[0] = NAN; },
+             "is nan, not finite"},
+        };
+    for (const auto& [edit, says] : bad) {
+      ModelState s = saved;
+      edit(s.learner);
+      const absl::Status st = Model::FromState(s).status();
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << says;
+      EXPECT_THAT(std::string(st.message()), HasSubstr(says));
+    }
+  }
+  // Small, or wide and mostly not zeros: whole.
+  ModelConfig small;
+  small.dimension = 6;
+  EXPECT_FALSE((*Model::Create(small))
+                   ->ExportState()
+                   .learner.sparse_weights.has_value());
+  ModelConfig wide;
+  wide.dimension = kWide;
+  ModelState dense = (*Model::Create(wide))->ExportState();
+  dense.learner.sparse_weights.reset();
+  dense.learner.weights.assign(wide.weight_count(), 0.25);
+  absl::StatusOr<std::unique_ptr<Model>> full = Model::FromState(dense);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_FALSE((*full)->ExportState().learner.sparse_weights.has_value());
+  EXPECT_EQ(StateBits((*full)->ExportState()), StateBits(dense));
 }
 
 TEST(ModelTest, TheLastPredictionIdIsNeverIssuedTwiceOrWrapped) {

@@ -4,6 +4,7 @@
 #define PERCEPTRON_TESTS_CORE_STATE_BITS_H_
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/model.h"
@@ -26,6 +27,11 @@ class Bits {
     for (const T& x : v) Add(x);
     return *this;
   }
+  Bits& Add(const std::optional<SparseDoubles>& v) {
+    Add(v.has_value());
+    if (v) Add(v->size).Add(v->indices).Add(v->values);
+    return *this;
+  }
   std::string str() const { return out_; }
 
  private:
@@ -39,8 +45,10 @@ inline std::string StateBits(const ModelState& s) {
   b.Add(s.td_gamma).Add(s.radius).Add(s.next_prediction_id);
   const LearnerState& l = s.learner;
   b.Add(l.weights)
+      .Add(l.sparse_weights)
       .Add(l.weight_norm_sq)
       .Add(l.average_accumulator)
+      .Add(l.sparse_average_accumulator)
       .Add(l.average_steps);
   b.Add(l.voted.size());
   for (const VotedVector& v : l.voted) b.Add(v.weights).Add(v.survived);

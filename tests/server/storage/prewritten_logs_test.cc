@@ -167,8 +167,8 @@ TEST(PrewrittenLogsTest, AStoresLogsRotateThroughThemAndRecoverEveryRecord) {
       // Weights that are not zeros: a vector of zeros is stored by its
       // non-zeros, in a few bytes.
       ModelState state = NewModel(wide)->ExportState();
-      std::fill(state.learner.weights.begin(), state.learner.weights.end(),
-                0.5);
+      state.learner.sparse_weights.reset();  // a new model's zeros, exported
+      state.learner.weights.assign(wide.weight_count(), 0.5);
       ASSERT_TRUE(store
                       ->PutModel(absl::StrCat("wide", i), absl::UnixEpoch(),
                                  std::move(state))

@@ -63,6 +63,14 @@ void PrintCertificate(const v1::ModelStats& s, bool bounds_updates = true) {
   std::printf("               gamma %.6g, TD_gamma %.6g; %s%s\n", c.gamma(),
               c.td_gamma(), state.c_str(),
               c.converged() ? "" : ", solver not yet converged");
+  // L at 2 a covered example: the bound of u -> 0 (gamma without limit, every
+  // example a unit of TD/gamma), which nothing beats: the examples have no
+  // linear structure the theorem can use.
+  if (c.examples() > 0 && c.lower() >= 2.0 * c.examples() * (1 - 1e-6)) {
+    std::printf(
+        "               no comparator does better than the trivial bound, "
+        "2 a covered example\n");
+  }
   if (c.margin_bound_available()) {
     std::printf(
         "               margin rule: updates <= 8/gamma^2 = %.6g (every "

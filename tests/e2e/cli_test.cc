@@ -5,7 +5,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,56 +14,27 @@
 #include <thread>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "client/data_reader.h"
 #include "core/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/cli_fixture.h"
 #include "tests/e2e/server_process.h"
 #include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
 
+using testing::Cli;
+using testing::CliTest;
 using ::testing::ContainsRegex;
+using testing::CoreRun;
+using testing::ExpectSameModel;
 using ::testing::HasSubstr;
 using testing::RunCommand;
 using testing::ServerProcess;
-
-std::string Cli(const ServerProcess& server, const std::string& args) {
-  return absl::StrCat(PERCEPTRON_CLI_PATH, " --server=", server.target(),
-                      " --progress=no ", args);
-}
-
-// The core library's model after learning `data` once per epoch, in file order.
-std::unique_ptr<Model> CoreRun(const client::Dataset& data,
-                               const ModelConfig& config, int epochs) {
-  auto model = *Model::Create(config);
-  for (int e = 0; e < epochs; ++e) {
-    for (const client::Example& x : data.examples) {
-      const FeatureView v = x.sparse ? FeatureView::Sparse(x.indices, x.values)
-                                     : FeatureView::Dense(x.values);
-      EXPECT_TRUE(model->Learn(v, *x.label).ok());
-    }
-  }
-  return model;
-}
-
-void ExpectSameModel(client::Client& client, const std::string& id,
-                     const Model& core) {
-  absl::StatusOr<v1::ModelStatus> st = client.GetStatus(id);
-  ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_EQ(st->stats().examples(), core.counters().examples);
-  EXPECT_EQ(st->stats().mistakes(), core.counters().mistakes);
-  EXPECT_EQ(st->stats().updates(), core.counters().updates);
-  absl::StatusOr<v1::Weights> w = client.GetWeights(id);
-  ASSERT_TRUE(w.ok()) << w.status();
-  ASSERT_EQ(static_cast<size_t>(w->values_size()), core.weights().size());
-  EXPECT_EQ(std::memcmp(w->values().data(), core.weights().data(),
-                        core.weights().size() * sizeof(double)),
-            0)
-      << "weights differ from the core library's, bit for bit";
-}
 
 // Whether this build runs under a sanitizer (whose quarantine and shadow
 // memory make a process's resident size say nothing of its own).
@@ -87,18 +57,6 @@ long ChildrenPeakRssKb() {
   getrusage(RUSAGE_CHILDREN, &u);
   return u.ru_maxrss;
 }
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start();
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = *std::move(s);
-    client_ = server_->Connect();
-  }
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<client::Client> client_;
-};
 
 TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
   const std::string csv = PERCEPTRON_BREAST_CANCER_CSV;
@@ -126,163 +84,6 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
   averaged.dimension = 30;
   averaged.algorithm = Algorithm::kAveraged;
   ExpectSameModel(*client_, "bc3", *CoreRun(*data, averaged, 3));
-}
-
-TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
-  const testing::ScopedDir scoped("cli-multiclass");
-  const std::string csv = scoped.path() + "/flowers.csv";
-  {
-    // Three classes by name around three centres; a header row.
-    std::ofstream out(csv);
-    out << "a,b,c,species\n";
-    std::mt19937 rng(7);
-    std::normal_distribution<double> noise(0, 0.4);
-    const char* names[] = {"rose", "iris", "lily"};
-    for (int t = 0; t < 300; ++t) {
-      const int y = (t * 7) % 3;
-      out << absl::StrFormat("%.6f,%.6f,%.6f,%s\n", y + noise(rng),
-                             2 * (y == 1) + noise(rng), noise(rng), names[y]);
-    }
-  }
-  testing::CommandResult r = RunCommand(
-      Cli(*server_, "train " + csv + " --model=fl --create --epochs=2"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  // Names in byte order: iris, lily, rose.
-  EXPECT_THAT(r.output, HasSubstr("classes of fl: iris,lily,rose"));
-  client::ReadOptions options;
-  options.classes = {"iris", "lily", "rose"};
-  absl::StatusOr<client::Dataset> data = client::ReadDataFile(csv, options);
-  ASSERT_TRUE(data.ok()) << data.status();
-  ModelConfig config;
-  config.dimension = 3;
-  config.classes = options.classes;
-  const std::unique_ptr<Model> core = CoreRun(*data, config, 2);
-  ExpectSameModel(*client_, "fl", *core);
-  {
-    // The label first: found by the header's name "Label", or by
-    // --label_column=NAME; either learns as the label last did.
-    std::ifstream in(csv);
-    std::ofstream by_default(scoped.path() + "/first.csv"),
-        by_name(scoped.path() + "/named.csv");
-    std::string line;
-    for (bool header = true; std::getline(in, line); header = false) {
-      const size_t comma = line.rfind(',');
-      const std::string rest = line.substr(0, comma);
-      by_default << (header ? "Label" : line.substr(comma + 1)) << ',' << rest
-                 << '\n';
-      by_name << line.substr(comma + 1) << ',' << rest << '\n';
-    }
-  }
-  r = RunCommand(Cli(
-      *server_,
-      "train " + scoped.path() + "/first.csv --model=fl4 --create --epochs=2"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ExpectSameModel(*client_, "fl4", *core);
-  r = RunCommand(Cli(*server_, "train " + scoped.path() +
-                                   "/named.csv --model=fl5 --create --epochs=2 "
-                                   "--label_column=species"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ExpectSameModel(*client_, "fl5", *core);
-  // fit --create takes the classes from the file as train does; two passes
-  // in one Train request learn as two epochs of train.
-  r = RunCommand(Cli(*server_, "fit " + scoped.path() +
-                                   "/named.csv --model=fl6 --create "
-                                   "--max_epochs=2 --label_column=species"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("classes of fl6: iris,lily,rose"));
-  ExpectSameModel(*client_, "fl6", *core);
-  {
-    // The same file gzip-compressed (zlib's gzwrite, the test's own), as
-    // scikit-learn ships its digits: read as the CSV within, both epochs.
-    std::ifstream in(csv);
-    const std::string text(std::istreambuf_iterator<char>(in), {});
-    gzFile gz = gzopen((csv + ".gz").c_str(), "wb");
-    ASSERT_NE(gz, nullptr);
-    ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
-              static_cast<int>(text.size()));
-    ASSERT_EQ(gzclose(gz), Z_OK);
-  }
-  r = RunCommand(
-      Cli(*server_, "train " + csv + ".gz --model=fl7 --create --epochs=2"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("classes of fl7: iris,lily,rose"));
-  ExpectSameModel(*client_, "fl7", *core);
-  r = RunCommand(Cli(*server_, "status fl"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("classes        3: iris,lily,rose"));
-  EXPECT_THAT(r.output, HasSubstr("rows: the true class; columns: the class "
-                                  "issued"));
-  // Row "iris": its counts as the core counted them, then examples.
-  const std::vector<uint64_t>& m = core->confusion();
-  EXPECT_THAT(r.output,
-              HasSubstr(absl::StrFormat("  iris  %7d %7d %7d %9d", m[0], m[1],
-                                        m[2], m[0] + m[1] + m[2])))
-      << r.output;
-  // The heaviest weights name their class.
-  r = RunCommand(Cli(*server_, "weights fl --top=2"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  // INDEX WEIGHT NAME class=CLASS (no name kept: "-"; the bias: "(bias)").
-  EXPECT_THAT(r.output,
-              ::testing::MatchesRegex("([0-9]+ [-0-9.e]+ (-|\\(bias\\)) "
-                                      "class=(iris|lily|rose)\n){2}"))
-      << r.output;
-  // All the weights: each class's vector after its name, as a comparator
-  // file reads them (the "#" lines are comments) for the same classes.
-  r = RunCommand(Cli(*server_, "weights fl"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, ::testing::MatchesRegex(
-                            "# class iris\n([-0-9.e]+\n){4}# class lily\n"
-                            "([-0-9.e]+\n){4}# class rose\n([-0-9.e]+\n){4}"))
-      << r.output;
-  std::ofstream(scoped.path() + "/u.txt") << r.output;
-  r = RunCommand(Cli(*server_,
-                     "create flu --dim=3 --classes=iris,lily,rose "
-                     "--gamma=0.1 --comparator_file=" +
-                         scoped.path() + "/u.txt"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output,
-            "created flu (classic, d=3, 3 classes, with comparator)\n");
-  r = RunCommand(Cli(*server_, "get flu"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("model          flu (classic, d=3, 3 "
-                                  "classes)\nclasses        iris,lily,rose\n"));
-  EXPECT_THAT(r.output, HasSubstr("comparator     12 values"));
-  r = RunCommand(Cli(*server_, "list"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("\nflu\tclassic\td=3, 3 classes\n"));
-  // Predictions are class names.
-  r = RunCommand(Cli(*server_, "predict " + csv + " --model=fl"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.substr(0, 5), "rose ") << r.output;  // the first row
-  {
-    // New data has no label column: rows of the model's dimension are
-    // predicted as the same rows with their labels.
-    std::ifstream in(csv);
-    std::ofstream out(scoped.path() + "/unlabeled.csv");
-    for (std::string line; std::getline(in, line);) {
-      out << line.substr(0, line.rfind(',')) << '\n';
-    }
-  }
-  testing::CommandResult unlabeled = RunCommand(
-      Cli(*server_, "predict " + scoped.path() + "/unlabeled.csv --model=fl"));
-  ASSERT_EQ(unlabeled.exit_code, 0) << unlabeled.output;
-  EXPECT_EQ(unlabeled.output, r.output);
-  // A label outside the classes: named with its file and line, nothing sent.
-  std::ofstream(csv, std::ios::app) << "0,0,0,tulip\n";
-  r = RunCommand(Cli(*server_, "train " + csv + " --model=fl"));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("flowers.csv:302: label \"tulip\" is not "
-                                  "one of the model's 3 classes (iris, lily, "
-                                  "rose)"));
-  absl::StatusOr<v1::ModelStatus> st = client_->GetStatus("fl");
-  ASSERT_TRUE(st.ok());
-  EXPECT_EQ(st->stats().examples(), 600u);
-  // --classes names them at creation, in that order.
-  r = RunCommand(Cli(*server_, "create fl2 --dim=3 --classes=rose,iris,lily"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand(Cli(*server_, "create fl3 --dim=3 --classes=rose,rose"));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("classes name \"rose\" is repeated"));
 }
 
 TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
@@ -464,6 +265,46 @@ TEST_F(CliTest, FilesTheModelCannotTakeAreNamedByLine) {
   r = RunCommand(Cli(*server_, "train " + empty + " --model=yn"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("empty.csv:1: no examples in the file"));
+}
+
+// Examples that contradict each other (the same x with both labels): the
+// best bound is the trivial one, 2 an example, and status says so; a
+// separable stream's is not.
+TEST_F(CliTest, StatusSaysWhenOnlyTheTrivialBoundHolds) {
+  const testing::ScopedDir scoped("cli-trivial");
+  std::string contradictory, separable;
+  for (int i = 0; i < 50; ++i) {
+    absl::StrAppend(&contradictory, "+1 1:1\n-1 1:1\n");
+    absl::StrAppend(&separable, "+1 1:1\n-1 1:-1\n");
+  }
+  std::ofstream(scoped.path() + "/c.svm") << contradictory;
+  std::ofstream(scoped.path() + "/s.svm") << separable;
+  for (const char* name : {"c", "s"}) {
+    testing::CommandResult r = RunCommand(
+        Cli(*server_, absl::StrCat("train ", scoped.path(), "/", name,
+                                   ".svm --model=", name, " --create")));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_TRUE(client_
+                    ->Watch(
+                        name, absl::Milliseconds(20),
+                        [](const v1::ModelStatus& x) {
+                          const v1::Certificate& c = x.stats().certificate();
+                          return !(c.available() && c.converged() &&
+                                   c.solved() == x.stats().examples());
+                        },
+                        absl::Minutes(5))
+                    .ok());
+    r = RunCommand(Cli(*server_, absl::StrCat("status ", name)));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const bool trivial = name[0] == 'c';
+    EXPECT_EQ(absl::StrContains(r.output,
+                                "no comparator does better than the "
+                                "trivial bound, 2 a covered example"),
+              trivial)
+        << r.output;
+    if (trivial)
+      EXPECT_THAT(r.output, HasSubstr("certificate    U 200, L 200"));
+  }
 }
 
 TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {

@@ -53,15 +53,22 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
       channel_(std::move(channel)),
       stub_(v1::PerceptronService::NewStub(channel_)) {}
 
+bool IsHeaderValue(absl::string_view v) {
+  return std::all_of(v.begin(), v.end(),
+                     [](char c) { return c >= 0x20 && c <= 0x7e; });
+}
+
 void Client::SetDeadline(grpc::ClientContext* context,
                          const std::string& model) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   AddToken(context);
-  if (!model.empty()) context->AddMetadata(kModelHeader, model);
+  if (!model.empty() && IsHeaderValue(model)) {
+    context->AddMetadata(kModelHeader, model);
+  }
 }
 
 void Client::AddToken(grpc::ClientContext* context) const {
-  if (!options_.token.empty()) {
+  if (!options_.token.empty() && IsHeaderValue(options_.token)) {
     context->AddMetadata("authorization", "Bearer " + options_.token);
   }
 }
@@ -275,7 +282,7 @@ absl::Status Client::Watch(
     absl::Duration timeout) {
   grpc::ClientContext context;
   AddToken(&context);
-  context.AddMetadata(kModelHeader, id);
+  if (IsHeaderValue(id)) context.AddMetadata(kModelHeader, id);
   if (timeout != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   }

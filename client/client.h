@@ -42,6 +42,11 @@ namespace v1 = ::perceptron::v1;
 // Learn stream, when it opens), so that a proxy in front of several servers
 // can route by it (docs/design.md section 10).
 inline constexpr char kModelHeader[] = "x-perceptron-model";
+
+// Whether `v` can be a gRPC header's value: printable ASCII (0x20..0x7e).
+// Anything else makes gRPC refuse the call, so a model id that is not (the
+// server refuses it anyway, naming the byte) goes without its routing header.
+bool IsHeaderValue(absl::string_view v);
 // GetModel and ListModels answer with the server's instance id in this
 // trailing metadata key, whatever their status.
 inline constexpr char kServerHeader[] = "x-perceptron-server";
@@ -53,8 +58,10 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   // Largest message sent or received. Default: 64 MiB.
   int max_message_bytes = 64 << 20;
-  // A bearer token sent with every call ("authorization: Bearer ..."). Default:
-  // none.
+  // A bearer token sent with every call ("authorization: Bearer ..."):
+  // printable ASCII, as a header's value must be (IsHeaderValue); any other is
+  // not sent, and a server that needs one then answers UNAUTHENTICATED.
+  // Default: none.
   std::string token;
   // TLS: PEM of the CA that signed the server's certificate. Empty: plaintext.
   std::string tls_root_certs;

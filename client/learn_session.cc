@@ -14,8 +14,10 @@ LearnSession::LearnSession(v1::PerceptronService::Stub* stub,
       options_(std::move(options)),
       dimension_(options_.columnar ? dimension : 0),
       as_items_(dimension_ == 0) {
-  if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
-  context_.AddMetadata(kModelHeader, model_id_);
+  if (!token.empty() && IsHeaderValue(token)) {
+    context_.AddMetadata("authorization", "Bearer " + token);
+  }
+  if (IsHeaderValue(model_id_)) context_.AddMetadata(kModelHeader, model_id_);
   stream_ = stub->Learn(&context_);
   reader_ = std::thread([this] { ReadLoop(); });
 }

@@ -75,6 +75,13 @@ ClientOptions Options() {
   } else if (const char* token = std::getenv("PERCEPTRON_TOKEN")) {
     options.token = token;
   }
+  if (!IsHeaderValue(options.token)) {
+    std::fprintf(stderr,
+                 "perceptron: the token (--token_file or PERCEPTRON_TOKEN) "
+                 "holds a byte that is not printable ASCII; a bearer token "
+                 "is sent as a header, which takes only those\n");
+    std::exit(2);
+  }
   return options;
 }
 

@@ -311,6 +311,15 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   testing::CommandResult r = RunCommand(Cli(*server_, "status nosuch"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("NOT_FOUND: model nosuch not found"));
+  // An id a header cannot carry: the server's answer, not gRPC's abort; a
+  // token a header cannot carry: refused before any call.
+  r = RunCommand(Cli(*server_, "create caf\xc3\xa9 --dim=3"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT: model_id has character "
+                                  "0xc3 at position 3"));
+  r = RunCommand("PERCEPTRON_TOKEN=t\xc3\xb6ken " + Cli(*server_, "list"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("holds a byte that is not printable ASCII"));
   // train and fit of a model not there say how to make it.
   const testing::ScopedDir scoped("cli-nosuch");
   std::ofstream(scoped.path() + "/a.svm") << "+1 1:1\n";

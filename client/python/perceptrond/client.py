@@ -19,6 +19,12 @@ from ._inputs import _class_key, _class_labels, _is_named, _labels, _named, _nam
 #: front of several servers can route by it (docs/design.md section 10).
 MODEL_HEADER = "x-perceptron-model"
 
+
+def _header_value(text: str) -> bool:
+    """Whether `text` can be a gRPC header's value: printable ASCII."""
+    return all(" " <= c <= "~" for c in text)
+
+
 _ALGORITHMS = {"classic": pb.CLASSIC, "margin": pb.MARGIN, "averaged": pb.AVERAGED,
                "voted": pb.VOTED, "kernel": pb.KERNEL}
 _KERNELS = {"linear": pb.LINEAR, "polynomial": pb.POLYNOMIAL, "rbf": pb.RBF}
@@ -640,6 +646,10 @@ class Client:
     def __init__(self, address: str = "127.0.0.1:50051", token: Optional[str] = None,
                  tls: Optional[TLS] = None, timeout: float = 60.0,
                  max_message_bytes: int = 64 << 20):
+        if token and not _header_value(token):
+            # gRPC would refuse every call it went with.
+            raise ValueError("the token holds a character that is not printable ASCII; a "
+                             "bearer token is sent as a header, which takes only those")
         options = [("grpc.max_send_message_length", max_message_bytes),
                    ("grpc.max_receive_message_length", max_message_bytes)]
         if tls is not None:
@@ -666,8 +676,10 @@ class Client:
         self.close()
 
     def _with_model(self, model_id: str) -> Optional[list]:
-        """The call's metadata: the token, and the model's routing header if it names one."""
-        if not model_id:
+        """The call's metadata: the token, and the model's routing header if it names one.
+        An id a header cannot carry goes without it: the server refuses such an id itself,
+        naming the character."""
+        if not model_id or not _header_value(model_id):
             return self._metadata
         return (self._metadata or []) + [(MODEL_HEADER, model_id)]
 

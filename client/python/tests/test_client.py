@@ -147,6 +147,19 @@ def test_bad_input_is_refused_and_changes_nothing(client):
     with pytest.raises(perceptrond.PerceptronError) as e:
         client.create_model("m", dimension=3)
     assert e.value.code == grpc.StatusCode.ALREADY_EXISTS
+    # An id a header cannot carry (not printable ASCII): the server's own answer, as for any
+    # other bad id, on unary calls and on a stream.
+    for bad in ("caf\u00e9", "a\nb"):
+        with pytest.raises(perceptrond.PerceptronError) as e:
+            client.create_model(bad, dimension=3)
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "model_id has character" in e.value.message
+        with pytest.raises(perceptrond.PerceptronError) as e:
+            client.model(bad).learn(np.ones((1, 3)), [1])
+        assert e.value.code == grpc.StatusCode.NOT_FOUND
+    # A token a header cannot carry is refused here, before any call.
+    with pytest.raises(ValueError, match="not printable ASCII"):
+        perceptrond.Client("127.0.0.1:1", token="t\u00f6ken")
 
 
 def test_labels_are_read_as_the_command_line_reads_them(client):

@@ -1,4 +1,5 @@
-// The commands that stream data: train, fit, predict, reveal, generate.
+// The commands that stream data: train, fit, predict, reveal (generate is
+// in generate.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +31,6 @@
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
 #include "client/data_reader.h"
-#include "client/generator.h"
 
 namespace perceptron::client::cli {
 
@@ -851,49 +851,6 @@ int Reveal(const Args& args) {
     return 1;
   }
   return rc;
-}
-
-int Generate(const Args& args) {
-  if (!args.empty()) return Usage("generate takes no arguments");
-  GeneratorOptions o;
-  o.dimension = absl::GetFlag(FLAGS_dim) == 0 ? 20 : absl::GetFlag(FLAGS_dim);
-  o.count =
-      absl::GetFlag(FLAGS_count) == 0 ? 10000 : absl::GetFlag(FLAGS_count);
-  o.margin = absl::GetFlag(FLAGS_margin);
-  o.noise = absl::GetFlag(FLAGS_noise);
-  o.seed = absl::GetFlag(FLAGS_seed);
-  absl::StatusOr<Synthetic> s = Generate(o);
-  if (!s.ok()) return FailLocal(s.status());
-  const std::string out_path = absl::GetFlag(FLAGS_out);
-  std::ofstream file;
-  if (!out_path.empty()) {
-    file.open(out_path);
-    if (!file)
-      return FailLocal(absl::PermissionDeniedError(
-          absl::StrCat("cannot write ", out_path, ": ", Errno())));
-  }
-  std::ostream& out = out_path.empty() ? std::cout : file;
-  for (const Example& e : s->examples) {
-    out << (*e.label > 0 ? "+1" : "-1");
-    for (size_t i = 0; i < e.values.size(); ++i) {
-      out << ' ' << i + 1 << ':' << absl::StrFormat("%.17g", e.values[i]);
-    }
-    out << '\n';
-  }
-  if (!absl::GetFlag(FLAGS_separator_out).empty()) {
-    std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
-    for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
-    if (!sep)
-      return FailLocal(absl::PermissionDeniedError(absl::StrCat(
-          "cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
-  }
-  if (!out_path.empty()) {
-    std::fprintf(stderr,
-                 "wrote %llu examples (d=%u, margin %g, noise %g) to %s\n",
-                 static_cast<unsigned long long>(o.count), o.dimension,
-                 o.margin, o.noise, out_path.c_str());
-  }
-  return 0;
 }
 
 }  // namespace perceptron::client::cli

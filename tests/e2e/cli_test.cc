@@ -480,6 +480,14 @@ TEST_F(CliTest, LocalFileErrorsNameTheFileAndTheReason) {
   r = RunCommand(Cli(*server_, "plot e --out=/nonexistent/p.svg"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("cannot write /nonexistent/p.svg: No such"));
+  // A full disk while generating (/dev/full): said, not "wrote".
+  r = RunCommand(Cli(*server_, "generate --dim=3 --count=5 --out=/dev/full"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output,
+            "perceptron: cannot write /dev/full: No space left on device\n");
+  // (Its message then goes where standard error does: here, with the output.)
+  r = RunCommand(Cli(*server_, "generate --dim=3 --count=5 > /dev/full"));
+  EXPECT_EQ(r.exit_code, 1);
   // "-": export to standard output, import from standard input.
   r = RunCommand(Cli(*server_, "export e - | ") +
                  Cli(*server_, "import - --as=e2"));

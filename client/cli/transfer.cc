@@ -1,4 +1,6 @@
 // export and import: a model as a portable blob.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -15,12 +17,44 @@
 
 namespace perceptron::client::cli {
 
+namespace {
+
+// The blob of `model` written straight to `path` (not a regular file).
+int ExportTo(const std::string& model, const std::string& path) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (out == nullptr) {
+    return FailLocal(absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path, ": ", Errno())));
+  }
+  absl::StatusOr<std::string> blob = Connect()->ExportModel(model);
+  if (!blob.ok()) {
+    std::fclose(out);
+    return Fail(blob.status());
+  }
+  bool written =
+      std::fwrite(blob->data(), 1, blob->size(), out) == blob->size() &&
+      std::fflush(out) == 0;
+  written = std::fclose(out) == 0 && written;
+  if (!written) {
+    return FailLocal(absl::DataLossError(
+        absl::StrCat("cannot write ", path, ": ", Errno())));
+  }
+  return 0;
+}
+
+}  // namespace
+
 // export: the blob goes to FILE.partial, renamed to FILE once whole (so a
 // failed export leaves no file and an existing FILE untouched); "-" writes
-// standard output.
+// standard output, and a FILE that exists and is not a regular file (a
+// device, a pipe, /dev/stdout) is written as it is, never replaced.
 int Export(const Args& args) {
   if (args.size() != 2) return Usage("export takes MODEL FILE");
   const std::string& path = args[1];
+  struct stat st;
+  const bool special =
+      path != "-" && stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  if (special) return ExportTo(args[0], path);
   const std::string partial = path + ".partial";
   std::FILE* out = path == "-" ? stdout : std::fopen(partial.c_str(), "wb");
   if (out == nullptr) {

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -488,6 +489,18 @@ TEST_F(CliTest, LocalFileErrorsNameTheFileAndTheReason) {
   // (Its message then goes where standard error does: here, with the output.)
   r = RunCommand(Cli(*server_, "generate --dim=3 --count=5 > /dev/full"));
   EXPECT_EQ(r.exit_code, 1);
+  // A FILE that is not a regular file (here a pipe) is written as it is,
+  // never replaced by a file renamed over it.
+  const std::string fifo = dir.path() + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  r = RunCommand("cat " + fifo + " > " + dir.path() + "/piped.blob & " +
+                 Cli(*server_, "export e " + fifo) + "; wait");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  struct stat st;
+  ASSERT_EQ(stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  r = RunCommand(Cli(*server_, "import " + dir.path() + "/piped.blob --as=e3"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   // "-": export to standard output, import from standard input.
   r = RunCommand(Cli(*server_, "export e - | ") +
                  Cli(*server_, "import - --as=e2"));

@@ -3,8 +3,10 @@
 //
 // Results go to standard output, progress and errors to standard error. Exit
 // status: 0 on success, 1 on failure, 2 for a usage error.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -256,5 +258,14 @@ int main(int argc, char** argv) {
     return cli::PrintHelp(rest[2]);
   }
   const cli::Args args(rest.begin() + 2, rest.end());
-  return cli::Run(rest[1], args);
+  const int rc = cli::Run(rest[1], args);
+  // What a command printed (predictions, weights) must have reached its
+  // destination: a full disk or a closed pipe behind standard output is an
+  // error, not a run that looked whole.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "perceptron: cannot write standard output: %s\n",
+                 std::strerror(errno));
+    return rc == 0 ? 1 : rc;
+  }
+  return rc;
 }

@@ -489,6 +489,11 @@ TEST_F(CliTest, LocalFileErrorsNameTheFileAndTheReason) {
   // (Its message then goes where standard error does: here, with the output.)
   r = RunCommand(Cli(*server_, "generate --dim=3 --count=5 > /dev/full"));
   EXPECT_EQ(r.exit_code, 1);
+  // So is any command's output that does not reach standard output.
+  r = RunCommand(Cli(*server_, "list > /dev/full"));
+  EXPECT_EQ(r.exit_code, 1);
+  r = RunCommand(Cli(*server_, "weights e > /dev/full"));
+  EXPECT_EQ(r.exit_code, 1);
   // A FILE that is not a regular file (here a pipe) is written as it is,
   // never replaced by a file renamed over it.
   const std::string fifo = dir.path() + "/pipe";

@@ -135,6 +135,10 @@ int main(int argc, char** argv) {
   perceptron::server::ServerOptions options;
   options.host = absl::GetFlag(FLAGS_host);
   options.port = absl::GetFlag(FLAGS_port);
+  if (options.port < 0 || options.port > 65535) {
+    std::fprintf(stderr, "perceptrond: --port must be 0 to 65535\n");
+    return 2;
+  }
   options.limits.max_models = absl::GetFlag(FLAGS_max_models);
   options.limits.max_dimension = absl::GetFlag(FLAGS_max_dimension);
   options.limits.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -227,6 +228,11 @@ leveldb::Options Store::Options(leveldb::Env* env) {
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(
     const std::string& path, uint64_t log_prewrite_bytes) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the data directory ", path, " is not a directory (a file is there)"));
+  }
   auto env = std::make_unique<PreadEnv>(path, log_prewrite_bytes);
   PrewrittenLogs* logs = &env->logs();
   logs->PrepareIfNew();

@@ -3,14 +3,17 @@
 // and shutdown of open streams.
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/server_process.h"
+#include "tests/scoped_dir.h"
 
 namespace perceptron {
 namespace {
@@ -736,6 +739,27 @@ TEST(ServiceTest, ShutdownAnswersInFlightBatchesAndEndsStreamsWithUnavailable) {
   EXPECT_EQ(end.code(), absl::StatusCode::kUnavailable) << end;
   watcher.join();
   EXPECT_EQ(watch.code(), absl::StatusCode::kUnavailable) << watch;
+}
+
+// Flags a server cannot run with stop it before it starts, saying which:
+// a port out of range (not a free port picked instead), a data directory
+// that is a file (not "in use by another perceptrond").
+TEST(ServiceTest, FlagsItCannotRunWithAreNamedBeforeItStarts) {
+  for (const char* port : {"--port=99999", "--port=-5"}) {
+    testing::CommandResult r =
+        testing::RunCommand(absl::StrCat(PERCEPTROND_PATH, " ", port,
+                                         " --http_port=-1 "
+                                         "--durability=none"));
+    EXPECT_EQ(r.exit_code, 2) << port;
+    EXPECT_THAT(r.output, ::testing::HasSubstr("--port must be 0 to 65535"));
+  }
+  const testing::ScopedDir dir("service-flags");
+  const std::string file = dir.path() + "/a-file";
+  std::ofstream(file) << "x";
+  testing::CommandResult r = testing::RunCommand(absl::StrCat(
+      PERCEPTROND_PATH, " --port=0 --http_port=-1 --data_dir=", file));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("a-file is not a directory"));
 }
 
 }  // namespace

@@ -431,7 +431,12 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
   const testing::ScopedDir file_dir("store");
   const std::string file = file_dir.path() + "/a-file";
   std::ofstream(file) << "x";
-  EXPECT_FALSE(Store::Open(file).ok());
+  s = Store::Open(file).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("a-file is not a directory (a file is there)"));
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "x");
 }
 
 // A directory of the format before (no vector given by its non-zeros) is read

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -232,6 +233,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(
   if (stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the data directory ", path, " is not a directory (a file is there)"));
+  }
+  // A new directory is made with its parents (LevelDB makes only the last).
+  std::error_code made;
+  std::filesystem::create_directories(path, made);
+  if (made) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create the data directory ", path, ": ", made.message()));
   }
   auto env = std::make_unique<PreadEnv>(path, log_prewrite_bytes);
   PrewrittenLogs* logs = &env->logs();

@@ -437,6 +437,14 @@ TEST(StoreTest, ForeignOrIncompatibleDirectoriesAreRefusedUntouched) {
               HasSubstr("a-file is not a directory (a file is there)"));
   std::ifstream in(file);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "x");
+  // A new directory is made with its parents; one under a file cannot be.
+  const std::string deep = file_dir.path() + "/new/parents/data";
+  EXPECT_TRUE(Store::Open(deep).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(deep));
+  s = Store::Open(file + "/data").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("cannot create the data directory"));
 }
 
 // A directory of the format before (no vector given by its non-zeros) is read

@@ -153,6 +153,30 @@ std::string WhyNot(const v1::ModelStats& s) {
 
 }  // namespace
 
+v1::ModelStats AwaitFirstCertificate(Client& client, const std::string& model,
+                                     const v1::ModelStats& stats,
+                                     absl::Duration timeout) {
+  auto waiting = [](const v1::ModelStats& s) {
+    const v1::Certificate::State state = s.certificate().state();
+    return !s.bound_available() && !s.certificate().available() &&
+           (state == v1::Certificate::KEEPING ||
+            state == v1::Certificate::FREEZING);
+  };
+  if (!waiting(stats)) return stats;
+  v1::ModelStats latest = stats;
+  // Whatever the watch ends with (the time, an error), `latest` stands.
+  client
+      .Watch(
+          model, absl::Milliseconds(20),
+          [&](const v1::ModelStatus& st) {
+            latest = st.stats();
+            return waiting(latest);
+          },
+          timeout)
+      .IgnoreError();
+  return latest;
+}
+
 std::string BoundSaid(const v1::ModelStats& s) {
   const std::string bound = BoundText(s);
   if (s.bound_available() || s.certificate().available()) return bound;

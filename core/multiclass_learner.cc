@@ -11,17 +11,22 @@
 namespace perceptron {
 
 Decision Decide(absl::Span<const double> s) {
-  Decision d;
+  // Selects rather than branches (which scores rarely let the processor
+  // predict); the same choices: the first highest, and the highest of the
+  // others.
+  int best = 0;
+  double top = s[0];
   double runner_up = -std::numeric_limits<double>::infinity();
   for (size_t r = 1; r < s.size(); ++r) {
-    if (s[r] > s[d.label]) {
-      runner_up = s[d.label];
-      d.label = static_cast<int>(r);
-    } else if (s[r] > runner_up) {
-      runner_up = s[r];
-    }
+    const double v = s[r];
+    const bool above = v > top;
+    runner_up = above ? top : (v > runner_up ? v : runner_up);
+    best = above ? static_cast<int>(r) : best;
+    top = above ? v : top;
   }
-  d.margin = s[d.label] - runner_up;
+  Decision d;
+  d.label = best;
+  d.margin = top - runner_up;
   return d;
 }
 
@@ -108,8 +113,11 @@ absl::StatusOr<bool> MulticlassLearner::Step(const Prepared& x, int y,
                                              absl::Span<const double> s) {
   // r: the highest-scoring class other than y, the lowest index among ties.
   int r = y == 0 ? 1 : 0;
+  double highest = s[r];
   for (int c = r + 1; c < k_; ++c) {
-    if (c != y && s[c] > s[r]) r = c;
+    const bool above = c != y && s[c] > highest;  // a select, as in Decide
+    r = above ? c : r;
+    highest = above ? s[c] : highest;
   }
   const bool update = s[y] <= s[r] && x.norm != 0;
   if (algorithm_ == Algorithm::kVoted && !update) {

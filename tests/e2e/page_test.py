@@ -14,6 +14,7 @@ import unittest
 import urllib.parse
 
 from selenium import webdriver
+from selenium.common.exceptions import SessionNotCreatedException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -62,9 +63,23 @@ class PageTest(pp.ServerTest):
 
     def setUp(self):
         super().setUp()
-        self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
-        self.chromedriver, address = chromedriver()
-        self.driver = browser(self.profile.name, address)
+        # Chromium itself sometimes fails to start on a loaded machine (chromedriver: "session
+        # not created: DevToolsActivePort file doesn't exist", seen once in CI's ThreadSanitizer
+        # stage): a fresh chromedriver and profile get two more tries. The page is not involved
+        # yet, so this hides nothing of the server's.
+        for attempt in range(3):
+            self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
+            self.chromedriver, address = chromedriver()
+            try:
+                self.driver = browser(self.profile.name, address)
+                return
+            except SessionNotCreatedException:
+                self.chromedriver.terminate()
+                self.chromedriver.wait(timeout=60)
+                self.chromedriver.stdout.close()
+                self.profile.cleanup()
+                if attempt == 2:
+                    raise
 
     def tearDown(self):
         self.driver.quit()

@@ -43,7 +43,14 @@ int Generate(const Args& args) {
     out << '\n';
   }
   // A full disk (or a closed pipe) shows when the buffer goes out.
-  if (out_path.empty() ? !out.flush() : (file.close(), !file)) {
+  bool written;
+  if (out_path.empty()) {
+    written = static_cast<bool>(out.flush());
+  } else {
+    file.close();
+    written = static_cast<bool>(file);
+  }
+  if (!written) {
     return FailLocal(absl::DataLossError(absl::StrCat(
         "cannot write ", out_path.empty() ? "standard output" : out_path, ": ",
         Errno())));

@@ -17,33 +17,6 @@
 
 namespace perceptron::client::cli {
 
-namespace {
-
-// The blob of `model` written straight to `path` (not a regular file).
-int ExportTo(const std::string& model, const std::string& path) {
-  std::FILE* out = std::fopen(path.c_str(), "wb");
-  if (out == nullptr) {
-    return FailLocal(absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", path, ": ", Errno())));
-  }
-  absl::StatusOr<std::string> blob = Connect()->ExportModel(model);
-  if (!blob.ok()) {
-    std::fclose(out);
-    return Fail(blob.status());
-  }
-  bool written =
-      std::fwrite(blob->data(), 1, blob->size(), out) == blob->size() &&
-      std::fflush(out) == 0;
-  written = std::fclose(out) == 0 && written;
-  if (!written) {
-    return FailLocal(absl::DataLossError(
-        absl::StrCat("cannot write ", path, ": ", Errno())));
-  }
-  return 0;
-}
-
-}  // namespace
-
 // export: the blob goes to FILE.partial, renamed to FILE once whole (so a
 // failed export leaves no file and an existing FILE untouched); "-" writes
 // standard output, and a FILE that exists and is not a regular file (a
@@ -51,41 +24,36 @@ int ExportTo(const std::string& model, const std::string& path) {
 int Export(const Args& args) {
   if (args.size() != 2) return Usage("export takes MODEL FILE");
   const std::string& path = args[1];
+  const bool to_stdout = path == "-";
   struct stat st;
-  const bool special =
-      path != "-" && stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  if (special) return ExportTo(args[0], path);
-  const std::string partial = path + ".partial";
-  std::FILE* out = path == "-" ? stdout : std::fopen(partial.c_str(), "wb");
+  const bool renamed =
+      !to_stdout && !(stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+  const std::string target = renamed ? path + ".partial" : path;
+  const std::string shown = to_stdout ? "standard output" : path;
+  std::FILE* out = to_stdout ? stdout : std::fopen(target.c_str(), "wb");
   if (out == nullptr) {
     return FailLocal(absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", path, ": ", Errno())));
+        absl::StrCat("cannot write ", shown, ": ", Errno())));
   }
   absl::StatusOr<std::string> blob = Connect()->ExportModel(args[0]);
-  if (!blob.ok()) {
-    if (out != stdout) {
-      std::fclose(out);
-      std::remove(partial.c_str());
-    }
-    return Fail(blob.status());
-  }
   bool written =
+      blob.ok() &&
       std::fwrite(blob->data(), 1, blob->size(), out) == blob->size() &&
       std::fflush(out) == 0;
-  if (out != stdout) {
-    written = std::fclose(out) == 0 && written &&
-              std::rename(partial.c_str(), path.c_str()) == 0;
-    if (!written) {
-      const std::string why = Errno();
-      std::remove(partial.c_str());
-      return FailLocal(
-          absl::DataLossError(absl::StrCat("cannot write ", path, ": ", why)));
-    }
+  if (!to_stdout) written = std::fclose(out) == 0 && written;
+  if (written && renamed) {
+    written = std::rename(target.c_str(), path.c_str()) == 0;
+  }
+  if (!written) {
+    const std::string why = Errno();
+    if (renamed) std::remove(target.c_str());
+    if (!blob.ok()) return Fail(blob.status());
+    return FailLocal(
+        absl::DataLossError(absl::StrCat("cannot write ", shown, ": ", why)));
+  }
+  if (renamed) {
     std::printf("exported %s to %s (%zu bytes)\n", args[0].c_str(),
                 path.c_str(), blob->size());
-  } else if (!written) {
-    return FailLocal(absl::DataLossError(
-        absl::StrCat("cannot write standard output: ", Errno())));
   }
   return 0;
 }

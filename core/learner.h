@@ -12,12 +12,14 @@
 #ifndef PERCEPTRON_CORE_LEARNER_H_
 #define PERCEPTRON_CORE_LEARNER_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "absl/base/casts.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/config.h"
@@ -53,6 +55,20 @@ struct SparseDoubles {
   std::vector<double> values;
   friend bool operator==(const SparseDoubles&, const SparseDoubles&) = default;
 };
+
+// A non-zero as SparseDoubles counts it: its bits are not all zero (-0.0 is
+// one, so that it comes back as itself).
+inline bool SparseNonZero(double x) { return absl::bit_cast<uint64_t>(x) != 0; }
+// How many of `v`'s entries are non-zero.
+inline size_t SparseNonZeros(const std::vector<double>& v) {
+  return std::count_if(v.begin(), v.end(), SparseNonZero);
+}
+// Whether a vector of `size` entries, `nonzero` of them non-zero, is smaller
+// as SparseDoubles (12 bytes a non-zero, indices of 32 bits) than whole (8
+// bytes an entry).
+inline bool SparseIsSmaller(size_t size, size_t nonzero) {
+  return size <= UINT32_MAX && 3 * nonzero < 2 * size;
+}
 
 // Everything a learner needs to continue bit-identically. Fields unused by an
 // algorithm are empty.

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -27,22 +26,17 @@ absl::Status CheckVector(absl::string_view what, const std::vector<double>& v,
 
 void ExportDoubles(const std::vector<double>& v, std::vector<double>* dense,
                    std::optional<SparseDoubles>* sparse) {
-  auto nonzero = [](double x) { return absl::bit_cast<uint64_t>(x) != 0; };
-  if (v.size() < kSparseExportSize || v.size() > UINT32_MAX) {
-    *dense = v;
-    return;
-  }
-  const size_t count = std::count_if(v.begin(), v.end(), nonzero);
-  if (3 * count >= 2 * v.size()) {
+  const size_t nonzero = v.size() < kSparseExportSize ? 0 : SparseNonZeros(v);
+  if (v.size() < kSparseExportSize || !SparseIsSmaller(v.size(), nonzero)) {
     *dense = v;
     return;
   }
   SparseDoubles& out = sparse->emplace();
   out.size = v.size();
-  out.indices.reserve(count);
-  out.values.reserve(count);
+  out.indices.reserve(nonzero);
+  out.values.reserve(nonzero);
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!nonzero(v[i])) continue;
+    if (!SparseNonZero(v[i])) continue;
     out.indices.push_back(static_cast<uint32_t>(i));
     out.values.push_back(v[i]);
   }

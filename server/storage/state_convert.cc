@@ -64,18 +64,14 @@ absl::StatusOr<PendingPrediction> PendingFromProto(const v1::PendingState& p) {
       static_cast<int>(std::min<uint32_t>(p.predicted_class(), INT32_MAX))};
 }
 
-// A non-zero as SparseDoubles counts it: its bits are not all zero (-0.0 is
-// one, so that it comes back as itself).
-bool NonZero(double x) { return absl::bit_cast<uint64_t>(x) != 0; }
-
 // `v` into `dense`, or into `*sparse()` where that is smaller: 12 bytes a
 // non-zero there against 8 a coordinate in `dense`.
 template <typename MutableSparse>
 void PutDoubles(const std::vector<double>& v,
                 google::protobuf::RepeatedField<double>* dense,
                 MutableSparse sparse) {
-  const size_t nonzero = std::count_if(v.begin(), v.end(), NonZero);
-  if (v.size() > UINT32_MAX || 3 * nonzero >= 2 * v.size()) {
+  const size_t nonzero = SparseNonZeros(v);
+  if (!SparseIsSmaller(v.size(), nonzero)) {
     Put(v, dense);
     return;
   }
@@ -84,7 +80,7 @@ void PutDoubles(const std::vector<double>& v,
   out->mutable_indices()->Reserve(static_cast<int>(nonzero));
   out->mutable_values()->Reserve(static_cast<int>(nonzero));
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!NonZero(v[i])) continue;
+    if (!SparseNonZero(v[i])) continue;
     out->add_indices(static_cast<uint32_t>(i));
     out->add_values(v[i]);
   }

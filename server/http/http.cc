@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/http/web_page.h"
+#include "server/model/model_id.h"
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
@@ -32,23 +33,43 @@ struct Reply {
   std::string body;
 };
 
+// `text` as a JSON string's contents: quotes, backslashes and every byte
+// outside printable ASCII escaped (a byte >= 0x80 as \u00XX: the messages
+// quoted here are ASCII, so that only keeps stray bytes from breaking JSON).
+std::string JsonText(absl::string_view text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20 || c >= 0x7f) {
+      absl::StrAppend(&out, "\\u", absl::Hex(c, absl::kZeroPad4));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 Reply Error(int code, absl::string_view message) {
   Reply r;
   r.code = code;
-  r.body = absl::StrCat("{\"error\":\"", message, "\"}\n");
+  r.body = absl::StrCat("{\"error\":\"", JsonText(message), "\"}\n");
   return r;
 }
 
+// A model id, a model that is not there, a malformed request: the status's
+// own message (the one gRPC answers with); anything else without detail.
 Reply FromStatus(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kNotFound:
-      return Error(404, "not found");
+      return Error(404, s.message());
     case absl::StatusCode::kUnauthenticated:
       return Error(401, "a bearer token is needed");
     case absl::StatusCode::kPermissionDenied:
       return Error(403, "the token does not cover this");
     case absl::StatusCode::kInvalidArgument:
-      return Error(400, "bad request");
+      return Error(400, s.message());
     default:
       return Error(500, "internal error");
   }
@@ -197,6 +218,7 @@ class Handler {
                  : features ? "/api/v1/models/{id}/features"
                             : "/api/v1/models/{id}";
       const std::string id(rest);
+      if (absl::Status s = ValidateModelId(id); !s.ok()) return FromStatus(s);
       if (absl::Status s = Allow(authorization, id); !s.ok()) {
         return FromStatus(s);
       }

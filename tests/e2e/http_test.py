@@ -237,8 +237,13 @@ class HttpTest(pp.ServerTest):
         self.assertEqual(status, 200)
         self.assertTrue(ctype.startswith("text/html"))
         self.assertIn("<svg", body.replace('"<svg', "<svg"))
-        self.assertEqual(self.server.get("/api/v1/models/nope")[0], 404)
+        # A model that is not there, or an id no model can have: the answer says which.
+        code, _, body = self.server.get("/api/v1/models/nope")
+        self.assertEqual((code, json.loads(body)), (404, {"error": "model nope not found"}))
         self.assertEqual(self.server.get("/api/v1/models/nope/history")[0], 404)
+        code, _, body = self.server.get("/api/v1/models/caf%C3%A9%22")
+        self.assertEqual(code, 400)
+        self.assertIn("model_id has character 0xc3 at position 3", json.loads(body)["error"])
         code, _, body = self.server.get("/nowhere")
         self.assertEqual(code, 404)
         # A path it does not serve: the answer says which it does.

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -19,9 +20,13 @@
 namespace perceptron::client::cli {
 
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "perceptron: %s: %s\n",
+  // A request over the server's item limit: the flag that sets its size.
+  const bool batch_limit = s.code() == absl::StatusCode::kResourceExhausted &&
+                           absl::StartsWith(s.message(), "a batch of ");
+  std::fprintf(stderr, "perceptron: %s: %s%s\n",
                absl::StatusCodeToString(s.code()).c_str(),
-               std::string(s.message()).c_str());
+               std::string(s.message()).c_str(),
+               batch_limit ? " (--batch=N sends N examples a request)" : "");
   return 1;
 }
 

@@ -257,6 +257,9 @@ int main(int argc, char** argv) {
     if (rest.size() > 3) return cli::Usage("help takes one COMMAND");
     return cli::PrintHelp(rest[2]);
   }
+  if (absl::GetFlag(FLAGS_batch) == 0) {
+    return cli::Usage("--batch must be at least 1");
+  }
   const cli::Args args(rest.begin() + 2, rest.end());
   const int rc = cli::Run(rest[1], args);
   // What a command printed (predictions, weights) must have reached its

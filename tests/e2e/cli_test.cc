@@ -332,6 +332,23 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
                 HasSubstr(absl::StrCat("NOT_FOUND: model nosuch not found (",
                                        verb, " --create makes it)")));
   }
+  // A batch over the server's item limit (10,000) names the flag; none is
+  // a usage error.
+  {
+    std::ofstream big(scoped.path() + "/big.svm");
+    for (int i = 0; i < 10001; ++i) big << "+1 1:1\n";
+  }
+  r = RunCommand(Cli(*server_, absl::StrCat("train ", scoped.path(),
+                                            "/big.svm --model=b --create "
+                                            "--batch=20000")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("over the limit of 10000 (0 reveals, 10001 "
+                                  "rows) (--batch=N sends N examples a "
+                                  "request)"));
+  r = RunCommand(Cli(*server_, absl::StrCat("train ", scoped.path(),
+                                            "/a.svm --model=b --batch=0")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--batch must be at least 1"));
   r = RunCommand(Cli(*server_, "create m"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("create needs --dim"));

@@ -7,8 +7,10 @@ grid search.
 
 Each fitted estimator owns models on the server: one for two classes; for more, one multiclass
 model (docs/design.md section 2.8: one weight vector a class, its bound and confusion matrix on
-the server), named `model_id_`, whose classes are named "0", "1", ... for the positions of
-`classes_`; the margin and kernel rules, which have no multiclass form, take one model per class
+the server), named `model_id_`, whose classes are named as labels name them (strings as they
+are, 3.0 as "3"), so that the server's status, confusion matrix and page say "setosa" where
+classes_ does ("0", "1", ... for the positions of classes_ where those names are not distinct or
+too long); the margin and kernel rules, which have no multiclass form, take one model per class
 (one against the rest, "<model_id_>-<k>"). fit starts them anew (deleting the estimator's earlier
 ones); partial_fit goes on learning; delete_models() removes them, and the server deletes them by
 itself once they have learned nothing for `idle_expiry` seconds (an hour by default: the clones
@@ -27,6 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .client import Client, Model, PerceptronError
+from ._inputs import _class_key
 
 
 # hash_bits for dicts by name when none is given: Vowpal Wabbit's default.
@@ -115,14 +118,29 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                 m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
                 normalize=self.normalize, gamma=self.gamma,
                 hash_bits=self._hash_bits() if n_features is None else None,
-                classes=range(len(self.classes_)) if self._multiclass() else None,
+                classes=self._class_names() if self._multiclass() else None,
                 idle_expiry=self.idle_expiry)
 
+    def _class_names(self) -> list:
+        """The multiclass model's class names: classes_ written as a label names a class
+        (strings as they are, 3.0 as "3") where those are distinct names of 1 to 256 bytes,
+        else their positions "0", "1", ..."""
+        positions = [str(k) for k in range(len(self.classes_))]
+        try:
+            names = [_class_key(c) for c in self.classes_]
+        except ValueError:  # booleans name no class
+            return positions
+        if len(set(names)) == len(names) and all(0 < len(n.encode()) <= 256 for n in names):
+            return names
+        return positions
+
     def _targets(self, y: np.ndarray) -> list:
-        """Per model, y as its labels: the position of each class in classes_ (a multiclass
-        model), or -1/+1, the second class against the first or each against the rest."""
+        """Per model, y as its labels: the name the multiclass model gives each class in
+        classes_ (as it was created, so also by an estimator pickled before names), or -1/+1,
+        the second class against the first or each against the rest."""
         if self._multiclass():
-            return [np.searchsorted(self.classes_, y)]
+            names = np.asarray(self._models()[0].classes, dtype=object)
+            return [names[np.searchsorted(self.classes_, y)]]
         if len(self.classes_) == 2:
             return [np.where(y == self.classes_[1], 1, -1)]
         return [np.where(y == c, 1, -1) for c in self.classes_]

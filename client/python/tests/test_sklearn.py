@@ -55,7 +55,7 @@ def test_pipelines_partial_fit_and_pickles(server, client):
     # Pickled without its connection; unpickled, the same models answer.
     copy = pickle.loads(pickle.dumps(online))
     assert np.array_equal(copy.predict(x), online.predict(x))
-    # Three classes: one multiclass model, its classes the positions of classes_.
+    # Three classes: one multiclass model, its classes named as classes_ are written.
     three = np.where(x[:, 0] > np.median(x[:, 0]), 2, y)
     multi = PerceptronClassifier(address=server.target, max_iter=3).fit(x, three)
     assert multi.decision_function(x).shape == (len(y), 3)
@@ -65,6 +65,17 @@ def test_pipelines_partial_fit_and_pickles(server, client):
     assert sum(status.confusion) == status.stats.examples > 0
     labels = np.array(model.predict(x)).astype(int)
     assert np.array_equal(multi.predict(x), multi.classes_[labels])
+    words = np.array(["benign", "malignant", "wide"])[three.astype(int)]
+    named = PerceptronClassifier(address=server.target, max_iter=3).fit(x, words)
+    model = client.model(named.model_id_)
+    assert model.classes == ["benign", "malignant", "wide"]
+    assert np.array_equal(named.predict(x), np.array(model.predict(x), dtype=object))
+    assert list(model.status().confusion) == list(status.confusion)
+    # Texts that are no class name (over 256 bytes): the positions instead.
+    long = np.array(["a" * 300, "b" * 300, "c"])[three.astype(int)]
+    positions = PerceptronClassifier(address=server.target, max_iter=3).fit(x, long)
+    assert client.model(positions.model_id_).classes == ["0", "1", "2"]
+    assert positions.score(x, long) == multi.score(x, three)
     # The margin rule has no multiclass form: one model per class against the rest.
     ovr = PerceptronClassifier(address=server.target, algorithm="margin", gamma=0.1,
                                max_epochs=2).fit(x, three)
@@ -72,7 +83,7 @@ def test_pipelines_partial_fit_and_pickles(server, client):
     ids = {m.model_id for m in client.list_models()}
     assert multi.model_id_ in ids and multi.model_id_ + "-0" not in ids
     assert {ovr.model_id_ + "-0", ovr.model_id_ + "-2"} <= ids
-    for estimator in (multi, ovr):
+    for estimator in (multi, named, positions, ovr):
         estimator.delete_models()
         assert not any(i.startswith(estimator.model_id_) for i in
                        (m.model_id for m in client.list_models()))

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -120,7 +122,40 @@ int main(int argc, char** argv) {
   perceptron::SetProgramUsage(
       "perceptrond", "server/main.cc",
       "online perceptron models over gRPC; --help lists every flag");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::fprintf(stderr,
+                 "perceptrond: takes flags only; \"%s\" is not one (--help "
+                 "lists them)\n",
+                 rest[1]);
+    return 2;
+  }
+  // Limits that would refuse every request, and intervals that would spin.
+  const std::pair<bool, const char*> checks[] = {
+      {absl::GetFlag(FLAGS_max_models) == 0, "--max_models must be at least 1"},
+      {absl::GetFlag(FLAGS_max_dimension) == 0,
+       "--max_dimension must be at least 1"},
+      {absl::GetFlag(FLAGS_max_batch_items) == 0,
+       "--max_batch_items must be at least 1"},
+      {absl::GetFlag(FLAGS_max_train_epochs) == 0,
+       "--max_train_epochs must be at least 1"},
+      {absl::GetFlag(FLAGS_max_message_bytes) < 1024,
+       "--max_message_bytes must be at least 1024"},
+      {!(absl::GetFlag(FLAGS_pending_ttl) > absl::ZeroDuration()),
+       "--pending_ttl must be positive"},
+      {!(absl::GetFlag(FLAGS_expiry_interval) > absl::ZeroDuration()) ||
+           absl::GetFlag(FLAGS_expiry_interval) == absl::InfiniteDuration(),
+       "--expiry_interval must be positive and finite"},
+      {!(absl::GetFlag(FLAGS_async_interval) > absl::ZeroDuration()) ||
+           absl::GetFlag(FLAGS_async_interval) == absl::InfiniteDuration(),
+       "--async_interval must be positive and finite"},
+  };
+  for (const auto& [bad, why] : checks) {
+    if (bad) {
+      std::fprintf(stderr, "perceptrond: %s\n", why);
+      return 2;
+    }
+  }
 
   // Debian's Abseil keeps its debug checks, among them a search for lock-order
   // cycles on every Mutex lock (a graph shared by every thread, under one

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -752,6 +754,23 @@ TEST(ServiceTest, FlagsItCannotRunWithAreNamedBeforeItStarts) {
                                          "--durability=none"));
     EXPECT_EQ(r.exit_code, 2) << port;
     EXPECT_THAT(r.output, ::testing::HasSubstr("--port must be 0 to 65535"));
+  }
+  // Limits that would refuse every request, an interval that would spin, a
+  // word that is no flag.
+  for (const auto& [flag, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--max_batch_items=0", "--max_batch_items must be at least 1"},
+           {"--max_models=0", "--max_models must be at least 1"},
+           {"--max_dimension=0", "--max_dimension must be at least 1"},
+           {"--max_message_bytes=10", "--max_message_bytes must be at least"},
+           {"--expiry_interval=-1s", "--expiry_interval must be positive"},
+           {"--async_interval=0s", "--async_interval must be positive"},
+           {"--pending_ttl=0s", "--pending_ttl must be positive"},
+           {"serve", "takes flags only; \"serve\" is not one"}}) {
+    testing::CommandResult r = testing::RunCommand(absl::StrCat(
+        PERCEPTROND_PATH, " --port=0 --http_port=-1 --durability=none ", flag));
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.output, ::testing::HasSubstr(why)) << flag;
   }
   const testing::ScopedDir dir("service-flags");
   const std::string file = dir.path() + "/a-file";

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/commandlineflag.h"
@@ -257,8 +258,16 @@ int main(int argc, char** argv) {
     if (rest.size() > 3) return cli::Usage("help takes one COMMAND");
     return cli::PrintHelp(rest[2]);
   }
-  if (absl::GetFlag(FLAGS_batch) == 0) {
-    return cli::Usage("--batch must be at least 1");
+  // Counts of which none would do nothing (they were taken as 1).
+  for (const auto& [value, flag] :
+       {std::pair{absl::GetFlag(FLAGS_batch), "--batch"},
+        std::pair{absl::GetFlag(FLAGS_in_flight), "--in_flight"},
+        std::pair{absl::GetFlag(FLAGS_max_epochs), "--max_epochs"}}) {
+    if (value == 0)
+      return cli::Usage(absl::StrCat(flag, " must be at least 1"));
+  }
+  if (absl::GetFlag(FLAGS_interval) < absl::ZeroDuration()) {
+    return cli::Usage("--interval must not be negative");
   }
   const cli::Args args(rest.begin() + 2, rest.end());
   const int rc = cli::Run(rest[1], args);

@@ -345,10 +345,13 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   EXPECT_THAT(r.output, HasSubstr("over the limit of 10000 (0 reveals, 10001 "
                                   "rows) (--batch=N sends N examples a "
                                   "request)"));
-  r = RunCommand(Cli(*server_, absl::StrCat("train ", scoped.path(),
-                                            "/a.svm --model=b --batch=0")));
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("--batch must be at least 1"));
+  for (const char* flag : {"--batch", "--in_flight", "--max_epochs"}) {
+    r = RunCommand(
+        Cli(*server_, absl::StrCat("train ", scoped.path(), "/a.svm --model=b ",
+                                   flag, "=0")));
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat(flag, " must be at least 1")));
+  }
   r = RunCommand(Cli(*server_, "create m"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("create needs --dim"));

@@ -295,6 +295,30 @@ class PageTest(pp.ServerTest):
             "%d names kept, %d slots with more than one" % (want.names.names,
                                                             want.names.collided_slots)),
             shown["info"])
+        # A multiclass model's weights are each of a class, named before the feature; a
+        # stream of 12 examples has whole numbers on its axis of examples (no tick at 2.5).
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="kinds", config=pb.ModelConfig(
+            hash_bits=8, classes=["apple", "pear"])))
+        items = [pb.LearnItem(labeled=pb.LabeledExample(
+            features=pb.Features(named=pb.NamedFeatures(features=[
+                pb.NamedFeature(name="colour", category=("red", "green", "amber")[t % 3])])),
+            class_name=("apple", "pear")[t % 2])) for t in range(12)]
+        responses = list(self.stub.Learn(iter([pb.LearnRequest(model_id="kinds", items=items)])))
+        self.assertTrue(all(r.HasField("outcome") for r in responses[0].results))
+        self.wait_for_examples("kinds", 12)
+        want = self.stub.GetWeights(pb.GetWeightsRequest(model_id="kinds", top=10))
+        self.assertTrue(all(f.class_name for f in want.top), want.top)
+        script = script.replace('"words"', '"kinds"')
+        expected = [f.class_name + ": " + (" | ".join(f.names) if f.names else "(bias)")
+                    for f in want.top]
+        WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
+            lambda d: [r[1] for r in (d.execute_script(script) or {"rows": []})["rows"]]
+            == expected)
+        ticks = self.driver.execute_script(
+            "return [...document.querySelectorAll('section.model[data-model=\"kinds\"] "
+            "g.axes text.x-tick')].map((t) => t.textContent);")
+        self.assertIn("10", ticks)
+        self.assertTrue(all(t.isdigit() for t in ticks), ticks)
         # The models with no names show no such box.
         self.stub.CreateModel(pb.CreateModelRequest(model_id="plain", config=pb.ModelConfig(
             dimension=3)))

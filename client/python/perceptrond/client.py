@@ -239,17 +239,22 @@ class Stream:
 
     def reveal(self, ids, y) -> LearnResult:
         """The labels of issued predictions: each is judged on the score issued then and
-        learned on the current weights."""
+        learned on the current weights (`predicted`: the label issued, a class name for a
+        multiclass model)."""
         ids = np.asarray(ids, dtype=np.uint64)
         labels = self._model._labels(y, ids.shape[0])
-        return _outcomes((self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
-                          for s in range(0, len(ids), 1024)), len(ids))
+        return self._model._named_classes(_outcomes(
+            (self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
+             for s in range(0, len(ids), 1024)), len(ids)))
 
     def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
         """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows
         answered before the next is sent). `x` may also be one example as {index: value}, or
         by name ({name: value}, {(namespace, name): value}; a string value is categorical) for a
         model created with hash_bits, or a list of such dicts."""
+        return self._model._named_classes(self._learn(x, y, batch_size))
+
+    def _learn(self, x, y, batch_size: int) -> LearnResult:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if _is_named(x):

@@ -149,6 +149,8 @@ def test_delayed_reveals_equal_learning_in_the_order_of_reveals(client, digits):
             # Judged on the class issued: a mistake wherever it was not the true one.
             wrong = issued.labels[back] != y[start + back].astype(str)
             assert np.all(outcome.mistakes[wrong])
+            # What was issued comes back as the class's name, as issue gave it.
+            np.testing.assert_array_equal(outcome.predicted, issued.labels[back])
             order.extend(start + back)
     direct.learn(X[order], y[order])
     np.testing.assert_array_equal(delayed.weights(), direct.weights())

@@ -102,6 +102,15 @@ void PrintConfusion(const v1::ModelStatus& st) {
     name_width = std::max(name_width, std::min<size_t>(c.size(), 24));
   }
   const int w = static_cast<int>(name_width);
+  // A column as wide as the longest class name (7 to 12) and the largest count.
+  size_t column = 7;
+  for (const std::string& c : st.classes()) {
+    column = std::max(column, std::min<size_t>(c.size(), 12));
+  }
+  for (const uint64_t n : st.confusion()) {
+    column = std::max(column, absl::StrCat(n).size());
+  }
+  const int cw = static_cast<int>(column);
   const bool matrix = k <= 16;
   std::printf("confusion      %s\n",
               matrix ? "rows: the true class; columns: the class issued"
@@ -109,7 +118,7 @@ void PrintConfusion(const v1::ModelStatus& st) {
   std::printf("  %-*s", w, "");
   if (matrix) {
     for (int p = 0; p < k; ++p) {
-      std::printf(" %7.7s", st.classes(p).c_str());
+      std::printf(" %*.*s", cw, cw, st.classes(p).c_str());
     }
   }
   std::printf(" %9s %8s\n", "examples", "right");
@@ -119,7 +128,7 @@ void PrintConfusion(const v1::ModelStatus& st) {
     std::printf("  %-*.*s", w, w, st.classes(y).c_str());
     if (matrix) {
       for (int p = 0; p < k; ++p) {
-        std::printf(" %7llu",
+        std::printf(" %*llu", cw,
                     static_cast<unsigned long long>(st.confusion(y * k + p)));
       }
     }

@@ -116,6 +116,16 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
               HasSubstr(absl::StrFormat("  iris  %7d %7d %7d %9d", m[0], m[1],
                                         m[2], m[0] + m[1] + m[2])))
       << r.output;
+  // Longer class names head their columns whole (up to 12 characters).
+  r = RunCommand(
+      Cli(*server_, "create lc --dim=1 --classes=versicolor,virginica,x"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Cli(*server_, "status lc"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("versicolor  virginica          x  examples "
+                        "   right\n  versicolor          0          0"))
+      << r.output;
   // The heaviest weights name their class.
   r = RunCommand(Cli(*server_, "weights fl --top=2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -52,7 +52,10 @@ void PrintCertificate(const v1::ModelStats& s, bool bounds_updates = true) {
       return;
   }
   if (!c.available()) {
-    std::printf("certificate    pending (%s)\n", state.c_str());
+    std::printf("certificate    pending (%s)\n",
+                c.state() == v1::Certificate::KEEPING && c.examples() == 0
+                    ? "no labeled example yet"
+                    : state.c_str());
     return;
   }
   std::printf("certificate    U %.6g, L %.6g", c.upper(), c.lower());

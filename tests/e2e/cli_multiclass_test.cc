@@ -123,6 +123,8 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
   r = RunCommand(Cli(*server_, "status lc"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output,
+              HasSubstr("certificate    pending (no labeled example yet)\n"));
+  EXPECT_THAT(r.output,
               HasSubstr("versicolor  virginica          x  examples "
                         "   right\n  versicolor          0          0"))
       << r.output;

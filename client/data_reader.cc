@@ -277,6 +277,7 @@ absl::StatusOr<bool> DataReader::Next(Example* e) {
       if (got.ok()) {
         example_line_ = line_;
         ++examples_;
+        e->by_name = named();
       }
       return got;
     }

@@ -3,7 +3,7 @@
 namespace perceptron::client {
 
 void FeaturesToProto(const Example& e, v1::Features* out) {
-  if (!e.named.empty()) {
+  if (IsNamed(e)) {
     out->mutable_named()->mutable_features()->Add(e.named.begin(),
                                                   e.named.end());
   } else if (e.sparse) {

@@ -19,14 +19,20 @@ struct Example {
   std::vector<double> values;
   std::vector<uint32_t> indices;
   bool sparse = false;
-  // Not empty: the example is these features by name (values and indices are
-  // then unused).
+  // Not empty, or `by_name`: the example is these features by name (values
+  // and indices are then unused); by_name with none is an example of no
+  // feature for a model that takes names (a VW line "-1 |", a JSON line with
+  // "features": {}).
   std::vector<v1::NamedFeature> named;
+  bool by_name = false;
   // -1 or +1 when known; a multiclass model's class index.
   std::optional<int> label;
   // The label as the file wrote it, when read with ReadOptions::raw_labels.
   std::string raw_label;
 };
+
+// Whether `e` is features by name (possibly none).
+inline bool IsNamed(const Example& e) { return e.by_name || !e.named.empty(); }
 
 // The one place the client converts its types to the wire's.
 void FeaturesToProto(const Example& e, v1::Features* out);

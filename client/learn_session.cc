@@ -200,7 +200,7 @@ void LearnSession::ToItems() {
 
 void LearnSession::AddRow(const Example& e, bool labeled) {
   Rows rows = Rows::kNamed;
-  if (e.named.empty()) {
+  if (!IsNamed(e)) {
     rows = Rows::kNone;  // not a row columns can hold
     if (!e.sparse && e.values.size() == dimension_) rows = Rows::kDense;
     if (e.sparse && e.values.size() == e.indices.size()) rows = Rows::kSparse;

@@ -32,7 +32,7 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
                           const Example& e, const Shape& shape) {
   const std::string at = absl::StrCat(name, ":", line, ": ");
   bool zero = true;
-  if (!e.named.empty()) {
+  if (IsNamed(e)) {
     if (!shape.hashed) {
       return absl::InvalidArgumentError(absl::StrCat(
           at,
@@ -69,7 +69,7 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
         "every feature is 0, and the model normalizes without a bias: x / "
         "||x|| does not exist (give the model a bias, or leave the row out)"));
   }
-  if (!e.named.empty() || shape.dimension == 0) return absl::OkStatus();
+  if (IsNamed(e) || shape.dimension == 0) return absl::OkStatus();
   if (e.sparse) {
     for (uint32_t i : e.indices) {
       if (i >= shape.dimension) {

@@ -257,6 +257,25 @@ TEST(DataReaderTest, VowpalWabbitLines) {
   EXPECT_EQ(d->examples[1].label, -1);
   EXPECT_THAT(Named(d->examples[2]), ElementsAre("a|x=2"));
   EXPECT_EQ(d->lines, (std::vector<size_t>{1, 3, 4}));
+  EXPECT_TRUE(d->examples[0].by_name);
+  // A line of no feature is an example by name all the same (for a model
+  // that takes names, its bias alone), not a vector of width 0.
+  d = ParseData("-1 |\n1 |b\n", "e.vw", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  for (const Example& e : d->examples) {
+    EXPECT_TRUE(e.named.empty());
+    EXPECT_TRUE(e.by_name && IsNamed(e));
+  }
+  d = ParseData("{\"features\": {}, \"label\": -1}\n", "e.jsonl", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(IsNamed(d->examples.at(0)));
+  v1::Features proto;
+  FeaturesToProto(d->examples[0], &proto);
+  EXPECT_TRUE(proto.has_named());
+  d = ParseData("-1 1:2\n", "e.svm", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(IsNamed(d->examples.at(0)));
 }
 
 TEST(DataReaderTest, CsvByNameWithCategoricalCells) {

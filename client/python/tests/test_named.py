@@ -312,6 +312,7 @@ def vw_line(x, label):
             current = space
         parts.append(f"{name}:{value}" if isinstance(value, str) else
                      name if value == 1.0 else f"{name}:{value!r}")
+    parts = parts or ["|"]  # no feature
     return ("1" if label == 1 else "0") + " " + " ".join(parts).replace("| ", "| ", 1)
 
 
@@ -337,6 +338,8 @@ def vw_and_json_lines_files(tmp_path, stem, rows, y):
 
 def test_vw_and_json_lines_files_through_the_cli_equal_the_dicts(client, server, tmp_path):
     rows, y = text_like(300, seed=11)
+    for at in (0, 7, 150):  # examples of no feature ("1 |", "features": {}) too
+        rows[at] = {}
     vw, jsonl = vw_and_json_lines_files(tmp_path, "text", rows, y)
     for name, path in (("vw", vw), ("jsonl", jsonl)):
         code, out = cli(server, "train", str(path), f"--model={name}", "--create",

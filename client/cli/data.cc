@@ -160,6 +160,12 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
     integers &= absl::SimpleAtoi(k, &v);
   }
   if (binary) return std::vector<std::string>();
+  if (seen.size() == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": every label is \"", seen[0],
+        "\", one class: a model's labels are -1/+1 (or 0/1), or two classes "
+        "or more (--classes=a,b,... names them before the file has them all)"));
+  }
   if (seen.size() > kMaxFileClasses) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": ", seen.size(),

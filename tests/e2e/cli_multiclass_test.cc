@@ -116,6 +116,15 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
               HasSubstr(absl::StrFormat("  iris  %7d %7d %7d %9d", m[0], m[1],
                                         m[2], m[0] + m[1] + m[2])))
       << r.output;
+  // A file whose labels name one class: no model, and why.
+  std::ofstream(scoped.path() + "/one.csv") << "a,label\n1,rose\n2,rose\n";
+  r = RunCommand(Cli(
+      *server_, "train " + scoped.path() + "/one.csv --model=one --create"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("one.csv: every label is \"rose\", one "
+                                  "class: a model's labels are -1/+1"));
+  EXPECT_EQ(client_->GetModel("one").status().code(),
+            absl::StatusCode::kNotFound);
   // Longer class names head their columns whole (up to 12 characters).
   r = RunCommand(
       Cli(*server_, "create lc --dim=1 --classes=versicolor,virginica,x"));

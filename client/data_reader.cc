@@ -694,8 +694,10 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
   }
   const auto label = j.find("label");
   if (label != j.end() && !label->is_null()) {
-    const std::string raw =
-        label->is_string() ? label->get<std::string>() : label->dump();
+    // true and false are 1 and 0 (+1 and -1), as a feature's are 1 and none.
+    const std::string raw = label->is_string()    ? label->get<std::string>()
+                            : label->is_boolean() ? (*label ? "1" : "0")
+                                                  : label->dump();
     if (absl::Status s = SetLabel(raw, e); !s.ok()) return s;
   } else if (options_.require_labels) {
     return Bad("no label");

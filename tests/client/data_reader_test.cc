@@ -384,6 +384,14 @@ TEST(DataReaderTest, JsonLines) {
   // In the line's order, not sorted.
   EXPECT_THAT(Named(d->examples[1]), ElementsAre("|b=0.5", "|a=2"));
   EXPECT_EQ(d->examples[1].label, -1);
+  // A label true or false is +1 or -1.
+  d = ParseData(
+      "{\"label\": true, \"features\": {}}\n"
+      "{\"label\": false, \"features\": {}}\n",
+      "b.jsonl", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->examples.at(0).label, 1);
+  EXPECT_EQ(d->examples.at(1).label, -1);
   EXPECT_THAT(ParseData("{\"label\": 1}\n", "e.jsonl", {}).status().message(),
               HasSubstr("e.jsonl:1: no \"features\" object"));
   EXPECT_THAT(ParseData("{\"label\": 2, \"features\": {}}\n", "e.jsonl", {})

@@ -193,10 +193,18 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
 // classes they name (ClassesOfLabels).
 class LabelsSeen {
  public:
-  void See(const std::string& key) {
+  // INVALID_ARGUMENT naming the file and line for an empty label (a CSV
+  // cell left empty), which names no class.
+  absl::Status See(const std::string& key, const std::string& name,
+                   size_t line) {
+    if (key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", line, ": the label is empty"));
+    }
     if (distinct_.size() <= kMaxFileClasses && distinct_.insert(key).second) {
       seen_.push_back(key);
     }
+    return absl::OkStatus();
   }
   absl::StatusOr<std::vector<std::string>> Classes(
       const std::string& name) const {
@@ -278,7 +286,11 @@ int Fit(const Args& args) {
   if (!data.ok()) return FailLocal(data.status());
   if (collect) {
     LabelsSeen seen;
-    for (const Example& e : data->examples) seen.See(e.raw_label);
+    for (size_t i = 0; i < data->examples.size(); ++i) {
+      absl::Status s =
+          seen.See(data->examples[i].raw_label, args[0], data->lines[i]);
+      if (!s.ok()) return FailLocal(s);
+    }
     absl::StatusOr<std::vector<std::string>> found = seen.Classes(args[0]);
     if (!found.ok()) return FailLocal(found.status());
     classes = *std::move(found);
@@ -381,9 +393,13 @@ int Train(const Args& args) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) return FailLocal(more.status());
       if (!*more) break;
-      if (collect) labels_seen.See(e.raw_label);
-      absl::Status s = FitsTheModel(reader.name(), reader.line(),
-                                    reader.index_base(), e, checked);
+      absl::Status s =
+          collect ? labels_seen.See(e.raw_label, reader.name(), reader.line())
+                  : absl::OkStatus();
+      if (s.ok()) {
+        s = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                         checked);
+      }
       if (!s.ok()) return FailLocal(s);
       progress.Draw(reader.bytes_read(), reader.size(),
                     absl::StrCat("checking ", args[0], ": ", reader.examples(),

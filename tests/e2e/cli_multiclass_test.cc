@@ -125,6 +125,15 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
                                   "class: a model's labels are -1/+1"));
   EXPECT_EQ(client_->GetModel("one").status().code(),
             absl::StatusCode::kNotFound);
+  // A label cell left empty names no class: said at its line.
+  std::ofstream(scoped.path() + "/gap.csv") << "a,label\n1,rose\n2,\n";
+  for (const char* verb : {"train", "fit"}) {
+    r = RunCommand(
+        Cli(*server_, absl::StrCat(verb, " ", scoped.path(),
+                                   "/gap.csv --model=gap --create")));
+    EXPECT_EQ(r.exit_code, 1) << verb;
+    EXPECT_THAT(r.output, HasSubstr("gap.csv:3: the label is empty")) << verb;
+  }
   // Longer class names head their columns whole (up to 12 characters).
   r = RunCommand(
       Cli(*server_, "create lc --dim=1 --classes=versicolor,virginica,x"));

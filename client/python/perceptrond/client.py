@@ -759,14 +759,23 @@ class Client:
         learned nothing for that long (a model made for a while); None keeps it."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
-        config = pb.ModelConfig(dimension=dimension, algorithm=_ALGORITHMS[algorithm])
-        for name, value in (("eta", eta), ("bias", bias), ("bias_constant", bias_constant),
+        def put(message, name: str, value) -> None:
+            """message.name = value, or a ValueError naming the option (protobuf's own
+            says only "Value out of range: -3")."""
+            try:
+                setattr(message, name, value)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{name} {value!r}: {e}") from None
+
+        config = pb.ModelConfig(algorithm=_ALGORITHMS[algorithm])
+        for name, value in (("dimension", dimension), ("eta", eta), ("bias", bias),
+                            ("bias_constant", bias_constant),
                             ("normalize", normalize), ("gamma", gamma),
                             ("kernel_budget", kernel_budget),
                             ("max_voted_vectors", max_voted_vectors),
                             ("hash_bits", hash_bits), ("idle_expiry_seconds", idle_expiry)):
             if value is not None:
-                setattr(config, name, value)
+                put(config, name, value)
         if comparator is not None:
             config.comparator.extend(comparator)
         if interactions is not None:
@@ -781,7 +790,7 @@ class Client:
             config.kernel.type = _KERNELS[kernel]
             for name, value in (("degree", degree), ("c0", c0), ("sigma", sigma)):
                 if value is not None:
-                    setattr(config.kernel, name, value)
+                    put(config.kernel, name, value)
         self._call("CreateModel", pb.CreateModelRequest(model_id=model_id, config=config))
         return Model(self, model_id)
 

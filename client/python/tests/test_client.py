@@ -128,6 +128,12 @@ def test_bad_input_is_refused_and_changes_nothing(client):
             model.learn(np.ones((2, 3)), np.array(["cat", "dog"]))
     with pytest.raises(ValueError, match="3 labels for 2"):
         model.learn(np.ones((2, 3)), [1, -1, 1])
+    # An option no field can hold is named (protobuf says only "Value out of range").
+    with pytest.raises(ValueError, match="dimension -3: "):
+        client.create_model("neg", dimension=-3)
+    with pytest.raises(ValueError, match="degree 'two': "):
+        client.create_model("neg", dimension=3, algorithm="kernel", kernel="polynomial",
+                            degree="two")
     # A whole array of the wrong width is refused here, in the caller's terms: nothing learned.
     with pytest.raises(ValueError, match="the examples have 4 features; model 'm' has "
                                          "dimension 3"):

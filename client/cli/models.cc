@@ -337,15 +337,21 @@ int Get(const Args& args) {
 
 int Delete(const Args& args) {
   if (args.empty()) return Usage("delete takes one MODEL or more");
-  // Each in turn; the first that fails stops there (those before it are
-  // deleted, and said so).
+  // Each in turn, as rm does: one not there is said and the others go (exit
+  // 1); any other failure stops there (those before it are deleted, and said
+  // so).
   std::unique_ptr<Client> client = Connect();
+  int rc = 0;
   for (const std::string& model : args) {
     absl::Status s = client->DeleteModel(model);
+    if (s.code() == absl::StatusCode::kNotFound) {
+      rc = Fail(s);
+      continue;
+    }
     if (!s.ok()) return Fail(s);
     std::printf("deleted %s\n", model.c_str());
   }
-  return 0;
+  return rc;
 }
 
 int Reset(const Args& args) {

@@ -629,6 +629,13 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
   r = RunCommand(Cli(*server_, "delete a b"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "deleted a\ndeleted b\n");
+  // One not there is said, and the others go all the same (as rm does).
+  ASSERT_EQ(RunCommand(Cli(*server_, "create c --dim=2")).exit_code, 0);
+  r = RunCommand(Cli(*server_, "delete a c"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("NOT_FOUND: model a not found"));
+  EXPECT_THAT(r.output, HasSubstr("deleted c\n"));
+  EXPECT_EQ(RunCommand(Cli(*server_, "get c")).exit_code, 1);
   r = RunCommand(Cli(*server_, "list"));
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("a\t")));
 }

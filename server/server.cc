@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include <gnutls/gnutls.h>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -11,6 +13,45 @@ namespace perceptron::server {
 namespace {
 
 namespace prom = ::prometheus;
+
+gnutls_datum_t Datum(const std::string& pem) {
+  return gnutls_datum_t{
+      reinterpret_cast<unsigned char*>(const_cast<char*>(pem.data())),
+      static_cast<unsigned int>(pem.size())};
+}
+
+// The TLS certificate chain and its key, and the client CA, as GnuTLS (the
+// HTTP port's library) reads them: a pair that does not load (swapped, not
+// PEM, a key of another certificate) is named here. gRPC would only log its
+// own errors and fail to listen, said as an address in use.
+absl::Status CheckTlsFiles(const ServerOptions& o) {
+  if (o.tls_cert_pem.empty()) return absl::OkStatus();
+  gnutls_certificate_credentials_t creds;
+  if (gnutls_certificate_allocate_credentials(&creds) < 0) {
+    return absl::InternalError("GnuTLS could not allocate credentials");
+  }
+  const gnutls_datum_t cert = Datum(o.tls_cert_pem), key = Datum(o.tls_key_pem),
+                       ca = Datum(o.tls_client_ca_pem);
+  const int pair = gnutls_certificate_set_x509_key_mem(creds, &cert, &key,
+                                                       GNUTLS_X509_FMT_PEM);
+  const int cas = pair < 0 || o.tls_client_ca_pem.empty()
+                      ? 1
+                      : gnutls_certificate_set_x509_trust_mem(
+                            creds, &ca, GNUTLS_X509_FMT_PEM);
+  gnutls_certificate_free_credentials(creds);
+  if (pair < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the TLS certificate (--tls_cert) and key (--tls_key) are not a PEM "
+        "certificate chain and its private key: ",
+        gnutls_strerror(pair)));
+  }
+  if (cas <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the client CA (--tls_client_ca) holds no PEM certificate",
+                     cas < 0 ? absl::StrCat(": ", gnutls_strerror(cas)) : ""));
+  }
+  return absl::OkStatus();
+}
 
 // A family of one series: `v` as a counter's or a gauge's value.
 prom::MetricFamily One(const char* name, const char* help,
@@ -141,6 +182,7 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
 
 absl::StatusOr<std::unique_ptr<PerceptronServer>> PerceptronServer::Start(
     const ServerOptions& options) {
+  if (absl::Status s = CheckTlsFiles(options); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   absl::StatusOr<std::unique_ptr<Persistence>> persistence =

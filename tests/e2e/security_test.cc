@@ -3,6 +3,9 @@
 // (UNAUTHENTICATED vs PERMISSION_DENIED); health without a token; no token in
 // the server's output. The CA and certificates are made by openssl.
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,6 +74,22 @@ TEST(SecurityTest, TlsAndMutualTls) {
   wrong.tls_private_key = Read(d + "/other.key");
   EXPECT_EQ(Connect(*mutual, wrong)->GetStatus("m").status().code(),
             absl::StatusCode::kUnavailable);
+  // A certificate and key swapped, or a client CA that holds none: the
+  // server says which before it starts (not "cannot listen").
+  for (const auto& [flags, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {absl::StrCat(" --tls_cert=", d, "/server.key --tls_key=", d,
+                         "/server.pem"),
+            "the TLS certificate (--tls_cert) and key (--tls_key) are not"},
+           {absl::StrCat(" --tls_cert=", d, "/server.pem --tls_key=", d,
+                         "/server.key --tls_client_ca=", d, "/server.key"),
+            "the client CA (--tls_client_ca) holds no PEM certificate"}}) {
+    const testing::CommandResult bad = RunCommand(absl::StrCat(
+        PERCEPTROND_PATH, " --port=0 --http_port=-1 --durability=none", flags));
+    EXPECT_EQ(bad.exit_code, 1) << bad.output;
+    EXPECT_THAT(bad.output, HasSubstr(why)) << bad.output;
+    EXPECT_THAT(bad.output, ::testing::Not(HasSubstr("cannot listen")));
+  }
   // The CLI takes the same options.
   const testing::CommandResult r = RunCommand(
       absl::StrCat(PERCEPTRON_CLI_PATH, " --server=", mutual->target(),

@@ -23,10 +23,18 @@ int Fail(const absl::Status& s) {
   // A request over the server's item limit: the flag that sets its size.
   const bool batch_limit = s.code() == absl::StatusCode::kResourceExhausted &&
                            absl::StartsWith(s.message(), "a batch of ");
+  // A plaintext call to a server that speaks TLS ends as a closed (or reset)
+  // socket.
+  const bool maybe_tls = s.code() == absl::StatusCode::kUnavailable &&
+                         absl::GetFlag(FLAGS_tls_ca).empty() &&
+                         (absl::StrContains(s.message(), "Socket closed") ||
+                          absl::StrContains(s.message(), "reset by peer"));
   std::fprintf(stderr, "perceptron: %s: %s%s\n",
                absl::StatusCodeToString(s.code()).c_str(),
                std::string(s.message()).c_str(),
-               batch_limit ? " (--batch=N sends N examples a request)" : "");
+               batch_limit ? " (--batch=N sends N examples a request)"
+               : maybe_tls ? " (if the server speaks TLS: --tls_ca=CA.pem)"
+                           : "");
   return 1;
 }
 
@@ -60,6 +68,25 @@ std::string ReadSmallFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+namespace {
+
+// A PEM file a TLS flag names: read whole, or exits with a message (2 when
+// it holds no `marker`, a certificate where a key is, say, which gRPC would
+// only log before failing to connect).
+std::string ReadPem(const char* flag, const std::string& path,
+                    absl::string_view marker, absl::string_view what) {
+  std::string pem = ReadSmallFile(path);
+  if (!absl::StrContains(pem, marker)) {
+    std::fprintf(stderr, "perceptron: --%s=%s holds no PEM %s (%s)\n", flag,
+                 path.c_str(), std::string(what).c_str(),
+                 std::string(marker).c_str());
+    std::exit(2);
+  }
+  return pem;
+}
+
+}  // namespace
+
 std::unique_ptr<Client> Connect() { return Client::Connect(Options()); }
 
 ClientOptions Options() {
@@ -67,12 +94,20 @@ ClientOptions Options() {
   options.target = absl::GetFlag(FLAGS_server);
   options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   options.timeout = absl::GetFlag(FLAGS_timeout);
+  constexpr absl::string_view kCertificate = "-----BEGIN CERTIFICATE-----";
   if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
-    options.tls_root_certs = ReadSmallFile(absl::GetFlag(FLAGS_tls_ca));
+    options.tls_root_certs = ReadPem("tls_ca", absl::GetFlag(FLAGS_tls_ca),
+                                     kCertificate, "certificate");
+  }
+  if (absl::GetFlag(FLAGS_tls_cert).empty() !=
+      absl::GetFlag(FLAGS_tls_key).empty()) {
+    std::exit(Usage("--tls_cert and --tls_key go together"));
   }
   if (!absl::GetFlag(FLAGS_tls_cert).empty()) {
-    options.tls_cert_chain = ReadSmallFile(absl::GetFlag(FLAGS_tls_cert));
-    options.tls_private_key = ReadSmallFile(absl::GetFlag(FLAGS_tls_key));
+    options.tls_cert_chain = ReadPem("tls_cert", absl::GetFlag(FLAGS_tls_cert),
+                                     kCertificate, "certificate");
+    options.tls_private_key = ReadPem("tls_key", absl::GetFlag(FLAGS_tls_key),
+                                      "PRIVATE KEY-----", "private key");
   }
   if (!absl::GetFlag(FLAGS_token_file).empty()) {
     options.token = std::string(absl::StripAsciiWhitespace(

@@ -4,6 +4,7 @@
 // the server's output. The CA and certificates are made by openssl.
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,24 @@ TEST(SecurityTest, TlsAndMutualTls) {
                    "/client.pem --tls_key=", d, "/client.key status m"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("model          m (classic, d=3)"));
+  // Files in the wrong flags are named before a call; a plaintext call to a
+  // TLS server says what it may need.
+  for (const auto& [flags, code, why] :
+       std::vector<std::tuple<std::string, int, std::string>>{
+           {absl::StrCat(" --tls_ca=", d, "/server.key"), 2,
+            "server.key holds no PEM certificate"},
+           {absl::StrCat(" --tls_ca=", d, "/ca.pem --tls_cert=", d,
+                         "/client.pem"),
+            2, "--tls_cert and --tls_key go together"},
+           {absl::StrCat(" --tls_ca=", d, "/ca.pem --tls_cert=", d,
+                         "/client.pem --tls_key=", d, "/client.pem"),
+            2, "client.pem holds no PEM private key"},
+           {"", 1, "(if the server speaks TLS: --tls_ca=CA.pem)"}}) {
+    const testing::CommandResult bad = RunCommand(absl::StrCat(
+        PERCEPTRON_CLI_PATH, " --server=", server->target(), flags, " list"));
+    EXPECT_EQ(bad.exit_code, code) << flags << bad.output;
+    EXPECT_THAT(bad.output, HasSubstr(why)) << flags;
+  }
 }
 
 class TokenTest : public ::testing::Test {

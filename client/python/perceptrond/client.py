@@ -59,6 +59,19 @@ class TLS:
     certificate_chain: Optional[bytes] = None
     private_key: Optional[bytes] = None
 
+    def check(self) -> None:
+        """ValueError for PEM bytes in the wrong field (a key as the CA, say), or a chain
+        without its key: gRPC would only log its own errors and fail to connect."""
+        for what, pem, marker in (("root_certificates", self.root_certificates,
+                                   b"-----BEGIN CERTIFICATE-----"),
+                                  ("certificate_chain", self.certificate_chain,
+                                   b"-----BEGIN CERTIFICATE-----"),
+                                  ("private_key", self.private_key, b"PRIVATE KEY-----")):
+            if pem is not None and marker not in bytes(pem):
+                raise ValueError(f"TLS {what} holds no PEM {marker.decode()}")
+        if (self.certificate_chain is None) != (self.private_key is None):
+            raise ValueError("TLS certificate_chain and private_key go together")
+
 
 @dataclasses.dataclass
 class LearnResult:
@@ -658,6 +671,7 @@ class Client:
         options = [("grpc.max_send_message_length", max_message_bytes),
                    ("grpc.max_receive_message_length", max_message_bytes)]
         if tls is not None:
+            tls.check()
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=tls.root_certificates, private_key=tls.private_key,
                 certificate_chain=tls.certificate_chain)

@@ -339,6 +339,15 @@ def test_tokens_and_tls(tmp_path):
             with pytest.raises(perceptrond.PerceptronError) as e:
                 c.model("secure").learn(np.array([[1.0, 0.0]]), [1])
             assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+        # PEM bytes in the wrong field are named before a call.
+        with open(key, "rb") as f:
+            key_pem = f.read()
+        with pytest.raises(ValueError, match="root_certificates holds no PEM -----BEGIN CERT"):
+            perceptrond.Client(server.target, tls=perceptrond.TLS(root_certificates=key_pem))
+        with pytest.raises(ValueError, match="certificate_chain and private_key go together"):
+            perceptrond.Client(server.target, tls=perceptrond.TLS(
+                root_certificates=tls.root_certificates,
+                certificate_chain=tls.root_certificates))
     finally:
         assert server.stop() == 0
 

@@ -138,7 +138,8 @@ void HashNamesByDefault(const std::string& path) {
   std::printf(
       "the features of %s are names%s hashed into 2^%u coordinates as Vowpal "
       "Wabbit hashes them (--hash_bits=B to choose)\n",
-      path.c_str(), why.empty() ? ":" : why.c_str(), kDefaultHashBits);
+      path == "-" ? "standard input" : path.c_str(),
+      why.empty() ? ":" : why.c_str(), kDefaultHashBits);
 }
 
 // A model's classes (empty for a binary model).

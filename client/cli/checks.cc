@@ -1,11 +1,17 @@
 #include "client/cli/checks.h"
 
 #include <cmath>
+#include <cstdio>
+#include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "client/cli/common.h"
 #include "client/cli/flags.h"
 
 namespace perceptron::client::cli {
@@ -26,6 +32,28 @@ Shape ShapeOf(const v1::ModelConfig& c) {
 Shape ShapeFromFlags(uint32_t dimension) {
   return {dimension, ByNameFromFlags(), absl::GetFlag(FLAGS_normalize),
           absl::GetFlag(FLAGS_bias)};
+}
+
+void SayCreateFlagsUnused(const v1::Model& m) {
+  if (!absl::GetFlag(FLAGS_create)) return;
+  std::vector<std::string> given;
+  for (const char* name :
+       {"dim", "hash_bits", "interactions", "feature_names_file", "classes",
+        "algorithm", "eta", "bias", "bias_constant", "normalize", "gamma",
+        "comparator_file", "kernel", "degree", "c0", "sigma", "budget",
+        "max_voted", "idle_expiry"}) {
+    const absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
+    if (f != nullptr && f->CurrentValue() != f->DefaultValue()) {
+      given.push_back(absl::StrCat("--", name));
+    }
+  }
+  if (given.empty()) return;
+  std::fprintf(stderr,
+               "perceptron: %s exists (%s, %s) and is trained as it is: %s "
+               "(for --create) not applied\n",
+               m.model_id().c_str(), AlgorithmText(m.config().algorithm()),
+               ShapeText(m.config()).c_str(),
+               absl::StrJoin(given, ", ").c_str());
 }
 
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,

@@ -20,6 +20,11 @@ bool ByName(const v1::ModelConfig& c);
 // Whether `create` from the flags makes such a model.
 bool ByNameFromFlags();
 
+// train or fit --create of a model that exists: it is trained as it is, and
+// the creation flags given other values than their defaults (--hash_bits,
+// --classes, ...) are said, on standard error, not to apply.
+void SayCreateFlagsUnused(const v1::Model& m);
+
 // What a file's examples are checked against before they are sent.
 struct Shape {
   uint32_t dimension = 0;  // 0: not known yet (not checked)

@@ -273,6 +273,7 @@ int Fit(const Args& args) {
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(WithCreateHint(m.status(), "fit"));
+  if (m.ok()) SayCreateFlagsUnused(*m);
   if (create) HashNamesByDefault(args[0]);
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =
@@ -351,6 +352,7 @@ int Train(const Args& args) {
                       m.status().code() == absl::StatusCode::kNotFound &&
                       absl::GetFlag(FLAGS_create);
   if (!m.ok() && !create) return Fail(WithCreateHint(m.status(), "train"));
+  if (m.ok()) SayCreateFlagsUnused(*m);
   if (create) HashNamesByDefault(args[0]);
   const bool hashed = create ? ByNameFromFlags() : ByName(m->config());
   std::vector<std::string> classes =

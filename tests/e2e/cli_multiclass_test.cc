@@ -211,6 +211,15 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
   r = RunCommand(Cli(*server_, "create fl3 --dim=3 --classes=rose,rose"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("classes name \"rose\" is repeated"));
+  // train --create of a model that exists trains it as it is, and says the
+  // creation flags given are not applied.
+  r = RunCommand(Cli(*server_, "train " + csv +
+                                   ".gz --model=fl --create --classes=a,b "
+                                   "--algorithm=voted"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("fl exists (classic, d=3, 3 classes) and is "
+                                  "trained as it is: --classes, --algorithm "
+                                  "(for --create) not applied"));
 }
 
 }  // namespace

@@ -37,11 +37,7 @@ Shape ShapeFromFlags(uint32_t dimension) {
 void SayCreateFlagsUnused(const v1::Model& m) {
   if (!absl::GetFlag(FLAGS_create)) return;
   std::vector<std::string> given;
-  for (const char* name :
-       {"dim", "hash_bits", "interactions", "feature_names_file", "classes",
-        "algorithm", "eta", "bias", "bias_constant", "normalize", "gamma",
-        "comparator_file", "kernel", "degree", "c0", "sigma", "budget",
-        "max_voted", "idle_expiry"}) {
+  for (const char* name : ModelConfigFlags()) {
     const absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     if (f != nullptr && f->CurrentValue() != f->DefaultValue()) {
       given.push_back(absl::StrCat("--", name));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/time/time.h"
@@ -102,7 +103,8 @@ ABSL_FLAG(absl::Duration, idle_expiry, absl::ZeroDuration(),
           "create: delete the model once it has learned nothing for this "
           "long, e.g. 1h (0: never)");
 ABSL_FLAG(bool, create, false,
-          "train/fit: create the model (classic, defaults) if missing; the "
+          "train/fit: create the model if missing, configured by create's "
+          "flags (perceptron help create; classic by default); the "
           "names of a VW or JSON lines file, or of a CSV file with a header "
           "and cells that are not numbers, are hashed into 2^18 coordinates "
           "unless --hash_bits, --dim or --feature_names_file says otherwise");
@@ -139,3 +141,30 @@ ABSL_FLAG(std::string, out, "",
 ABSL_FLAG(bool, log_scale, false, "plot: a logarithmic y axis");
 ABSL_FLAG(std::string, separator_out, "",
           "generate: write the separator u (d+1 numbers) here");
+
+namespace perceptron::client::cli {
+
+const std::vector<const char*>& ModelConfigFlags() {
+  static const auto* flags = new std::vector<const char*>{"dim",
+                                                          "algorithm",
+                                                          "eta",
+                                                          "bias",
+                                                          "bias_constant",
+                                                          "normalize",
+                                                          "gamma",
+                                                          "comparator_file",
+                                                          "kernel",
+                                                          "degree",
+                                                          "c0",
+                                                          "sigma",
+                                                          "budget",
+                                                          "max_voted",
+                                                          "hash_bits",
+                                                          "interactions",
+                                                          "feature_names_file",
+                                                          "classes",
+                                                          "idle_expiry"};
+  return *flags;
+}
+
+}  // namespace perceptron::client::cli

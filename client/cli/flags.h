@@ -64,4 +64,13 @@ ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(bool, log_scale);
 ABSL_DECLARE_FLAG(std::string, separator_out);
 
+namespace perceptron::client::cli {
+
+// The flags a model's configuration is read from: create's, and train's and
+// fit's with --create (create's help lists them; a model that exists says
+// which of them it did not apply).
+const std::vector<const char*>& ModelConfigFlags();
+
+}  // namespace perceptron::client::cli
+
 #endif  // PERCEPTRON_CLIENT_CLI_FLAGS_H_

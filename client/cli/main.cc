@@ -78,10 +78,7 @@ const std::vector<CommandHelp>& Helps() {
        "  name), an algorithm, and optionally a comparator u "
        "(--comparator_file) with its margin\n"
        "  --gamma, or --classes for a multiclass model.",
-       {"dim", "algorithm", "eta", "bias", "bias_constant", "normalize",
-        "gamma", "comparator_file", "kernel", "degree", "c0", "sigma", "budget",
-        "max_voted", "hash_bits", "interactions", "feature_names_file",
-        "classes"}},
+       ModelConfigFlags()},
       {"list",
        "perceptron list [--shards=HOST:PORT,...]\n  Lists the models.",
        {"shards"}},

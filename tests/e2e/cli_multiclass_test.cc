@@ -218,7 +218,7 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
                                    "--algorithm=voted"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("fl exists (classic, d=3, 3 classes) and is "
-                                  "trained as it is: --classes, --algorithm "
+                                  "trained as it is: --algorithm, --classes "
                                   "(for --create) not applied"));
 }
 

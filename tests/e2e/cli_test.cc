@@ -577,6 +577,10 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
                                     "file); default: 1\n"));
     EXPECT_THAT(r.output, ::testing::Not(HasSubstr("--sigma"))) << how;
   }
+  // create's help lists every flag a configuration is read from.
+  r = RunCommand(std::string(PERCEPTRON_CLI_PATH) + " help create");
+  EXPECT_THAT(r.output, HasSubstr("  --idle_expiry (create: delete the model"));
+  EXPECT_THAT(r.output, HasSubstr("  --sigma (create: rbf width)"));
   r = RunCommand(std::string(PERCEPTRON_CLI_PATH) + " help nosuch");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("no command \"nosuch\" to help with"));

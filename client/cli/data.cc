@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,6 +29,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
+#include "client/cli/labels.h"
 #include "client/data_reader.h"
 
 namespace perceptron::client::cli {
@@ -140,107 +140,6 @@ void HashNamesByDefault(const std::string& path) {
       "Wabbit hashes them (--hash_bits=B to choose)\n",
       path == "-" ? "standard input" : path.c_str(),
       why.empty() ? ":" : why.c_str(), kDefaultHashBits);
-}
-
-// A model's classes (empty for a binary model).
-std::vector<std::string> ClassesOf(const v1::ModelConfig& c) {
-  return {c.classes().begin(), c.classes().end()};
-}
-
-// The classes a file's labels name, from their ClassKeys in order of first
-// appearance: none (a binary model) when they are all -1/0/+1; else numbers
-// in increasing order when all are integers, names in byte order otherwise.
-// INVALID_ARGUMENT past kMaxFileClasses.
-constexpr size_t kMaxFileClasses = 64;
-absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
-    const std::string& name, const std::vector<std::string>& seen) {
-  bool binary = true, integers = true;
-  for (const std::string& k : seen) {
-    binary &= k == "1" || k == "-1" || k == "0";
-    int64_t v;
-    integers &= absl::SimpleAtoi(k, &v);
-  }
-  if (binary) return std::vector<std::string>();
-  if (seen.size() == 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": every label is \"", seen[0],
-        "\", one class: a model's labels are -1/+1 (or 0/1), or two classes "
-        "or more (--classes=a,b,... names them before the file has them all)"));
-  }
-  if (seen.size() > kMaxFileClasses) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": ", seen.size(),
-                     " different labels; a multiclass model has "
-                     "at most ",
-                     kMaxFileClasses, " classes"));
-  }
-  std::vector<std::string> classes = seen;
-  if (integers) {
-    std::sort(classes.begin(), classes.end(),
-              [](const std::string& a, const std::string& b) {
-                int64_t x = 0, y = 0;
-                (void)absl::SimpleAtoi(a, &x);
-                (void)absl::SimpleAtoi(b, &y);
-                return x < y;
-              });
-  } else {
-    std::sort(classes.begin(), classes.end());
-  }
-  return classes;
-}
-
-// The labels of a file read with raw labels (ReadOptions::raw_labels), in
-// order of first appearance (up to one past kMaxFileClasses), and the
-// classes they name (ClassesOfLabels).
-class LabelsSeen {
- public:
-  // INVALID_ARGUMENT naming the file and line for an empty label (a CSV
-  // cell left empty), which names no class.
-  absl::Status See(const std::string& key, const std::string& name,
-                   size_t line) {
-    if (key.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ":", line, ": the label is empty"));
-    }
-    if (distinct_.size() <= kMaxFileClasses && distinct_.insert(key).second) {
-      seen_.push_back(key);
-    }
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<std::string>> Classes(
-      const std::string& name) const {
-    return ClassesOfLabels(name, seen_);
-  }
-
- private:
-  std::vector<std::string> seen_;
-  absl::flat_hash_set<std::string> distinct_;
-};
-
-// A label as data files write it: +1/1 or -1/0.
-bool ParseLabel(absl::string_view text, int* label) {
-  double v;
-  if (!absl::SimpleAtod(text, &v)) return false;
-  if (v == 1) {
-    *label = 1;
-  } else if (v == -1 || v == 0) {
-    *label = -1;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// A label given as text: for a multiclass model (`classes`) the index of the
-// class it names (ClassKey), else +1/-1 as ParseLabel reads it. False if it
-// is neither.
-bool LabelOf(absl::string_view text, const std::vector<std::string>& classes,
-             int* label) {
-  if (classes.empty()) return ParseLabel(text, label);
-  const auto at = std::find(classes.begin(), classes.end(), ClassKey(text));
-  if (at == classes.end()) return false;
-  *label = static_cast<int>(at - classes.begin());
-  return true;
 }
 
 // Whether a Learn stream that ended with `code` may be resumed by train

@@ -317,6 +317,8 @@ void PerceptronServer::FillServerStatus(v1::ServerStatus* status) {
   status->set_allocated_bytes(m.allocated);
   status->set_allocator_free_bytes(m.allocator_free);
   status->set_allocator(m.allocator);
+  status->set_max_batch_items(options_.limits.max_batch_items);
+  status->set_max_message_bytes(options_.limits.max_message_bytes);
 }
 
 void PerceptronServer::Shutdown() {

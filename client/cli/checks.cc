@@ -52,6 +52,22 @@ void SayCreateFlagsUnused(const v1::Model& m) {
                absl::StrJoin(given, ", ").c_str());
 }
 
+absl::Status BatchFitsTheServer(Client& client) {
+  absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus();
+  if (!status.ok()) {
+    return status.status().code() == absl::StatusCode::kUnimplemented
+               ? absl::OkStatus()
+               : status.status();
+  }
+  const uint64_t batch = absl::GetFlag(FLAGS_batch);
+  const uint64_t limit = status->max_batch_items();
+  if (limit == 0 || batch <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--batch=", batch, " is over the server's limit of ", limit,
+      " items a request (perceptrond --max_batch_items): --batch=", limit,
+      " or less"));
+}
+
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
                           const Example& e, const Shape& shape) {
   const std::string at = absl::StrCat(name, ":", line, ": ");

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "client/client.h"
 #include "client/example.h"
 #include "perceptron/v1/perceptron.pb.h"
 
@@ -24,6 +25,12 @@ bool ByNameFromFlags();
 // the creation flags given other values than their defaults (--hash_bits,
 // --classes, ...) are said, on standard error, not to apply.
 void SayCreateFlagsUnused(const v1::Model& m);
+
+// OK if a request of --batch examples is within the server's limit on items
+// a request (ServerStatus.max_batch_items; not checked against a server that
+// does not say); else INVALID_ARGUMENT naming both, before anything is read
+// or sent. The call's own failure is returned as it is.
+absl::Status BatchFitsTheServer(Client& client);
 
 // What a file's examples are checked against before they are sent.
 struct Shape {

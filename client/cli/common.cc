@@ -20,9 +20,6 @@
 namespace perceptron::client::cli {
 
 int Fail(const absl::Status& s) {
-  // A request over the server's item limit: the flag that sets its size.
-  const bool batch_limit = s.code() == absl::StatusCode::kResourceExhausted &&
-                           absl::StartsWith(s.message(), "a batch of ");
   // A plaintext call to a server that speaks TLS ends as a closed (or reset)
   // socket.
   const bool maybe_tls = s.code() == absl::StatusCode::kUnavailable &&
@@ -32,9 +29,7 @@ int Fail(const absl::Status& s) {
   std::fprintf(stderr, "perceptron: %s: %s%s\n",
                absl::StatusCodeToString(s.code()).c_str(),
                std::string(s.message()).c_str(),
-               batch_limit ? " (--batch=N sends N examples a request)"
-               : maybe_tls ? " (if the server speaks TLS: --tls_ca=CA.pem)"
-                           : "");
+               maybe_tls ? " (if the server speaks TLS: --tls_ca=CA.pem)" : "");
   return 1;
 }
 

@@ -160,6 +160,16 @@ bool Resumable(absl::StatusCode code) {
   }
 }
 
+// 0 if --batch is within the server's limit (BatchFitsTheServer), else the
+// exit code after saying why: a usage error, or the call's failure.
+int CheckBatch(Client& client) {
+  const absl::Status s = BatchFitsTheServer(client);
+  if (s.ok()) return 0;
+  return s.code() == absl::StatusCode::kInvalidArgument
+             ? Usage(std::string(s.message()))
+             : Fail(s);
+}
+
 }  // namespace
 
 int Fit(const Args& args) {
@@ -246,6 +256,7 @@ int Train(const Args& args) {
   if (epochs == 0) return Usage("--epochs must be at least 1");
   const absl::Time start = absl::Now();
   std::unique_ptr<Client> client = Connect();
+  if (int rc = CheckBatch(*client); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
@@ -552,6 +563,7 @@ int Predict(const Args& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("predict needs --model");
   std::unique_ptr<Client> client = Connect();
+  if (int rc = CheckBatch(*client); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());
   // A multiclass model's labels in the file are not read (any is taken).
@@ -664,6 +676,7 @@ int Reveal(const Args& args) {
         "input) of \"ID LABEL\" lines");
   }
   std::unique_ptr<Client> client = Connect();
+  if (int rc = CheckBatch(*client); rc != 0) return rc;
   // A multiclass model's labels are its class names.
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());

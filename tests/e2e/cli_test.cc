@@ -332,19 +332,27 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
                 HasSubstr(absl::StrCat("NOT_FOUND: model nosuch not found (",
                                        verb, " --create makes it)")));
   }
-  // A batch over the server's item limit (10,000) names the flag; none is
-  // a usage error.
+  // A batch over the server's item limit (10,000, as its status says) is a
+  // usage error before anything is sent, for each command that sends
+  // batches; none is a usage error too.
   {
     std::ofstream big(scoped.path() + "/big.svm");
     for (int i = 0; i < 10001; ++i) big << "+1 1:1\n";
   }
-  r = RunCommand(Cli(*server_, absl::StrCat("train ", scoped.path(),
-                                            "/big.svm --model=b --create "
-                                            "--batch=20000")));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("over the limit of 10000 (0 reveals, 10001 "
-                                  "rows) (--batch=N sends N examples a "
-                                  "request)"));
+  for (const std::string command :
+       {"train big.svm --create", "predict big.svm", "reveal 1:+1"}) {
+    r = RunCommand(
+        absl::StrCat("cd ", scoped.path(), " && ",
+                     Cli(*server_, command + " --model=b --batch=20000")));
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_THAT(r.output, HasSubstr("--batch=20000 is over the server's limit "
+                                    "of 10000 items a request (perceptrond "
+                                    "--max_batch_items): --batch=10000 or "
+                                    "less"))
+        << command;
+  }
+  r = RunCommand(Cli(*server_, "get b"));
+  EXPECT_THAT(r.output, HasSubstr("NOT_FOUND")) << r.output;
   for (const char* flag : {"--batch", "--in_flight", "--max_epochs"}) {
     r = RunCommand(
         Cli(*server_, absl::StrCat("train ", scoped.path(), "/a.svm --model=b ",

@@ -134,12 +134,19 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             return names
         return positions
 
-    def _targets(self, y: np.ndarray) -> list:
-        """Per model, y as its labels: the name the multiclass model gives each class in
-        classes_ (as it was created, so also by an estimator pickled before names), or -1/+1,
-        the second class against the first or each against the rest."""
-        if self._multiclass():
-            names = np.asarray(self._models()[0].classes, dtype=object)
+    def _server_classes(self, models: list) -> Optional[np.ndarray]:
+        """The multiclass model's class names as the server has them, position by position
+        in classes_ (as it was created, so also by an estimator pickled before names): one
+        GetModel, which the Model keeps. None for binary models."""
+        if not self._multiclass():
+            return None
+        return np.asarray(models[0].classes, dtype=object)
+
+    def _targets(self, y: np.ndarray, names: Optional[np.ndarray]) -> list:
+        """Per model, y as its labels: the multiclass model's name of each class (`names`,
+        from _server_classes), or -1/+1, the second class against the first or each against
+        the rest."""
+        if names is not None:
             return [names[np.searchsorted(self.classes_, y)]]
         if len(self.classes_) == 2:
             return [np.where(y == self.classes_[1], 1, -1)]
@@ -151,7 +158,9 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     def _passes(self, x, y, passes: int) -> None:
         """Up to `passes` passes over (x, y), each model on one Learn stream, stopping after a
         pass that changed no model; with shuffle, each pass in a new random order."""
-        streams = [m.stream() for m in self._models()]
+        models = self._models()
+        names = self._server_classes(models)
+        streams = [m.stream() for m in models]
         rng = np.random.default_rng(self.random_state) if self.shuffle else None
         mistakes = updates = made = 0
         try:
@@ -163,7 +172,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                     xs = [x[i] for i in order] if isinstance(x, list) else x[order]
                     ys = y[order]
                 changed = False
-                for s, target in zip(streams, self._targets(ys)):
+                for s, target in zip(streams, self._targets(ys, names)):
                     result = s.learn(xs, target, batch_size=self.batch_size)
                     if result.errors:
                         raise result.errors[0][1]

@@ -89,6 +89,29 @@ def test_pipelines_partial_fit_and_pickles(server, client):
                        (m.model_id for m in client.list_models()))
 
 
+def started(server, method: str) -> int:
+    """The server's count of `method` calls started, from /metrics."""
+    status, _, body = server.get("/metrics")
+    assert status == 200
+    prefix = f'grpc_server_started_total{{grpc_method="{method}",'
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in body.splitlines()
+               if line.startswith(prefix))
+
+
+def test_a_multiclass_fit_reads_the_models_classes_once(server):
+    """Every pass of a multiclass fit sends labels by the model's class names; they are read
+    from the server (one GetModel) once a fit, not once a pass."""
+    x, y = breast_cancer()
+    three = np.where(x[:, 0] > np.median(x[:, 0]), 2, y)
+    before = started(server, "GetModel")
+    clf = PerceptronClassifier(address=server.target, max_iter=6).fit(x, three)
+    assert clf.n_iter_ == 6  # not separable: every pass made
+    assert started(server, "GetModel") - before == 1
+    before = started(server, "GetModel")
+    clf.partial_fit(x[:50], three[:50])
+    assert started(server, "GetModel") - before == 1
+
+
 def test_check_estimator(server):
     """scikit-learn's own estimator checks: every one passes, but those skipped for want of an
     optional package (pandas, not installed here)."""

@@ -286,9 +286,13 @@ class PageTest(pp.ServerTest):
                      info: s.querySelector(".names-info").textContent };"""
         shown = WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
             lambda d: d.execute_script(script))
-        expected = [[str(f.index), " | ".join(f.names) if f.names else
-                     ("(bias)" if f.bias else "slot %d (name not kept)" % f.index),
-                     len(f.names) > 1] for f in want.top]
+        def feature_text(f):
+            """A feature as the page writes it: its names, or what it is without one."""
+            if f.bias:
+                return "(bias)"
+            return " | ".join(f.names) if f.names else "slot %d (name not kept)" % f.index
+
+        expected = [[str(f.index), feature_text(f), len(f.names) > 1] for f in want.top]
         self.assertEqual(shown["rows"], expected)
         self.assertTrue(any(name.startswith("a^w") for _, name, _ in shown["rows"]), shown)
         self.assertTrue(shown["info"].startswith(
@@ -309,8 +313,7 @@ class PageTest(pp.ServerTest):
         want = self.stub.GetWeights(pb.GetWeightsRequest(model_id="kinds", top=10))
         self.assertTrue(all(f.class_name for f in want.top), want.top)
         script = script.replace('"words"', '"kinds"')
-        expected = [f.class_name + ": " + (" | ".join(f.names) if f.names else "(bias)")
-                    for f in want.top]
+        expected = [f.class_name + ": " + feature_text(f) for f in want.top]
         WebDriverWait(self.driver, 60, poll_frequency=0.1).until(
             lambda d: [r[1] for r in (d.execute_script(script) or {"rows": []})["rows"]]
             == expected)

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -112,7 +113,20 @@ Format ResolveFormat(const std::string& name, Format f) {
 
 namespace {
 
+// A LIBSVM index as absl::SimpleAtoi reads it (a sign "+" allowed); the
+// digits alone without its checks.
+bool ParseIndex(absl::string_view s, uint64_t* v) {
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  if (error == std::errc() && end == s.data() + s.size()) return true;
+  return absl::SimpleAtoi(s, v);
+}
+
+// A number as absl::SimpleAtod reads it (whitespace around it and a sign "+"
+// allowed; out of range, an infinity or zero), through std::from_chars first
+// where that reads all of it: the same correctly rounded double, faster.
 bool ParseDouble(absl::string_view s, double* v) {
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  if (error == std::errc() && end == s.data() + s.size()) return true;
   return absl::SimpleAtod(absl::StripAsciiWhitespace(s), v);
 }
 
@@ -358,7 +372,7 @@ absl::StatusOr<size_t> DataReader::LabelAt(size_t width) const {
 }
 
 absl::StatusOr<bool> DataReader::ParseLine(absl::string_view text, Example* e) {
-  *e = Example();
+  e->Clear();
   switch (format_) {
     case Format::kCsv:
       return options_.named ? ParseNamedCsv(text, e) : ParseCsv(text, e);
@@ -377,25 +391,36 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
     text = text.substr(0, hash);
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return false;
-  std::vector<absl::string_view> tokens =
-      absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  // The tokens between spaces and tabs, read in place (the reader's hot
+  // loop: a file of 10^5 lines a second or more).
+  auto next = [&text](absl::string_view* token) {
+    size_t b = 0;
+    while (b < text.size() && (text[b] == ' ' || text[b] == '\t')) ++b;
+    if (b == text.size()) return false;
+    size_t end = b + 1;
+    while (end < text.size() && text[end] != ' ' && text[end] != '\t') ++end;
+    *token = text.substr(b, end - b);
+    text.remove_prefix(end);
+    return true;
+  };
   e->sparse = true;
-  size_t first = 0;
-  if (!absl::StrContains(tokens[0], ':')) {
-    if (absl::Status s = SetLabel(tokens[0], e); !s.ok()) return s;
-    first = 1;
+  absl::string_view token;
+  next(&token);      // text is not empty: one token at least
+  bool more = true;  // `token` is an index:value to read
+  if (!absl::StrContains(token, ':')) {
+    if (absl::Status s = SetLabel(token, e); !s.ok()) return s;
+    more = next(&token);
   } else if (options_.require_labels) {
     return Bad("no label");
   }
-  for (size_t k = first; k < tokens.size(); ++k) {
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(tokens[k], absl::MaxSplits(':', 1));
+  for (; more; more = next(&token)) {
+    const size_t colon = token.find(':');
+    const absl::string_view index_text = token.substr(0, colon);
     uint64_t index;
     double value;
-    if (!absl::SimpleAtoi(kv.first, &index) ||
-        !ParseDouble(kv.second, &value)) {
-      return Bad(
-          absl::StrCat("cannot read \"", tokens[k], "\" as index:value"));
+    if (colon == absl::string_view::npos || !ParseIndex(index_text, &index) ||
+        !ParseDouble(token.substr(colon + 1), &value)) {
+      return Bad(absl::StrCat("cannot read \"", token, "\" as index:value"));
     }
     if (index < static_cast<uint64_t>(options_.index_base) ||
         index - options_.index_base >= (1ull << 32) - 1) {

@@ -29,6 +29,18 @@ struct Example {
   std::optional<int> label;
   // The label as the file wrote it, when read with ReadOptions::raw_labels.
   std::string raw_label;
+
+  // An example of nothing, as Example() is, keeping the memory its vectors
+  // hold for the next one read into it. Every field above is reset here.
+  void Clear() {
+    values.clear();
+    indices.clear();
+    sparse = false;
+    named.clear();
+    by_name = false;
+    label.reset();
+    raw_label.clear();
+  }
 };
 
 // Whether `e` is features by name (possibly none).

@@ -2,14 +2,19 @@
 
 #include <zlib.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/scoped_dir.h"
@@ -33,6 +38,61 @@ TEST(DataReaderTest, Libsvm) {
   EXPECT_EQ(d->examples[1].label, -1);
   EXPECT_EQ(d->examples[2].label, -1);
   EXPECT_EQ(d->examples[2].values[0], -0.03);
+}
+
+// Numbers are read as glibc's strtod reads them, bit for bit (random doubles
+// written in full and in short, a subnormal, overflow and underflow, signs),
+// indices with a sign too; tabs, runs of spaces and a CR end separate tokens;
+// what is no number is refused naming the token.
+TEST(DataReaderTest, LibsvmNumbersAreReadAsStrtodReadsThem) {
+  std::vector<std::string> texts = {"0",
+                                    "-0",
+                                    "+2.5",
+                                    "1e-320",
+                                    "1e400",
+                                    "-1e400",
+                                    "1e-400",
+                                    "3.",
+                                    ".5",
+                                    "1E5",
+                                    "inf",
+                                    "-inf",
+                                    "1.7976931348623157e308",
+                                    "4.9e-324"};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const double v =
+        std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                   std::uniform_int_distribution<int>(-60, 60)(rng));
+    texts.push_back(absl::StrFormat("%.17g", v));
+    texts.push_back(absl::StrFormat("%.6e", v));
+  }
+  std::string file;
+  for (const std::string& t : texts) {
+    absl::StrAppend(&file, "+1\t+3:", t, "  \t 7:1\r\n");
+  }
+  absl::StatusOr<Dataset> d = ParseData(file, "n.svm", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const Example& e = d->examples[i];
+    ASSERT_EQ(e.indices, (std::vector<uint32_t>{2, 6})) << texts[i];
+    const double want = std::strtod(texts[i].c_str(), nullptr);
+    EXPECT_EQ(std::bit_cast<uint64_t>(e.values[0]),
+              std::bit_cast<uint64_t>(want))
+        << texts[i];
+  }
+  for (const char* bad : {"1.5x", "--1", "1e", ".", "1,5"}) {
+    EXPECT_THAT(
+        std::string(ParseData(absl::StrCat("+1 1:", bad, "\n"), "b.svm", {})
+                        .status()
+                        .message()),
+        HasSubstr(absl::StrCat("b.svm:1: cannot read \"1:", bad,
+                               "\" as index:value")))
+        << bad;
+  }
+  EXPECT_FALSE(ParseData("+1 -3:1\n", "b.svm", {}).ok());
+  EXPECT_FALSE(ParseData("+1 3\n", "b.svm", {}).ok());
 }
 
 TEST(DataReaderTest, CsvWithHeaderAndNamedPositiveClass) {

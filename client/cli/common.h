@@ -66,14 +66,25 @@ class ProgressLine {
   explicit ProgressLine(bool on) : on_(on) {}
   ~ProgressLine() { End(); }
 
-  // `done` of `total` (0: not known), then `text`; `force` draws now.
-  void Draw(uint64_t done, uint64_t total, const std::string& text,
-            bool force = false) {
+  // `done` of `total` (0: not known), then the text `text()` returns (built
+  // only when drawn, every 100 ms at most: callers draw once a line);
+  // `force` draws now.
+  template <typename Text>
+  void Draw(uint64_t done, uint64_t total, Text text, bool force = false) {
     if (!on_) return;
     const absl::Time now = absl::Now();
     if (!force && now - last_ < absl::Milliseconds(100)) return;
     last_ = now;
     drawn_ = true;
+    DrawText(done, total, text());
+  }
+  void End() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  void DrawText(uint64_t done, uint64_t total, const std::string& text) {
     const int width = 30;
     if (total > 0) {
       const int filled =
@@ -86,12 +97,7 @@ class ProgressLine {
       std::fprintf(stderr, "\r%s ", text.c_str());
     }
   }
-  void End() {
-    if (drawn_) std::fprintf(stderr, "\n");
-    drawn_ = false;
-  }
 
- private:
   const bool on_;
   bool drawn_ = false;
   absl::Time last_ = absl::InfinitePast();

@@ -314,9 +314,10 @@ int Train(const Args& args) {
                          checked);
       }
       if (!s.ok()) return FailLocal(s);
-      progress.Draw(reader.bytes_read(), reader.size(),
-                    absl::StrCat("checking ", args[0], ": ", reader.examples(),
-                                 " examples"));
+      progress.Draw(reader.bytes_read(), reader.size(), [&] {
+        return absl::StrCat("checking ", args[0], ": ", reader.examples(),
+                            reader.examples() == 1 ? " example" : " examples");
+      });
     }
     per_pass = reader.examples();
     if (dimension == 0) dimension = reader.dimension();
@@ -383,16 +384,19 @@ int Train(const Args& args) {
         n / std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
     progress.Draw(
         n, total,
-        absl::StrFormat("%llu%s  mistakes %llu  updates %llu  bound %s  "
-                        "%.0f ex/s",
-                        static_cast<unsigned long long>(n),
-                        total > 0 ? absl::StrCat("/", total) : "",
-                        static_cast<unsigned long long>(r.stats().mistakes()),
-                        static_cast<unsigned long long>(r.stats().updates()),
-                        BoundText(r.stats()), rate),
+        [&] {
+          return absl::StrFormat(
+              "%llu%s  mistakes %llu  updates %llu  bound %s  %.0f ex/s",
+              static_cast<unsigned long long>(n),
+              total > 0 ? absl::StrCat("/", total) : "",
+              static_cast<unsigned long long>(r.stats().mistakes()),
+              static_cast<unsigned long long>(r.stats().updates()),
+              BoundText(r.stats()), rate);
+        },
         n == total);
   };
-  progress.Draw(0, total, absl::StrCat("sending ", args[0]), true);
+  progress.Draw(
+      0, total, [&] { return absl::StrCat("sending ", args[0]); }, true);
   absl::Status local;  // a line of standard input that cannot be sent
   absl::Status added;
   absl::StatusOr<SessionSummary> summary;

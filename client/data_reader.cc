@@ -113,6 +113,20 @@ Format ResolveFormat(const std::string& name, Format f) {
 
 namespace {
 
+// The next token of `text` between spaces and tabs, read in place (a data
+// file's hot loop): false when none is left; `text` goes on after it.
+bool NextToken(absl::string_view* text, absl::string_view* token) {
+  const char* p = text->data();
+  const char* const end = p + text->size();
+  while (p < end && (*p == ' ' || *p == '\t')) ++p;
+  if (p == end) return false;
+  const char* q = p + 1;
+  while (q < end && *q != ' ' && *q != '\t') ++q;
+  *token = absl::string_view(p, q - p);
+  text->remove_prefix(q - text->data());
+  return true;
+}
+
 // A LIBSVM index as absl::SimpleAtoi reads it (a sign "+" allowed); the
 // digits alone without its checks.
 bool ParseIndex(absl::string_view s, uint64_t* v) {
@@ -391,29 +405,17 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
     text = text.substr(0, hash);
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return false;
-  // The tokens between spaces and tabs, read in place (the reader's hot
-  // loop: a file of 10^5 lines a second or more).
-  auto next = [&text](absl::string_view* token) {
-    size_t b = 0;
-    while (b < text.size() && (text[b] == ' ' || text[b] == '\t')) ++b;
-    if (b == text.size()) return false;
-    size_t end = b + 1;
-    while (end < text.size() && text[end] != ' ' && text[end] != '\t') ++end;
-    *token = text.substr(b, end - b);
-    text.remove_prefix(end);
-    return true;
-  };
   e->sparse = true;
   absl::string_view token;
-  next(&token);      // text is not empty: one token at least
-  bool more = true;  // `token` is an index:value to read
+  NextToken(&text, &token);  // text is not empty: one token at least
+  bool more = true;          // `token` is an index:value to read
   if (!absl::StrContains(token, ':')) {
     if (absl::Status s = SetLabel(token, e); !s.ok()) return s;
-    more = next(&token);
+    more = NextToken(&text, &token);
   } else if (options_.require_labels) {
     return Bad("no label");
   }
-  for (; more; more = next(&token)) {
+  for (; more; more = NextToken(&text, &token)) {
     const size_t colon = token.find(':');
     const absl::string_view index_text = token.substr(0, colon);
     uint64_t index;
@@ -586,34 +588,34 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
   std::vector<absl::string_view> spaces =
       absl::StrSplit(text.substr(bar + 1), '|');
   for (absl::string_view part : spaces) {
-    std::vector<absl::string_view> tokens =
-        absl::StrSplit(part, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     absl::string_view space;
     double scale = 1.0;
-    size_t first = 0;
+    absl::string_view token;
     if (!part.empty() && part[0] != ' ' && part[0] != '\t') {
-      std::pair<absl::string_view, absl::string_view> ns =
-          absl::StrSplit(tokens[0], absl::MaxSplits(':', 1));
-      space = ns.first;
+      NextToken(&part, &token);
+      const size_t colon = token.find(':');
+      space = token.substr(0, colon);
       if (space.empty()) return Bad("a namespace's name is empty");
-      if (tokens[0].size() > space.size() &&
-          (!absl::SimpleAtod(ns.second, &scale) || !std::isfinite(scale))) {
-        return Bad(absl::StrCat("namespace ", space, ": scale \"", ns.second,
+      const absl::string_view scale_text =
+          colon == absl::string_view::npos ? "" : token.substr(colon + 1);
+      if (colon != absl::string_view::npos &&
+          (!absl::SimpleAtod(scale_text, &scale) || !std::isfinite(scale))) {
+        return Bad(absl::StrCat("namespace ", space, ": scale \"", scale_text,
                                 "\" is not a finite number"));
       }
-      first = 1;
     }
-    for (size_t k = first; k < tokens.size(); ++k) {
-      std::pair<absl::string_view, absl::string_view> kv =
-          absl::StrSplit(tokens[k], absl::MaxSplits(':', 1));
-      if (kv.first.empty()) {
-        return Bad(absl::StrCat("feature \"", tokens[k],
+    while (NextToken(&part, &token)) {
+      const size_t colon = token.find(':');
+      const absl::string_view name = token.substr(0, colon);
+      if (name.empty()) {
+        return Bad(absl::StrCat("feature \"", token,
                                 "\" has no name (anonymous features are not "
                                 "taken)"));
       }
-      const bool has_value = tokens[k].size() > kv.first.size();
-      if (absl::Status s =
-              AddNamed(space, kv.first, kv.second, has_value, scale, e);
+      const bool has_value = colon != absl::string_view::npos;
+      const absl::string_view value =
+          has_value ? token.substr(colon + 1) : absl::string_view();
+      if (absl::Status s = AddNamed(space, name, value, has_value, scale, e);
           !s.ok()) {
         return Bad(s.message());
       }

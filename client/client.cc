@@ -262,9 +262,9 @@ absl::StatusOr<v1::RevealResponse> Client::Reveal(
   return Unary(&Stub::Reveal, id, request);
 }
 
-absl::StatusOr<v1::TrainResponse> Client::Train(
-    const std::string& id, const std::vector<Example>& examples,
-    uint32_t max_epochs) {
+v1::TrainRequest TrainRequestOf(const std::string& id,
+                                const std::vector<Example>& examples,
+                                uint32_t max_epochs) {
   v1::TrainRequest request;
   request.set_model_id(id);
   request.set_max_epochs(max_epochs);
@@ -273,7 +273,18 @@ absl::StatusOr<v1::TrainResponse> Client::Train(
     FeaturesToProto(e, l->mutable_features());
     l->set_label(e.label.value_or(0));
   }
-  return Unary(&Stub::Train, id, request);
+  return request;
+}
+
+absl::StatusOr<v1::TrainResponse> Client::Train(
+    const std::string& id, const std::vector<Example>& examples,
+    uint32_t max_epochs) {
+  return Train(TrainRequestOf(id, examples, max_epochs));
+}
+
+absl::StatusOr<v1::TrainResponse> Client::Train(
+    const v1::TrainRequest& request) {
+  return Unary(&Stub::Train, request.model_id(), request);
 }
 
 absl::Status Client::Watch(

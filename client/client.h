@@ -83,6 +83,12 @@ struct ClientOptions {
   bool own_connection = false;
 };
 
+// The Train request of `examples` (labeled) for model `id`, as Client::Train
+// sends it.
+v1::TrainRequest TrainRequestOf(const std::string& id,
+                                const std::vector<Example>& examples,
+                                uint32_t max_epochs);
+
 class Client {
  public:
   static std::unique_ptr<Client> Connect(const ClientOptions& options);
@@ -130,6 +136,8 @@ class Client {
   absl::StatusOr<v1::TrainResponse> Train(const std::string& id,
                                           const std::vector<Example>& examples,
                                           uint32_t max_epochs);
+  // The same of a request built by TrainRequestOf (to weigh it first).
+  absl::StatusOr<v1::TrainResponse> Train(const v1::TrainRequest& request);
   // Calls `on_status` with each status pushed until it returns false (then OK)
   // or the stream ends (its status; DEADLINE_EXCEEDED after `timeout`).
   absl::Status Watch(

@@ -68,6 +68,35 @@ absl::Status BatchFitsTheServer(Client& client) {
       " or less"));
 }
 
+absl::Status FitsOneRequest(Client& client, const std::string& name,
+                            const v1::TrainRequest& request) {
+  absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus();
+  if (!status.ok()) {
+    return status.status().code() == absl::StatusCode::kUnimplemented
+               ? absl::OkStatus()
+               : status.status();
+  }
+  const char* const instead =
+      "; fit sends the whole file in one request: train FILE --epochs=N "
+      "streams a file of any size, a pass at a time";
+  const uint64_t n = request.examples_size();
+  if (status->max_batch_items() > 0 && n > status->max_batch_items()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": ", n, " examples, over the server's limit of ",
+        status->max_batch_items(),
+        " items a request (perceptrond --max_batch_items)", instead));
+  }
+  const uint64_t bytes = request.ByteSizeLong();
+  if (status->max_message_bytes() > 0 && bytes > status->max_message_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": ", n, " examples take ", bytes,
+        " bytes as a request, over the server's limit of ",
+        status->max_message_bytes(),
+        " bytes a request (perceptrond --max_message_bytes)", instead));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
                           const Example& e, const Shape& shape) {
   const std::string at = absl::StrCat(name, ":", line, ": ");

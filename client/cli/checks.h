@@ -32,6 +32,14 @@ void SayCreateFlagsUnused(const v1::Model& m);
 // or sent. The call's own failure is returned as it is.
 absl::Status BatchFitsTheServer(Client& client);
 
+// OK if fit's one Train request (of file `name`) is within the server's
+// limits on items and bytes a request (ServerStatus.max_batch_items and
+// max_message_bytes; not checked against a server that does not say them);
+// else INVALID_ARGUMENT naming the limit, its flag, and train --epochs, which
+// streams a file of any size. The call's own failure is returned as it is.
+absl::Status FitsOneRequest(Client& client, const std::string& name,
+                            const v1::TrainRequest& request);
+
 // What a file's examples are checked against before they are sent.
 struct Shape {
   uint32_t dimension = 0;  // 0: not known yet (not checked)

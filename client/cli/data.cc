@@ -213,6 +213,14 @@ int Fit(const Args& args) {
       e.label = label;
     }
   }
+  // One Train request: within the server's limits on items and bytes a
+  // request (as its status says them), or nothing is created or sent.
+  const v1::TrainRequest request =
+      TrainRequestOf(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
+  if (absl::Status s = FitsOneRequest(*client, args[0], request); !s.ok()) {
+    return s.code() == absl::StatusCode::kInvalidArgument ? FailLocal(s)
+                                                          : Fail(s);
+  }
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
         ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
@@ -233,8 +241,7 @@ int Fit(const Args& args) {
                                   data->examples[k], ShapeOf(m->config()));
     if (!s.ok()) return FailLocal(s);
   }
-  absl::StatusOr<v1::TrainResponse> r =
-      client->Train(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
+  absl::StatusOr<v1::TrainResponse> r = client->Train(request);
   if (!r.ok()) return Fail(r.status());
   std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n",
               model.c_str(), args[0].c_str(), r->epochs(),

@@ -351,8 +351,35 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
                                     "less"))
         << command;
   }
+  // fit sends the file in one request: over the item limit, it says so and
+  // what streams a file of any size, before anything is created.
+  r = RunCommand(absl::StrCat("cd ", scoped.path(), " && ",
+                              Cli(*server_, "fit big.svm --model=b --create")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("big.svm: 10001 examples, over the "
+                                  "server's limit of 10000 items a request "
+                                  "(perceptrond --max_batch_items); fit sends "
+                                  "the whole file in one request: train FILE "
+                                  "--epochs=N streams a file of any size"));
   r = RunCommand(Cli(*server_, "get b"));
   EXPECT_THAT(r.output, HasSubstr("NOT_FOUND")) << r.output;
+  // And over the server's limit on a request's bytes.
+  {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> small =
+        ServerProcess::Start({"--max_message_bytes=100000"});
+    ASSERT_TRUE(small.ok()) << small.status();
+    r = RunCommand(
+        Cli(**small, absl::StrCat("fit ", PERCEPTRON_BREAST_CANCER_CSV,
+                                  " --model=b --create")));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.output,
+                ContainsRegex("breast_cancer.csv: 569 examples take [0-9]+ "
+                              "bytes as a request, over the server's limit "
+                              "of 100000 bytes a request \\(perceptrond "
+                              "--max_message_bytes\\)"));
+    r = RunCommand(Cli(**small, "get b"));
+    EXPECT_THAT(r.output, HasSubstr("NOT_FOUND")) << r.output;
+  }
   for (const char* flag : {"--batch", "--in_flight", "--max_epochs"}) {
     r = RunCommand(
         Cli(*server_, absl::StrCat("train ", scoped.path(), "/a.svm --model=b ",

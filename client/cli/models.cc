@@ -401,6 +401,9 @@ int Weights(const Args& args) {
         "%u %.17g %s%s%s\n", f.index(), f.weight(), name.c_str(),
         f.class_name().empty() ? "" : " class=", f.class_name().c_str());
   }
+  if (w->top_size() == 0) {
+    std::printf("# no weight is non-zero yet\n");
+  }
   if (w->has_names()) {
     const v1::NameTableInfo& n = w->names();
     std::printf(

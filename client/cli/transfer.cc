@@ -78,7 +78,14 @@ int Import(const Args& args) {
   }
   absl::StatusOr<v1::Model> m =
       Connect()->ImportModel(blob, absl::GetFlag(FLAGS_as));
-  if (!m.ok()) return Fail(m.status());
+  if (!m.ok()) {
+    if (m.status().code() == absl::StatusCode::kAlreadyExists) {
+      return Fail(absl::AlreadyExistsError(
+          absl::StrCat(m.status().message(),
+                       " (--as=NEW_ID imports the blob under another id)")));
+    }
+    return Fail(m.status());
+  }
   std::printf("imported %s (%s, %s) from %s\n", m->model_id().c_str(),
               AlgorithmText(m->config().algorithm()),
               ShapeText(m->config()).c_str(),

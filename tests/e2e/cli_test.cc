@@ -567,6 +567,18 @@ TEST_F(CliTest, LocalFileErrorsNameTheFileAndTheReason) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("imported e2 (classic, d=2) from standard "
                                   "input"));
+  // Imported again under an id that exists: ALREADY_EXISTS, and the flag that
+  // gives another.
+  r = RunCommand(Cli(*server_, "import " + dir.path() + "/piped.blob --as=e3"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("ALREADY_EXISTS: model e3 already exists "
+                                  "(--as=NEW_ID imports the blob under another "
+                                  "id)"));
+  // A model that has learned nothing has no heaviest weight to list.
+  ASSERT_EQ(RunCommand(Cli(*server_, "create blank --dim=2")).exit_code, 0);
+  r = RunCommand(Cli(*server_, "weights blank --top=3"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "# no weight is non-zero yet\n");
 }
 
 // --help lists each binary's flags with their defaults; --version names the

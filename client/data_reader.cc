@@ -102,10 +102,12 @@ absl::Status DataReader::SetLabel(absl::string_view raw, Example* e) const {
 
 Format ResolveFormat(const std::string& name, Format f) {
   if (f != Format::kAuto) return f;
-  if (absl::EndsWithIgnoreCase(name, ".csv")) return Format::kCsv;
-  if (absl::EndsWithIgnoreCase(name, ".vw")) return Format::kVw;
-  if (absl::EndsWithIgnoreCase(name, ".jsonl") ||
-      absl::EndsWithIgnoreCase(name, ".ndjson")) {
+  absl::string_view within = name;
+  if (absl::EndsWithIgnoreCase(within, ".gz")) within.remove_suffix(3);
+  if (absl::EndsWithIgnoreCase(within, ".csv")) return Format::kCsv;
+  if (absl::EndsWithIgnoreCase(within, ".vw")) return Format::kVw;
+  if (absl::EndsWithIgnoreCase(within, ".jsonl") ||
+      absl::EndsWithIgnoreCase(within, ".ndjson")) {
     return Format::kJsonl;
   }
   return Format::kLibsvm;
@@ -184,7 +186,7 @@ absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(
     return std::make_unique<DataReader>(&std::cin, "standard input", options);
   }
   // A gzip file is read through zlib, its format named by the name within
-  // ("digits.csv.gz" is CSV).
+  // ("digits.csv.gz" is CSV: ResolveFormat).
   std::unique_ptr<GzipInput> gzip;
   std::unique_ptr<std::istream> file;
   if (GzipInput::IsGzip(path)) {
@@ -196,13 +198,9 @@ absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(
     return absl::NotFoundError(
         absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
-  ReadOptions inner = options;
-  absl::string_view within = path;
-  if (gzip != nullptr && absl::ConsumeSuffix(&within, ".gz")) {
-    inner.format = ResolveFormat(std::string(within), options.format);
-  }
   auto r = std::make_unique<DataReader>(
-      gzip ? static_cast<std::istream*>(gzip.get()) : file.get(), path, inner);
+      gzip ? static_cast<std::istream*>(gzip.get()) : file.get(), path,
+      options);
   r->gzip_ = gzip.get();
   if (gzip != nullptr) file = std::move(gzip);
   struct stat st;

@@ -84,7 +84,8 @@ struct ReadOptions {
 };
 
 // The format a file of this name is read in: `f`, or for kAuto the one its
-// extension says (ReadOptions::format).
+// extension says (ReadOptions::format), that of the name within for a gzip
+// file's (digits.csv.gz is CSV).
 Format ResolveFormat(const std::string& name, Format f);
 
 // A label as the name of a class: a number written as an integer where it is

@@ -337,7 +337,10 @@ int Train(const Args& args) {
     }
     if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
   } else if (create && dimension == 0 && !hashed) {
-    return Usage("train --create from standard input needs --dim");
+    return Usage(
+        "train --create from standard input needs --dim (its vectors are not "
+        "read twice), or --format=vw or --format=jsonl for features by name "
+        "(hashed into 2^18 coordinates, or --hash_bits=B)");
   }
   if (create) {
     absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);

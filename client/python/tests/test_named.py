@@ -1,6 +1,7 @@
 """Features by name (docs/design.md section 2.9) through the Python package, against an
 independent implementation of Vowpal Wabbit's hashing (tests/support/vw_hash.py): the same
 examples as dicts, one by one, and as indices hashed by the test give bit-identical models."""
+import gzip
 import json
 import math
 import os
@@ -370,6 +371,14 @@ def test_train_and_fit_create_hash_the_names_of_a_vw_or_json_lines_file_by_defau
     code, out = cli(server, "fit", str(vw), "--model=fit18", "--create")
     assert code == 0 and "hashed into 2^18" in out, out
     assert client.model("fit18").info().config.hash_bits == 18
+    # The same files gzipped: their format is the name's within (plain.vw.gz is VW).
+    for path in (vw, jsonl):
+        gz = tmp_path / (path.name + ".gz")
+        gz.write_bytes(gzip.compress(path.read_bytes()))
+        name = path.suffix[1:] + "gz"
+        code, out = cli(server, "train", str(gz), f"--model={name}", "--create")
+        assert code == 0 and "are names: hashed into 2^18 coordinates" in out, out
+        assert_learned_as(client.model(name), dicts)
     # Labels of three classes: a multiclass model, its names hashed into 2^18
     # coordinates as a binary model's, as a dicts model of 18 bits learns them; its
     # certificate on (over the coordinates its rows use).

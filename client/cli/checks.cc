@@ -156,6 +156,19 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
   return absl::OkStatus();
 }
 
+absl::string_view WithoutItem(absl::string_view message) {
+  absl::string_view why = message;
+  size_t item = 0;
+  if (absl::ConsumePrefix(&why, "item ")) {
+    const size_t colon = why.find(": ");
+    if (colon != absl::string_view::npos &&
+        absl::SimpleAtoi(why.substr(0, colon), &item)) {
+      return why.substr(colon + 2);
+    }
+  }
+  return message;
+}
+
 std::string AtLine(const std::string& name, absl::string_view message,
                    const std::vector<size_t>& lines) {
   absl::string_view why = message;

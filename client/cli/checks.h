@@ -59,6 +59,10 @@ Shape ShapeFromFlags(uint32_t dimension);
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
                           const Example& e, const Shape& shape);
 
+// A server's "item K: why" without its "item K: " (the place in a request,
+// which the user did not make); other messages as they are.
+absl::string_view WithoutItem(absl::string_view message);
+
 // A server's "item K: why" for the K-th example of a request, as
 // "FILE:LINE: why" given the request's examples' lines.
 std::string AtLine(const std::string& name, absl::string_view message,

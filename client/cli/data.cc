@@ -710,11 +710,23 @@ int Reveal(const Args& args) {
   // mistake (judged on the issued prediction), and whether the model changed
   // (judged on its weights now: a right prediction issued earlier may be
   // learned from if the weights have moved since). Errors on standard error.
-  so.on_response = [&rc, &classes](const v1::LearnResponse& r) {
+  // Where each label sent and not yet answered came from ("FILE:LINE", or
+  // the argument), to name it in an error.
+  absl::Mutex mu;
+  std::deque<std::string> places;  // guarded by mu
+  so.on_response = [&](const v1::LearnResponse& r) {
     for (const v1::ItemResult& item : r.results()) {
+      std::string place;
+      {
+        absl::MutexLock lock(&mu);
+        if (!places.empty()) {
+          place = std::move(places.front());
+          places.pop_front();
+        }
+      }
       if (item.has_error()) {
-        std::fprintf(stderr, "perceptron: %s\n",
-                     item.error().message().c_str());
+        std::fprintf(stderr, "perceptron: %s: %s\n", place.c_str(),
+                     std::string(WithoutItem(item.error().message())).c_str());
         rc = 1;
         continue;
       }
@@ -762,6 +774,10 @@ int Reveal(const Args& args) {
       int label = 0;
       (void)absl::SimpleAtoi(kv.first, &id);
       (void)parse_label(kv.second, &label);
+      {
+        absl::MutexLock lock(&mu);
+        places.push_back(absl::StrCat("argument ", a));
+      }
       if (!session->AddReveal(id, label).ok()) break;
       continue;
     }
@@ -787,6 +803,10 @@ int Reveal(const Args& args) {
             absl::StrCat(name, ":", n, ": \"", absl::StripAsciiWhitespace(line),
                          "\" is not \"ID LABEL\" (", label_rule, ")"));
         break;
+      }
+      {
+        absl::MutexLock lock(&mu);
+        places.push_back(absl::StrCat(name, ":", n));
       }
       if (!session->AddReveal(id, label).ok()) break;
     }

@@ -839,7 +839,9 @@ TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
   EXPECT_THAT(
       r.output,
       HasSubstr("1: issued +1, a mistake; the model learned from it\n"));
-  EXPECT_THAT(r.output, HasSubstr("item 2: prediction 9 was never issued"));
+  EXPECT_THAT(r.output,
+              HasSubstr("perceptron: argument 9:1: prediction 9 was never "
+                        "issued"));
 
   // What predict --issue prints, with the true label written over the
   // predicted one (0 for -1, as data files write it), is what reveal reads,
@@ -857,6 +859,12 @@ TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
   r = RunCommand(Cli(*server_, "reveal --model=p " + dir + "/truth.txt"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("3: issued "));
+  // Revealed again: the file's line names which.
+  r = RunCommand(Cli(*server_, "reveal --model=p " + dir + "/truth.txt"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("perceptron: " + dir +
+                                  "/truth.txt:2: prediction 3 was already "
+                                  "revealed or has expired\n"));
   r = RunCommand("printf '4 +1 0.25\\n' | " +
                  Cli(*server_, "reveal --model=p -"));
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -123,6 +123,42 @@ void BM_LearnHashedBefore(benchmark::State& state) { Learn(state, false); }
 BENCHMARK(BM_LearnByName);
 BENCHMARK(BM_LearnHashedBefore);
 
+// The server's loop over a batch by name: the next example hashed and its
+// reads asked for (Model::Prefetch) while this one learns, then this one's
+// names recorded in the model's table (NameTable::Record). A cycle of
+// `state.range(0)` examples: past 4096, the table's slots are read at random
+// from memory as a long stream reads them.
+void BM_LearnByNameRecorded(benchmark::State& state) {
+  const Pool& p = Examples();
+  const size_t n = static_cast<size_t>(state.range(0));
+  std::vector<std::vector<NamedFeature>> xs;
+  for (size_t t = 0; t < n; ++t) xs.push_back(Named(p, t % kPool));
+  ModelConfig config;
+  config.hash_bits = kBits;
+  config.dimension = 1u << kBits;
+  auto model = *Model::Create(config);
+  Features hashed[2];
+  HashTrace traces[2];
+  size_t t = 0;
+  if (!model->hasher()->Hash(xs[0], &hashed[0], &traces[0]).ok()) {
+    state.SkipWithError("hash");
+  }
+  for (auto _ : state) {
+    const size_t next = (t + 1) % n;
+    const size_t b = t % 2, c = (t + 1) % 2;
+    benchmark::DoNotOptimize(
+        model->hasher()->Hash(xs[next], &hashed[c], &traces[c]));
+    model->Prefetch(hashed[c].view());
+    benchmark::DoNotOptimize(
+        model->Learn(hashed[b].view(), p.labels[t % kPool]));
+    model->names()->Record(xs[t], traces[b]);
+    t = next;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel("examples");
+}
+BENCHMARK(BM_LearnByNameRecorded)->Arg(kPool)->Arg(1 << 17);
+
 }  // namespace
 }  // namespace perceptron
 

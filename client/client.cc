@@ -113,8 +113,9 @@ absl::StatusOr<v1::Model> Client::CreateModel(const std::string& id,
   return Unary(&Stub::CreateModel, id, request);
 }
 
-absl::StatusOr<v1::ServerStatus> Client::GetServerStatus() {
-  return Unary(&Stub::GetServerStatus, "", v1::GetServerStatusRequest());
+absl::StatusOr<v1::ServerStatus> Client::GetServerStatus(
+    const std::string& route_by) {
+  return Unary(&Stub::GetServerStatus, route_by, v1::GetServerStatusRequest());
 }
 
 absl::StatusOr<v1::Model> Client::GetModel(const std::string& id) {

@@ -99,8 +99,13 @@ class Client {
   // UNAVAILABLE with the status otherwise. Waits up to `timeout` for a
   // connection.
   absl::Status CheckHealth(absl::Duration timeout);
-  // The server itself: its models, its store, its memory (GetServerStatus).
-  absl::StatusOr<v1::ServerStatus> GetServerStatus();
+  // The server itself: its models, its store, its memory, its limits
+  // (GetServerStatus). With `route_by` (a model id), the call carries that id
+  // in the routing header, so that behind a shard proxy it reaches the shard
+  // that owns the model (whose limits a stream to it meets); a proxy refuses
+  // the call without it.
+  absl::StatusOr<v1::ServerStatus> GetServerStatus(
+      const std::string& route_by = "");
 
   absl::StatusOr<v1::Model> CreateModel(const std::string& id,
                                         const v1::ModelConfig& config);

@@ -52,13 +52,9 @@ void SayCreateFlagsUnused(const v1::Model& m) {
                absl::StrJoin(given, ", ").c_str());
 }
 
-absl::Status BatchFitsTheServer(Client& client) {
-  absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus();
-  if (!status.ok()) {
-    return status.status().code() == absl::StatusCode::kUnimplemented
-               ? absl::OkStatus()
-               : status.status();
-  }
+absl::Status BatchFitsTheServer(Client& client, const std::string& model) {
+  absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus(model);
+  if (!status.ok()) return absl::OkStatus();
   const uint64_t batch = absl::GetFlag(FLAGS_batch);
   const uint64_t limit = status->max_batch_items();
   if (limit == 0 || batch <= limit) return absl::OkStatus();
@@ -70,12 +66,9 @@ absl::Status BatchFitsTheServer(Client& client) {
 
 absl::Status FitsOneRequest(Client& client, const std::string& name,
                             const v1::TrainRequest& request) {
-  absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus();
-  if (!status.ok()) {
-    return status.status().code() == absl::StatusCode::kUnimplemented
-               ? absl::OkStatus()
-               : status.status();
-  }
+  absl::StatusOr<v1::ServerStatus> status =
+      client.GetServerStatus(request.model_id());
+  if (!status.ok()) return absl::OkStatus();
   const char* const instead =
       "; fit sends the whole file in one request: train FILE --epochs=N "
       "streams a file of any size, a pass at a time";

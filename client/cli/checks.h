@@ -26,17 +26,20 @@ bool ByNameFromFlags();
 // --classes, ...) are said, on standard error, not to apply.
 void SayCreateFlagsUnused(const v1::Model& m);
 
-// OK if a request of --batch examples is within the server's limit on items
-// a request (ServerStatus.max_batch_items; not checked against a server that
-// does not say); else INVALID_ARGUMENT naming both, before anything is read
-// or sent. The call's own failure is returned as it is.
-absl::Status BatchFitsTheServer(Client& client);
+// OK if a request of --batch examples to `model` is within the limit on
+// items a request of the server that owns it (ServerStatus.max_batch_items,
+// asked with the model's routing header, so that a shard proxy routes it);
+// else INVALID_ARGUMENT naming both, before anything is read or sent. A
+// server that does not say its limits (or a status call that fails: the
+// calls after it say why) is not checked.
+absl::Status BatchFitsTheServer(Client& client, const std::string& model);
 
-// OK if fit's one Train request (of file `name`) is within the server's
-// limits on items and bytes a request (ServerStatus.max_batch_items and
-// max_message_bytes; not checked against a server that does not say them);
-// else INVALID_ARGUMENT naming the limit, its flag, and train --epochs, which
-// streams a file of any size. The call's own failure is returned as it is.
+// OK if fit's one Train request (of file `name`) is within the limits on
+// items and bytes a request of the server that owns its model
+// (ServerStatus.max_batch_items and max_message_bytes, asked as
+// BatchFitsTheServer asks them; not checked where they are not said); else
+// INVALID_ARGUMENT naming the limit, its flag, and train --epochs, which
+// streams a file of any size.
 absl::Status FitsOneRequest(Client& client, const std::string& name,
                             const v1::TrainRequest& request);
 

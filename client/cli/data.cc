@@ -160,14 +160,11 @@ bool Resumable(absl::StatusCode code) {
   }
 }
 
-// 0 if --batch is within the server's limit (BatchFitsTheServer), else the
-// exit code after saying why: a usage error, or the call's failure.
-int CheckBatch(Client& client) {
-  const absl::Status s = BatchFitsTheServer(client);
-  if (s.ok()) return 0;
-  return s.code() == absl::StatusCode::kInvalidArgument
-             ? Usage(std::string(s.message()))
-             : Fail(s);
+// 0 if --batch is within the limit of the server that owns `model`
+// (BatchFitsTheServer), else the exit code of a usage error saying why.
+int CheckBatch(Client& client, const std::string& model) {
+  const absl::Status s = BatchFitsTheServer(client, model);
+  return s.ok() ? 0 : Usage(std::string(s.message()));
 }
 
 }  // namespace
@@ -218,8 +215,7 @@ int Fit(const Args& args) {
   const v1::TrainRequest request =
       TrainRequestOf(model, data->examples, absl::GetFlag(FLAGS_max_epochs));
   if (absl::Status s = FitsOneRequest(*client, args[0], request); !s.ok()) {
-    return s.code() == absl::StatusCode::kInvalidArgument ? FailLocal(s)
-                                                          : Fail(s);
+    return FailLocal(s);
   }
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
@@ -263,7 +259,7 @@ int Train(const Args& args) {
   if (epochs == 0) return Usage("--epochs must be at least 1");
   const absl::Time start = absl::Now();
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client); rc != 0) return rc;
+  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
@@ -577,7 +573,7 @@ int Predict(const Args& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("predict needs --model");
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client); rc != 0) return rc;
+  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());
   // A multiclass model's labels in the file are not read (any is taken).
@@ -690,7 +686,7 @@ int Reveal(const Args& args) {
         "input) of \"ID LABEL\" lines");
   }
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client); rc != 0) return rc;
+  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
   // A multiclass model's labels are its class names.
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());

@@ -186,6 +186,18 @@ class ShardsTest(unittest.TestCase):
                              capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(run.stdout.count("SERVING"), SHARDS)
+        # A --batch over the owning shard's limit is refused before anything is sent: the CLI
+        # asks that shard's status through the proxy, routed by the model's id.
+        tiny = os.path.join(self.data.name, "tiny.svm")
+        with open(tiny, "w") as f:
+            f.write("+1 1:1\n")
+        run = subprocess.run([CLI, "--server=" + self.nginx.target, "train", tiny,
+                              "--model=" + ids[0], "--batch=20000", "--progress=no"],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("--batch=20000 is over the server's limit of 10000 items a request",
+                      run.stderr)
+        self.assertEqual(self.proxy.model(ids[0]).status().stats.examples, 0)
         # The same data through the proxy and into one server: the same models, bit for bit.
         single = pp.Perceptrond(PERCEPTROND, "--durability=none")
         try:

@@ -138,6 +138,21 @@ class ShardsTest(unittest.TestCase):
                 self.assertLess(time.monotonic(), end, f"{m}'s certificate did not settle: {c}")
                 time.sleep(0.01)  # a poll's pause
 
+    def assertSameBits(self, got, want, msg=None):
+        """got and want equal bit for bit; else where they differ, in a few lines (unittest's
+        diff of two long lists takes minutes)."""
+        got, want = bits(got), bits(want)
+        if got.shape == want.shape and np.array_equal(got, want):
+            return
+        if got.shape != want.shape:
+            self.fail(f"{got.shape[0]} values, {want.shape[0]} expected" +
+                      (f": {msg}" if msg else ""))
+        at = np.flatnonzero(got != want)
+        show = ", ".join(f"[{i}] {got[i].view(np.float64)!r} != {want[i].view(np.float64)!r}"
+                         for i in at[:8])
+        self.fail(f"{len(at)} of {len(got)} values differ, the first at {at[0]}: {show}" +
+                  (f": {msg}" if msg else ""))
+
     def where(self, model_id, result, progress):
         """What a failed count check reports: the last answer's count, the count on each shard
         holding `model_id` (asked directly), and the rebalance's progress."""
@@ -207,8 +222,7 @@ class ShardsTest(unittest.TestCase):
                     y = np.where(x @ np.arange(1, 6) > 0, 1, -1)
                     d = direct.create_model(model_id, dimension=5)
                     p = self.proxy.model(model_id)
-                    self.assertEqual(bits(p.learn(x, y).scores).tolist(),
-                                     bits(d.learn(x, y).scores).tolist())
+                    self.assertSameBits(p.learn(x, y).scores, d.learn(x, y).scores)
                     # Issue through one connection, reveal through another.
                     with p.stream() as s, d.stream() as t:
                         issued, expected = s.issue(x[:50]), t.issue(x[:50])
@@ -218,10 +232,10 @@ class ShardsTest(unittest.TestCase):
                             got = s.reveal(issued.ids, y[:50])
                     with d.stream() as t:
                         want = t.reveal(expected.ids, y[:50])
-                    self.assertEqual(bits(got.scores).tolist(), bits(want.scores).tolist())
-                    self.assertEqual(bits(p.weights()).tolist(), bits(d.weights()).tolist())
-                    self.assertEqual(bits(p.decision_function(x[:100])).tolist(),
-                                     bits(d.decision_function(x[:100])).tolist())
+                    self.assertSameBits(got.scores, want.scores)
+                    self.assertSameBits(p.weights(), d.weights())
+                    self.assertSameBits(p.decision_function(x[:100]),
+                                        d.decision_function(x[:100]))
                     status = next(iter(p.watch(min_interval=0.01)))
                     self.assertEqual(status.stats.examples, 3050)
                     ps, ds = p.status().stats, d.status().stats
@@ -234,9 +248,9 @@ class ShardsTest(unittest.TestCase):
                 d = direct.create_model("multi", dimension=5, classes=["a", "b", "c"])
                 p = self.proxy.create_model("multi", dimension=5, classes=["a", "b", "c"])
                 got, want = p.learn(x, names), d.learn(x, names)
-                self.assertEqual(bits(got.scores).tolist(), bits(want.scores).tolist())
+                self.assertSameBits(got.scores, want.scores)
                 self.assertEqual(list(got.predicted), list(want.predicted))
-                self.assertEqual(bits(p.weights()).tolist(), bits(d.weights()).tolist())
+                self.assertSameBits(p.weights(), d.weights())
                 ps, ds = p.status(), d.status()
                 self.assertEqual(list(ps.confusion), list(ds.confusion))
                 ps.stats.ClearField("certificate")
@@ -357,17 +371,15 @@ class ShardsTest(unittest.TestCase):
             with perceptrond.Client(single.target) as direct:
                 want = direct.create_model("py-resumed", dimension=10)
                 expected = want.learn(x, y, batch_size=1000)
-                self.assertEqual(bits(model.weights()).tolist(), bits(want.weights()).tolist())
+                self.assertSameBits(model.weights(), want.weights())
                 self.assertEqual(result.stats.mistakes, expected.stats.mistakes)
                 # Every example has the answer one server gave, but those committed by the
                 # broken stream whose answers were lost with it: those, and only those, are NaN.
                 lost = np.zeros(60000, dtype=bool)
                 lost[result.unanswered] = True
-                self.assertEqual(np.isnan(result.scores).tolist(), lost.tolist())
-                self.assertEqual(bits(result.scores[~lost]).tolist(),
-                                 bits(expected.scores[~lost]).tolist())
-                self.assertEqual(result.mistakes[~lost].tolist(),
-                                 expected.mistakes[~lost].tolist())
+                self.assertSameBits(np.isnan(result.scores), lost)
+                self.assertSameBits(result.scores[~lost], expected.scores[~lost])
+                self.assertSameBits(result.mistakes[~lost], expected.mistakes[~lost])
         finally:
             single.stop()
 
@@ -404,7 +416,7 @@ class ShardsTest(unittest.TestCase):
                 self.assertEqual(got.examples, 100000)
                 self.assertEqual((got.examples, got.mistakes, got.updates),
                                  (expected.examples, expected.mistakes, expected.updates))
-                self.assertEqual(bits(model.weights()).tolist(), bits(want.weights()).tolist())
+                self.assertSameBits(model.weights(), want.weights())
         finally:
             single.stop()
         print(f"resumed through nginx: {err.strip()}", file=sys.stderr)
@@ -525,13 +537,12 @@ class ShardsTest(unittest.TestCase):
                 self.assertEqual(got.examples, 200000)
                 self.assertEqual((got.examples, got.mistakes, got.updates),
                                  (want.examples, want.mistakes, want.updates))
-                self.assertEqual(bits(self.proxy.model(writer).weights()).tolist(),
-                                 bits(direct.model(writer).weights()).tolist())
+                self.assertSameBits(self.proxy.model(writer).weights(),
+                                    direct.model(writer).weights())
                 once = direct.create_model(pywriter, dimension=20).learn(px, py)
-                self.assertEqual(bits(learned["result"].scores).tolist(),
-                                 bits(once.scores).tolist())
-                self.assertEqual(bits(self.proxy.model(pywriter).weights()).tolist(),
-                                 bits(direct.model(pywriter).weights()).tolist())
+                self.assertSameBits(learned["result"].scores, once.scores)
+                self.assertSameBits(self.proxy.model(pywriter).weights(),
+                                    direct.model(pywriter).weights())
         finally:
             single.stop()
         return "".join(progress) + out, err

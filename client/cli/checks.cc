@@ -52,11 +52,28 @@ void SayCreateFlagsUnused(const v1::Model& m) {
                absl::StrJoin(given, ", ").c_str());
 }
 
-absl::Status BatchFitsTheServer(Client& client, const std::string& model) {
+namespace {
+
+// The limits a request to `model` is sized by, of the server that owns it
+// (asked with the model's routing header, so that a shard proxy routes it);
+// 0 where not said, and both 0 if the status call fails (the calls after it
+// say why).
+struct RequestLimits {
+  uint64_t items = 0;
+  uint64_t bytes = 0;
+};
+
+RequestLimits LimitsFor(Client& client, const std::string& model) {
   absl::StatusOr<v1::ServerStatus> status = client.GetServerStatus(model);
-  if (!status.ok()) return absl::OkStatus();
+  if (!status.ok()) return {};
+  return {status->max_batch_items(), status->max_message_bytes()};
+}
+
+}  // namespace
+
+absl::Status BatchFitsTheServer(Client& client, const std::string& model) {
   const uint64_t batch = absl::GetFlag(FLAGS_batch);
-  const uint64_t limit = status->max_batch_items();
+  const uint64_t limit = LimitsFor(client, model).items;
   if (limit == 0 || batch <= limit) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "--batch=", batch, " is over the server's limit of ", limit,
@@ -66,25 +83,22 @@ absl::Status BatchFitsTheServer(Client& client, const std::string& model) {
 
 absl::Status FitsOneRequest(Client& client, const std::string& name,
                             const v1::TrainRequest& request) {
-  absl::StatusOr<v1::ServerStatus> status =
-      client.GetServerStatus(request.model_id());
-  if (!status.ok()) return absl::OkStatus();
+  const RequestLimits limits = LimitsFor(client, request.model_id());
   const char* const instead =
       "; fit sends the whole file in one request: train FILE --epochs=N "
       "streams a file of any size, a pass at a time";
   const uint64_t n = request.examples_size();
-  if (status->max_batch_items() > 0 && n > status->max_batch_items()) {
+  if (limits.items > 0 && n > limits.items) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": ", n, " examples, over the server's limit of ",
-        status->max_batch_items(),
+        name, ": ", n, " examples, over the server's limit of ", limits.items,
         " items a request (perceptrond --max_batch_items)", instead));
   }
+  if (limits.bytes == 0) return absl::OkStatus();
   const uint64_t bytes = request.ByteSizeLong();
-  if (status->max_message_bytes() > 0 && bytes > status->max_message_bytes()) {
+  if (bytes > limits.bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, ": ", n, " examples take ", bytes,
-        " bytes as a request, over the server's limit of ",
-        status->max_message_bytes(),
+        " bytes as a request, over the server's limit of ", limits.bytes,
         " bytes a request (perceptrond --max_message_bytes)", instead));
   }
   return absl::OkStatus();
@@ -149,29 +163,36 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
   return absl::OkStatus();
 }
 
-absl::string_view WithoutItem(absl::string_view message) {
-  absl::string_view why = message;
-  size_t item = 0;
-  if (absl::ConsumePrefix(&why, "item ")) {
-    const size_t colon = why.find(": ");
-    if (colon != absl::string_view::npos &&
-        absl::SimpleAtoi(why.substr(0, colon), &item)) {
-      return why.substr(colon + 2);
-    }
+namespace {
+
+// A server's "item K: why" as K and why; false for other messages.
+bool SplitItem(absl::string_view message, size_t* item,
+               absl::string_view* why) {
+  absl::string_view rest = message;
+  if (!absl::ConsumePrefix(&rest, "item ")) return false;
+  const size_t colon = rest.find(": ");
+  if (colon == absl::string_view::npos ||
+      !absl::SimpleAtoi(rest.substr(0, colon), item)) {
+    return false;
   }
-  return message;
+  *why = rest.substr(colon + 2);
+  return true;
+}
+
+}  // namespace
+
+absl::string_view WithoutItem(absl::string_view message) {
+  size_t item = 0;
+  absl::string_view why;
+  return SplitItem(message, &item, &why) ? why : message;
 }
 
 std::string AtLine(const std::string& name, absl::string_view message,
                    const std::vector<size_t>& lines) {
-  absl::string_view why = message;
   size_t item = 0;
-  if (absl::ConsumePrefix(&why, "item ")) {
-    const size_t colon = why.find(": ");
-    if (colon != absl::string_view::npos &&
-        absl::SimpleAtoi(why.substr(0, colon), &item) && item < lines.size()) {
-      return absl::StrCat(name, ":", lines[item], ": ", why.substr(colon + 2));
-    }
+  absl::string_view why;
+  if (SplitItem(message, &item, &why) && item < lines.size()) {
+    return absl::StrCat(name, ":", lines[item], ": ", why);
   }
   return std::string(message);
 }

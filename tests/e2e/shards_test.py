@@ -3,6 +3,7 @@ nginx configured by deploy/nginx/nginx.conf (its upstream servers and listen add
 the test's: the shards' loopback ports, a unix socket), driven by the perceptrond Python package,
 which names the model in the x-perceptron-model header of every call.
 Run by ctest (python3 -m pytest), with its settings in the environment (tests/e2e/conftest.py)."""
+import logging
 import os
 import re
 import signal
@@ -433,6 +434,14 @@ class ShardsTest(unittest.TestCase):
         all_targets = [s.target for s in self.shards if s is not None]
         new_targets = [self.shards[i].target for i in targets]
         next_proxy = Nginx(new_targets)
+        # What the Python writer logs each time its stream breaks and resumes.
+        resumes = []
+        keep = logging.Handler(logging.INFO)
+        keep.emit = lambda record: resumes.append(record.getMessage())
+        log = logging.getLogger("perceptrond")
+        level = log.level
+        log.addHandler(keep)
+        log.setLevel(logging.INFO)
         try:
             ids = {server_id(s.target): i for i, s in enumerate(self.shards) if s is not None}
             # A model the move takes to `writer_to`, created where the live proxy sends it.
@@ -506,6 +515,8 @@ class ShardsTest(unittest.TestCase):
                              self.where(pywriter, learned["result"], progress))
             self.assertIn("is being moved to another shard", err)
             self.assertIn("resuming at example", err)
+            # The Python writer met the mark too, and said so.
+            self.assertTrue(any("is being moved to another shard" in m for m in resumes), resumes)
             # Every model on exactly one shard, the one both proxies route it to, unchanged.
             owners = self.owners()
             self.assertEqual(sorted(owners), sorted(list(before) + [writer, pywriter]))
@@ -523,6 +534,8 @@ class ShardsTest(unittest.TestCase):
             self.assertEqual(sum(line.startswith("perceptron: moved ") for line in progress),
                              moved)
         finally:
+            log.removeHandler(keep)
+            log.setLevel(level)
             next_proxy.stop()
         # The file once through one server, uninterrupted: the same model bit for bit.
         single = pp.Perceptrond(PERCEPTROND, "--durability=none")
@@ -540,9 +553,10 @@ class ShardsTest(unittest.TestCase):
                 self.assertSameBits(self.proxy.model(writer).weights(),
                                     direct.model(writer).weights())
                 once = direct.create_model(pywriter, dimension=20).learn(px, py)
-                self.assertSameBits(learned["result"].scores, once.scores)
+                said = "the Python writer's resumptions:\n" + "\n".join(resumes)
+                self.assertSameBits(learned["result"].scores, once.scores, said)
                 self.assertSameBits(self.proxy.model(pywriter).weights(),
-                                    direct.model(pywriter).weights())
+                                    direct.model(pywriter).weights(), said)
         finally:
             single.stop()
         return "".join(progress) + out, err

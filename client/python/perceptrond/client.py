@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import queue
 import time
 from typing import Iterator, Mapping, Optional, Sequence
@@ -14,6 +15,10 @@ from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
 from . import _wire
 from ._inputs import _class_key, _class_labels, _is_named, _labels, _named, _named_columns, _rows
+
+#: Where Model.learn(retry_for=...) says, at INFO, each time a stream broke and where it resumes
+#: (the CLI's `train --retry_for` prints the same on standard error).
+_log = logging.getLogger("perceptrond")
 
 #: Every call that names a model carries its id in this request header, so that a proxy in
 #: front of several servers can route by it (docs/design.md section 10).
@@ -443,11 +448,14 @@ class Model:
         examples it holds say where to go on, and the new stream's first request carries that
         count (LearnRequest.if_examples), so no example is lost or learned twice. It assumes
         no other client writes to the model meanwhile; the rows must then be ones the server
-        accepts (checked here first: ValueError otherwise). An example a broken stream answered
-        but did not commit is learned again, and its entry is the new stream's answer; one it
-        committed without an answer is listed in the result's `unanswered`. A model that
+        accepts (checked here first: ValueError otherwise). An example a broken stream had the
+        model learn and commit without an answer is listed in the result's `unanswered` (its
+        score NaN); if the model holds fewer examples than were answered (a server without
+        durability restarted), learn raises DATA_LOSS instead of resuming. A model that
         refuses every batch for a while (UNAVAILABLE while `perceptron rebalance` moves it to
         another shard) is retried with growing pauses until `retry_for` passes with no progress.
+        Each resumption is logged at INFO on the logger "perceptrond" (where the stream broke,
+        why, and where it resumes).
 
         For a model created with hash_bits or feature_names, `x` may be a list of dicts by name
         ({name: value}, {(namespace, name): value}; a string value is categorical), sent as
@@ -544,6 +552,9 @@ class Model:
                     f"{self.id} holds {held} of these {n} examples after the stream broke, "
                     f"{at} were acknowledged: examples were lost (a server without durability?) "
                     "or another client writes to it; not resuming")
+            _log.info("%s: the Learn stream broke after %d of %d examples were answered (%s: %s); "
+                      "the model holds %d of them: resuming at example %d", self.id, at, n,
+                      broke.code.name, broke.message, held, held)
             # Learned by the broken stream, committed, but never answered.
             unanswered.extend(range(at, held))
             scores[at:held] = np.nan

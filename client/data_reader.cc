@@ -153,16 +153,16 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
                       Example* e) {
   PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the namespace", space));
   PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the feature", name));
-  v1::NamedFeature& f = e->named.emplace_back();
-  f.set_space(std::string(space));
-  f.set_name(std::string(name));
+  v1::NamedFeature& f = e->AddNamed();
+  if (!space.empty()) f.set_space(space.data(), space.size());
+  f.set_name(name.data(), name.size());
   if (!has_value) {
     if (scale != 1.0) f.set_number(scale);
     return absl::OkStatus();
   }
   double v;
   // "nan" and "inf" read as numbers, and are refused as such.
-  if (absl::SimpleAtod(value, &v)) {
+  if (ParseDouble(value, &v)) {
     if (!std::isfinite(v * scale)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "feature ", name, ": value ", value, " is not a finite number"));
@@ -657,7 +657,7 @@ absl::Status AddJsonFeature(const std::string& space, const std::string& name,
         absl::StrCat("feature ", name, ": ", value.dump(),
                      " is not a number, a string or a boolean"));
   }
-  e->named.push_back(std::move(f));
+  *e->named.Add() = std::move(f);
   return absl::OkStatus();
 }
 

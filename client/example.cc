@@ -16,16 +16,33 @@ void FeaturesToProto(const Example& e, v1::Features* out) {
   }
 }
 
-uint32_t NamedColumns::Ref(const std::string& s, v1::Columns* c) {
-  const auto [it, added] =
-      table_.try_emplace(s, static_cast<uint32_t>(c->strings_size()));
-  if (added) c->add_strings(s);
-  return it->second;
+uint32_t NamedColumns::Ref(absl::string_view s, v1::Columns* c) {
+  // A new string is added to the batch's strings, and the table's key is a
+  // view of that copy (equal to `s`, which may not outlive this call).
+  return table_
+      .lazy_emplace(s,
+                    [&](const auto& make) {
+                      std::string* kept = c->add_strings();
+                      kept->assign(s.data(), s.size());
+                      make(absl::string_view(*kept),
+                           static_cast<uint32_t>(c->strings_size() - 1));
+                    })
+      ->second;
 }
 
-void NamedColumns::Append(const std::vector<v1::NamedFeature>& x,
-                          v1::Columns* c) {
-  if (c->strings_size() == 0) table_.clear();
+void NamedColumns::Clear() {
+  // A batch's table is as large as the last one's: made once, not grown
+  // again batch by batch (flat_hash_map::clear gives a large table's memory
+  // back).
+  const size_t size = table_.size();
+  table_.clear();
+  table_.reserve(size);
+}
+
+void NamedColumns::Append(
+    const google::protobuf::RepeatedPtrField<v1::NamedFeature>& x,
+    v1::Columns* c) {
+  if (c->strings_size() == 0 && !table_.empty()) Clear();
   // An optional column is in use once a feature needed it: then it has one
   // entry per feature before this one. `fill` and `value` are called only
   // for the entries written.

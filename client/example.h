@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "perceptron/v1/perceptron.pb.h"
 
 namespace perceptron::client {
@@ -22,8 +23,9 @@ struct Example {
   // Not empty, or `by_name`: the example is these features by name (values
   // and indices are then unused); by_name with none is an example of no
   // feature for a model that takes names (a VW line "-1 |", a JSON line with
-  // "features": {}).
-  std::vector<v1::NamedFeature> named;
+  // "features": {}). Cleared as protobuf clears them: the messages (and
+  // their strings' memory) are kept for the next example's (AddNamed).
+  google::protobuf::RepeatedPtrField<v1::NamedFeature> named;
   bool by_name = false;
   // -1 or +1 when known; a multiclass model's class index.
   std::optional<int> label;
@@ -36,11 +38,15 @@ struct Example {
     values.clear();
     indices.clear();
     sparse = false;
-    named.clear();
+    named.Clear();
     by_name = false;
     label.reset();
     raw_label.clear();
   }
+
+  // A feature by name appended to `named`, empty: one Clear() kept where
+  // there is one (its strings, set again, reuse their memory).
+  v1::NamedFeature& AddNamed() { return *named.Add(); }
 };
 
 // Whether `e` is features by name (possibly none).
@@ -57,15 +63,18 @@ class NamedColumns {
   // named_values and named_categories are written only once a row needs
   // them (a namespace, a value other than 1, a categorical value), filled in
   // for the rows before.
-  void Append(const std::vector<v1::NamedFeature>& x, v1::Columns* c);
+  void Append(const google::protobuf::RepeatedPtrField<v1::NamedFeature>& x,
+              v1::Columns* c);
   // Row i of `c` as NamedFeatures, the features Append was given.
   static void Row(const v1::Columns& c, int i, v1::NamedFeatures* out);
   // For the next batch.
-  void Clear() { table_.clear(); }
+  void Clear();
 
  private:
-  uint32_t Ref(const std::string& s, v1::Columns* c);
-  absl::flat_hash_map<std::string, uint32_t> table_;
+  uint32_t Ref(absl::string_view s, v1::Columns* c);
+  // Each string of the batch by its index in c->strings; the keys are views of
+  // those strings (kept where they are until the batch is cleared).
+  absl::flat_hash_map<absl::string_view, uint32_t> table_;
 };
 
 }  // namespace perceptron::client

@@ -189,7 +189,9 @@ std::vector<v1::LearnRequest> NamedColumnarRequests(const Workload& w,
     names.Clear();
     v1::Columns* c = r.mutable_columns();
     for (int i = 0; i < w.batch; ++i, t = (t + 1) % d.labels.size()) {
-      names.Append(d.features[t], c);
+      const google::protobuf::RepeatedPtrField<v1::NamedFeature> row(
+          d.features[t].begin(), d.features[t].end());
+      names.Append(row, c);
       c->add_labels(d.labels[t]);
     }
   }
@@ -202,7 +204,9 @@ Data Hashed(const Workload& w, const NamedData& d) {
   for (size_t t = 0; t < d.labels.size(); ++t) {
     std::vector<NamedFeature> x;
     for (const v1::NamedFeature& f : d.features[t]) {
-      x.push_back({.space = f.space(), .name = f.name()});
+      NamedFeature& g = x.emplace_back();  // W5's features: a value of 1
+      g.space = f.space();
+      g.name = f.name();
     }
     Features h;
     if (!hasher.Hash(x, &h).ok()) std::exit(1);

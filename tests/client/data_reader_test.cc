@@ -160,7 +160,7 @@ TEST(DataReaderTest, CsvLabelColumnByName) {
   d = ParseData("Label,p0,p1\n3,0.5,1\n7,0.25,0\n", "l.csv", o);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->examples[1].label, 1);
-  ASSERT_EQ(d->examples[1].named.size(), 2u);
+  ASSERT_EQ(d->examples[1].named.size(), 2);
   EXPECT_EQ(d->examples[1].named[0].name(), "p0");
   // Without such a column, the last.
   o.named = false;
@@ -197,7 +197,7 @@ TEST(DataReaderTest, CsvQuotedCells) {
       "q.csv", o);
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->examples.size(), 2u);
-  ASSERT_EQ(d->examples[0].named.size(), 2u);
+  ASSERT_EQ(d->examples[0].named.size(), 2);
   EXPECT_EQ(d->examples[0].named[0].name(), "city, country");
   EXPECT_EQ(d->examples[0].named[0].category(), "Paris, France");
   EXPECT_EQ(d->examples[0].named[1].name(), "x");

@@ -303,8 +303,9 @@ TEST_F(CliTest, StatusSaysWhenOnlyTheTrivialBoundHolds) {
                                 "trivial bound, 2 a covered example"),
               trivial)
         << r.output;
-    if (trivial)
+    if (trivial) {
       EXPECT_THAT(r.output, HasSubstr("certificate    U 200, L 200"));
+    }
   }
 }
 

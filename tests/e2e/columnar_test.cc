@@ -463,7 +463,7 @@ TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
               f.set_name(absl::StrCat(w));  // a numeric name
           }
           score += w < 30 ? 1 : -1;
-          op.e.named.push_back(f);
+          *op.e.named.Add() = f;
         }
         const uint64_t odd = rng() % 40;
         if (odd == 0) op.e.named[0].set_name("");

@@ -106,9 +106,21 @@ void ModelEntry::NotifyChanged() {
   for (ModelListener* l : listeners) l->OnModelChanged();
 }
 
-void ModelEntry::NotifyDeleted() {
+void ModelEntry::NotifyDeleted(const absl::Status& why) {
   absl::MutexLock lock(&listeners_mu);
-  for (ModelListener* l : listeners) l->OnModelDeleted();
+  for (ModelListener* l : listeners) l->OnModelDeleted(why);
+}
+
+absl::Status MovedAway(absl::string_view id) {
+  return absl::UnavailableError(absl::StrCat(
+      "model ", id,
+      " was moved to another shard: retry through the proxy, which routes it "
+      "there"));
+}
+
+absl::Status ModelEntry::GoneStatus() const {
+  if (moved_away) return MovedAway(id);
+  return absl::NotFoundError(absl::StrCat("model ", id, " was deleted"));
 }
 
 void Registry::StartCertificate(ModelEntry& entry) const {
@@ -188,12 +200,7 @@ absl::Status Registry::Missing(const std::string& id) const {
         " could not be recovered and is set aside, its data kept untouched: ",
         it->second.message()));
   }
-  if (moved_.contains(id)) {
-    return absl::UnavailableError(absl::StrCat(
-        "model ", id,
-        " was moved to another shard: retry through the proxy, which routes "
-        "it there"));
-  }
+  if (moved_.contains(id)) return MovedAway(id);
   return absl::NotFoundError(absl::StrCat("model ", id, " not found"));
 }
 
@@ -218,6 +225,7 @@ std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
 
 absl::Status Registry::Delete(const std::string& id, bool if_moving) {
   std::shared_ptr<ModelEntry> entry;
+  absl::Status why;  // what calls naming it are told from now on
   {
     absl::MutexLock lock(&mu_);
     if (!if_moving && set_aside_.erase(id) > 0) return absl::OkStatus();
@@ -229,8 +237,7 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
     // Checked and marked deleted under the entry's lock, so that nothing
     // changes the model between the check and the deletion.
     absl::MutexLock lock(&entry->mu);
-    if (entry->deleted)
-      return absl::NotFoundError(absl::StrCat("model ", id, " was deleted"));
+    if (entry->deleted) return entry->GoneStatus();
     if (if_moving && !entry->moving) {
       return absl::FailedPreconditionError(absl::StrCat(
           "model ", id,
@@ -238,6 +245,8 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
           "restarted since): not deleted"));
     }
     entry->deleted = true;
+    entry->moved_away = if_moving;
+    why = entry->GoneStatus();
   }
   {
     absl::MutexLock lock(&mu_);
@@ -252,12 +261,13 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
       }
     }
   }
-  entry->NotifyDeleted();
+  entry->NotifyDeleted(why);
   return absl::OkStatus();
 }
 
 bool Registry::DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry,
                             absl::Time now) {
+  absl::Status why;
   {
     absl::MutexLock lock(&entry->mu);
     const double idle = entry->model->config().idle_expiry_seconds;
@@ -266,13 +276,14 @@ bool Registry::DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry,
       return false;
     }
     entry->deleted = true;
+    why = entry->GoneStatus();
   }
   {
     absl::MutexLock lock(&mu_);
     auto it = models_.find(entry->id);
     if (it != models_.end() && it->second == entry) models_.erase(it);
   }
-  entry->NotifyDeleted();
+  entry->NotifyDeleted(why);
   return true;
 }
 

@@ -45,9 +45,16 @@ class ModelListener {
   // The model changed. Called without the entry's `mu` held; must not call
   // AddListener or RemoveListener.
   virtual void OnModelChanged() = 0;
-  // The model was deleted. Same rules.
-  virtual void OnModelDeleted() = 0;
+  // The model was deleted; `why` is what calls naming it are told from now on
+  // (ModelEntry::GoneStatus). Same rules.
+  virtual void OnModelDeleted(const absl::Status& why) = 0;
 };
+
+// What a call naming model `id` is told once the model was moved to another
+// shard (deleted here by Registry::Delete with if_moving): UNAVAILABLE, to be
+// retried through the proxy, whose old connections may still route it here
+// for a moment after it was switched.
+absl::Status MovedAway(absl::string_view id);
 
 // How the learning path wakes the certificate's refresher
 // (server/ops/certificate_refresher.h) when it waits with nothing to do, so
@@ -101,6 +108,8 @@ struct ModelEntry {
   bool deleted ABSL_GUARDED_BY(mu) = false;
   // Being moved to another shard (SetMoving): changes are refused.
   bool moving ABSL_GUARDED_BY(mu) = false;
+  // Deleted because it moved to another shard (Registry::Delete's if_moving).
+  bool moved_away ABSL_GUARDED_BY(mu) = false;
 
   // The certificate's solver (the refresher's own, off the learning path):
   // the rows taken from the model's tracker, in the tracker's generation.
@@ -160,6 +169,10 @@ struct ModelEntry {
   // rows, then the tracker's), while it is keeping; else none.
   std::optional<KeptRows> CertificateRows() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(solver_mu, mu);
+  // What a call holding this entry is told once it is deleted: NOT_FOUND, or
+  // MovedAway if it moved to another shard (a stream opened before the move
+  // ended is then resumed through the proxy, as a new call would be).
+  absl::Status GoneStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Empties the recent window and the history (a reset: call it before the
   // reset's batch is staged, so that its record says so).
   void ClearCurves() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -170,7 +183,8 @@ struct ModelEntry {
   // After it returns, `l` is never called again.
   void RemoveListener(ModelListener* l) ABSL_LOCKS_EXCLUDED(listeners_mu);
   void NotifyChanged() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
-  void NotifyDeleted() ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
+  void NotifyDeleted(const absl::Status& why)
+      ABSL_LOCKS_EXCLUDED(listeners_mu, mu);
 
  private:
   absl::Mutex listeners_mu;

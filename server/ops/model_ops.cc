@@ -13,8 +13,9 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-absl::Status Deleted(const ModelEntry& entry) {
-  return absl::NotFoundError(absl::StrCat("model ", entry.id, " was deleted"));
+absl::Status Deleted(const ModelEntry& entry)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  return entry.GoneStatus();
 }
 
 // OK if a call may change the model: it is not deleted, nor being moved to

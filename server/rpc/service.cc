@@ -258,10 +258,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::SetMoving(
                  [&](ModelEntry& entry) -> absl::Status {
                    {
                      absl::MutexLock lock(&entry.mu);
-                     if (entry.deleted) {
-                       return absl::NotFoundError(
-                           absl::StrCat("model ", entry.id, " was deleted"));
-                     }
+                     if (entry.deleted) return entry.GoneStatus();
                      entry.moving = request->moving();
                    }
                    FillModel(entry, response);

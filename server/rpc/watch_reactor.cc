@@ -25,10 +25,9 @@ void WatchReactor::OnModelChanged() {
   MaybeWriteLocked();
 }
 
-void WatchReactor::OnModelDeleted() {
+void WatchReactor::OnModelDeleted(const absl::Status& why) {
   absl::MutexLock lock(&mu_);
-  FinishLocked(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                            "model " + entry_->id + " was deleted"));
+  FinishLocked(ToGrpc(why));
 }
 
 void WatchReactor::Stop() {

@@ -29,7 +29,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::ModelStatus>,
                StreamSet* streams);
 
   void OnModelChanged() override;
-  void OnModelDeleted() override;
+  void OnModelDeleted(const absl::Status& why) override;
   void Stop() override;
 
  private:

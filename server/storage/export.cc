@@ -33,10 +33,7 @@ absl::StatusOr<std::string> ExportBlob(ModelEntry& entry, size_t max_bytes) {
     // The solver's rows too: it is between two refreshes.
     absl::MutexLock solver_lock(&entry.solver_mu);
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) {
-      return absl::NotFoundError(
-          absl::StrCat("model ", entry.id, " was deleted"));
-    }
+    if (entry.deleted) return entry.GoneStatus();
     StateToProto(entry.model->ExportState(), &state);
     CurvesToProto(entry.recent, entry.history, state.mutable_curves());
     if (std::optional<KeptRows> rows = entry.CertificateRows()) {

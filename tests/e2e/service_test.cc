@@ -678,7 +678,16 @@ TEST(ServiceTest, AModelMarkedMovingRefusesChangesAndIsDeletedOnlyWhileMarked) {
   }
 }
 
-TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
+// A model deleted ends its open streams and watches with NOT_FOUND; one
+// deleted because it moved to another shard (marked moving, then deleted with
+// if_moving, as `perceptron rebalance` does) with UNAVAILABLE, as a new call
+// naming it is answered, so that a writer resumes through the proxy.
+class DeletingTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DeletingTest, AModelEndsItsStreamsAndWatches) {
+  const bool moved = GetParam();
+  const absl::StatusCode code =
+      moved ? absl::StatusCode::kUnavailable : absl::StatusCode::kNotFound;
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   auto c = server->Connect();
@@ -699,14 +708,24 @@ TEST(ServiceTest, DeletingAModelEndsItsStreamsWithNotFound) {
         "gone", absl::Milliseconds(10),
         [](const v1::ModelStatus&) { return true; }, absl::Seconds(60));
   });
-  ASSERT_TRUE(c->DeleteModel("gone").ok());
+  if (moved) {
+    ASSERT_TRUE(c->SetMoving("gone", true).ok());
+  }
+  ASSERT_TRUE(c->DeleteModel("gone", /*if_moving=*/moved).ok());
   s->AddLabeled(RandomExample(rng, 2, true)).IgnoreError();
   absl::Status end = s->Finish().status();
-  EXPECT_EQ(end.code(), absl::StatusCode::kNotFound) << end;
+  EXPECT_EQ(end.code(), code) << end;
+  if (moved) {
+    EXPECT_THAT(end.message(), HasSubstr("moved to another shard"));
+  }
   watcher.join();
-  EXPECT_EQ(watch.code(), absl::StatusCode::kNotFound) << watch;
-  EXPECT_EQ(c->GetStatus("gone").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(watch.code(), code) << watch;
+  EXPECT_EQ(c->GetStatus("gone").status().code(), code);
 }
+INSTANTIATE_TEST_SUITE_P(ServiceTest, DeletingTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "MovedAway" : "Deleted";
+                         });
 
 TEST(ServiceTest, ShutdownAnswersInFlightBatchesAndEndsStreamsWithUnavailable) {
   auto server = StartServer();

@@ -21,8 +21,12 @@ ModelConfig Dim(uint32_t d) {
 class CountingListener : public ModelListener {
  public:
   void OnModelChanged() override { ++changed; }
-  void OnModelDeleted() override { ++deleted; }
+  void OnModelDeleted(const absl::Status& why) override {
+    ++deleted;
+    code = why.code();
+  }
   std::atomic<int> changed{0}, deleted{0};
+  std::atomic<absl::StatusCode> code{absl::StatusCode::kOk};
 };
 
 TEST(RegistryTest, CreateGetListDelete) {
@@ -50,6 +54,7 @@ TEST(RegistryTest, CreateGetListDelete) {
   ASSERT_TRUE(r.Delete("b").ok());
   EXPECT_EQ(listener.changed, 1);
   EXPECT_EQ(listener.deleted, 1);
+  EXPECT_EQ(listener.code, absl::StatusCode::kNotFound);
   {
     absl::MutexLock lock(&(*b)->mu);
     EXPECT_TRUE((*b)->deleted);
@@ -88,7 +93,15 @@ TEST(RegistryTest, MovedModelsAreRememberedUpToTheModelLimit) {
       absl::MutexLock lock(&(*e)->mu);
       (*e)->moving = true;
     }
+    CountingListener listener;
+    (*e)->AddListener(&listener);
     ASSERT_TRUE(r.Delete(id, /*if_moving=*/true).ok());
+    (*e)->RemoveListener(&listener);
+    // A call that held the entry (a stream opened before the move ended) and
+    // its watchers are told what a new call is told.
+    EXPECT_EQ(listener.code, absl::StatusCode::kUnavailable);
+    absl::MutexLock lock(&(*e)->mu);
+    EXPECT_EQ((*e)->GoneStatus().code(), absl::StatusCode::kUnavailable);
   };
   move("a");
   move("b");

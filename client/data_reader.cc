@@ -557,35 +557,59 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
   if (bar == absl::string_view::npos) {
     return Bad("no '|': a Vowpal Wabbit line is \"label |namespace features\"");
   }
-  // The head: a label, an importance weight (only 1), a tag ('tag, ignored).
-  std::vector<absl::string_view> head = absl::StrSplit(
-      text.substr(0, bar), absl::ByAnyChar(" \t"), absl::SkipEmpty());
-  for (size_t k = 0; k < head.size(); ++k) {
-    if (absl::StartsWith(head[k], "'")) {
-      if (k + 1 != head.size())
-        return Bad("the tag must come last, before '|'");
-      continue;
+  // The head, as Vowpal Wabbit reads it: [label [importance]] [tag]. Its
+  // last word is the tag (ignored) if it begins with ' or touches the '|':
+  // "1 'id |a ..." and "1 id|a ..." are both labeled 1 with the tag id.
+  absl::string_view head = text.substr(0, bar), token;
+  absl::string_view words[4];
+  size_t n = 0;
+  while (NextToken(&head, &token)) {
+    if (n == 4) {
+      return Bad(absl::StrCat("cannot read \"", token,
+                              "\" before '|' (label [1] ['tag] expected)"));
     }
+    words[n++] = token;
+  }
+  absl::string_view tag;
+  if (n > 0 &&
+      (words[n - 1][0] == '\'' ||
+       words[n - 1].data() + words[n - 1].size() == text.data() + bar)) {
+    tag = words[--n];
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (words[k][0] == '\'') return Bad("the tag must come last, before '|'");
     if (k == 0) {
-      if (absl::Status s = SetLabel(head[k], e); !s.ok()) return s;
+      if (absl::Status s = SetLabel(words[k], e); !s.ok()) return s;
     } else if (k == 1) {
       double w;
-      if (!absl::SimpleAtod(head[k], &w) || w != 1.0) {
+      if (!absl::SimpleAtod(words[k], &w) || w != 1.0) {
         return Bad(absl::StrCat(
-            "importance weight ", head[k],
+            "importance weight ", words[k],
             ": the perceptron learns each example once, so only 1 is "
             "accepted (repeat the line to count it more)"));
       }
     } else {
-      return Bad(absl::StrCat("cannot read \"", head[k],
+      return Bad(absl::StrCat("cannot read \"", words[k],
                               "\" before '|' (label [1] ['tag] expected)"));
     }
   }
-  if (!e->label && options_.require_labels) return Bad("no label");
+  if (!e->label && options_.require_labels) {
+    if (n == 0 && !tag.empty() && tag[0] != '\'') {
+      // "1|a x": Vowpal Wabbit takes 1 for the tag and learns nothing.
+      return Bad(absl::StrCat("no label: \"", tag,
+                              "\" touches the '|', which makes it the line's "
+                              "tag, as Vowpal Wabbit reads it (\"",
+                              tag, " |...\" for a label)"));
+    }
+    return Bad("no label");
+  }
   // The namespaces: "|name[:scale] f..." or "| f..." (the default one).
-  std::vector<absl::string_view> spaces =
-      absl::StrSplit(text.substr(bar + 1), '|');
-  for (absl::string_view part : spaces) {
+  absl::string_view rest = text.substr(bar + 1);
+  for (bool more = true; more;) {
+    const size_t next = rest.find('|');
+    absl::string_view part = rest.substr(0, next);
+    more = next != absl::string_view::npos;
+    if (more) rest.remove_prefix(next + 1);
     absl::string_view space;
     double scale = 1.0;
     absl::string_view token;

@@ -414,6 +414,39 @@ TEST(DataReaderTest, NamesAndLabelsMustBeUtf8) {
       ElementsAre("t|caf\xc3\xa9=1", "t|city:\xe6\x9d\xb1\xe4\xba\xac"));
 }
 
+// Vowpal Wabbit's rule for the tag: the head's last word is the tag if it
+// begins with ' or touches the '|' (vowpalwabbit/parse_example.cc,
+// substring_to_example); it is ignored here.
+TEST(DataReaderTest, VowpalWabbitTags) {
+  absl::StatusOr<Dataset> d = ParseData(
+      "1 id7|a x\n-1 1 row-8|a y\n0 'q |a z\n1 1 'r|a w\n", "t.vw", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 4u);
+  EXPECT_EQ(d->examples[0].label, 1);
+  EXPECT_EQ(d->examples[1].label, -1);
+  EXPECT_EQ(d->examples[2].label, -1);
+  EXPECT_EQ(d->examples[3].label, 1);
+  EXPECT_THAT(Named(d->examples[1]), ElementsAre("a|y=1"));
+  // A word that touches the '|' is the tag even when it alone is there: the
+  // line has no label (Vowpal Wabbit learns nothing from it).
+  EXPECT_THAT(
+      ParseData("1|a x\n", "n.vw", {}).status().message(),
+      HasSubstr("n.vw:1: no label: \"1\" touches the '|', which makes it the "
+                "line's tag, as Vowpal Wabbit reads it (\"1 |...\" for a "
+                "label)"));
+  ReadOptions unlabeled;
+  unlabeled.require_labels = false;
+  d = ParseData("id9|a x\n'id10 |a y\n", "p.vw", unlabeled);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  EXPECT_FALSE(d->examples[0].label.has_value());
+  EXPECT_THAT(Named(d->examples[1]), ElementsAre("a|y=1"));
+  EXPECT_THAT(ParseData("1 'a b |a x\n", "q.vw", {}).status().message(),
+              HasSubstr("q.vw:1: the tag must come last"));
+  EXPECT_THAT(ParseData("1 1 2 t|a x\n", "r.vw", {}).status().message(),
+              HasSubstr("r.vw:1: cannot read \"2\" before '|'"));
+}
+
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
   EXPECT_THAT(ParseData("1 |a x\n1 0.5 |a y\n", "w.vw", {}).status().message(),
               HasSubstr("w.vw:2: importance weight 0.5"));

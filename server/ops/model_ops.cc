@@ -13,16 +13,11 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-absl::Status Deleted(const ModelEntry& entry)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-  return entry.GoneStatus();
-}
-
 // OK if a call may change the model: it is not deleted, nor being moved to
 // another shard (SetMoving), and the store writes (Persistence::Writable).
 absl::Status Changeable(const ModelEntry& entry, const Persistence& persistence)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   PERCEPTRON_RETURN_IF_ERROR(persistence.Writable());
   if (entry.moving) {
     return absl::UnavailableError(
@@ -586,7 +581,7 @@ absl::Status ApplyReveals(
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
                         v1::PredictResponse* response) {
   absl::MutexLock lock(&entry.mu);
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   for (int i = 0; i < request.examples_size(); ++i) {
     if (i + 1 < request.examples_size()) {
       Prefetch(*entry.model, request.examples(i + 1));
@@ -631,7 +626,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   std::vector<std::string> classes;
   {
     absl::MutexLock lock(&entry.mu);
-    if (entry.deleted) return Deleted(entry);
+    if (entry.deleted) return entry.GoneStatus();
     if (entry.model->hasher() != nullptr) hasher = *entry.model->hasher();
     classes = entry.model->config().classes;
   }
@@ -695,7 +690,7 @@ absl::Status ResetEntry(ModelEntry& entry, Persistence& persistence) {
 
 absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
   absl::MutexLock lock(&entry.mu);
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   const Model& model = *entry.model;
   const Stats s = model.stats();
   status->set_model_id(entry.id);
@@ -728,7 +723,7 @@ absl::Status FillStatus(ModelEntry& entry, v1::ModelStatus* status) {
 
 absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out) {
   absl::MutexLock lock(&entry.mu);
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   const std::optional<CertificateReport> r =
       entry.model->CertificateNow(/*with_u=*/true);
   if (!r) {
@@ -754,7 +749,7 @@ absl::Status FillCertificate(ModelEntry& entry, v1::CertificateResponse* out) {
 
 absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
   absl::MutexLock lock(&entry.mu);
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   history->set_model_id(entry.id);
   history->set_stride(entry.history.stride());
   history->set_capacity(entry.history.capacity());
@@ -794,7 +789,7 @@ absl::Status FillWeights(ModelEntry& entry, v1::Weights* weights,
         absl::StrCat("top ", top, " is over the limit of ", kMaxTopFeatures));
   }
   absl::MutexLock lock(&entry.mu);
-  if (entry.deleted) return Deleted(entry);
+  if (entry.deleted) return entry.GoneStatus();
   const Model& model = *entry.model;
   const absl::Span<const double> w = model.weights();
   weights->set_has_bias(model.config().bias);

@@ -588,6 +588,11 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
             ": the perceptron learns each example once, so only 1 is "
             "accepted (repeat the line to count it more)"));
       }
+    } else if (double v; k == 2 && absl::SimpleAtod(words[k], &v)) {
+      return Bad(absl::StrCat(
+          "initial prediction ", words[k],
+          " (Vowpal Wabbit's third number before '|'): the perceptron has no "
+          "starting score an example (label [1] ['tag] expected)"));
     } else {
       return Bad(absl::StrCat("cannot read \"", words[k],
                               "\" before '|' (label [1] ['tag] expected)"));

@@ -444,7 +444,9 @@ TEST(DataReaderTest, VowpalWabbitTags) {
   EXPECT_THAT(ParseData("1 'a b |a x\n", "q.vw", {}).status().message(),
               HasSubstr("q.vw:1: the tag must come last"));
   EXPECT_THAT(ParseData("1 1 2 t|a x\n", "r.vw", {}).status().message(),
-              HasSubstr("r.vw:1: cannot read \"2\" before '|'"));
+              HasSubstr("r.vw:1: initial prediction 2 (Vowpal Wabbit"));
+  EXPECT_THAT(ParseData("1 1 z t|a x\n", "r.vw", {}).status().message(),
+              HasSubstr("r.vw:1: cannot read \"z\" before '|'"));
 }
 
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {

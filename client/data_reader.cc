@@ -168,9 +168,9 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
           "feature ", name, ": value ", value, " is not a finite number"));
     }
     f.set_number(v * scale);
-  } else if (absl::StrContains(value, ':') || value.empty()) {
+  } else if (value.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot read \"", name, ":", value, "\" as name:value"));
+        absl::StrCat("feature ", name, ": the value is empty"));
   } else {
     PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the categorical value", value));
     f.set_category(std::string(value));
@@ -639,9 +639,12 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
                                 "\" has no name (anonymous features are not "
                                 "taken)"));
       }
-      const bool has_value = colon != absl::string_view::npos;
-      const absl::string_view value =
-          has_value ? token.substr(colon + 1) : absl::string_view();
+      // As Vowpal Wabbit reads them: "x:" is x with the value 1, and
+      // "x:a:b" the categorical value "a:b" (all after the first ':').
+      const absl::string_view value = colon == absl::string_view::npos
+                                          ? absl::string_view()
+                                          : token.substr(colon + 1);
+      const bool has_value = !value.empty();
       if (absl::Status s = AddNamed(space, name, value, has_value, scale, e);
           !s.ok()) {
         return Bad(s.message());

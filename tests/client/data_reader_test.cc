@@ -318,6 +318,14 @@ TEST(DataReaderTest, VowpalWabbitLines) {
   EXPECT_THAT(Named(d->examples[2]), ElementsAre("a|x=2"));
   EXPECT_EQ(d->lines, (std::vector<size_t>{1, 3, 4}));
   EXPECT_TRUE(d->examples[0].by_name);
+  // "x:" is x with the value 1 (times the namespace's scale), and all after
+  // the first ':' that is not a number a categorical value, as Vowpal Wabbit
+  // reads them.
+  d = ParseData("1 |a x: y:p:q z:: |b:3 w:\n", "c.vw", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 1u);
+  EXPECT_THAT(Named(d->examples[0]),
+              ElementsAre("a|x=1", "a|y:p:q", "a|z::", "b|w=3"));
   // A line of no feature is an example by name all the same (for a model
   // that takes names, its bias alone), not a vector of width 0.
   d = ParseData("-1 |\n1 |b\n", "e.vw", {});
@@ -456,8 +464,6 @@ TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
               HasSubstr("w.vw:1: no '|'"));
   EXPECT_THAT(ParseData("1 |a x:inf\n", "w.vw", {}).status().message(),
               HasSubstr("w.vw:1: feature x: value inf is not a finite number"));
-  EXPECT_THAT(ParseData("1 |a x::\n", "w.vw", {}).status().message(),
-              HasSubstr("cannot read \"x::\" as name:value"));
   EXPECT_THAT(ParseData("1 |:2 x\n", "w.vw", {}).status().message(),
               HasSubstr("a namespace's name is empty"));
   EXPECT_THAT(ParseData("1 |a:q x\n", "w.vw", {}).status().message(),

@@ -220,11 +220,13 @@ Certificate CertificateSolver::Solve(double radius,
     return c;
   }
   if (!(radius > 0)) {
-    // Every kept x^ is 0: every comparator has TD_gamma = n gamma, so every
-    // bound is exactly 2n.
-    c.upper = c.lower = 2.0 * static_cast<double>(n);
+    // Every kept x^ is 0: every comparator has TD_gamma = m gamma over the
+    // m examples (a row of count c being c of them), so every bound is
+    // exactly 2m.
+    const auto examples = static_cast<double>(rows_.examples());
+    c.upper = c.lower = 2.0 * examples;
     c.gamma = 1;
-    c.td = static_cast<double>(n);
+    c.td = examples;
     c.converged = true;
     return c;
   }

@@ -465,8 +465,10 @@ void CertificateTracker::Install(
   for (size_t k = 0; k < vs.size(); ++k) sums[k] += queued[k] + tailed[k];
   if (!repeats_.empty()) {
     const std::vector<double> again =
-        classes_ > 0 ? ClassHingeSumsAt(*solved_rows, repeats_, vs, classes_)
-                     : HingeSumsAt(*solved_rows, repeats_, vs);
+        kernel_        ? KernelHingeSumsAt(*solved_rows, repeats_, basis,
+                                           kernel_rows_.get(), vs)
+        : classes_ > 0 ? ClassHingeSumsAt(*solved_rows, repeats_, vs, classes_)
+                       : HingeSumsAt(*solved_rows, repeats_, vs);
     for (size_t k = 0; k < vs.size(); ++k) sums[k] += again[k];
   }
   squares_ = Squares(vs, basis);

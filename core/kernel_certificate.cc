@@ -75,26 +75,62 @@ KernelCandidates KernelCandidatesFrom(const KernelCertificate& c,
   return k;
 }
 
+namespace {
+
+// Adds n times each candidate's hinge term on row t of `rows` to *sums.
+void AddKernelHinges(const KeptRows& rows, size_t t, double n,
+                     const KeptRows& basis, KernelRows* kernel,
+                     const std::vector<std::vector<double>>& vs,
+                     const ScaledCandidates& scaled,
+                     std::vector<double>* scores, std::vector<double>* k,
+                     std::vector<double>* sums) {
+  kernel->Against(basis, rows, t, k);
+  for (uint32_t j : scaled.summed()) {
+    double f = 0;
+    for (size_t s = 0; s < k->size(); ++s) f += vs[j][s] * (*k)[s];
+    (*scores)[j] = f;
+  }
+  scaled.Spread(scores->data());
+  for (size_t j = 0; j < vs.size(); ++j) {
+    const double h = 1 - rows.label(t) * (*scores)[j];
+    if (h > 0) (*sums)[j] += n * h;
+  }
+}
+
+}  // namespace
+
 std::vector<double> KernelHingeSums(
     const KeptRows& rows, const KeptRows& basis, KernelRows* kernel,
     const std::vector<std::vector<double>>& vs) {
   std::vector<double> sums(vs.size(), 0.0);
   if (vs.empty()) return sums;
   const ScaledCandidates scaled(vs);
-  std::vector<double> scores(vs.size());
-  std::vector<double> k;
+  std::vector<double> scores(vs.size()), k;
   for (size_t t = 0; t < rows.size(); ++t) {
-    kernel->Against(basis, rows, t, &k);
-    for (uint32_t j : scaled.summed()) {
-      double f = 0;
-      for (size_t s = 0; s < k.size(); ++s) f += vs[j][s] * k[s];
-      scores[j] = f;
-    }
-    scaled.Spread(scores.data());
-    for (size_t j = 0; j < vs.size(); ++j) {
-      const double h = 1 - rows.label(t) * scores[j];
-      if (h > 0) sums[j] += h;
-    }
+    AddKernelHinges(rows, t, rows.count(t), basis, kernel, vs, scaled, &scores,
+                    &k, &sums);
+  }
+  return sums;
+}
+
+std::vector<double> KernelHingeSumsAt(
+    const KeptRows& rows, absl::Span<const uint32_t> places,
+    const KeptRows& basis, KernelRows* kernel,
+    const std::vector<std::vector<double>>& vs) {
+  std::vector<double> sums(vs.size(), 0.0);
+  if (vs.empty()) return sums;
+  const ScaledCandidates scaled(vs);
+  std::vector<double> scores(vs.size()), k;
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
+    if (t >= rows.size()) continue;
+    AddKernelHinges(rows, t, static_cast<double>(n), basis, kernel, vs, scaled,
+                    &scores, &k, &sums);
   }
   return sums;
 }
@@ -114,7 +150,8 @@ std::vector<double> KernelSquares(const KeptRows& basis, KernelRows* kernel,
   return squares;
 }
 
-void KernelCertificateSolver::Add(KeptRows rows) {
+void KernelCertificateSolver::Add(KeptRows rows,
+                                  absl::Span<const uint32_t> repeats) {
   const size_t from = rows_.size();
   rows_.Append(std::move(rows));
   alpha_.resize(rows_.size(), 0.0);
@@ -125,6 +162,12 @@ void KernelCertificateSolver::Add(KeptRows rows) {
                                rows_.square(t), rows_.square(t));
   }
   Recompute(from, alpha_, &q_);
+  // A row counted s times as often has its alpha scaled by s, as
+  // CertificateSolver::Add scales it (feasible in its grown box, and near
+  // the solution a stream cycling through the rows asks for).
+  for (const auto& [t, grown] : rows_.AddCounts(repeats)) {
+    if (alpha_[t] != 0) Move(t, alpha_[t] * grown, &alpha_, &q_);
+  }
   if (!td_alpha_.empty()) {
     td_alpha_.resize(rows_.size(), 0.0);
     td_q_.resize(rows_.size(), 0.0);
@@ -178,16 +221,18 @@ void KernelCertificateSolver::Pass(double cap, std::vector<double>* alpha,
   }
   for (size_t t : order) {
     const double a = (*alpha)[t];
+    // A row of count c stands for c equal examples: its box is [0, c C].
+    const double row_cap = cap * rows_.count(t);
     double next;
     if (diagonal_[t] == 0) {
-      next = cap;  // no quadratic term: the dual gains most at the cap
+      next = row_cap;  // no quadratic term: the dual gains most at the cap
     } else {
       const double g = rows_.label(t) * (*q)[t] - 1;
-      const double pg = a == 0     ? std::min(g, 0.0)
-                        : a == cap ? std::max(g, 0.0)
-                                   : g;
+      const double pg = a == 0         ? std::min(g, 0.0)
+                        : a == row_cap ? std::max(g, 0.0)
+                                       : g;
       if (pg == 0) continue;
-      next = std::clamp(a - g / diagonal_[t], 0.0, cap);
+      next = std::clamp(a - g / diagonal_[t], 0.0, row_cap);
     }
     if (next != a) Move(t, next, alpha, q);
   }
@@ -204,17 +249,21 @@ KernelCertificate KernelCertificateSolver::Solve(
     return c;
   }
   if (!(radius > 0)) {
-    // Every k(x^, x^) is 0, so every phi(x^) is 0: every bound is 2n.
-    c.upper = c.lower = 2.0 * static_cast<double>(n);
+    // Every k(x^, x^) is 0, so every phi(x^) is 0: every bound is twice
+    // the examples (a row of count c being c of them).
+    const auto examples = static_cast<double>(rows_.examples());
+    c.upper = c.lower = 2.0 * examples;
     c.gamma = 1;
-    c.td = static_cast<double>(n);
+    c.td = examples;
     c.converged = true;
     return c;
   }
   const double r2 = radius * radius;
   const double cap = 1 / r2;
+  // R may have grown since the last solve: bring alpha into its box.
   for (size_t t = 0; t < n; ++t) {
-    if (alpha_[t] > cap) Move(t, cap, &alpha_, &q_);
+    const double row_cap = cap * rows_.count(t);
+    if (alpha_[t] > row_cap) Move(t, row_cap, &alpha_, &q_);
   }
   auto figures = [&] {
     double vv = 0, alphas = 0, hinge = 0;
@@ -222,7 +271,7 @@ KernelCertificate KernelCertificateSolver::Solve(
       const double margin = rows_.label(t) * q_[t];
       vv += alpha_[t] * margin;
       alphas += alpha_[t];
-      hinge += std::max(0.0, 1 - margin);
+      hinge += rows_.count(t) * std::max(0.0, 1 - margin);
     }
     c.lower = 2 * r2 * (alphas - vv / 2);
     if (vv > 0) {
@@ -283,17 +332,19 @@ LeastDistance KernelCertificateSolver::SolveLeastDistance(
   auto distance = [&](double scale) {
     double td = 0;
     for (size_t t = 0; t < n; ++t) {
-      td += std::max(0.0, gamma - rows_.label(t) * scale * td_q_[t]);
+      td += rows_.count(t) *
+            std::max(0.0, gamma - rows_.label(t) * scale * td_q_[t]);
     }
     return td;
   };
-  d.upper = gamma * static_cast<double>(n);  // u = 0
+  d.upper = gamma * static_cast<double>(rows_.examples());  // u = 0
   LogCSearch search;
   const int passes = std::max(1, options.max_passes);
   for (d.solves = 1; d.solves <= 200; ++d.solves) {
     const double cap = std::exp(search.log_c());
     for (size_t t = 0; t < n; ++t) {
-      if (td_alpha_[t] > cap) Move(t, cap, &td_alpha_, &td_q_);
+      const double row_cap = cap * rows_.count(t);
+      if (td_alpha_[t] > row_cap) Move(t, row_cap, &td_alpha_, &td_q_);
     }
     for (int pass = 1; pass <= passes; ++pass) {
       Pass(cap, &td_alpha_, &td_q_);
@@ -301,7 +352,7 @@ LeastDistance KernelCertificateSolver::SolveLeastDistance(
       const double vv = norm_of();
       double hinge = 0, alphas = 0;
       for (size_t t = 0; t < n; ++t) {
-        hinge += std::max(0.0, 1 - rows_.label(t) * td_q_[t]);
+        hinge += rows_.count(t) * std::max(0.0, 1 - rows_.label(t) * td_q_[t]);
         alphas += td_alpha_[t];
       }
       if (vv / 2 + cap * hinge - (alphas - vv / 2) <=

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/certificate.h"
 #include "core/config.h"
 #include "core/kept_rows.h"
@@ -72,11 +73,18 @@ struct KernelCandidates {
 KernelCandidates KernelCandidatesFrom(const KernelCertificate& c,
                                       const KeptRows& rows);
 
-// sum_t max(0, 1 - y_t v . phi(x^_t)) over `rows` for each v = sum_s v_s
-// phi(basis_s) of `vs` (scaled candidates shared as in HingeSums).
+// sum_t c_t max(0, 1 - y_t v . phi(x^_t)) over `rows` (c_t row t's count)
+// for each v = sum_s v_s phi(basis_s) of `vs` (scaled candidates shared as in
+// HingeSums).
 std::vector<double> KernelHingeSums(const KeptRows& rows, const KeptRows& basis,
                                     KernelRows* kernel,
                                     const std::vector<std::vector<double>>& vs);
+// The same over the rows at `places` of `rows`, each as often as it is listed
+// (HingeSumsAt's, in the feature space).
+std::vector<double> KernelHingeSumsAt(
+    const KeptRows& rows, absl::Span<const uint32_t> places,
+    const KeptRows& basis, KernelRows* kernel,
+    const std::vector<std::vector<double>>& vs);
 // ||v||^2 = sum_{s,r} v_s v_r k(basis_s, basis_r) for each v of `vs`.
 std::vector<double> KernelSquares(const KeptRows& basis, KernelRows* kernel,
                                   const std::vector<std::vector<double>>& vs);
@@ -93,7 +101,10 @@ class KernelCertificateSolver {
   KernelCertificateSolver(uint32_t weight_dimension, const KernelConfig& kernel)
       : kernel_(weight_dimension, kernel) {}
 
-  void Add(KeptRows rows);
+  // Adds rows after those it has, then counts the rows at `repeats` (places
+  // among all kept) once more each, as CertificateSolver::Add does: a row of
+  // count c is solved as c equal examples, its variable in [0, c C].
+  void Add(KeptRows rows, absl::Span<const uint32_t> repeats = {});
   size_t size() const { return rows_.size(); }
   const KeptRows& rows() const { return rows_; }
   KernelRows* kernel() { return &kernel_; }
@@ -116,7 +127,8 @@ class KernelCertificateSolver {
   // afresh over the rows with alpha_s != 0, for rows [from, n).
   void Recompute(size_t from, const std::vector<double>& alpha,
                  std::vector<double>* q);
-  // One pass of dual coordinate descent over every row, alpha in [0, cap].
+  // One pass of dual coordinate descent over every row, alpha_t in
+  // [0, cap c_t] (c_t row t's count).
   void Pass(double cap, std::vector<double>* alpha, std::vector<double>* q);
 
   KernelRows kernel_;

@@ -191,16 +191,16 @@ absl::Duration CertificateRefresher::Refresh(
       entry->solver_generation = generation;
     }
     KernelCertificateSolver& solver = *entry->kernel_solver;
-    solver.Add(std::move(rows));
+    solver.Add(std::move(rows), repeats);
     const KernelCertificate c = solver.Solve(radius, options);
     if (c.stopped) return stopped();
     KernelCandidates k = KernelCandidatesFrom(c, solver.rows());
     std::vector<double> sums =
         KernelHingeSums(solver.rows(), k.basis, solver.kernel(), k.vs);
     entry->solver_converged = c.converged;
-    still_freezing =
-        Install(*entry, std::move(k.vs), std::move(sums), c.lower, c.converged,
-                solver.size(), generation, std::move(k.basis));
+    still_freezing = Install(*entry, std::move(k.vs), std::move(sums), c.lower,
+                             c.converged, solver.size(), generation,
+                             std::move(k.basis), nullptr, &solver.rows());
     solver_lock.Release();
     if (freezing != nullptr) *freezing = still_freezing;
     entry->NotifyChanged();

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -82,14 +83,16 @@ struct KernelRefresher {
           model->config().weight_dimension(), model->config().kernel);
       generation = t->generation();
     }
-    solver->Add(t->Take());
+    std::vector<uint32_t> repeats;
+    KeptRows rows = t->Take(&repeats);
+    solver->Add(std::move(rows), repeats);
     const KernelCertificate c =
         solver->Solve(model->CertificateRadius(), options);
     KernelCandidates k = KernelCandidatesFrom(c, solver->rows());
     std::vector<double> sums =
         KernelHingeSums(solver->rows(), k.basis, solver->kernel(), k.vs);
     t->Install(k.vs, std::move(sums), c.lower, c.converged, solver->size(),
-               generation, std::move(k.basis));
+               generation, std::move(k.basis), nullptr, &solver->rows());
     return c;
   }
   std::unique_ptr<KernelCertificateSolver> solver;
@@ -178,6 +181,135 @@ TEST(KernelCertificateTest, PropertyOverRandomStreamsAndKernels) {
   std::cout << "[ kernel certificate ] " << streams << " streams, " << converged
             << " converged to 1e-6\n";
   EXPECT_EQ(converged, streams);
+}
+
+// A row standing for c equal examples is solved as c copies of it, in the
+// feature space as in the linear solver: the same optimum (its dual variable
+// in [0, c C]), whatever the counts, and solved warm from a solution before
+// its count grew as cold; its TD is over every example.
+TEST(KernelCertificateTest, ARowsCountSolvesAsItsCopies) {
+  for (int trial = 0; trial < 12; ++trial) {
+    SCOPED_TRACE(trial);
+    ModelConfig config = KernelModel(
+        3, trial % 2 == 0 ? KernelType::kRbf : KernelType::kPolynomial);
+    config.kernel.degree = 2;
+    const Set s = Sphere(3, 30, 0.1, 40 + trial);
+    const Preparer preparer(config);
+    KernelCertificateSolver counted(config.weight_dimension(), config.kernel),
+        copies(config.weight_dimension(), config.kernel);
+    std::mt19937_64 rng(trial);
+    std::vector<uint32_t> repeats;
+    double radius = 0;
+    KeptRows rows;
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      const Prepared p = *preparer.Prepare(FeatureView::Dense(s.x[t]));
+      double square = 0;
+      for (uint32_t i = 0; i < config.weight_dimension(); ++i) {
+        square += p.dense_at(i) * p.dense_at(i);
+      }
+      radius = std::max(radius, std::sqrt(KernelValue(config.kernel, square,
+                                                      square, square)));
+      rows.Add(p, s.y[t]);
+      const int times = 1 + static_cast<int>(rng() % 5);
+      KeptRows copy;
+      for (int k = 0; k < times; ++k) copy.Add(p, s.y[t]);
+      copies.Add(std::move(copy));
+      for (int k = 1; k < times; ++k) repeats.push_back(t);
+    }
+    counted.Add(std::move(rows));
+    CertificateOptions tight;
+    tight.tolerance = 1e-7;
+    tight.max_passes = 100000;
+    ASSERT_TRUE(counted.Solve(radius, tight).converged);
+    counted.Add(KeptRows(), repeats);
+    EXPECT_EQ(counted.rows().examples(), copies.size());
+    const KernelCertificate a = counted.Solve(radius, tight);
+    const KernelCertificate b = copies.Solve(radius, tight);
+    ASSERT_TRUE(a.converged && b.converged);
+    EXPECT_LE(a.lower, b.upper * (1 + 1e-12));
+    EXPECT_LE(b.lower, a.upper * (1 + 1e-12));
+    EXPECT_NEAR(a.upper, b.upper, 1e-6 * b.upper);
+    const LeastDistance d = counted.SolveLeastDistance(a.gamma, tight);
+    const LeastDistance e = copies.SolveLeastDistance(a.gamma, tight);
+    EXPECT_NEAR(d.upper, e.upper, 1e-3 * e.upper + 1e-9);
+  }
+}
+
+// Cyclic training of a kernel model (30 passes over 40 examples) keeps 40
+// rows, each standing for its 30 copies: U bounds the updates at every
+// example and is the solution over the 1,200 examples, and the model's state
+// with its rows goes on bit for bit after a restart.
+TEST(KernelCertificateTest, CyclicTrainingKeepsEachRowOnceWithItsCount) {
+  const Set s = Sphere(3, 40, 0.1, 77);
+  ModelConfig config = KernelModel(3, KernelType::kRbf);
+  config.kernel.sigma = 1;
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/1000, /*slack=*/100);
+  KernelRefresher refresher;
+  constexpr size_t kPasses = 30;
+  for (size_t pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+      const CertificateReport r = *model->CertificateNow(false);
+      if (r.available) {
+        ASSERT_LE(static_cast<double>(model->counters().updates),
+                  r.upper * (1 + 1e-9));
+      }
+    }
+    if (pass % 4 == 1) refresher.Round(model.get());
+  }
+  CertificateOptions tight;
+  tight.tolerance = 1e-7;
+  tight.max_passes = 100000;
+  ASSERT_TRUE(refresher.Round(model.get(), tight).converged);
+  const double radius = model->CertificateRadius();
+  const CertificateReport r = *model->CertificateNow(true);
+  EXPECT_EQ(r.phase, CertificatePhase::kKeeping);
+  EXPECT_EQ(r.kept_rows, s.x.size());
+  EXPECT_EQ(r.kept, kPasses * s.x.size());
+  EXPECT_EQ(r.solved, kPasses * s.x.size());
+  EXPECT_EQ(refresher.solver->rows().examples(), kPasses * s.x.size());
+  EXPECT_GE(r.upper, static_cast<double>(model->counters().updates));
+
+  // The same examples as 1,200 rows: the same optimum.
+  KernelCertificateSolver copies(config.weight_dimension(), config.kernel);
+  const Preparer preparer(config);
+  KeptRows all;
+  for (size_t pass = 0; pass < kPasses; ++pass) {
+    for (size_t t = 0; t < s.x.size(); ++t) {
+      all.Add(*preparer.Prepare(FeatureView::Dense(s.x[t])), s.y[t]);
+    }
+  }
+  copies.Add(std::move(all));
+  const KernelCertificate exact = copies.Solve(radius, tight);
+  ASSERT_TRUE(exact.converged);
+  EXPECT_NEAR(r.upper, exact.upper, 1e-6 * exact.upper);
+  EXPECT_LE(r.lower, exact.upper * (1 + 1e-12));
+  EXPECT_LE(exact.lower, r.upper * (1 + 1e-12));
+  std::cout << "[ kernel certificate ] rbf, " << kPasses << " passes over "
+            << s.x.size() << " examples: " << r.kept_rows << " rows for "
+            << r.kept << " examples, U " << r.upper << " (over the copies "
+            << exact.upper << "), L " << r.lower << ", updates "
+            << model->counters().updates << "\n";
+
+  // Restarted from its state and its rows (with their counts), it goes on
+  // as the model does.
+  auto restored = *Model::FromState(model->ExportState());
+  std::optional<KeptRows> rows =
+      model->certificate()->RowsNow(&refresher.solver->rows());
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->size(), s.x.size());
+  ASSERT_TRUE(restored->AttachCertificateRows(*rows));
+  restored->EnableCertificate(1000, 100);
+  EXPECT_EQ(restored->ExportState().certificate,
+            model->ExportState().certificate);
+  for (size_t t = 0; t < s.x.size(); ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+  }
+  EXPECT_EQ(model->CertificateNow(false)->upper,
+            restored->CertificateNow(false)->upper);
+  EXPECT_EQ(restored->CertificateNow(false)->kept, (kPasses + 1) * s.x.size());
 }
 
 // A linear kernel model's examples of `s`, prepared, given to a linear solver

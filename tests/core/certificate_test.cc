@@ -308,6 +308,23 @@ TEST(CertificateTest, ARowsCountSolvesAsItsCopies) {
   }
 }
 
+// Every x^ zero (no bias, no normalization): every comparator's TD_gamma is
+// gamma for each example, a row of count c being c of them, so every bound
+// is twice the examples, not the rows.
+TEST(CertificateTest, ZeroRowsBoundTwiceTheirExamples) {
+  const Preparer preparer(Plain(3));
+  CertificateSolver solver(3);
+  solver.Add(Prep(preparer, {0, 0, 0}), 1);
+  solver.Add(Prep(preparer, {0, 0, 0}), -1);
+  const std::vector<uint32_t> repeats = {0, 0, 1};  // 3 and 2 examples
+  solver.Add(KeptRows(), repeats);
+  const Certificate c = solver.Solve(0, {});
+  EXPECT_TRUE(c.converged);
+  EXPECT_EQ(c.upper, 10);
+  EXPECT_EQ(c.lower, 10);
+  EXPECT_EQ(c.td, 5);
+}
+
 // A wide solver finds its coordinates' positions in a table, and once they
 // are a sixth of the model's coordinates in an array: the solver of a model
 // just wide enough to switch solves as one so wide it never does, bit for bit.

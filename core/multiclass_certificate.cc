@@ -178,7 +178,21 @@ MulticlassCertificate MulticlassCertificateSolver::Solve(
   MulticlassCertificate c;
   c.examples = rows_.examples();
   c.u.assign(static_cast<size_t>(k_) * dim_, 0.0);
-  if (rows_.size() == 0 || radius == 0) {
+  if (rows_.size() == 0) {
+    c.converged = true;
+    return c;
+  }
+  if (!(radius > 0)) {
+    // Every kept x^ is 0: every comparator's margins are 0, its TD_gamma is
+    // gamma for each example, so every bound is exactly twice the examples
+    // (the binary solver's case). Any unit U attains it.
+    const auto examples = static_cast<double>(rows_.examples());
+    c.u[0] = 1;
+    c.candidates = {c.u};
+    c.sums = ClassHingeSums(rows_, c.candidates, k_);
+    c.upper = c.lower = 2.0 * examples;
+    c.gamma = 1;
+    c.td = examples;
     c.converged = true;
     return c;
   }

@@ -213,6 +213,34 @@ TEST(MulticlassCertificateTest, UpperIsTheBoundOfItsComparatorAndLowerIsBelow) {
   }
 }
 
+// Every x^ zero (no bias, no normalization): every comparator's margins are
+// 0 and its TD_gamma gamma for each example (a row of count c being c of
+// them), so every bound is twice the examples; a unit comparator attains it,
+// its hinge sum over them the examples.
+TEST(MulticlassCertificateTest, ZeroRowsBoundTwiceTheirExamples) {
+  ModelConfig config;
+  config.dimension = 2;
+  config.bias = false;
+  config.normalize = false;
+  const Preparer preparer(config);
+  MulticlassCertificateSolver solver(3, config.weight_dimension());
+  const std::vector<double> x = {0, 0};
+  const Prepared zero = *preparer.Prepare(FeatureView::Dense(x));
+  solver.Add(zero, 0);
+  solver.Add(zero, 2);
+  const std::vector<uint32_t> again = {1, 1};  // 1 and 3 examples
+  solver.Add(KeptRows(), again);
+  const MulticlassCertificate c = solver.Solve(0, {});
+  EXPECT_TRUE(c.converged);
+  EXPECT_EQ(c.examples, 4u);
+  EXPECT_EQ(c.upper, 8);
+  EXPECT_EQ(c.lower, 8);
+  EXPECT_EQ(c.td, 4);
+  EXPECT_EQ(c.gamma, 1);
+  ASSERT_EQ(c.candidates.size(), 1u);
+  EXPECT_EQ(c.sums, std::vector<double>{4});
+}
+
 // The refresher solves in rounds of a few passes, warm, as rows are counted
 // again: every round starts with every class of every row active and the
 // solver shrinks them again (Pass). Rows counted twice reach the optimum of a

@@ -368,6 +368,19 @@ int Weights(const Args& args) {
   const uint32_t top = absl::GetFlag(FLAGS_top);
   absl::StatusOr<v1::Weights> w = client->GetWeights(args[0], top);
   if (!w.ok()) return Fail(w.status());
+  if (w->values_size() == 0 && w->top_size() == 0) {
+    // A kernel model's w lies in the kernel's feature space: said, not an
+    // empty list.
+    absl::StatusOr<v1::Model> m = client->GetModel(args[0]);
+    if (m.ok() && m->config().algorithm() == v1::KERNEL) {
+      return FailLocal(absl::FailedPreconditionError(absl::StrCat(
+          args[0],
+          " is a kernel model: its w is a sum over its support vectors in the "
+          "kernel's feature space, with no weight by coordinate (`perceptron "
+          "certificate ",
+          args[0], "` gives its comparator as such a sum)")));
+    }
+  }
   if (top == 0) {
     // A multiclass model's k vectors, each after a "# class NAME" line.
     std::vector<std::string> classes;

@@ -197,6 +197,9 @@ TEST_F(CliTest, AKernelModelsCertificateIsWrittenAsAnExpansion) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(absl::StrFormat("certificate    U %.6g",
                                                   cert.upper())));
+  r = RunCommand(Cli(*server_, "weights kc --top=5"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("kc is a kernel model: its w is a sum"));
   r = RunCommand(Cli(*server_, "certificate kc --out=" + terms));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("u = sum coefficient * phi(x^)"));

@@ -392,7 +392,9 @@ class Model:
                                  pb.GetCertificateRequest(model_id=self.id))
 
     def weights(self) -> np.ndarray:
-        """The weight vector (with the bias coordinate last, if the model has one)."""
+        """The weight vector (with the bias coordinate last, if the model has one); empty for
+        a kernel model, whose w lies in the kernel's feature space (certificate() gives its
+        comparator as a sum over kept examples)."""
         chunks = self.client._stream("GetWeightsChunks",
                                      pb.GetWeightsRequest(model_id=self.id))
         return np.array([v for c in chunks for v in c.values], dtype=np.float64)

@@ -65,7 +65,10 @@ void PrintCertificate(const v1::ModelStats& s, bool bounds_updates = true) {
   std::printf("\n");
   std::printf("               gamma %.6g, TD_gamma %.6g; %s%s\n", c.gamma(),
               c.td_gamma(), state.c_str(),
-              c.converged() ? "" : ", solver not yet converged");
+              c.converged() ? ""
+              : c.state() == v1::Certificate::FROZEN
+                  ? ", its last solution had not converged"
+                  : ", solver not yet converged");
   // L at 2 a covered example: the bound of u -> 0 (gamma without limit, every
   // example a unit of TD/gamma), which nothing beats: the examples have no
   // linear structure the theorem can use.

@@ -33,8 +33,8 @@ double MultipleOf(const std::vector<double>& v, const std::vector<double>& of) {
   return 0;
 }
 
-// Adds n times each candidate's hinge term 1 - sign * scores[k], where
-// positive, to sums[k].
+}  // namespace
+
 void AddHinges(int sign, const std::vector<double>& scores, double n,
                std::vector<double>* sums) {
   for (size_t k = 0; k < scores.size(); ++k) {
@@ -42,24 +42,6 @@ void AddHinges(int sign, const std::vector<double>& scores, double n,
     if (h > 0) (*sums)[k] += n * h;
   }
 }
-
-// Calls f(t, n) once for each place t below `size` in `places`, in increasing
-// order, with n the number of times it is listed (a cycled data set lists
-// every row again and again).
-template <typename F>
-void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
-  std::vector<uint32_t> sorted(places.begin(), places.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size();) {
-    const uint32_t t = sorted[i];
-    size_t n = 1;
-    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
-    i += n;
-    if (t < size) f(t, static_cast<double>(n));
-  }
-}
-
-}  // namespace
 
 ScaledCandidates::ScaledCandidates(const std::vector<std::vector<double>>& vs) {
   for (uint32_t k = 0; k < vs.size(); ++k) {

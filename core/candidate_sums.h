@@ -238,6 +238,27 @@ class CandidateSupport {
 // shared as ScaledCandidates says.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
+// Adds n times each candidate's hinge term 1 - sign * scores[k], where
+// positive, to sums[k].
+void AddHinges(int sign, const std::vector<double>& scores, double n,
+               std::vector<double>* sums);
+
+// Calls f(t, n) once for each place t below `size` in `places`, in increasing
+// order, with n the number of times it is listed (a cycled data set lists
+// every row again and again).
+template <typename F>
+void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
+  std::vector<uint32_t> sorted(places.begin(), places.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const uint32_t t = sorted[i];
+    size_t n = 1;
+    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
+    i += n;
+    if (t < size) f(t, static_cast<double>(n));
+  }
+}
+
 // The hinge sums over the rows of `rows` at `places` (a place listed twice
 // counts twice), each row once whatever its count.
 std::vector<double> HingeSumsAt(const KeptRows& rows,

@@ -91,10 +91,7 @@ void AddKernelHinges(const KeptRows& rows, size_t t, double n,
     (*scores)[j] = f;
   }
   scaled.Spread(scores->data());
-  for (size_t j = 0; j < vs.size(); ++j) {
-    const double h = 1 - rows.label(t) * (*scores)[j];
-    if (h > 0) (*sums)[j] += n * h;
-  }
+  AddHinges(rows.label(t), *scores, n, sums);
 }
 
 }  // namespace
@@ -121,17 +118,9 @@ std::vector<double> KernelHingeSumsAt(
   if (vs.empty()) return sums;
   const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size()), k;
-  std::vector<uint32_t> sorted(places.begin(), places.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size();) {
-    const uint32_t t = sorted[i];
-    size_t n = 1;
-    while (i + n < sorted.size() && sorted[i + n] == t) ++n;
-    i += n;
-    if (t >= rows.size()) continue;
-    AddKernelHinges(rows, t, static_cast<double>(n), basis, kernel, vs, scaled,
-                    &scores, &k, &sums);
-  }
+  ForEachPlaceOnce(places, rows.size(), [&](uint32_t t, double n) {
+    AddKernelHinges(rows, t, n, basis, kernel, vs, scaled, &scores, &k, &sums);
+  });
   return sums;
 }
 

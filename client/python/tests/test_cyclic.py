@@ -29,15 +29,15 @@ def weighted_svm(X, y, C, weights):
     return r["primal objective"], r["dual objective"]
 
 
-def test_two_hundred_passes_are_exact_over_the_distinct_rows(client):
-    data = load_breast_cancer()
-    X, y = data.data, np.where(data.target == 1, 1, -1)
-    model = client.create_model("cyclic", dimension=X.shape[1])
-    for _ in range(PASSES):
+def learn_cyclically(model, X, y, passes):
+    """passes over (X, y), then its first 50 rows 3 times more (some rows more often than
+    others); once the certificate has settled over every example, it and the rows' counts,
+    the kept rows checked to be the distinct ones, each standing for its copies."""
+    for _ in range(passes):
         model.learn(X, y)
     for _ in range(3):
-        model.learn(X[:50], y[:50])  # some rows more often than others
-    n = PASSES * len(y) + 3 * 50
+        model.learn(X[:50], y[:50])
+    n = passes * len(y) + 3 * 50
     end = time.monotonic() + 120
     while True:
         c = model.status().stats.certificate
@@ -47,13 +47,21 @@ def test_two_hundred_passes_are_exact_over_the_distinct_rows(client):
         time.sleep(0.01)  # a poll's pause
     assert c.state == pb.Certificate.KEEPING
     assert c.kept_rows == len(y) and c.kept == n
+    counts = np.full(len(y), float(passes))
+    counts[:50] += 3
+    return c, counts
+
+
+def test_two_hundred_passes_are_exact_over_the_distinct_rows(client):
+    data = load_breast_cancer()
+    X, y = data.data, np.where(data.target == 1, 1, -1)
+    model = client.create_model("cyclic", dimension=X.shape[1])
+    c, counts = learn_cyclically(model, X, y, PASSES)
     # x^: the bias 1 appended, then normalized (R = 1), as the model prepares it.
     Xb = np.hstack([X, np.ones((len(y), 1))])
     Xb /= np.linalg.norm(Xb, axis=1)[:, None]
     r2 = model.status().stats.radius ** 2
     assert r2 == 1.0
-    counts = np.full(len(y), float(PASSES))
-    counts[:50] += 3
     primal, dual = weighted_svm(Xb, y.astype(float), 1 / r2, counts)
     assert abs(primal - dual) <= 1e-6 * primal
     upper, lower = c.upper / (2 * r2), c.lower / (2 * r2)
@@ -86,28 +94,12 @@ def test_a_kernel_models_passes_are_exact_over_the_distinct_rows(client):
     X, y = data.data, np.where(data.target == 1, 1, -1)
     model = client.create_model("cyclic-rbf", dimension=X.shape[1], algorithm="kernel",
                                 kernel="rbf", sigma=1.0)
-    passes = 20
-    for _ in range(passes):
-        model.learn(X, y)
-    for _ in range(3):
-        model.learn(X[:50], y[:50])
-    n = passes * len(y) + 3 * 50
-    end = time.monotonic() + 120
-    while True:
-        c = model.status().stats.certificate
-        if c.available and c.converged and c.solved == c.examples == n:
-            break
-        assert time.monotonic() < end, f"the certificate did not settle: {c}"
-        time.sleep(0.01)  # a poll's pause
-    assert c.state == pb.Certificate.KEEPING
-    assert c.kept_rows == len(y) and c.kept == n
+    c, counts = learn_cyclically(model, X, y, 20)
     Xb = np.hstack([X, np.ones((len(y), 1))])
     Xb /= np.linalg.norm(Xb, axis=1)[:, None]
     sq = (Xb * Xb).sum(axis=1)
     K = np.exp(-np.maximum(sq[:, None] + sq[None, :] - 2 * Xb @ Xb.T, 0) / 2)  # sigma 1
     r2 = 1.0  # k(x^, x^) = 1 for rbf
-    counts = np.full(len(y), float(passes))
-    counts[:50] += 3
     low, high = weighted_kernel_svm_dual(K, y.astype(float), 1 / r2, counts)
     assert high - low <= 1e-6 * high
     upper, lower = c.upper / (2 * r2), c.lower / (2 * r2)

@@ -565,8 +565,12 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
   size_t n = 0;
   while (NextToken(&head, &token)) {
     if (n == 4) {
-      return Bad(absl::StrCat("cannot read \"", token,
-                              "\" before '|' (label [1] ['tag] expected)"));
+      size_t more = 1;
+      while (NextToken(&head, &token)) ++more;
+      return Bad(absl::StrCat(4 + more,
+                              " words before '|': at most a label, an "
+                              "importance weight of 1 and a tag are read "
+                              "(label [1] ['tag])"));
     }
     words[n++] = token;
   }

@@ -455,6 +455,8 @@ TEST(DataReaderTest, VowpalWabbitTags) {
               HasSubstr("r.vw:1: initial prediction 2 (Vowpal Wabbit"));
   EXPECT_THAT(ParseData("1 1 z t|a x\n", "r.vw", {}).status().message(),
               HasSubstr("r.vw:1: cannot read \"z\" before '|'"));
+  EXPECT_THAT(ParseData("1 1 0 a b c|a x\n", "r.vw", {}).status().message(),
+              HasSubstr("r.vw:1: 6 words before '|': at most a label"));
 }
 
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {

@@ -427,7 +427,7 @@ class ShardsTest(unittest.TestCase):
         a second nginx routes by them; `perceptron rebalance` copies through it while a `train`
         through the live proxy writes 200,000 examples to a model that moves to shard
         `writer_to`; the live proxy is switched (reloaded) when rebalance says so, and a Python
-        `learn(retry_for=...)` starts then on another model being moved (so it meets the mark).
+        `learn(retry_for=...)` starts then on another model being moved (so it meets the move).
         Checks that every model is then on the shard both proxies route it to, and only there,
         with its export unchanged, and that both writers' models equal their data learned once
         by one server. Returns the rebalance's and the writer's output."""
@@ -465,14 +465,18 @@ class ShardsTest(unittest.TestCase):
             px = rng.standard_normal((20000, 20))
             py = np.where(px @ rng.standard_normal(20) > 0, 1, -1)
             learned = {}
+            connected = threading.Event()
 
             def learn_while_moving():
                 try:
                     with perceptrond.Client(self.nginx.target, timeout=30) as c:
-                        learned["result"] = c.model(pywriter).learn(px, py, batch_size=256,
-                                                                    retry_for=120)
+                        model = c.model(pywriter)  # a connection through the proxy's routes now
+                        connected.set()
+                        learned["result"] = model.learn(px, py, batch_size=256, retry_for=120)
                 except Exception as e:  # reported by the test's thread
                     learned["error"] = e
+                finally:
+                    connected.set()
 
             # A daemon: should it hang, the test fails below rather than the process at exit.
             pythread = threading.Thread(target=learn_while_moving, daemon=True)
@@ -502,6 +506,10 @@ class ShardsTest(unittest.TestCase):
                 if "switch it now" in line:
                     self.assertIsNone(train.poll(), "the writer ended before its model moved")
                     pythread.start()
+                    # Its connection is made before the proxy's routes change (the reload
+                    # leaves it to an old worker, which routes to the model's old shard), so
+                    # its stream meets the move, whenever the switch is seen.
+                    self.assertTrue(connected.wait(timeout=60))
                     self.nginx.reload(new_targets)
             out, _ = rebalance.communicate(timeout=300)
             self.assertEqual(rebalance.returncode, 0, "".join(progress) + out)
@@ -515,8 +523,10 @@ class ShardsTest(unittest.TestCase):
                              self.where(pywriter, learned["result"], progress))
             self.assertIn("is being moved to another shard", err)
             self.assertIn("resuming at example", err)
-            # The Python writer met the mark too, and said so.
-            self.assertTrue(any("is being moved to another shard" in m for m in resumes), resumes)
+            # The Python writer met the move too, and said so: the mark, or, once rebalance saw
+            # the switch and dropped the old copy, the model gone from the old shard.
+            self.assertTrue(any("is being moved to another shard" in m
+                                or "was moved to another shard" in m for m in resumes), resumes)
             # Every model on exactly one shard, the one both proxies route it to, unchanged.
             owners = self.owners()
             self.assertEqual(sorted(owners), sorted(list(before) + [writer, pywriter]))

@@ -82,7 +82,11 @@ std::string ReadPem(const char* flag, const std::string& path,
 
 }  // namespace
 
-std::unique_ptr<Client> Connect() { return Client::Connect(Options()); }
+std::unique_ptr<Client> Connect(bool own_connection) {
+  ClientOptions options = Options();
+  options.own_connection = own_connection;
+  return Client::Connect(options);
+}
 
 ClientOptions Options() {
   ClientOptions options;

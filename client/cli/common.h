@@ -30,8 +30,10 @@ std::string Errno();
 int Usage(const std::string& why);
 // The whole of a small file, or exits with a message.
 std::string ReadSmallFile(const std::string& path);
-// A client for --server, with TLS and the token from the flags.
-std::unique_ptr<Client> Connect();
+// A client for --server, with TLS and the token from the flags; with
+// `own_connection`, on a connection of its own (not one another client of
+// the process holds).
+std::unique_ptr<Client> Connect(bool own_connection = false);
 // The client's options from the flags (--server, TLS, token).
 ClientOptions Options();
 

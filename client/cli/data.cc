@@ -472,6 +472,11 @@ int Train(const Args& args) {
                  absl::StatusCodeToString(summary.status().code()).c_str(),
                  std::string(summary.status().message()).c_str(),
                  absl::FormatDuration(retry_for).c_str(), model.c_str());
+    // What follows goes on a new connection: a proxy reloaded with a model's
+    // new shard may have left the old one with a worker that routes by the
+    // old shard set (shards_test's writer met "was moved" for 2 minutes in
+    // one run of 30).
+    client = Connect(/*own_connection=*/true);
     const absl::Time deadline = absl::Now() + retry_for;
     absl::Duration pause = absl::Milliseconds(100);
     absl::StatusOr<v1::ModelStatus> st;

@@ -234,14 +234,12 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   if (keeping || phase_ == CertificatePhase::kFreezing) {
     KeptRows& to = keeping ? queue_ : tail_;
     to.Stage(x, &staged);
-    if (counts_repeats()) {
-      key = KeyOf(to.indices(staged), to.values(staged), label);
-      if (next_place_ < keys_.size() && keys_[next_place_] == key &&
-          key != kNoKey) {
-        guessed = static_cast<uint32_t>(next_place_);
-      } else {
-        seen_.prefetch(key);
-      }
+    key = KeyOf(to.indices(staged), to.values(staged), label);
+    if (next_place_ < keys_.size() && keys_[next_place_] == key &&
+        key != kNoKey) {
+      guessed = static_cast<uint32_t>(next_place_);
+    } else {
+      seen_.prefetch(key);
     }
   }
   const std::vector<uint32_t>& summed = scaled_.summed();
@@ -301,25 +299,23 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
                                            : x.dimension + x.has_bias);
   if (keeping) {
     bool added = true;
-    if (counts_repeats()) {
-      // An example equal to a kept row counts that row again instead.
-      uint32_t place = 0;
-      if (guessed) {
-        place = *guessed;
-        added = false;
-      } else {
-        const auto [it, fresh_key] =
-            seen_.try_emplace(key, static_cast<uint32_t>(kept_));
-        place = it->second;
-        added = fresh_key;
-      }
-      if (!added && CountAgain(place)) {
-        RememberScore(place);
-        ++kept_examples_;
-        if (journaling_) journal_repeats_.push_back(place);
-        next_place_ = uint64_t{place} + 1;
-        return;
-      }
+    // An example equal to a kept row counts that row again instead.
+    uint32_t place = 0;
+    if (guessed) {
+      place = *guessed;
+      added = false;
+    } else {
+      const auto [it, fresh_key] =
+          seen_.try_emplace(key, static_cast<uint32_t>(kept_));
+      place = it->second;
+      added = fresh_key;
+    }
+    if (!added && CountAgain(place)) {
+      RememberScore(place);
+      ++kept_examples_;
+      if (journaling_) journal_repeats_.push_back(place);
+      next_place_ = uint64_t{place} + 1;
+      return;
     }
     // A wide model's new coordinates count as the row that brings them does.
     uint64_t fresh = 0;
@@ -334,10 +330,8 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
       for (uint32_t i : indices) in_use_.Add(i);
     }
     queue_.Keep(staged, label);
-    if (counts_repeats()) {
-      Placed(kept_, added ? key : kNoKey);
-      RememberScore(kept_);
-    }
+    Placed(kept_, added ? key : kNoKey);
+    RememberScore(kept_);
     if (journaling_) journal_rows_.Add(x, label);
     kept_bytes_ += bytes;
     ++kept_examples_;
@@ -351,37 +345,33 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   // slack: it is frozen once a solution over the rows before the limit
   // converges (Install).
   const auto place = static_cast<uint32_t>(kept_ + tail_.size());
-  if (counts_repeats()) {
-    auto it = seen_.end();
-    bool added = false;
-    if (!guessed) std::tie(it, added) = seen_.try_emplace(key, place);
-    if (!added) {
-      const uint32_t at = guessed ? *guessed : it->second;
-      if (at >= kept_ ? tail_.AddCount(at - kept_, 1) : CountAgain(at)) {
-        RememberScore(at);
-        if (at < kept_) ++kept_examples_;
-        if (journaling_) journal_repeats_.push_back(at);
-        next_place_ = uint64_t{at} + 1;
-        return;
-      }
-      // The key is the new row's from here on.
-      if (guessed) {
-        seen_.insert_or_assign(key, place);
-      } else {
-        it->second = place;
-      }
-      if (at < keys_.size()) keys_[at] = kNoKey;
+  auto it = seen_.end();
+  bool added = false;
+  if (!guessed) std::tie(it, added) = seen_.try_emplace(key, place);
+  if (!added) {
+    const uint32_t at = guessed ? *guessed : it->second;
+    if (at >= kept_ ? tail_.AddCount(at - kept_, 1) : CountAgain(at)) {
+      RememberScore(at);
+      if (at < kept_) ++kept_examples_;
+      if (journaling_) journal_repeats_.push_back(at);
+      next_place_ = uint64_t{at} + 1;
+      return;
     }
+    // The key is the new row's from here on.
+    if (guessed) {
+      seen_.insert_or_assign(key, place);
+    } else {
+      it->second = place;
+    }
+    if (at < keys_.size()) keys_[at] = kNoKey;
   }
   if (!Reserve(row)) {
     StopKeeping(budget_->reason());  // covered, as above
     return;
   }
   tail_.Keep(staged, label);
-  if (counts_repeats()) {
-    Placed(place, key);
-    RememberScore(place);
-  }
+  Placed(place, key);
+  RememberScore(place);
   if (journaling_) journal_rows_.Add(x, label);
   tail_bytes_ += row;
   // The rows after the limit take no more than those kept before it.

@@ -470,8 +470,6 @@ class CertificateTracker {
   // The key of a row of non-zeros `i` (empty for a dense row) and `v`.
   static RowKey KeyOf(absl::Span<const uint32_t> i, absl::Span<const double> v,
                       int label);
-  // Whether equal examples count a kept row again (every model's).
-  bool counts_repeats() const { return true; }
   // Notes that the row kept at `place` has `key`, kNoKey if the table finds
   // that key at another place (keys_).
   void Placed(uint64_t place, const RowKey& key);

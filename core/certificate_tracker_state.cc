@@ -269,9 +269,8 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
     }
   }
   kept_examples_ = restored_.examples();
-  if ((phase_ == CertificatePhase::kKeeping ||
-       phase_ == CertificatePhase::kFreezing) &&
-      counts_repeats()) {
+  if (phase_ == CertificatePhase::kKeeping ||
+      phase_ == CertificatePhase::kFreezing) {
     for (size_t t = 0; t < restored_.size(); ++t) {
       const RowKey key = KeyOf(restored_, t);
       const bool added =
@@ -279,7 +278,7 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
       Placed(t, added ? key : kNoKey);
     }
   }
-  if (phase_ == CertificatePhase::kFreezing && counts_repeats()) {
+  if (phase_ == CertificatePhase::kFreezing) {
     for (size_t t = 0; t < tail_.size(); ++t) {
       // A later row with an equal key takes it over, as in Observe.
       const RowKey key = KeyOf(tail_, t);

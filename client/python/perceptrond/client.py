@@ -1,6 +1,7 @@
 """The Python client of perceptrond."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import queue
@@ -448,7 +449,9 @@ class Model:
         With `retry_for` (seconds), a stream that breaks (the server restarting, a shard
         behind a proxy gone) is resumed: once the model answers again, within `retry_for`, the
         examples it holds say where to go on, and the new stream's first request carries that
-        count (LearnRequest.if_examples), so no example is lost or learned twice. It assumes
+        count (LearnRequest.if_examples), so no example is lost or learned twice; the waiting and
+        the new stream go on a connection of their own (a proxy reloaded meanwhile may keep the
+        old one on its old routes), closed when learn returns. It assumes
         no other client writes to the model meanwhile; the rows must then be ones the server
         accepts (checked here first: ValueError otherwise). An example a broken stream had the
         model learn and commit without an answer is listed in the result's `unanswered` (its
@@ -503,74 +506,84 @@ class Model:
         # While resumed streams make no progress (a model being moved to another shard refuses
         # every batch with UNAVAILABLE until its move ends): since when, and the next pause.
         stalled_since, stall_pause = None, 0.1
-        while True:
-            part = rows[done:]
-            batches = [_wire.learn_request(self.id if i == 0 else "", columns,
-                                           base + done if i == 0 else None)
-                       for i, columns in enumerate(
-                           _batches(kind, part, labels[done:], batch_size))]
-            if not batches:
-                batches.append(_wire.learn_request(self.id, b"", base + done))
-            at = done
-            try:
-                for response in self.client._learn(self.id, iter(batches)):
-                    c = response.columns
-                    k = len(c.scores)
-                    if len(c.errors):
-                        raise PerceptronError(_CODES[c.errors[0].error.code],
-                                              c.errors[0].error.message, at + c.errors[0].item)
-                    scores[at:at + k] = c.scores
-                    mistakes[at:at + k] = _bits(c.mistakes, k)
-                    updates[at:at + k] = _bits(c.updates, k)
-                    stats = response.stats
-                    at += k
-                if at == n:
-                    return LearnResult(scores, mistakes, updates, [], stats, unanswered)
-                # Ended OK with batches unanswered (cut short on the way): a broken stream.
-                raise PerceptronError(grpc.StatusCode.UNAVAILABLE,
-                                      f"the Learn stream ended without an error after {at} "
-                                      f"of {n} examples were answered")
-            except PerceptronError as e:
-                if e.code not in _RESUMABLE or e.item is not None:
-                    raise
-                broke = e
-            # Once the model answers again, what it holds says where to go on.
-            deadline = time.monotonic() + retry_for
-            pause = 0.1
+        via = self  # after a break, the model through a connection of its own
+        try:
             while True:
+                part = rows[done:]
+                batches = [_wire.learn_request(self.id if i == 0 else "", columns,
+                                               base + done if i == 0 else None)
+                           for i, columns in enumerate(
+                               _batches(kind, part, labels[done:], batch_size))]
+                if not batches:
+                    batches.append(_wire.learn_request(self.id, b"", base + done))
+                at = done
                 try:
-                    held = self.status().stats.examples - base
-                    break
+                    for response in via.client._learn(self.id, iter(batches)):
+                        c = response.columns
+                        k = len(c.scores)
+                        if len(c.errors):
+                            raise PerceptronError(_CODES[c.errors[0].error.code],
+                                                  c.errors[0].error.message, at + c.errors[0].item)
+                        scores[at:at + k] = c.scores
+                        mistakes[at:at + k] = _bits(c.mistakes, k)
+                        updates[at:at + k] = _bits(c.updates, k)
+                        stats = response.stats
+                        at += k
+                    if at == n:
+                        return LearnResult(scores, mistakes, updates, [], stats, unanswered)
+                    # Ended OK with batches unanswered (cut short on the way): a broken stream.
+                    raise PerceptronError(grpc.StatusCode.UNAVAILABLE,
+                                          f"the Learn stream ended without an error after {at} "
+                                          f"of {n} examples were answered")
                 except PerceptronError as e:
-                    if e.code not in _RESUMABLE or time.monotonic() + pause > deadline:
-                        raise PerceptronError(e.code, f"{self.id} did not answer again within "
-                                              f"{retry_for} s after {broke.message}: "
-                                              f"{e.message}") from None
-                    time.sleep(pause)  # a retry's pause
-                    pause = min(2 * pause, 2.0)
-            if held < at or held > n:
-                raise PerceptronError(
-                    grpc.StatusCode.DATA_LOSS,
-                    f"{self.id} holds {held} of these {n} examples after the stream broke, "
-                    f"{at} were acknowledged: examples were lost (a server without durability?) "
-                    "or another client writes to it; not resuming")
-            _log.info("%s: the Learn stream broke after %d of %d examples were answered (%s: %s); "
-                      "the model holds %d of them: resuming at example %d", self.id, at, n,
-                      broke.code.name, broke.message, held, held)
-            # Learned by the broken stream, committed, but never answered.
-            unanswered.extend(range(at, held))
-            scores[at:held] = np.nan
-            if held == done:
-                now = time.monotonic()
-                stalled_since = now if stalled_since is None else stalled_since
-                if now - stalled_since + stall_pause > retry_for:
-                    raise PerceptronError(broke.code, f"{self.id}: no progress for {retry_for} s: "
-                                          f"{broke.message}")
-                time.sleep(stall_pause)  # a retry's pause
-                stall_pause = min(2 * stall_pause, 2.0)
-            else:
-                stalled_since, stall_pause = None, 0.1
-            done = held
+                    if e.code not in _RESUMABLE or e.item is not None:
+                        raise
+                    broke = e
+                # What follows goes on a new connection: a proxy reloaded with the model's new shard
+                # may have left the old one with a worker that routes by the old shard set.
+                if via is not self:
+                    via.client.close()
+                via = Model(self.client._another(), self.id)
+                # Once the model answers again, what it holds says where to go on.
+                deadline = time.monotonic() + retry_for
+                pause = 0.1
+                while True:
+                    try:
+                        held = via.status().stats.examples - base
+                        break
+                    except PerceptronError as e:
+                        if e.code not in _RESUMABLE or time.monotonic() + pause > deadline:
+                            raise PerceptronError(e.code, f"{self.id} did not answer again within "
+                                                  f"{retry_for} s after {broke.message}: "
+                                                  f"{e.message}") from None
+                        time.sleep(pause)  # a retry's pause
+                        pause = min(2 * pause, 2.0)
+                if held < at or held > n:
+                    raise PerceptronError(
+                        grpc.StatusCode.DATA_LOSS,
+                        f"{self.id} holds {held} of these {n} examples after the stream broke, "
+                        f"{at} were acknowledged: examples were lost (a server without "
+                        "durability?) or another client writes to it; not resuming")
+                _log.info("%s: the Learn stream broke after %d of %d examples were answered "
+                          "(%s: %s); the model holds %d of them: resuming at example %d", self.id,
+                          at, n, broke.code.name, broke.message, held, held)
+                # Learned by the broken stream, committed, but never answered.
+                unanswered.extend(range(at, held))
+                scores[at:held] = np.nan
+                if held == done:
+                    now = time.monotonic()
+                    stalled_since = now if stalled_since is None else stalled_since
+                    if now - stalled_since + stall_pause > retry_for:
+                        raise PerceptronError(broke.code, f"{self.id}: no progress for "
+                                              f"{retry_for} s: {broke.message}")
+                    time.sleep(stall_pause)  # a retry's pause
+                    stall_pause = min(2 * stall_pause, 2.0)
+                else:
+                    stalled_since, stall_pause = None, 0.1
+                done = held
+        finally:
+            if via is not self:
+                via.client.close()
 
     def stream(self) -> "Stream":
         """A Learn stream for predict-then-reveal, as a context manager:
@@ -683,20 +696,32 @@ class Client:
                              "bearer token is sent as a header, which takes only those")
         options = [("grpc.max_send_message_length", max_message_bytes),
                    ("grpc.max_receive_message_length", max_message_bytes)]
+        self._address, self._options, self._credentials = address, options, None
         if tls is not None:
             tls.check()
-            credentials = grpc.ssl_channel_credentials(
+            self._credentials = grpc.ssl_channel_credentials(
                 root_certificates=tls.root_certificates, private_key=tls.private_key,
                 certificate_chain=tls.certificate_chain)
-            self._channel = grpc.secure_channel(address, credentials, options)
-        else:
-            self._channel = grpc.insecure_channel(address, options)
-        self._stub = pb_grpc.PerceptronServiceStub(self._channel)
         self._metadata = [("authorization", "Bearer " + token)] if token else None
         self._timeout = timeout
+        self._connect(self._options)
+
+    def _connect(self, options: list) -> None:
+        if self._credentials is not None:
+            self._channel = grpc.secure_channel(self._address, self._credentials, options)
+        else:
+            self._channel = grpc.insecure_channel(self._address, options)
+        self._stub = pb_grpc.PerceptronServiceStub(self._channel)
         self._learn_raw = self._channel.stream_stream(
             "/perceptron.v1.PerceptronService/Learn", request_serializer=None,
             response_deserializer=pb.LearnResponse.FromString)
+
+    def _another(self) -> "Client":
+        """A client like this one on a connection of its own, not shared with this process's
+        other channels to the address."""
+        other = copy.copy(self)
+        other._connect(self._options + [("grpc.use_local_subchannel_pool", 1)])
+        return other
 
     def close(self) -> None:
         self._channel.close()

@@ -355,11 +355,15 @@ def test_tokens_and_tls(tmp_path):
 def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
     """A Learn stream cut short on the way (a proxy ending it OK before every batch is
     answered) is not a result: learn raises, and learn(retry_for=...) resumes where the model's
-    count says. A server of the test's own answers only each stream's first batch."""
+    count says, each resumed stream on a connection of its own (a proxy reloaded meanwhile may
+    keep the old one on its old routes). A server of the test's own answers only each stream's
+    first batch."""
     from concurrent import futures
     held = {"examples": 0}
+    peers = []  # each stream's client address and port
 
     def learn(requests, context):
+        peers.append(context.peer())
         first = next(requests)
         n = len(first.columns.labels)
         if first.HasField("if_examples") and first.if_examples != held["examples"]:
@@ -401,10 +405,14 @@ def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
             assert e.value.code == grpc.StatusCode.UNAVAILABLE
             assert "after 4 of 10 examples were answered" in e.value.message
             held["examples"] = 0
+            del peers[:]
             # Resumed stream by stream, one batch each: every example answered once.
             result = c.model("m").learn(x, y, batch_size=4, retry_for=30)
             assert held["examples"] == 10
             assert result.unanswered == []
             assert result.scores.tolist() == [1.0] * 10
+            assert len(peers) == 3 and len(set(peers)) == 3, peers
+            # The client's own connection is still there for its other calls.
+            assert c.model("m").status().stats.examples == 10
     finally:
         fake.stop(None)

@@ -267,14 +267,16 @@ absl::StatusOr<SessionSummary> LearnSession::Finish() {
   reader_.join();
   const grpc::Status s = stream_->Finish();
   if (!s.ok()) return FromGrpc(s);
-  if (!flushed.ok()) return flushed;
   absl::MutexLock lock(&mu_);
-  if (in_flight_ > 0) {
-    // Every request of a stream that ends OK is answered; one cut short on the
-    // way (a proxy's) is a broken stream, as retry_for treats one.
+  // Every request of a stream that ends OK is answered, and it ends after the
+  // last one is sent; one cut short on the way (a proxy's) is a broken
+  // stream, as retry_for treats one. Flush fails only when the stream had
+  // ended before its request could be sent.
+  if (in_flight_ > 0 || !flushed.ok()) {
     return absl::UnavailableError(
         absl::StrCat("the Learn stream ended without an error but with ",
-                     in_flight_, " of its requests unanswered"));
+                     in_flight_, " of its requests unanswered",
+                     flushed.ok() ? "" : " and the last one not sent"));
   }
   return summary_;
 }

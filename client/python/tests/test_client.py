@@ -352,67 +352,95 @@ def test_tokens_and_tls(tmp_path):
         assert server.stop() == 0
 
 
-def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
-    """A Learn stream cut short on the way (a proxy ending it OK before every batch is
-    answered) is not a result: learn raises, and learn(retry_for=...) resumes where the model's
-    count says, each resumed stream on a connection of its own (a proxy reloaded meanwhile may
-    keep the old one on its old routes). A server of the test's own answers only each stream's
-    first batch."""
-    from concurrent import futures
-    held = {"examples": 0}
-    peers = []  # each stream's client address and port
+class OneBatchServer:
+    """A server of the test's own that answers only each Learn stream's first batch, then ends
+    the stream OK (a proxy cutting it short on the way), and notes each stream's client address
+    and port (`peers`); GetModel says dimension 2, GetStatus the examples held."""
 
-    def learn(requests, context):
-        peers.append(context.peer())
+    def __init__(self):
+        from concurrent import futures
+        self.held = 0
+        self.peers = []
+        handlers = {
+            "Learn": grpc.stream_stream_rpc_method_handler(
+                self.learn, request_deserializer=pb.LearnRequest.FromString,
+                response_serializer=pb.LearnResponse.SerializeToString),
+            "GetModel": grpc.unary_unary_rpc_method_handler(
+                lambda request, context: pb.Model(model_id=request.model_id,
+                                                  config=pb.ModelConfig(dimension=2)),
+                request_deserializer=pb.GetModelRequest.FromString,
+                response_serializer=pb.Model.SerializeToString),
+            "GetStatus": grpc.unary_unary_rpc_method_handler(
+                lambda request, context: pb.ModelStatus(stats=pb.ModelStats(
+                    examples=self.held)),
+                request_deserializer=pb.GetStatusRequest.FromString,
+                response_serializer=pb.ModelStatus.SerializeToString),
+        }
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("perceptron.v1.PerceptronService", handlers),))
+        self.target = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    def learn(self, requests, context):
+        self.peers.append(context.peer())
         first = next(requests)
         n = len(first.columns.labels)
-        if first.HasField("if_examples") and first.if_examples != held["examples"]:
+        if first.HasField("if_examples") and first.if_examples != self.held:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "if_examples")
-        held["examples"] += n
+        self.held += n
         none = bytes((n + 7) // 8)  # no mistakes, no updates
         yield pb.LearnResponse(
             columns=pb.ColumnResults(scores=[1.0] * n, labels=[1] * n, mistakes=none,
                                      updates=none),
-            stats=pb.ModelStats(examples=held["examples"]))
+            stats=pb.ModelStats(examples=self.held))
 
-    def get_model(request, context):
-        return pb.Model(model_id=request.model_id, config=pb.ModelConfig(dimension=2))
+    def stop(self):
+        self.server.stop(None)
 
-    def get_status(request, context):
-        return pb.ModelStatus(stats=pb.ModelStats(examples=held["examples"]))
 
-    handlers = {
-        "Learn": grpc.stream_stream_rpc_method_handler(
-            learn, request_deserializer=pb.LearnRequest.FromString,
-            response_serializer=pb.LearnResponse.SerializeToString),
-        "GetModel": grpc.unary_unary_rpc_method_handler(
-            get_model, request_deserializer=pb.GetModelRequest.FromString,
-            response_serializer=pb.Model.SerializeToString),
-        "GetStatus": grpc.unary_unary_rpc_method_handler(
-            get_status, request_deserializer=pb.GetStatusRequest.FromString,
-            response_serializer=pb.ModelStatus.SerializeToString),
-    }
-    fake = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    fake.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("perceptron.v1.PerceptronService", handlers),))
-    port = fake.add_insecure_port("127.0.0.1:0")
-    fake.start()
+def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
+    """A Learn stream cut short on the way (a proxy ending it OK before every batch is
+    answered) is not a result: learn raises, and learn(retry_for=...) resumes where the model's
+    count says, each resumed stream on a connection of its own (a proxy reloaded meanwhile may
+    keep the old one on its old routes)."""
+    fake = OneBatchServer()
     try:
         x, y = np.ones((10, 2)), np.ones(10)
-        with perceptrond.Client(f"127.0.0.1:{port}") as c:
+        with perceptrond.Client(fake.target) as c:
             with pytest.raises(perceptrond.PerceptronError) as e:
                 c.model("m").learn(x, y, batch_size=4)
             assert e.value.code == grpc.StatusCode.UNAVAILABLE
             assert "after 4 of 10 examples were answered" in e.value.message
-            held["examples"] = 0
-            del peers[:]
+            fake.held = 0
+            fake.peers.clear()
             # Resumed stream by stream, one batch each: every example answered once.
             result = c.model("m").learn(x, y, batch_size=4, retry_for=30)
-            assert held["examples"] == 10
+            assert fake.held == 10
             assert result.unanswered == []
             assert result.scores.tolist() == [1.0] * 10
-            assert len(peers) == 3 and len(set(peers)) == 3, peers
+            assert len(fake.peers) == 3 and len(set(fake.peers)) == 3, fake.peers
             # The client's own connection is still there for its other calls.
             assert c.model("m").status().stats.examples == 10
     finally:
-        fake.stop(None)
+        fake.stop()
+
+
+def test_train_resumes_each_broken_stream_on_a_connection_of_its_own(tmp_path):
+    """`perceptron train --retry_for` as learn(retry_for=...): a stream cut short is resumed
+    at the model's count, and the waiting and the new stream go on a new connection."""
+    data = tmp_path / "ten.svm"
+    data.write_text("".join(f"+1 1:{i} 2:1\n" for i in range(10)))
+    fake = OneBatchServer()
+    try:
+        run = subprocess.run([os.environ["PERCEPTRON_CLI"], "--server=" + fake.target, "train",
+                              str(data), "--model=m", "--batch=4", "--in_flight=1",
+                              "--retry_for=30s", "--progress=no"],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert fake.held == 10
+        assert run.stderr.count("resuming at example") == 2, run.stderr
+        assert "(UNAVAILABLE: the Learn stream ended without an error" in run.stderr, run.stderr
+        assert len(fake.peers) == 3 and len(set(fake.peers)) == 3, (fake.peers, run.stderr)
+    finally:
+        fake.stop()

@@ -65,10 +65,10 @@ uint32_t VwHashString(absl::string_view s, uint32_t seed);
 // One feature by name. `category` set: the categorical feature
 // "name=category" with value 1 (`value` ignored).
 struct NamedFeature {
-  absl::string_view space;  // the namespace; empty for the default one
-  absl::string_view name;
+  absl::string_view space = {};  // the namespace; empty for the default one
+  absl::string_view name = {};
   double value = 1.0;
-  absl::string_view category;
+  absl::string_view category = {};
   bool categorical = false;
 };
 

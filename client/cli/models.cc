@@ -138,7 +138,7 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   v1::ModelConfig c;
   c.set_dimension(dimension);
   const std::string a = absl::GetFlag(FLAGS_algorithm);
-  v1::Algorithm algorithm;
+  v1::Algorithm algorithm = v1::ALGORITHM_UNSPECIFIED;
   if (!v1::Algorithm_Parse(absl::AsciiStrToUpper(a), &algorithm) ||
       algorithm == 0) {
     return absl::InvalidArgumentError(

@@ -156,7 +156,9 @@ TEST(NameTableTest, StateAndJournalCarryTheTable) {
               {{.space = "t", .name = absl::StrCat("w", i % 17), .value = 2},
                {.space = "t", .name = absl::StrCat("v", i % 5)}},
               &table);
-    if (i % 7 == 0) ASSERT_TRUE(replica.Apply(table.TakeAdded()).ok());
+    if (i % 7 == 0) {
+      ASSERT_TRUE(replica.Apply(table.TakeAdded()).ok());
+    }
   }
   ASSERT_TRUE(replica.Apply(table.TakeAdded()).ok());
   EXPECT_EQ(replica.State(), table.State());

@@ -33,9 +33,10 @@ long RssKb(pid_t pid) {
   std::string line;
   long kb = 0;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      absl::SimpleAtoi(
-          absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &kb);
+    if (line.rfind("VmRSS:", 0) == 0 &&
+        !absl::SimpleAtoi(
+            absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &kb)) {
+      kb = 0;  // an unreadable line reads as no figure
     }
   }
   return kb;

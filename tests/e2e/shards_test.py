@@ -470,7 +470,9 @@ class ShardsTest(unittest.TestCase):
             def learn_while_moving():
                 try:
                     with perceptrond.Client(self.nginx.target, timeout=30) as c:
-                        model = c.model(pywriter)  # a connection through the proxy's routes now
+                        # A call through the proxy before its routes change: the connection
+                        # is made, and the model found on its old shard.
+                        model = c.get_model(pywriter)
                         connected.set()
                         learned["result"] = model.learn(px, py, batch_size=256, retry_for=120)
                 except Exception as e:  # reported by the test's thread
@@ -506,9 +508,9 @@ class ShardsTest(unittest.TestCase):
                 if "switch it now" in line:
                     self.assertIsNone(train.poll(), "the writer ended before its model moved")
                     pythread.start()
-                    # Its connection is made before the proxy's routes change (the reload
-                    # leaves it to an old worker, which routes to the model's old shard), so
-                    # its stream meets the move, whenever the switch is seen.
+                    # Its connection is made before the proxy's routes change; its stream
+                    # then goes to the old shard (while an old worker holds the connection)
+                    # or the new one, and must learn every example either way.
                     self.assertTrue(connected.wait(timeout=60))
                     self.nginx.reload(new_targets)
             out, _ = rebalance.communicate(timeout=300)

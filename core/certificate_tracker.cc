@@ -365,6 +365,14 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
     }
     if (at < keys_.size()) keys_[at] = kNoKey;
   }
+  // The rows after the limit take no more than those kept before it: a new
+  // row they have no room for freezes the candidates installed last (it is
+  // covered, as above). Not before one comes: a stream that ends with the
+  // slack just full leaves the solver the time to converge.
+  if (tail_.size() >= slack_ || tail_bytes_ + row > limit_bytes_) {
+    FreezeFull();
+    return;
+  }
   if (!Reserve(row)) {
     StopKeeping(budget_->reason());  // covered, as above
     return;
@@ -374,10 +382,6 @@ void CertificateTracker::Observe(const Prepared& x, int label) {
   RememberScore(place);
   if (journaling_) journal_rows_.Add(x, label);
   tail_bytes_ += row;
-  // The rows after the limit take no more than those kept before it.
-  if (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_) {
-    FreezeFull();
-  }
 }
 
 void CertificateTracker::ReachLimit() {

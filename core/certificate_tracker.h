@@ -30,9 +30,9 @@
 // while it was solved are summed into its candidates) is installed, or
 // kFreezeRounds that did not converge; then the candidates are frozen and no
 // example is kept any more. An example equal to a row after the limit
-// counts that row again. If the slack fills first, the candidates installed
-// last are frozen there (docs/certificate.md, "Limits and the freeze"). Not
-// thread-safe: the model's lock guards it.
+// counts that row again. If a new row finds the slack full first, the
+// candidates installed last are frozen at it (docs/certificate.md, "Limits
+// and the freeze"). Not thread-safe: the model's lock guards it.
 #ifndef PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 #define PERCEPTRON_CORE_CERTIFICATE_TRACKER_H_
 

@@ -297,7 +297,7 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
     ReachLimit();
   }
   if (phase_ == CertificatePhase::kFreezing && tail_.size() > 0 &&
-      (tail_.size() >= slack_ || tail_bytes_ >= limit_bytes_)) {
+      (tail_.size() > slack_ || tail_bytes_ > limit_bytes_)) {
     FreezeFull();
   }
 }

@@ -154,11 +154,78 @@ TEST(CertificateFreezeTest, MoreRowsThanTheLimitAndTheSlackStillFillIt) {
   const CertificateReport r =
       model->certificate()->Report(model->CertificateRadius());
   ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
-  // The 200th row kept: the 100 before the limit and 100 after it.
-  EXPECT_EQ(r.frozen_at, 200u);
+  // At the 201st new row: the 100 before the limit and the 100 after it
+  // leave it no room.
+  EXPECT_EQ(r.frozen_at, 201u);
   EXPECT_EQ(r.solved, 50u);
   EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
   EXPECT_NEAR(BoundOf(config, s, order, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+}
+
+// A stream that stops with its slack just full is not frozen yet: the
+// slack is full, not passed, so the solver may still converge over the rows
+// before the limit (a model restored from its state and rows is the same),
+// and only a new row after that freezes the candidates installed last.
+TEST(CertificateFreezeTest, ASlackJustFullWaitsForTheNextNewRow) {
+  testing::StreamSpec spec;
+  spec.seed = 3;
+  spec.dimension = 5;
+  spec.length = 111;
+  spec.noise = 0.1;
+  const testing::Stream s = testing::MakeStream(spec);
+  const ModelConfig config = testing::StreamConfig(spec);
+  auto model = *Model::Create(config);
+  model->EnableCertificate(/*limit=*/100, /*slack=*/10);
+  model->SetJournaling(true);
+  model->TakeJournal();
+  Refresher refresher(config.weight_dimension());
+  for (size_t t = 0; t < 110; ++t) {
+    ASSERT_TRUE(model->Learn(FeatureView::Dense(s.x[t]), s.y[t]).ok());
+    if (t == 49) refresher.Round(model.get());
+  }
+  const double radius = model->CertificateRadius();
+  CertificateReport r = model->certificate()->Report(radius);
+  ASSERT_EQ(r.phase, CertificatePhase::kFreezing);
+  EXPECT_EQ(r.kept_rows, 100u);  // and the 10 after the limit
+
+  Journal j = model->TakeJournal();
+  KeptRows rows;
+  CertificateTracker::Apply(
+      {j.certificate_rows_cleared, j.certificate_rows, j.certificate_repeats},
+      &rows);
+  auto restored = *Model::FromState(model->ExportState());
+  ASSERT_TRUE(restored->AttachCertificateRows(rows));
+  restored->EnableCertificate(100, 10);
+  EXPECT_EQ(restored->ExportState().certificate,
+            model->ExportState().certificate);
+  ASSERT_EQ(restored->certificate()->phase(), CertificatePhase::kFreezing);
+
+  // The solver's turn: converged over the 100 rows before the limit.
+  for (int k = 0;
+       k < 100 && model->certificate()->phase() == CertificatePhase::kFreezing;
+       ++k) {
+    refresher.Round(model.get());
+  }
+  r = model->certificate()->Report(radius);
+  ASSERT_EQ(r.phase, CertificatePhase::kFrozen);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.frozen_at, 100u);
+  EXPECT_EQ(r.examples, 110u);
+  EXPECT_EQ(r.reason.find("filled as many again"), std::string::npos)
+      << r.reason;
+  EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
+  EXPECT_NEAR(BoundOf(config, s, 110, r.u, r.gamma), r.upper, 1e-9 * r.upper);
+
+  // A new row first: frozen there, at the candidates installed last.
+  ASSERT_TRUE(restored->Learn(FeatureView::Dense(s.x[110]), s.y[110]).ok());
+  const CertificateReport q = restored->certificate()->Report(radius);
+  ASSERT_EQ(q.phase, CertificatePhase::kFrozen);
+  EXPECT_EQ(q.frozen_at, 111u);
+  EXPECT_EQ(q.solved, 50u);
+  EXPECT_NE(q.reason.find("filled as many again"), std::string::npos)
+      << q.reason;
+  EXPECT_LE(static_cast<double>(restored->counters().updates), q.upper);
+  EXPECT_NEAR(BoundOf(config, s, 111, q.u, q.gamma), q.upper, 1e-9 * q.upper);
 }
 
 // A freeze is pressed (its refresher solves without resting) while new rows

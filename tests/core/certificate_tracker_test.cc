@@ -128,8 +128,8 @@ TEST(CertificateTrackerTest, FreezesAtTheLimitWithTheExactCertificate) {
 }
 
 // The slack fills before a refresher comes: the candidates installed last are
-// frozen where it filled, still valid; with none installed the certificate is
-// off and says why.
+// frozen at the first new row it has no room for, still valid; with none
+// installed the certificate is off and says why.
 TEST(CertificateTrackerTest, AFullSlackFreezesWhatWasInstalled) {
   testing::StreamSpec spec;
   spec.seed = 3;
@@ -148,7 +148,7 @@ TEST(CertificateTrackerTest, AFullSlackFreezesWhatWasInstalled) {
   const CertificateReport r =
       model->certificate()->Report(model->stats(false).bound.radius);
   EXPECT_EQ(r.phase, CertificatePhase::kFrozen);
-  EXPECT_EQ(r.frozen_at, 110u);
+  EXPECT_EQ(r.frozen_at, 111u);
   EXPECT_EQ(r.solved, 50u);
   EXPECT_LE(static_cast<double>(model->counters().updates), r.upper);
   EXPECT_NEAR(BoundOf(config, s, s.x.size(), r.u, r.gamma), r.upper,

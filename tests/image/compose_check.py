@@ -3,7 +3,6 @@ Prometheus (queried through its HTTP API) reaches the count the server reports, 
 is up, and the alerting rules of deploy/prometheus are loaded.
 Usage: compose_check.py GRPC_TARGET PROMETHEUS_HOST_PORT CLI"""
 import json
-import re
 import subprocess
 import sys
 import time
@@ -21,9 +20,9 @@ def query(expr):
     return body["data"]["result"]
 
 
-status = subprocess.run([cli, "--server=" + grpc_target, "status", "demo"], check=True,
-                        capture_output=True, text=True).stdout
-examples = int(re.search(r"(\d+) examples", status).group(1))
+status = subprocess.run([cli, "--server=" + grpc_target, "status", "demo", "--format=json"],
+                        check=True, capture_output=True, text=True).stdout
+examples = int(json.loads(status)["stats"]["examples"])
 assert examples > 0, status
 
 # Prometheus scrapes every 15 s (deploy/prometheus/prometheus.yml): wait at most 120 s for a

@@ -296,7 +296,7 @@ void CertificateTracker::RestoreRows(KeptRows&& rows) {
       (kept_ >= limit_ || kept_bytes_ >= limit_bytes_)) {
     ReachLimit();
   }
-  if (phase_ == CertificatePhase::kFreezing && tail_.size() > 0 &&
+  if (phase_ == CertificatePhase::kFreezing &&
       (tail_.size() > slack_ || tail_bytes_ > limit_bytes_)) {
     FreezeFull();
   }

@@ -63,34 +63,16 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
     const std::vector<std::vector<double>>* vs, uint64_t dimension,
     int classes) {
   auto s = std::make_shared<CandidateSupport>();
-  const uint64_t want = coordinates.size() * kFilterBits;
-  const bool within =
-      std::all_of(coordinates.begin(), coordinates.end(),
-                  [dimension](uint32_t i) { return i < dimension; });
-  if (dimension > 0 && dimension <= want && within) {
-    s->filter_direct_ = true;
-    s->filter_bits_ = dimension;
-  } else {
-    int bits = 6;
-    while ((uint64_t{1} << bits) < want) ++bits;
-    s->filter_bits_ = uint64_t{1} << bits;
-    s->filter_shift_ = 64 - bits;
-  }
-  s->filter_.assign((s->filter_bits_ + 63) / 64, 0);
-  for (uint32_t i : coordinates) {
-    const uint64_t h = s->FilterBit(i);
-    if (h < s->filter_bits_) s->filter_[h >> 6] |= uint64_t{1} << (h & 63);
-  }
-  s->positions_.reserve(coordinates.size());
-  for (uint32_t p = 0; p < coordinates.size(); ++p) {
-    s->positions_.emplace(coordinates[p], p);
+  s->dimension_ = dimension;
+  if (vs != nullptr) {
+    s->scaled_ = ScaledCandidates(*vs);
+    s->with_candidates_ = true;
   }
   if (vs != nullptr && !vs->empty() && classes > 0) {
     const size_t n = coordinates.size();
     const size_t k = static_cast<size_t>(classes);
     s->by_position_.resize(vs->size());
-    const ScaledCandidates scaled(*vs);
-    for (uint32_t c : scaled.summed()) {
+    for (uint32_t c : s->scaled_.summed()) {
       const std::vector<double>& v = (*vs)[c];
       if (v.size() != n * k) continue;
       std::vector<double>& out = s->by_position_[c];
@@ -100,7 +82,7 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
       }
     }
   } else if (vs != nullptr && !vs->empty()) {
-    const std::vector<uint32_t> which = ScaledCandidates(*vs).summed();
+    const std::vector<uint32_t>& which = s->scaled_.summed();
     const uint64_t bytes = dimension * which.size() * sizeof(double);
     bool fits =
         which.size() <= kPacked && bytes <= kDenseBytes * coordinates.size();
@@ -118,7 +100,37 @@ std::shared_ptr<const CandidateSupport> CandidateSupport::Of(
     }
   }
   s->coordinates_ = std::move(coordinates);
+  // Scores of the candidates by coordinate read no lookup (Accumulate).
+  if (s->dense_.empty()) s->MakeLookup();
   return s;
+}
+
+void CandidateSupport::MakeLookup() const {
+  absl::call_once(lookup_made_, [this] {
+    const uint64_t want = coordinates_.size() * kFilterBits;
+    const uint64_t dimension = dimension_;
+    const bool within =
+        std::all_of(coordinates_.begin(), coordinates_.end(),
+                    [dimension](uint32_t i) { return i < dimension; });
+    if (dimension > 0 && dimension <= want && within) {
+      filter_direct_ = true;
+      filter_bits_ = dimension;
+    } else {
+      int bits = 6;
+      while ((uint64_t{1} << bits) < want) ++bits;
+      filter_bits_ = uint64_t{1} << bits;
+      filter_shift_ = 64 - bits;
+    }
+    filter_.assign((filter_bits_ + 63) / 64, 0);
+    for (uint32_t i : coordinates_) {
+      const uint64_t h = FilterBit(i);
+      if (h < filter_bits_) filter_[h >> 6] |= uint64_t{1} << (h & 63);
+    }
+    positions_.reserve(coordinates_.size());
+    for (uint32_t p = 0; p < coordinates_.size(); ++p) {
+      positions_.emplace(coordinates_[p], p);
+    }
+  });
 }
 
 void CandidateSupport::Scores(const std::vector<std::vector<double>>& vs,
@@ -270,7 +282,8 @@ std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
                               const CandidateSupport& support) {
   std::vector<double> sums(vs.size(), 0.0);
-  const ScaledCandidates scaled(vs);
+  const ScaledCandidates scaled =
+      support.scaled() != nullptr ? *support.scaled() : ScaledCandidates(vs);
   std::vector<double> scores(vs.size());
   for (size_t t = 0; t < rows.size(); ++t) {
     support.Scores(vs, scaled.summed(), rows, t, scores.data());
@@ -296,8 +309,13 @@ std::vector<double> HingeSumsAt(const KeptRows& rows,
 
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs) {
+  return HingeSums(rows, vs, ScaledCandidates(vs));
+}
+
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs,
+                              const ScaledCandidates& scaled) {
   std::vector<double> sums(vs.size(), 0.0);
-  const ScaledCandidates scaled(vs);
   std::vector<double> scores(vs.size());
   for (size_t t = 0; t < rows.size(); ++t) {
     for (uint32_t k : scaled.summed()) scores[k] = rows.DotUnordered(t, vs[k]);
@@ -346,7 +364,8 @@ std::vector<double> ClassHingeSums(const KeptRows& rows,
                                    int classes,
                                    const CandidateSupport& support) {
   std::vector<double> sums(vs.size(), 0.0);
-  const ScaledCandidates scaled(vs);
+  const ScaledCandidates scaled =
+      support.scaled() != nullptr ? *support.scaled() : ScaledCandidates(vs);
   std::vector<double> margins(vs.size());
   double s[kMaxClasses];
   for (size_t t = 0; t < rows.size(); ++t) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "core/huge_pages.h"
 #include "core/kept_rows.h"
@@ -85,10 +86,15 @@ class CandidateSupport {
 
   const std::vector<uint32_t>& coordinates() const { return coordinates_; }
   size_t size() const { return coordinates_.size(); }
+  // The ScaledCandidates of the candidates it was made with (Of's `vs`), or
+  // null if made without: what their scores over it are summed for.
+  const ScaledCandidates* scaled() const {
+    return with_candidates_ ? &scaled_ : nullptr;
+  }
   // The position of coordinate i, or -1.
   int64_t position(uint32_t i) const {
-    const auto it = positions_.find(i);
-    return it == positions_.end() ? -1 : int64_t{it->second};
+    MakeLookup();
+    return PositionOf(i);
   }
   // Bytes it takes.
   size_t bytes() const {
@@ -129,11 +135,24 @@ class CandidateSupport {
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {
-    const uint64_t h = FilterBit(i);
-    return h < filter_bits_ && ((filter_[h >> 6] >> (h & 63)) & 1);
+    MakeLookup();
+    return Passes(i);
   }
 
  private:
+  // The filter and the table of positions below are made when first needed:
+  // a support whose values are kept by coordinate (dense_) reads neither to
+  // score the candidates it was made with, and a wide model's refresher makes
+  // one a solution (a table of every coordinate of the kept rows).
+  void MakeLookup() const;
+  int64_t PositionOf(uint32_t i) const {
+    const auto it = positions_.find(i);
+    return it == positions_.end() ? -1 : int64_t{it->second};
+  }
+  bool Passes(uint32_t i) const {
+    const uint64_t h = FilterBit(i);
+    return h < filter_bits_ && ((filter_[h >> 6] >> (h & 63)) & 1);
+  }
   // Bytes by_position_ takes.
   size_t ByPositionBytes() const {
     size_t b = 0;
@@ -150,17 +169,18 @@ class CandidateSupport {
   template <typename Prefetch, typename Add>
   void ForEachHeld(const uint32_t* indices, const double* values, size_t n,
                    Prefetch prefetch, Add add) const {
+    MakeLookup();
     constexpr size_t kBatch = 16;
     int64_t at[kBatch];
     size_t from[kBatch];
     for (size_t b = 0; b < n;) {
       size_t m = 0;
       for (; b < n && m < kBatch; ++b) {
-        if (MayHold(indices[b])) from[m++] = b;
+        if (Passes(indices[b])) from[m++] = b;
       }
       for (size_t j = 0; j < m; ++j) positions_.prefetch(indices[from[j]]);
       for (size_t j = 0; j < m; ++j) {
-        at[j] = position(indices[from[j]]);
+        at[j] = PositionOf(indices[from[j]]);
         if (at[j] >= 0) prefetch(at[j]);
       }
       for (size_t j = 0; j < m; ++j) {
@@ -212,16 +232,21 @@ class CandidateSupport {
                ? i
                : (uint64_t{i} * 0x9E3779B97F4A7C15u) >> filter_shift_;
   }
-  std::vector<uint64_t> filter_;
-  uint64_t filter_bits_ = 0;
-  int filter_shift_ = 64;
-  bool filter_direct_ = false;
+  // Made once (MakeLookup), by whichever thread needs them first.
+  mutable absl::once_flag lookup_made_;
+  uint64_t dimension_ = 0;
+  mutable std::vector<uint64_t> filter_;
+  mutable uint64_t filter_bits_ = 0;
+  mutable int filter_shift_ = 64;
+  mutable bool filter_direct_ = false;
   // On huge pages when large (core/huge_pages.h), as dense_ is: read at
   // random.
-  absl::flat_hash_map<uint32_t, uint32_t, absl::Hash<uint32_t>,
-                      std::equal_to<uint32_t>,
-                      HugePageAllocator<std::pair<const uint32_t, uint32_t>>>
+  mutable absl::flat_hash_map<
+      uint32_t, uint32_t, absl::Hash<uint32_t>, std::equal_to<uint32_t>,
+      HugePageAllocator<std::pair<const uint32_t, uint32_t>>>
       positions_;
+  bool with_candidates_ = false;
+  ScaledCandidates scaled_;
   // Dense: the summed candidates' values of coordinate i at
   // dense_[i * dense_which_.size() + j], and which candidates they are.
   std::vector<double> dense_;
@@ -238,6 +263,10 @@ class CandidateSupport {
 // shared as ScaledCandidates says.
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs);
+// The same with `scaled`, vs's ScaledCandidates, made before.
+std::vector<double> HingeSums(const KeptRows& rows,
+                              const std::vector<std::vector<double>>& vs,
+                              const ScaledCandidates& scaled);
 // Adds n times each candidate's hinge term 1 - sign * scores[k], where
 // positive, to sums[k].
 void AddHinges(int sign, const std::vector<double>& scores, double n,
@@ -264,7 +293,8 @@ void ForEachPlaceOnce(absl::Span<const uint32_t> places, size_t size, F f) {
 std::vector<double> HingeSumsAt(const KeptRows& rows,
                                 absl::Span<const uint32_t> places,
                                 const std::vector<std::vector<double>>& vs);
-// The same for candidates over `support`, of rows at their coordinates.
+// The same for candidates over `support`, of rows at their coordinates (`vs`
+// being those it was made with, if any).
 std::vector<double> HingeSums(const KeptRows& rows,
                               const std::vector<std::vector<double>>& vs,
                               const CandidateSupport& support);

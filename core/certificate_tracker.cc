@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -82,7 +83,11 @@ std::vector<double> CertificateTracker::Sums(
 }
 
 void CertificateTracker::Scale() {
-  scaled_ = ScaledCandidates(candidates_);
+  // A wide model's support was made with these candidates (Install, the
+  // state restored) and knows their multiples.
+  scaled_ = support_ != nullptr && support_->scaled() != nullptr
+                ? *support_->scaled()
+                : ScaledCandidates(candidates_);
   scores_.assign(candidates_.size(), 0.0);
   // The scores remembered by place were of the candidates before.
   if (++scores_epoch_ == 0) {
@@ -654,9 +659,21 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
   if (!(c.gamma > 0) || c.u.empty()) return vs;
   std::vector<double> base(c.u.size());
   for (size_t i = 0; i < base.size(); ++i) base[i] = c.u[i] / c.gamma;
-  for (double scale : kCandidateScales) {
-    std::vector<double> v(base.size());
+  // The multiple 1 of v is v itself (1 * x is x): `base`, moved in last.
+  std::vector<std::vector<double>> scaled(std::size(kCandidateScales));
+  size_t one = scaled.size();
+  for (size_t k = 0; k < scaled.size(); ++k) {
+    const double scale = kCandidateScales[k];
+    if (scale == 1.0 && one == scaled.size()) {
+      one = k;
+      continue;
+    }
+    std::vector<double>& v = scaled[k];
+    v.resize(base.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = scale * base[i];
+  }
+  if (one < scaled.size()) scaled[one] = std::move(base);
+  for (std::vector<double>& v : scaled) {
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {
       vs.push_back(std::move(v));  // not one that overflows

@@ -357,7 +357,8 @@ class CertificateTracker {
   // solution is ignored if there are such and it is null.
   // A wide model's candidates hold one value for each coordinate of
   // `support` (CertificateSolver::coordinates), coordinates of the rows
-  // taken, counted against the limits as those rows were kept.
+  // taken, counted against the limits as those rows were kept; a support
+  // made with candidates (CandidateSupport::Of's `vs`) was made with `vs`.
   void Install(std::vector<std::vector<double>> vs, std::vector<double> sums,
                double lower, bool converged, uint64_t covered,
                uint64_t generation, KeptRows basis = {},

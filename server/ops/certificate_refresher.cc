@@ -244,13 +244,17 @@ absl::Duration CertificateRefresher::Refresh(
   if (margin_rule) hard = solver.SolveHardMargin(options);
   std::vector<std::vector<double>> vs =
       CandidatesFrom(c, hard ? &*hard : nullptr);
-  std::vector<double> sums = HingeSums(solver.rows(), vs);
   // A wide solver's candidates are over the coordinates its rows use: the
-  // tracker's table of them is built here, off the model's lock.
+  // tracker's table of them is built here, off the model's lock, and knows
+  // which candidates are multiples of another (ScaledCandidates, a pass over
+  // each: made once).
   std::shared_ptr<const CandidateSupport> support;
   if (solver.wide()) {
     support = CandidateSupport::Of(solver.coordinates(), &vs, dimension);
   }
+  std::vector<double> sums =
+      support != nullptr ? HingeSums(solver.rows(), vs, *support->scaled())
+                         : HingeSums(solver.rows(), vs);
   entry->solver_converged = c.converged;
   still_freezing = Install(*entry, std::move(vs), std::move(sums), c.lower,
                            c.converged, solver.size(), generation, KeptRows(),

@@ -151,11 +151,21 @@ TEST(CandidateSumsTest, PackedValuesScoreAsThePositionsDo) {
   const auto wide = CandidateSupport::Of(coordinates, &vs, 1u << 24);
   EXPECT_GT(packed->bytes(), plain->bytes());
   EXPECT_EQ(wide->bytes(), plain->bytes());
+  // Made with the candidates, a support knows their multiples.
+  EXPECT_EQ(plain->scaled(), nullptr);
+  ASSERT_NE(packed->scaled(), nullptr);
+  ASSERT_NE(wide->scaled(), nullptr);
+  EXPECT_EQ(packed->scaled()->summed(), scaled.summed());
+  EXPECT_EQ(wide->scaled()->summed(), scaled.summed());
+  // Values kept by coordinate, the table of positions is made only when asked
+  // for (the candidates' scores read none).
+  const size_t packed_bytes = packed->bytes();
   for (size_t p = 0; p < coordinates.size(); ++p) {
     ASSERT_EQ(plain->position(coordinates[p]), static_cast<int64_t>(p));
     ASSERT_EQ(wide->position(coordinates[p]), static_cast<int64_t>(p));
     ASSERT_EQ(packed->position(coordinates[p]), static_cast<int64_t>(p));
   }
+  EXPECT_GT(packed->bytes(), packed_bytes);
   std::unordered_map<uint32_t, size_t> where;
   for (size_t p = 0; p < coordinates.size(); ++p) where[coordinates[p]] = p;
   // Two of the three summed: not those kept by coordinate.

@@ -414,6 +414,77 @@ void BM_WideRounds(benchmark::State& state) {
 }
 BENCHMARK(BM_WideRounds)->Arg(20000)->Arg(32768)->Unit(benchmark::kMillisecond);
 
+// The refresher's whole cycle on W3's shape, as a stream brings rows: each
+// refresh adds the rows since the last (an eighth more, as the tracker's
+// ripe() asks), solves for at most 20 passes, makes the candidates, sums
+// their hinges over the rows and builds their support, the last refresh's
+// candidates and support held meanwhile (as the tracker holds them), up to
+// state.range(0) rows. What it allocates counts as much as what it computes.
+void BM_WideRefreshes(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  constexpr uint32_t kWide = 1u << 20;
+  std::mt19937_64 rng(29);
+  std::normal_distribution<double> normal;
+  std::vector<double> separator(kWide);
+  for (double& v : separator) v = normal(rng);
+  ModelConfig config;
+  config.dimension = kWide;
+  const Preparer preparer(config);
+  KeptRows rows;
+  double radius = 0;
+  for (size_t t = 0; t < n; ++t) {
+    Features x;
+    x.sparse = true;
+    while (x.indices.size() < 32) {
+      x.indices.push_back(static_cast<uint32_t>(rng() % kWide));
+      std::sort(x.indices.begin(), x.indices.end());
+      x.indices.erase(std::unique(x.indices.begin(), x.indices.end()),
+                      x.indices.end());
+    }
+    double s = 0;
+    for (uint32_t i : x.indices)
+      s += separator[i] * x.values.emplace_back(normal(rng));
+    const Prepared p = *preparer.Prepare(x.view());
+    radius = std::max(radius, p.norm);
+    rows.Add(p, (s >= 0) == (rng() % 10 != 0) ? 1 : -1);
+  }
+  CertificateOptions options;
+  options.tolerance = kConvergedGap;
+  options.max_passes = 20;
+  int refreshes = 0;
+  double upper = 0;
+  for (auto _ : state) {
+    CertificateSolver solver(config.weight_dimension());
+    std::vector<std::vector<double>> held;
+    std::shared_ptr<const CandidateSupport> held_support;
+    refreshes = 0;
+    for (size_t done = 0; done < n;) {
+      const size_t next = std::min(n, std::max(done + 64, done + done / 8));
+      KeptRows more;
+      for (size_t t = done; t < next; ++t) {
+        more.Add(rows.indices(t), rows.values(t), rows.label(t));
+      }
+      done = next;
+      solver.Add(std::move(more));
+      const Certificate c = solver.Solve(radius, options);
+      std::vector<std::vector<double>> vs = CandidatesFrom(c, nullptr);
+      std::shared_ptr<const CandidateSupport> support = CandidateSupport::Of(
+          solver.coordinates(), &vs, config.weight_dimension());
+      std::vector<double> sums =
+          HingeSums(solver.rows(), vs, *support->scaled());
+      benchmark::DoNotOptimize(sums.data());
+      held = std::move(vs);
+      held_support = std::move(support);
+      upper = c.upper;
+      ++refreshes;
+    }
+  }
+  state.counters["refreshes"] = refreshes;
+  state.counters["U"] = upper;
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_WideRefreshes)->Arg(9728)->Unit(benchmark::kMillisecond);
+
 // W6's shape (the service benchmark's multiclass workload): state.range(0)
 // rows of d = 64, each labeled with the highest of 10 random directions (10%
 // of labels replaced by a random class), bias on. The multiclass solver as

@@ -192,14 +192,15 @@ std::string WhyNot(const v1::ModelStats& s) {
 
 }  // namespace
 
-v1::ModelStats AwaitFirstCertificate(Client& client, const std::string& model,
-                                     const v1::ModelStats& stats,
-                                     absl::Duration timeout) {
+v1::ModelStats AwaitCertificate(Client& client, const std::string& model,
+                                const v1::ModelStats& stats,
+                                absl::Duration timeout) {
   auto waiting = [](const v1::ModelStats& s) {
-    const v1::Certificate::State state = s.certificate().state();
-    return !s.bound_available() && !s.certificate().available() &&
-           (state == v1::Certificate::KEEPING ||
-            state == v1::Certificate::FREEZING);
+    const v1::Certificate& c = s.certificate();
+    return !s.bound_available() &&
+           (c.state() == v1::Certificate::KEEPING ||
+            c.state() == v1::Certificate::FREEZING) &&
+           (!c.available() || c.solved() < c.examples() || !c.converged());
   };
   if (!waiting(stats)) return stats;
   v1::ModelStats latest = stats;

@@ -47,12 +47,14 @@ std::string ShapeText(const v1::ModelConfig& c);
 // The bound; with no comparator, the certificate's U ("U 123.4
 // (certificate)"); else "n/a", or "n/a yet" while its first solve runs.
 std::string BoundText(const v1::ModelStats& s);
-// `stats`, or, while the certificate is the only bound and its first solve
-// is still running, the model's stats once it has one (at most `timeout`
-// later): a short file's summary then says its bound.
-v1::ModelStats AwaitFirstCertificate(Client& client, const std::string& model,
-                                     const v1::ModelStats& stats,
-                                     absl::Duration timeout);
+// `stats`, or, while the certificate is the only bound and its last solution
+// is not a converged one over every example yet (its first solve, or one
+// over the examples that came since, still running), the model's stats once
+// it is (at most `timeout` later): a summary then says the bound `perceptron
+// status` will, not one of a solution the next replaced.
+v1::ModelStats AwaitCertificate(Client& client, const std::string& model,
+                                const v1::ModelStats& stats,
+                                absl::Duration timeout);
 // BoundText, and when it is n/a, why ("n/a (no comparator; ...)").
 std::string BoundSaid(const v1::ModelStats& s);
 // The shortest text that reads back as `v`.

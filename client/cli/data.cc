@@ -522,7 +522,7 @@ int Train(const Args& args) {
   progress.End();
   if (!summary.ok()) return Fail(summary.status());
   const v1::ModelStats s =
-      AwaitFirstCertificate(*client, model, summary->stats, absl::Seconds(2));
+      AwaitCertificate(*client, model, summary->stats, absl::Seconds(2));
   // A run that stopped short says so below, not "trained".
   const bool stopped = !local.ok() || summary->item_errors > 0;
   if (!stopped) {

@@ -70,6 +70,19 @@ TEST_F(CliTest, TrainingOnBreastCancerEqualsTheCoreLibraryExactly) {
       Cli(*server_, "train " + csv + " --model=bc --create --normalize=false"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("569 examples, 168 mistakes, 168 updates"));
+  // With no comparator the summary's bound is the certificate's converged
+  // solution over all 569 examples, the one status shows (not one of a
+  // solve that the next replaced).
+  absl::StatusOr<v1::ModelStatus> st = client_->GetStatus("bc");
+  ASSERT_TRUE(st.ok()) << st.status();
+  const v1::Certificate& certificate = st->stats().certificate();
+  EXPECT_TRUE(certificate.converged());
+  EXPECT_EQ(certificate.solved(), 569u);
+  EXPECT_THAT(r.output,
+              HasSubstr(absl::StrFormat("model now: 569 examples, 168 "
+                                        "mistakes, 168 updates, bound U %.1f "
+                                        "(certificate)",
+                                        certificate.upper())));
   ModelConfig config;
   config.dimension = 30;
   config.normalize = false;

@@ -369,15 +369,13 @@ BENCHMARK(BM_SupportScores)
     ->Args({200000, 1})
     ->Args({600000, 8});
 
-// W3's shape (the service benchmark's sparse workload): state.range(0) rows
-// of 32 non-zeros out of d = 2^20, labels from a random separator with 10%
-// flipped: a wide solver (over the coordinates its rows use). Rows handed
-// over as the tracker hands them (Add: coordinates to positions) and solved
-// cold in rounds of at most 20 passes to the gap the refresher solves to.
-void BM_WideRounds(benchmark::State& state) {
-  const size_t n = static_cast<size_t>(state.range(0));
-  constexpr uint32_t kWide = 1u << 20;
-  std::mt19937_64 rng(23);
+// W3's shape (the service benchmark's sparse workload): n rows of 32
+// non-zeros out of d = 2^20, labels from a random separator with 10% flipped,
+// prepared as a model of that dimension prepares them; *radius their largest
+// norm.
+constexpr uint32_t kWide = 1u << 20;
+KeptRows W3Rows(size_t n, uint64_t seed, double* radius) {
+  std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::vector<double> separator(kWide);
   for (double& v : separator) v = normal(rng);
@@ -385,7 +383,7 @@ void BM_WideRounds(benchmark::State& state) {
   config.dimension = kWide;
   const Preparer preparer(config);
   KeptRows rows;
-  double radius = 0;
+  *radius = 0;
   for (size_t t = 0; t < n; ++t) {
     Features x;
     x.sparse = true;
@@ -399,9 +397,23 @@ void BM_WideRounds(benchmark::State& state) {
     for (uint32_t i : x.indices)
       s += separator[i] * x.values.emplace_back(normal(rng));
     const Prepared p = *preparer.Prepare(x.view());
-    radius = std::max(radius, p.norm);
+    *radius = std::max(*radius, p.norm);
     rows.Add(p, (s >= 0) == (rng() % 10 != 0) ? 1 : -1);
   }
+  return rows;
+}
+
+// W3's shape (the service benchmark's sparse workload): state.range(0) rows
+// of 32 non-zeros out of d = 2^20, labels from a random separator with 10%
+// flipped: a wide solver (over the coordinates its rows use). Rows handed
+// over as the tracker hands them (Add: coordinates to positions) and solved
+// cold in rounds of at most 20 passes to the gap the refresher solves to.
+void BM_WideRounds(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  ModelConfig config;
+  config.dimension = kWide;
+  double radius = 0;
+  const KeptRows rows = W3Rows(n, 23, &radius);
   for (auto _ : state) {
     state.PauseTiming();
     KeptRows copy = rows;
@@ -422,32 +434,10 @@ BENCHMARK(BM_WideRounds)->Arg(20000)->Arg(32768)->Unit(benchmark::kMillisecond);
 // state.range(0) rows. What it allocates counts as much as what it computes.
 void BM_WideRefreshes(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  constexpr uint32_t kWide = 1u << 20;
-  std::mt19937_64 rng(29);
-  std::normal_distribution<double> normal;
-  std::vector<double> separator(kWide);
-  for (double& v : separator) v = normal(rng);
   ModelConfig config;
   config.dimension = kWide;
-  const Preparer preparer(config);
-  KeptRows rows;
   double radius = 0;
-  for (size_t t = 0; t < n; ++t) {
-    Features x;
-    x.sparse = true;
-    while (x.indices.size() < 32) {
-      x.indices.push_back(static_cast<uint32_t>(rng() % kWide));
-      std::sort(x.indices.begin(), x.indices.end());
-      x.indices.erase(std::unique(x.indices.begin(), x.indices.end()),
-                      x.indices.end());
-    }
-    double s = 0;
-    for (uint32_t i : x.indices)
-      s += separator[i] * x.values.emplace_back(normal(rng));
-    const Prepared p = *preparer.Prepare(x.view());
-    radius = std::max(radius, p.norm);
-    rows.Add(p, (s >= 0) == (rng() % 10 != 0) ? 1 : -1);
-  }
+  const KeptRows rows = W3Rows(n, 29, &radius);
   CertificateOptions options;
   options.tolerance = kConvergedGap;
   options.max_passes = 20;

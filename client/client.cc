@@ -44,7 +44,16 @@ std::unique_ptr<Client> Client::Connect(const ClientOptions& options) {
     channel->WaitForConnected(
         absl::ToChronoTime(absl::Now() + options.connect_timeout));
   }
-  return std::make_unique<Client>(std::move(channel), options);
+  auto client = std::make_unique<Client>(std::move(channel), options);
+  client->by_target_ = true;
+  return client;
+}
+
+std::unique_ptr<Client> Client::Another() const {
+  if (!by_target_) return std::make_unique<Client>(channel_, options_);
+  ClientOptions o = options_;
+  o.own_connection = true;
+  return Connect(o);
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel,
@@ -390,8 +399,8 @@ std::unique_ptr<LearnSession> Client::OpenLearnSession(
     absl::StatusOr<v1::Model> m = GetModel(id);
     if (m.ok()) dimension = m->config().dimension();
   }
-  return std::unique_ptr<LearnSession>(new LearnSession(
-      stub_.get(), id, std::move(o), dimension, options_.token));
+  return std::unique_ptr<LearnSession>(
+      new LearnSession(this, id, std::move(o), dimension));
 }
 
 }  // namespace perceptron::client

@@ -158,12 +158,20 @@ class Client {
                                         const std::string& id,
                                         bool moving = false);
 
+  // The session's calls go through this client, which must outlive it (with
+  // SessionOptions::retry_for, the first is the model's status when it opens,
+  // waited for as after a break).
   std::unique_ptr<LearnSession> OpenLearnSession(const std::string& id,
                                                  const SessionOptions& options);
+  // A client with this one's options on a connection of its own
+  // (ClientOptions::own_connection); for a client made from a channel, one on
+  // that channel.
+  std::unique_ptr<Client> Another() const;
 
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
+  friend class LearnSession;
   // Sets the deadline of a call and adds the token, if any, and the model's
   // routing header, if the call names one.
   void SetDeadline(grpc::ClientContext* context,
@@ -179,6 +187,8 @@ class Client {
       const std::string& model, const Request& request);
 
   const ClientOptions options_;
+  // Made by Connect (from options_.target), not from a channel.
+  bool by_target_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::PerceptronService::Stub> stub_;
 };

@@ -142,24 +142,6 @@ void HashNamesByDefault(const std::string& path) {
       why.empty() ? ":" : why.c_str(), kDefaultHashBits);
 }
 
-// Whether a Learn stream that ended with `code` may be resumed by train
-// --retry_for: the server or the path to it went away (UNAVAILABLE; INTERNAL
-// or UNKNOWN when a proxy resets the stream; ABORTED, CANCELLED), or another
-// stream's batch came first (FAILED_PRECONDITION from if_examples).
-bool Resumable(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kUnknown:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kFailedPrecondition:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // 0 if --batch is within the limit of the server that owns `model`
 // (BatchFitsTheServer), else the exit code of a usage error saying why.
 int CheckBatch(Client& client, const std::string& model) {
@@ -457,7 +439,7 @@ int Train(const Args& args) {
     summary = session->Finish();
     session.reset();
     if (summary.ok() || !retry || !local.ok() || rejected ||
-        !Resumable(summary.status().code())) {
+        !ResumableLearnEnd(summary.status().code())) {
       break;
     }
     // The stream broke: once the model answers again, the examples it holds
@@ -483,7 +465,8 @@ int Train(const Args& args) {
     while (true) {
       st = client->GetStatus(model);
       if (st.ok()) break;
-      if (!Resumable(st.status().code()) || absl::Now() + pause > deadline) {
+      if (!ResumableLearnEnd(st.status().code()) ||
+          absl::Now() + pause > deadline) {
         std::fprintf(stderr, "perceptron: %s did not answer again within %s\n",
                      model.c_str(), absl::FormatDuration(retry_for).c_str());
         return Fail(st.status());

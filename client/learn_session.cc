@@ -56,6 +56,9 @@ LearnSession::~LearnSession() {
 }
 
 void LearnSession::Open(Client& via, std::optional<uint64_t> if_examples) {
+  // A stream before it has ended (its reader joined, its status read): it
+  // goes before its context.
+  stream_.reset();
   context_ = std::make_unique<grpc::ClientContext>();
   via.AddToken(context_.get());
   if (IsHeaderValue(model_id_)) context_->AddMetadata(kModelHeader, model_id_);
@@ -200,6 +203,7 @@ void LearnSession::ClearBatch() {
 }
 
 absl::Status LearnSession::Flush() {
+  if (count_ == 0 && named_ && ended_.ok()) return absl::OkStatus();
   if (finished_)
     return absl::FailedPreconditionError("the session is finished");
   const absl::Status ended =
@@ -397,7 +401,10 @@ absl::Status LearnSession::Resume(absl::Status broke) {
     if (!ResumableLearnEnd(broke.code())) return broke;
     // What follows goes on a new connection: a proxy reloaded with the
     // model's new shard may have left the old one with a worker that routes
-    // by the old shard set.
+    // by the old shard set. The ended stream goes first, then its context,
+    // then the connection it used.
+    stream_.reset();
+    context_.reset();
     via_ = client_->Another();
     absl::StatusOr<uint64_t> now = HeldExamples(*via_, broke);
     if (!now.ok()) return now.status();
@@ -455,7 +462,8 @@ absl::Status LearnSession::Resume(absl::Status broke) {
 void LearnSession::Refused(uint64_t item, const v1::ItemError& error) {
   if (!retrying() || !rejected_.ok()) return;
   rejected_ = absl::Status(
-      static_cast<absl::StatusCode>(error.code()),
+      error.code() != 0 ? static_cast<absl::StatusCode>(error.code())
+                        : absl::StatusCode::kInvalidArgument,
       absl::StrCat("example ", item, " of the session was refused (",
                    error.message(),
                    "): with retry_for, the session ends at the first"));

@@ -158,11 +158,17 @@ void LearnSession::ReadLoop() {
 }
 
 bool LearnSession::Send() {
-  if (!named_) {
-    request_.set_model_id(model_id_);
-    if (if_examples_) request_.set_if_examples(*if_examples_);
-    named_ = true;
+  // With retry_for every item is a labeled example, and each request names
+  // the model and carries the count the model must hold before it: one lost
+  // on the way (or sent twice) ends the stream with nothing of it applied,
+  // and the stream is resumed, rather than the rest being learned out of
+  // place.
+  if (!named_ || retrying()) request_.set_model_id(model_id_);
+  if ((!named_ || retrying()) && if_examples_) {
+    request_.set_if_examples(*if_examples_);
   }
+  named_ = true;
+  if (retrying()) *if_examples_ += count_;
   Sent sent;
   sent.columnar = request_.has_columns();
   if (sent.columnar) {
@@ -399,6 +405,7 @@ absl::Status LearnSession::Resume(absl::Status broke) {
       answered = summary_.items + summary_.unanswered;
     }
     if (!ResumableLearnEnd(broke.code())) return broke;
+    if (options_.on_break) options_.on_break(broke, answered);
     // What follows goes on a new connection: a proxy reloaded with the
     // model's new shard may have left the old one with a worker that routes
     // by the old shard set. The ended stream goes first, then its context,

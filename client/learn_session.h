@@ -69,15 +69,18 @@ struct SessionOptions {
   // batches are applied only if the model has learned from exactly this many
   // labeled examples when the first one comes; else the stream ends with
   // FAILED_PRECONDITION, nothing applied. For resuming a broken stream after
-  // what the model holds, with no item applied twice. Default: none.
+  // what the model holds, with no item applied twice. With retry_for, where
+  // the session's examples start among the model's (read when it opens if not
+  // given), and each request carries the count before it. Default: none.
   std::optional<uint64_t> if_examples;
   // Above zero, a stream that breaks (the server restarting, a shard behind a
   // proxy killed, a model being moved to another shard: the codes
   // ResumableLearnEnd names) is resumed, as `perceptron train --retry_for`
   // resumes its own: the session waits up to this long, on a connection of
   // its own, for the model to answer again, reads how many labeled examples
-  // it holds and sends the rest on a new stream whose first request carries
-  // that count (if_examples), so that no example is lost or learned twice.
+  // it holds and sends the rest on a new stream. Each request carries the
+  // count the model must hold before it (if_examples), so that no example is
+  // lost or learned twice, even should a request go missing on the way.
   // A model that refuses every batch for a while (UNAVAILABLE while it is
   // being moved) is retried with growing pauses until this long passes with
   // no progress. For that the session keeps the examples added and not yet
@@ -91,9 +94,12 @@ struct SessionOptions {
   // instead of resuming. Default: zero (a broken stream ends the session,
   // and Finish says why).
   absl::Duration retry_for = absl::ZeroDuration();
-  // With retry_for: called each time a broken stream is resumed, on the
-  // thread that adds items, before the new stream's answers reach
-  // on_response. Optional.
+  // With retry_for: called each time a stream breaks and may be resumed,
+  // before the session waits for the model (why it ended, and the session's
+  // examples answered), and each time a broken stream is resumed, before the
+  // new stream's answers reach on_response; both on the thread that adds
+  // items. Optional.
+  std::function<void(const absl::Status& broke, uint64_t answered)> on_break;
   std::function<void(const Resumption&)> on_resume;
 };
 
@@ -155,8 +161,8 @@ class LearnSession {
   LearnSession(Client* client, std::string model_id, SessionOptions options,
                uint32_t dimension);
   bool retrying() const { return options_.retry_for > absl::ZeroDuration(); }
-  // A new stream through `via`, its first request carrying `if_examples`, and
-  // its reader.
+  // A new stream through `via`, its first request carrying `if_examples` (with
+  // retry_for, each request the count before it), and its reader.
   void Open(Client& via, std::optional<uint64_t> if_examples);
   // Whether an item of this kind keeps the batch columnar.
   bool Fits(Rows rows, bool labeled) const;
@@ -199,7 +205,8 @@ class LearnSession {
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::LearnRequest, v1::LearnResponse>>
       stream_;
-  // Carried by the current stream's first request.
+  // Carried by the current stream's first request; with retry_for, by each
+  // request, as the count the model holds before it.
   std::optional<uint64_t> if_examples_;
   // The batch being built: columns while its items fit them, else items.
   v1::LearnRequest request_;

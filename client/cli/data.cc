@@ -269,9 +269,6 @@ int Train(const Args& args) {
   const bool skip = absl::GetFlag(FLAGS_skip_rejected);
   const absl::Duration retry_for = absl::GetFlag(FLAGS_retry_for);
   const bool retry = retry_for > absl::ZeroDuration();
-  if (retry && !file) {
-    return Usage("--retry_for needs a file that can be read again, not a pipe");
-  }
   if (retry && skip) {
     return Usage(
         "--retry_for and --skip_rejected do not go together: the stream "
@@ -334,14 +331,6 @@ int Train(const Args& args) {
                   absl::StrJoin(classes, ",").c_str());
     }
   }
-  // With --retry_for: the model's examples before this run, so that after a
-  // broken stream the examples it holds say where to resume.
-  uint64_t base = 0;
-  if (retry && !create) {
-    absl::StatusOr<v1::ModelStatus> st = client->GetStatus(model);
-    if (!st.ok()) return Fail(st.status());
-    base = st->stats().examples();
-  }
   const uint64_t total = per_pass * epochs;
   // The file's line of each example sent and not yet answered, to name the
   // line of one the server rejects.
@@ -351,6 +340,7 @@ int Train(const Args& args) {
   size_t rejected_line = 0;
   std::string rejected_why;
   std::atomic<uint64_t> answered{0};
+  int resumed = 0;
   SessionOptions so;
   so.batch_size = absl::GetFlag(FLAGS_batch);
   so.max_in_flight = absl::GetFlag(FLAGS_in_flight);
@@ -383,127 +373,93 @@ int Train(const Args& args) {
         },
         n == total);
   };
+  if (retry) {
+    // The session resumes a broken stream by itself (SessionOptions::
+    // retry_for): once the model answers again, on a connection of its own,
+    // the examples it holds say where to go on, and each request carries the
+    // count the model must hold before it, so that none is lost or learned
+    // twice.
+    so.retry_for = retry_for;
+    if (create) so.if_examples = 0;  // a new model holds none
+    so.on_break = [&](const absl::Status& broke, uint64_t acknowledged) {
+      progress.End();
+      std::fprintf(stderr,
+                   "perceptron: the stream broke after %llu examples were "
+                   "acknowledged (%s: %s); waiting up to %s for %s\n",
+                   static_cast<unsigned long long>(acknowledged),
+                   absl::StatusCodeToString(broke.code()).c_str(),
+                   std::string(broke.message()).c_str(),
+                   absl::FormatDuration(retry_for).c_str(), model.c_str());
+    };
+    so.on_resume = [&](const Resumption& r) {
+      {
+        absl::MutexLock lock(&mu);
+        // Learned without an answer: their lines are done with.
+        for (uint64_t i = r.answered; i < r.held && !lines_in_flight.empty();
+             ++i) {
+          lines_in_flight.pop_front();
+        }
+      }
+      answered = r.held;
+      ++resumed;
+      std::fprintf(stderr,
+                   "perceptron: %s holds %llu: resuming at example %llu%s\n",
+                   model.c_str(), static_cast<unsigned long long>(r.held),
+                   static_cast<unsigned long long>(r.held),
+                   total > 0 ? absl::StrCat(" of ", total).c_str() : "");
+    };
+  }
   progress.Draw(
       0, total, [&] { return absl::StrCat("sending ", args[0]); }, true);
   absl::Status local;  // a line of standard input that cannot be sent
   absl::Status added;
-  absl::StatusOr<SessionSummary> summary;
-  // Examples of this run the model held when the current stream opened, and
-  // how often a broken stream was resumed.
-  uint64_t done = 0;
-  int resumed = 0;
-  // While resumed streams make no progress (a model being moved to another
-  // shard refuses every batch with UNAVAILABLE until the proxy sends it to
-  // its new shard): since when, and the pause before the next try.
-  std::optional<absl::Time> stalled_since;
-  absl::Duration stalled_pause = absl::Milliseconds(100);
   const Shape shape = ShapeOf(m->config());
-  while (true) {
-    if (retry) so.if_examples = base + done;
-    added = absl::OkStatus();
-    {
-      absl::MutexLock lock(&mu);
-      lines_in_flight.clear();
-    }
-    answered = done;
-    std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
-    // From example `done` of the run on: its epoch, and the examples before it
-    // in that epoch are skipped.
-    const uint32_t first_epoch =
-        per_pass > 0 ? static_cast<uint32_t>(done / per_pass) : 0;
-    uint64_t skip_first = per_pass > 0 ? done % per_pass : 0;
-    bool at_start = resumed == 0;  // the reader is at the file's start
-    for (uint32_t epoch = first_epoch;
-         epoch < epochs && added.ok() && local.ok(); ++epoch) {
-      if (!at_start) local = reader.Rewind();
-      at_start = false;
-      while (local.ok() && (skip || !rejected)) {
-        absl::StatusOr<bool> more = reader.Next(&e);
-        if (!more.ok()) local = more.status();
-        if (!local.ok() || !*more) break;
-        if (skip_first > 0) {
-          --skip_first;
-          continue;
-        }
-        local = FitsTheModel(reader.name(), reader.line(), reader.index_base(),
-                             e, shape);
-        if (!local.ok()) break;
-        {
-          absl::MutexLock lock(&mu);
-          lines_in_flight.push_back(reader.line());
-        }
-        added = session->AddLabeled(e);
-        if (!added.ok()) break;
+  std::unique_ptr<LearnSession> session = client->OpenLearnSession(model, so);
+  for (uint32_t epoch = 0; epoch < epochs && added.ok() && local.ok();
+       ++epoch) {
+    if (epoch > 0) local = reader.Rewind();
+    while (local.ok() && (skip || !rejected)) {
+      absl::StatusOr<bool> more = reader.Next(&e);
+      if (!more.ok()) local = more.status();
+      if (!local.ok() || !*more) break;
+      local = FitsTheModel(reader.name(), reader.line(), reader.index_base(), e,
+                           shape);
+      if (!local.ok()) break;
+      {
+        absl::MutexLock lock(&mu);
+        lines_in_flight.push_back(reader.line());
       }
+      added = session->AddLabeled(e);
+      if (!added.ok()) break;
     }
-    summary = session->Finish();
-    session.reset();
-    if (summary.ok() || !retry || !local.ok() || rejected ||
-        !ResumableLearnEnd(summary.status().code())) {
-      break;
-    }
-    // The stream broke: once the model answers again, the examples it holds
-    // say where to resume (they were committed; those in flight may or may
-    // not have been, and if_examples makes sure none is applied twice).
-    progress.End();
-    const uint64_t acknowledged = answered;
-    std::fprintf(stderr,
-                 "perceptron: the stream broke after %llu examples were "
-                 "acknowledged (%s: %s); waiting up to %s for %s\n",
-                 static_cast<unsigned long long>(acknowledged),
-                 absl::StatusCodeToString(summary.status().code()).c_str(),
-                 std::string(summary.status().message()).c_str(),
-                 absl::FormatDuration(retry_for).c_str(), model.c_str());
-    // What follows goes on a new connection: a proxy reloaded with a model's
-    // new shard may have left the old one with a worker that routes by the
-    // old shard set (shards_test's writer met "was moved" for 2 minutes in
-    // one run of 30).
-    client = Connect(/*own_connection=*/true);
-    const absl::Time deadline = absl::Now() + retry_for;
-    absl::Duration pause = absl::Milliseconds(100);
-    absl::StatusOr<v1::ModelStatus> st;
-    while (true) {
-      st = client->GetStatus(model);
-      if (st.ok()) break;
-      if (!ResumableLearnEnd(st.status().code()) ||
-          absl::Now() + pause > deadline) {
-        std::fprintf(stderr, "perceptron: %s did not answer again within %s\n",
-                     model.c_str(), absl::FormatDuration(retry_for).c_str());
-        return Fail(st.status());
-      }
-      absl::SleepFor(pause);  // a retry's pause
-      pause = std::min(2 * pause, absl::Seconds(2));
-    }
-    const uint64_t held = st->stats().examples();
-    if (held < base + acknowledged || (total > 0 && held > base + total)) {
-      return FailLocal(absl::DataLossError(absl::StrCat(
-          model, " now holds ", held, " labeled examples; this run began at ",
-          base, ", had ", acknowledged, " acknowledged and sends ", total,
-          ": it lost acknowledged examples (a server without durability?) or "
-          "another client writes to it; not resuming")));
-    }
-    if (held - base == done) {
-      if (!stalled_since) stalled_since = absl::Now();
-      if (absl::Now() - *stalled_since + stalled_pause > retry_for) {
-        std::fprintf(stderr, "perceptron: %s: no progress for %s\n",
-                     model.c_str(), absl::FormatDuration(retry_for).c_str());
-        return Fail(summary.status());
-      }
-      absl::SleepFor(stalled_pause);  // a retry's pause
-      stalled_pause = std::min(2 * stalled_pause, absl::Seconds(2));
-    } else {
-      stalled_since.reset();
-      stalled_pause = absl::Milliseconds(100);
-    }
-    done = held - base;
-    ++resumed;
-    std::fprintf(stderr, "perceptron: resuming at example %llu of %llu\n",
-                 static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total));
   }
+  absl::StatusOr<SessionSummary> summary = session->Finish();
+  session.reset();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   progress.End();
+  // The rejected example's line, where the server's refusal names its place
+  // in a batch.
+  auto rejected_at = [&] {
+    absl::string_view why = rejected_why;
+    if (absl::ConsumePrefix(&why, "item ")) {
+      why.remove_prefix(std::min(why.size(), why.find(": ") + 2));
+    }
+    return absl::StrFormat("%s:%zu: rejected: %s", reader.name(), rejected_line,
+                           why);
+  };
+  if (!summary.ok() && rejected) {
+    // With --retry_for the session ends at the first example refused.
+    std::fprintf(stderr,
+                 "perceptron: %s\nperceptron: sending stopped there "
+                 "(--retry_for stops at the first rejected example; the "
+                 "batches after its own were not applied)\n",
+                 rejected_at().c_str());
+    return 1;
+  }
   if (!summary.ok()) return Fail(summary.status());
+  // Examples learned: those answered, and those a broken stream had the model
+  // learn without an answer.
+  const uint64_t learned = summary->items + summary->unanswered;
   const v1::ModelStats s =
       AwaitCertificate(*client, model, summary->stats, absl::Seconds(2));
   // A run that stopped short says so below, not "trained".
@@ -513,16 +469,16 @@ int Train(const Args& args) {
         "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, "
         "reading included), %llu requests (%llu as columns)\n",
         model.c_str(), reader.name().c_str(),
-        static_cast<unsigned long long>(done + summary->items), seconds,
-        (done + summary->items) / std::max(seconds, 1e-9),
+        static_cast<unsigned long long>(learned), seconds,
+        learned / std::max(seconds, 1e-9),
         static_cast<unsigned long long>(summary->requests),
         static_cast<unsigned long long>(summary->columnar_requests));
   }
   if (resumed > 0) {
     std::printf(
-        "resumed %d time(s) after a broken stream; the last stream "
-        "sent %llu examples\n",
-        resumed, static_cast<unsigned long long>(summary->items));
+        "resumed %d time(s) after a broken stream; %llu examples were "
+        "learned without an answer\n",
+        resumed, static_cast<unsigned long long>(summary->unanswered));
   }
   std::printf(
       "model now: %llu examples, %llu mistakes, %llu updates, bound %s\n",
@@ -534,19 +490,13 @@ int Train(const Args& args) {
                  "perceptron: %s\nperceptron: sending stopped there; the "
                  "%llu examples before it were applied\n",
                  std::string(local.message()).c_str(),
-                 static_cast<unsigned long long>(summary->items));
+                 static_cast<unsigned long long>(learned));
     return 1;
   }
   if (summary->item_errors > 0) {
-    // "item K: why" names the place in its batch; the file's line is better.
-    absl::string_view why = rejected_why;
-    if (absl::ConsumePrefix(&why, "item ")) {
-      why.remove_prefix(std::min(why.size(), why.find(": ") + 2));
-    }
     std::fprintf(stderr,
-                 "perceptron: %s:%zu: rejected: %s\nperceptron: %llu "
-                 "example(s) rejected%s\n",
-                 reader.name().c_str(), rejected_line, std::string(why).c_str(),
+                 "perceptron: %s\nperceptron: %llu example(s) rejected%s\n",
+                 rejected_at().c_str(),
                  static_cast<unsigned long long>(summary->item_errors),
                  skip ? " and skipped (--skip_rejected)"
                       : "; sending stopped there, batches already in "

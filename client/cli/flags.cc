@@ -62,7 +62,8 @@ ABSL_FLAG(bool, skip_rejected, false,
 ABSL_FLAG(absl::Duration, retry_for, absl::ZeroDuration(),
           "train: when the stream breaks (the server or a proxy's shard gone), "
           "wait up to this long for the model to answer again, then resume "
-          "after the examples it holds, none applied twice (0: no retry)");
+          "after the examples it holds, none lost or applied twice (0: no "
+          "retry)");
 ABSL_FLAG(uint32_t, hash_bits, 0,
           "create: take features by name, hashed into 2^b coordinates as "
           "Vowpal Wabbit hashes them (1..24; --dim is then 2^b)");

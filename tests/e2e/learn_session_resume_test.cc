@@ -81,6 +81,8 @@ void LearnOnce(client::Client& c, const std::string& id,
 struct Resumptions {
   absl::Mutex mu;
   std::vector<client::Resumption> seen;
+  // What on_break heard: why each stream ended, and the answers before it.
+  std::vector<client::Resumption> breaks;
   size_t count() {
     absl::MutexLock lock(&mu);
     return seen.size();
@@ -93,6 +95,10 @@ client::SessionOptions Retrying(Resumptions* r, std::atomic<uint64_t>* answers,
   o.batch_size = 32;
   o.max_in_flight = 8;
   o.retry_for = retry_for;
+  o.on_break = [r](const absl::Status& broke, uint64_t answered) {
+    absl::MutexLock lock(&r->mu);
+    r->breaks.push_back({broke, answered, 0});
+  };
   o.on_resume = [r](const client::Resumption& x) {
     absl::MutexLock lock(&r->mu);
     r->seen.push_back(x);
@@ -161,9 +167,14 @@ TEST(LearnSessionResumeTest, ResumesAfterTheServerIsKilledAndRestarted) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_GE(summary->resumed, 1);
   ASSERT_EQ(resumptions.count(), static_cast<size_t>(summary->resumed));
-  for (const client::Resumption& r : resumptions.seen) {
+  // Each break was heard before its wait, as its resumption says it.
+  ASSERT_EQ(resumptions.breaks.size(), resumptions.seen.size());
+  for (size_t i = 0; i < resumptions.seen.size(); ++i) {
+    const client::Resumption& r = resumptions.seen[i];
     EXPECT_TRUE(client::ResumableLearnEnd(r.broke.code())) << r.broke;
     EXPECT_LE(r.answered, r.held);
+    EXPECT_EQ(resumptions.breaks[i].broke, r.broke);
+    EXPECT_EQ(resumptions.breaks[i].answered, r.answered);
   }
   // Every example of the session was answered once, or learned without an
   // answer in the stream that broke.

@@ -448,10 +448,11 @@ class Model:
 
         With `retry_for` (seconds), a stream that breaks (the server restarting, a shard
         behind a proxy gone) is resumed: once the model answers again, within `retry_for`, the
-        examples it holds say where to go on, and the new stream's first request carries that
-        count (LearnRequest.if_examples), so no example is lost or learned twice; the waiting and
-        the new stream go on a connection of their own (a proxy reloaded meanwhile may keep the
-        old one on its old routes), closed when learn returns. It assumes
+        examples it holds say where to go on. Each request carries the count the model must
+        hold before it (LearnRequest.if_examples), so no example is lost or learned twice, even
+        should a request go missing on the way; the waiting and the new stream go on a
+        connection of their own (a proxy reloaded meanwhile may keep the old one on its old
+        routes), closed when learn returns. It assumes
         no other client writes to the model meanwhile; the rows must then be ones the server
         accepts (checked here first: ValueError otherwise). An example a broken stream had the
         model learn and commit without an answer is listed in the result's `unanswered` (its
@@ -510,8 +511,11 @@ class Model:
         try:
             while True:
                 part = rows[done:]
-                batches = [_wire.learn_request(self.id if i == 0 else "", columns,
-                                               base + done if i == 0 else None)
+                # Each request names the model and carries the count the model holds before it
+                # (if_examples): a request lost on the way (or sent twice) ends the stream with
+                # nothing of it applied, and the stream is resumed, rather than the rest being
+                # learned out of place.
+                batches = [_wire.learn_request(self.id, columns, base + done + i * batch_size)
                            for i, columns in enumerate(
                                _batches(kind, part, labels[done:], batch_size))]
                 if not batches:

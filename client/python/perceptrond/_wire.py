@@ -59,43 +59,86 @@ def unit_labels(labels: np.ndarray) -> bytes:
     return np.where(a > 0, 2, 1).astype(np.uint8).tobytes()
 
 
-def _field(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + varint(len(payload)) + payload
+class Message:
+    """A message's encoding as a list of parts (byte strings, and numpy arrays' memory as
+    they are), joined once when it is sent (bytes(message)): a batch's values are copied once,
+    into the request, rather than once per field and message they are nested in."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list = []
+        self.size = 0
+
+    def add(self, part) -> "Message":
+        """Appends bytes, or a Message's parts."""
+        if isinstance(part, Message):
+            self.parts.extend(part.parts)
+            self.size += part.size
+        else:
+            self.parts.append(part)
+            self.size += len(part)
+        return self
+
+    def field(self, tag: int, payload) -> "Message":
+        """Appends a length-delimited field: `payload` is bytes, an array's memory or a Message."""
+        size = payload.size if isinstance(payload, Message) else len(payload)
+        self.parts.append(bytes([tag]) + varint(size))
+        self.size += len(self.parts[-1])
+        return self.add(payload)
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
 
 
-def learn_request(model_id: str, columns: bytes, if_examples: int | None = None) -> bytes:
-    """A serialized LearnRequest: the model id (if given), the columns and the condition
-    if_examples (if given)."""
-    head = _field(_LEARN_MODEL_ID, model_id.encode()) if model_id else b""
-    tail = b"" if if_examples is None else bytes([_LEARN_IF_EXAMPLES]) + varint(if_examples)
-    return head + _field(_LEARN_COLUMNS, columns) + tail
+def _memory(a, dtype: str) -> memoryview:
+    """The bytes of `a` as `dtype` (little-endian, C order), with no copy when `a` already is."""
+    return memoryview(np.ascontiguousarray(a, dtype=dtype)).cast("B")
 
 
-def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> bytes:
+def learn_request(model_id: str, columns, if_examples: int | None = None) -> bytes:
+    """A serialized LearnRequest: the model id (if given), the columns (bytes or a Message)
+    and the condition if_examples (if given)."""
+    m = Message()
+    if model_id:
+        m.field(_LEARN_MODEL_ID, model_id.encode())
+    m.field(_LEARN_COLUMNS, columns)
+    if if_examples is not None:
+        m.add(bytes([_LEARN_IF_EXAMPLES]) + varint(if_examples))
+    return bytes(m)
+
+
+def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> Message:
     """Columns of dense rows (float64, C order) and, if given, their labels (-1 or +1, or
     class indices)."""
-    out = _field(_DENSE, np.ascontiguousarray(rows, dtype="<f8").tobytes())
+    m = Message().field(_DENSE, _memory(rows, "<f8"))
     if labels is not None:
-        out += _field(_LABELS, unit_labels(labels))
-    return out + bytes([_DENSE_ROWS]) + varint(rows.shape[0])
+        m.field(_LABELS, unit_labels(labels))
+    return m.add(bytes([_DENSE_ROWS]) + varint(rows.shape[0]))
+
+
+def check_indices(indices: np.ndarray) -> None:
+    """Feature indices must fit the wire's fixed32: ValueError if one does not."""
+    if indices.size and (indices.min() < 0 or indices.max() >= 2**32):
+        raise ValueError("feature indices must be >= 0 and below 2**32")
 
 
 def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
-                   labels: np.ndarray | None) -> bytes:
+                   labels: np.ndarray | None) -> Message:
     """Columns of CSR rows (indptr as scipy's, starting at any offset) and, if given, their
     labels (-1 or +1, or class indices)."""
     indices = np.asarray(indices)
-    if indices.size and (indices.min() < 0 or indices.max() >= 2**32):
-        raise ValueError("feature indices must be >= 0 and below 2**32")
+    check_indices(indices)
     start = int(indptr[0])
     ends = np.asarray(indptr[1:], dtype=np.int64) - start
     # In field-number order, as protobuf writes them (any order parses alike).
-    out = _field(_ROW_ENDS, varints(ends.astype(np.uint64)))
-    out += _field(_VALUES, np.ascontiguousarray(values, dtype="<f8").tobytes())
+    m = Message().field(_ROW_ENDS, varints(ends.astype(np.uint64)))
+    m.field(_VALUES, _memory(values, "<f8"))
     if labels is not None:
-        out += _field(_LABELS, unit_labels(labels))
-    return out + _field(_FIXED_INDICES, np.ascontiguousarray(indices, dtype="<u4").tobytes())
+        m.field(_LABELS, unit_labels(labels))
+    return m.field(_FIXED_INDICES, _memory(indices, "<u4"))
 
 
-def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> bytes:
-    return _field(_REVEAL_IDS, varints(ids)) + _field(_REVEAL_LABELS, zigzag_labels(labels))
+def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> Message:
+    return Message().field(_REVEAL_IDS, varints(ids)).field(_REVEAL_LABELS,
+                                                             zigzag_labels(labels))

@@ -119,7 +119,8 @@ def _item_outcomes(response: pb.LearnResponse, at: int, result: "LearnResult") -
     result.stats = response.stats
 
 
-def _batches(kind: str, rows, labels: Optional[np.ndarray], batch_size: int) -> Iterator[bytes]:
+def _batches(kind: str, rows, labels: Optional[np.ndarray],
+             batch_size: int) -> Iterator[_wire.Message]:
     """The rows (and labels, if any) as Columns messages of at most batch_size rows."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -196,7 +197,7 @@ class Stream:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _send(self, columns: bytes) -> pb.LearnResponse:
+    def _send(self, columns) -> pb.LearnResponse:
         self._requests.put(_wire.learn_request("" if self._named else self._model.id, columns))
         self._named = True
         return next(self._responses)
@@ -483,11 +484,17 @@ class Model:
         self._check_width(kind, rows, retry_for)
         if retry_for > 0:
             return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
-        batches = [_wire.learn_request(self.id if i == 0 else "", columns)
-                   for i, columns in enumerate(_batches(kind, rows, labels, batch_size))]
-        if not batches:  # still one request, so that an unknown model is an error
-            batches.append(_wire.learn_request(self.id, b""))
-        return self._named_classes(_outcomes(self.client._learn(self.id, iter(batches)), n))
+        # Encoded as the stream takes them (a few batches in memory, not a copy of x), once
+        # what the encoding could refuse is checked: nothing is sent if it would be.
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if kind == "sparse":
+            _wire.check_indices(rows.indices)
+        batches = (_wire.learn_request(self.id if i == 0 else "", columns)
+                   for i, columns in enumerate(_batches(kind, rows, labels, batch_size)))
+        if n == 0:  # still one request, so that an unknown model is an error
+            batches = iter([_wire.learn_request(self.id, b"")])
+        return self._named_classes(_outcomes(self.client._learn(self.id, batches), n))
 
     def _learn_resuming(self, kind, rows, labels, batch_size, retry_for) -> LearnResult:
         n = rows.shape[0]

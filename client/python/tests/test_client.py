@@ -53,12 +53,14 @@ def test_varints_are_protobufs_own():
                        2**63 - 1, 2**63, 2**64 - 1] + list(range(0, 5000, 7)), dtype=np.uint64)
     labels = np.array([1, -1, 0, 5, -7, 2**31 - 1, -2**31])
     expected = pb.Columns(reveal_ids=values.tolist(), reveal_labels=labels.tolist())
-    assert _wire.reveal_columns(values, labels) == expected.SerializeToString()
+    assert bytes(_wire.reveal_columns(values, labels)) == expected.SerializeToString()
     units = np.array([1, -1, -1, 1])
     assert _wire.unit_labels(units) == _wire.zigzag_labels(units)
     columns = _wire.dense_columns(np.ones((2, 3)), np.array([1, -1]))
+    assert bytes(columns) == pb.Columns(dense=[1.0] * 6, labels=[1, -1],
+                                        dense_rows=2).SerializeToString()
     for model_id, if_examples in (("m", None), ("m", 0), ("", 2**40 + 3)):
-        want = pb.LearnRequest(model_id=model_id, columns=pb.Columns.FromString(columns))
+        want = pb.LearnRequest(model_id=model_id, columns=pb.Columns.FromString(bytes(columns)))
         if if_examples is not None:
             want.if_examples = if_examples
         assert _wire.learn_request(model_id, columns, if_examples) == want.SerializeToString()
@@ -71,7 +73,7 @@ def test_sparse_columns_are_protobufs_own():
     expected = pb.Columns(row_ends=[2, 2, 5], fixed_indices=indices.tolist(),
                           values=values.tolist(), labels=[1, -1, 1])
     got = _wire.sparse_columns(indptr, indices, values, np.array([1, -1, 1]))
-    assert got == expected.SerializeToString()
+    assert bytes(got) == expected.SerializeToString()
     for bad in (np.array([-1]), np.array([2**32])):
         with pytest.raises(ValueError, match="below 2\\*\\*32"):
             _wire.sparse_columns(np.array([0, 1]), bad, np.array([1.0]), None)
@@ -140,6 +142,14 @@ def test_bad_input_is_refused_and_changes_nothing(client):
         model.learn(np.ones((2, 4)), [1, -1])
     with pytest.raises(ValueError, match="the examples have 2 features"):
         model.predict(np.ones((1, 2)))
+    # Batches are encoded as the stream takes them; what the encoding would refuse is found
+    # before anything is sent: an index the wire cannot carry, in the last batch.
+    wide = scipy.sparse.csr_matrix((np.ones(3), np.array([0, 1, 2**33], dtype=np.int64),
+                                    np.array([0, 1, 2, 3])), shape=(3, 2**34))
+    with pytest.raises(ValueError, match="below 2\\*\\*32"):
+        model.learn(wide, [1, -1, 1], batch_size=1)
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        model.learn(np.ones((2, 3)), [1, -1], batch_size=0)
     assert model.status().stats.examples == 0
     # A bad row is refused alone, named by its index; the others are learned.
     x = np.ones((5, 3))

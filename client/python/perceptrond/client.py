@@ -482,12 +482,12 @@ class Model:
         n = rows.shape[0]
         labels = self._labels(y, n, retry_for)
         self._check_width(kind, rows, retry_for)
-        if retry_for > 0:
-            return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         # Encoded as the stream takes them (a few batches in memory, not a copy of x), once
         # what the encoding could refuse is checked: nothing is sent if it would be.
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if retry_for > 0:
+            return self._learn_resuming(kind, rows, labels, batch_size, retry_for)
         if kind == "sparse":
             _wire.check_indices(rows.indices)
         batches = (_wire.learn_request(self.id if i == 0 else "", columns)
@@ -522,14 +522,15 @@ class Model:
                 # (if_examples): a request lost on the way (or sent twice) ends the stream with
                 # nothing of it applied, and the stream is resumed, rather than the rest being
                 # learned out of place.
-                batches = [_wire.learn_request(self.id, columns, base + done + i * batch_size)
+                # Encoded as the stream takes them (the rows were checked above).
+                batches = (_wire.learn_request(self.id, columns, base + done + i * batch_size)
                            for i, columns in enumerate(
-                               _batches(kind, part, labels[done:], batch_size))]
-                if not batches:
-                    batches.append(_wire.learn_request(self.id, b"", base + done))
+                               _batches(kind, part, labels[done:], batch_size)))
+                if done == n:
+                    batches = iter([_wire.learn_request(self.id, b"", base + done)])
                 at = done
                 try:
-                    for response in via.client._learn(self.id, iter(batches)):
+                    for response in via.client._learn(self.id, batches):
                         c = response.columns
                         k = len(c.scores)
                         if len(c.errors):

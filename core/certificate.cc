@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/huge_pages.h"
 #include "core/log_c_search.h"
 
 namespace perceptron {
@@ -61,7 +62,7 @@ size_t CertificateSolver::bytes() const {
 
 std::vector<double> CertificateSolver::Primal(
     const std::vector<double>& alpha) const {
-  std::vector<double> w(dimension_, 0.0);
+  std::vector<double> w = HugeVector<double>(dimension_);
   for (size_t t = 0; t < rows_.size(); ++t) {
     if (alpha[t] != 0) AddRow(t, alpha[t] * rows_.label(t), &w);
   }
@@ -213,7 +214,7 @@ Certificate CertificateSolver::Solve(double radius,
   Certificate c;
   const size_t n = rows_.size();
   c.examples = n;
-  c.u.assign(dimension_, 0.0);
+  c.u = HugeVector<double>(dimension_);
   if (dimension_ > 0) c.u[0] = 1;
   if (n == 0) {
     c.converged = true;

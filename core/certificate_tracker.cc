@@ -657,7 +657,9 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
                                                 const HardMargin* hard) {
   std::vector<std::vector<double>> vs;
   if (!(c.gamma > 0) || c.u.empty()) return vs;
-  std::vector<double> base(c.u.size());
+  // Each of d values, on huge pages when d is large (a wide model's new
+  // candidates would otherwise be a fault every 512 coordinates).
+  std::vector<double> base = HugeVector<double>(c.u.size());
   for (size_t i = 0; i < base.size(); ++i) base[i] = c.u[i] / c.gamma;
   // The multiple 1 of v is v itself (1 * x is x): `base`, moved in last.
   std::vector<std::vector<double>> scaled(std::size(kCandidateScales));
@@ -669,7 +671,7 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
       continue;
     }
     std::vector<double>& v = scaled[k];
-    v.resize(base.size());
+    v = HugeVector<double>(base.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = scale * base[i];
   }
   if (one < scaled.size()) scaled[one] = std::move(base);
@@ -682,7 +684,7 @@ std::vector<std::vector<double>> CandidatesFrom(const Certificate& c,
   if (hard != nullptr && hard->separable && hard->lower > 0 &&
       hard->u.size() == c.u.size()) {
     const double scale = (1 + 1e-9) / hard->lower;
-    std::vector<double> v(hard->u.size());
+    std::vector<double> v = HugeVector<double>(hard->u.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = hard->u[i] * scale;
     if (std::all_of(v.begin(), v.end(),
                     [](double x) { return std::isfinite(x); })) {

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,11 +48,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/config.h"
+#include "core/huge_pages.h"
 #include "core/kernel_certificate.h"
 #include "core/prepare.h"
 
@@ -544,7 +547,12 @@ class CertificateTracker {
   uint64_t kept_examples_ = 0;   // the examples the kept rows stand for
   uint64_t taken_examples_ = 0;  // of those, handed to a solver
   // While keeping: each kept row by its key, to its place among them.
-  absl::flat_hash_map<RowKey, uint32_t> seen_;
+  // (Its table on huge pages when large: a new row's key lands on a page of
+  // its own, at random.)
+  absl::flat_hash_map<RowKey, uint32_t, absl::Hash<RowKey>,
+                      std::equal_to<RowKey>,
+                      HugePageAllocator<std::pair<const RowKey, uint32_t>>>
+      seen_;
   // The same keys by place (kNoKey where seen_ has the key at another place):
   // a cycling stream (epochs over a file) brings its rows in the order they
   // were kept, so the row after the last one met, next_place_, is asked

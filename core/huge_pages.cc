@@ -1,10 +1,32 @@
 #include "core/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
+
+// Linux's value (since 6.1); older C libraries' headers do not name it, and
+// an older kernel refuses it (EINVAL), as it refuses memory with no pages.
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25
+#endif
 
 namespace perceptron {
+namespace {
+
+// Whether any 4 KiB page of [at, at + length) (page-aligned) is resident.
+bool AnyResident(void* at, size_t length) {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return true;
+  std::vector<unsigned char> resident(length / static_cast<size_t>(page));
+  if (mincore(at, length, resident.data()) != 0) return true;
+  return std::any_of(resident.begin(), resident.end(),
+                     [](unsigned char r) { return (r & 1) != 0; });
+}
+
+}  // namespace
 
 bool AdviseHugePages(void* data, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
@@ -17,8 +39,15 @@ bool AdviseHugePages(void* data, size_t bytes) {
   // Without transparent huge pages (or with them "never") the advice is
   // refused, and the pages are left as they are.
   if (madvise(at, length, MADV_HUGEPAGE) != 0) return false;
-  // Pages touched before (memory the allocator reuses) would stay small
-  // until the kernel's background collapse: dropped, they come back whole.
+  // Memory never touched takes huge pages as it is first written.
+  if (!AnyResident(at, length)) return true;
+    // Memory the allocator reuses would stay on the pages it has until the
+    // kernel's background collapse. Collapsed now (at no cost where it already
+    // is on huge pages, as a large array freed and allocated again is), or
+    // else dropped, so that the next touch of each 2 MiB faults a huge page.
+#if defined(MADV_COLLAPSE)
+  if (madvise(at, length, MADV_COLLAPSE) == 0) return true;
+#endif
   return madvise(at, length, MADV_DONTNEED) == 0;
 #else
   (void)data;

@@ -15,6 +15,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,10 +25,12 @@ namespace perceptron {
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kHugeArrayBytes = size_t{4} << 20;
 
-// Asks for huge pages over the whole 2 MiB pages in [data, data + bytes) and
-// drops the pages there now, so that the next touch of each faults a huge
-// page. Their contents are lost (they read as zeros): call it only on memory
-// about to be written. True if the kernel took the advice.
+// Asks for huge pages over the whole 2 MiB pages in [data, data + bytes):
+// memory not yet touched gets them as it is first written; memory touched
+// before is collapsed into huge pages now or, where the kernel cannot, its
+// pages are dropped so that the next touch of each faults a huge page. Its
+// contents may then be lost (read as zeros): call it only on memory about
+// to be written. True if the kernel took the advice.
 bool AdviseHugePages(void* data, size_t bytes);
 
 // n copies of `value`, on huge pages where the system gives them.
@@ -53,9 +57,10 @@ std::vector<T> OnHugePages(std::vector<T> v) {
   return h;
 }
 
-// An allocator that asks for huge pages for blocks of at least
-// kHugeArrayBytes (for containers whose storage is allocated and then
-// written, as absl's hash tables are).
+// An allocator that puts blocks holding a whole huge page (at least
+// kHugePageBytes) on memory aligned to one and asks for huge pages there
+// (for containers whose storage is allocated and then written, as absl's
+// hash tables are); smaller blocks come from the heap as std::allocator's.
 template <typename T>
 struct HugePageAllocator {
   using value_type = T;
@@ -63,16 +68,40 @@ struct HugePageAllocator {
   template <typename U>
   HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: as std's
   T* allocate(size_t n) {
-    T* p = std::allocator<T>().allocate(n);
-    if (n * sizeof(T) >= kHugeArrayBytes) AdviseHugePages(p, n * sizeof(T));
-    return p;
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHugePageBytes) return std::allocator<T>().allocate(n);
+    void* p = ::operator new (bytes, std::align_val_t{kHugePageBytes});
+    AdviseHugePages(p, bytes);
+    return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  void deallocate(T* p, size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHugePageBytes) return std::allocator<T>().deallocate(p, n);
+    ::operator delete (p, bytes, std::align_val_t{kHugePageBytes});
+  }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const {
     return true;
   }
 };
+
+// An array of n values of a trivial type T, not initialised, allocated by
+// HugePageAllocator (on huge pages when it holds a whole one).
+//
+//   perceptron::HugeArray<double> a = perceptron::NewHugeArray<double>(n);
+template <typename T>
+struct HugeArrayDeleter {
+  size_t n = 0;
+  void operator()(T* p) const { HugePageAllocator<T>().deallocate(p, n); }
+};
+template <typename T>
+using HugeArray = std::unique_ptr<T[], HugeArrayDeleter<T>>;
+template <typename T>
+HugeArray<T> NewHugeArray(size_t n) {
+  static_assert(std::is_trivial_v<T>);
+  return HugeArray<T>(HugePageAllocator<T>().allocate(n),
+                      HugeArrayDeleter<T>{n});
+}
 
 }  // namespace perceptron
 

@@ -56,9 +56,11 @@ KeptRows::Block& KeptRows::Room(size_t n, bool dense) {
                  : std::min(2 * blocks_[open].capacity, kLargestBlock);
     Block& b = blocks_.emplace_back();
     b.capacity = std::max(next, n);
-    // Not initialised: every coordinate is written before it is read.
-    if (!dense) b.index.reset(new uint32_t[b.capacity]);
-    b.value.reset(new double[b.capacity]);
+    // Not initialised: every coordinate is written before it is read. The
+    // largest blocks' values fill whole huge pages (a new page costs the
+    // kernel a fault of its own, a large part of keeping a new row).
+    if (!dense) b.index = NewHugeArray<uint32_t>(b.capacity);
+    b.value = NewHugeArray<double>(b.capacity);
     open = static_cast<int64_t>(blocks_.size()) - 1;
   }
   return blocks_[open];

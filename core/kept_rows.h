@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "core/huge_pages.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -185,8 +186,8 @@ class KeptRows {
 
  private:
   struct Block {
-    std::unique_ptr<uint32_t[]> index;  // null: a block of dense rows
-    std::unique_ptr<double[]> value;
+    HugeArray<uint32_t> index;  // null: a block of dense rows
+    HugeArray<double> value;
     size_t size = 0;
     size_t capacity = 0;
   };

@@ -1,5 +1,7 @@
 #include "core/row_positions.h"
 
+#include "core/huge_pages.h"
+
 namespace perceptron {
 
 KeptRows RowPositions::ToPositions(const KeptRows& rows) {
@@ -10,7 +12,7 @@ KeptRows RowPositions::ToPositions(const KeptRows& rows) {
     // sixth of the model's (checked a row at a time).
     if (position_of_.empty() &&
         uint64_t{positions_.size()} * 6 >= weight_dimension_) {
-      position_of_.assign(weight_dimension_, kNoPosition);
+      position_of_ = HugeVector<uint32_t>(weight_dimension_, kNoPosition);
       for (const auto& [i, p] : positions_) position_of_[i] = p;
       positions_ = {};
     }

@@ -77,7 +77,7 @@ struct HugePageAllocator {
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageBytes) return std::allocator<T>().deallocate(p, n);
-    ::operator delete (p, bytes, std::align_val_t{kHugePageBytes});
+    ::operator delete (p, std::align_val_t{kHugePageBytes});
   }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const {

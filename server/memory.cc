@@ -18,6 +18,8 @@ void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
 namespace perceptron::server {
 namespace {
 
+void (*after_release)() = nullptr;
+
 bool Tcmalloc() {
   return MallocExtension_GetNumericProperty != nullptr &&
          MallocExtension_ReleaseFreeMemory != nullptr;
@@ -72,7 +74,10 @@ void ReleaseFreeMemory() {
   } else {
     malloc_trim(0);
   }
+  if (after_release != nullptr) after_release();
 }
+
+void SetAfterRelease(void (*after)()) { after_release = after; }
 
 void LimitThreadCaches(uint64_t bytes) {
   if (!Tcmalloc() || MallocExtension_SetNumericProperty == nullptr) return;

@@ -40,8 +40,14 @@ MemoryFigures ReadMemory();
 // every second.
 uint64_t AllocatorFreeBytes();
 
-// Gives the allocator's free memory back to the system.
+// Gives the allocator's free memory back to the system, then runs the
+// function set by SetAfterRelease, if any.
 void ReleaseFreeMemory();
+
+// `after` runs after each ReleaseFreeMemory (on its thread): the heap on
+// huge pages (server/huge_heap.h) stops the kernel from filling the holes
+// just released back into huge pages. Call once, before the server starts.
+void SetAfterRelease(void (*after)());
 
 // Bounds the freed memory tcmalloc's per-thread caches may hold together
 // (its own default is 32 MiB). A thread keeps what its cache holds until it

@@ -440,6 +440,55 @@ class MemoryTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_heap_on_huge_pages(self):
+        """With tcmalloc, the heap the server takes is advised as huge pages
+        (--allocator_huge_pages, the default; "hg" in smaps' VmFlags) and, once free memory has
+        been given back, advised not to be ("nh"), so that the kernel does not fill the holes
+        released; with --allocator_huge_pages=false it is not advised at all. The certificate is
+        off: its own large arrays ask for huge pages whatever the flag."""
+        def heap_flags(huge, release_mb):
+            server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--certificate_examples=0",
+                                    "--memory_release_mb=%d" % release_mb, "--expiry_interval=50ms",
+                                    "--allocator_huge_pages=" + str(huge).lower())
+            try:
+                channel = grpc.insecure_channel(server.target)
+                stub = pb_grpc.PerceptronServiceStub(channel)
+                stub.CreateModel(pb.CreateModelRequest(model_id="big",
+                                                       config=pb.ModelConfig(dimension=1000)))
+                stream = pp.Stream(d=1000, seed=5)
+                # Requests of 3.6 MB each: the heap grows, and they are freed once learned.
+                pp.learn(pb, stub, "big", [stream.next() for _ in range(1200)], batch=400)
+                channel.close()
+                metrics = samples(server.get("/metrics")[2])
+                allocator = [dict(labels)["allocator"] for name, labels in metrics
+                             if name == "perceptron_memory_allocator"]
+                if release_mb > 0 and allocator == ["tcmalloc"]:
+                    end = time.monotonic() + 60
+                    while samples(server.get("/metrics")[2])[
+                            ("perceptron_memory_releases_total", frozenset())] < 1:
+                        self.assertLess(time.monotonic(), end, "nothing was given back")
+                        time.sleep(0.05)  # a poll's pause
+                # The flags of the heap's mappings (tcmalloc grows it with sbrk; threads'
+                # stacks elsewhere carry "nh" of their own).
+                flags, heap = set(), False
+                with open("/proc/%d/smaps" % server.proc.pid) as f:
+                    for line in f:
+                        if line[:1] in "0123456789abcdef" and "-" in line.split()[0]:
+                            heap = line.rstrip().endswith("[heap]")
+                        elif line.startswith("VmFlags:") and heap:
+                            flags.update(line.split()[1:])
+                return allocator, flags & {"hg", "nh"}
+            finally:
+                self.assertEqual(server.stop(), 0)
+
+        allocator, advised = heap_flags(True, 0)
+        if allocator != ["tcmalloc"]:
+            self.assertEqual(advised, set())  # a sanitizer's or glibc's heap: never advised
+            return
+        self.assertEqual(advised, {"hg"})
+        self.assertEqual(heap_flags(False, 0)[1], set())
+        self.assertIn("nh", heap_flags(True, 1)[1])
+
 
 class HttpTokensTest(unittest.TestCase):
     def test_tokens_guard_everything_but_healthz(self):

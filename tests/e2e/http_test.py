@@ -394,6 +394,31 @@ class RpcMetricsOffTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+def learn_large_requests(server, seed):
+    """A model "big" of d=1000 learns 1,200 rows in requests of 3.6 MB each (freed once
+    learned); returns /metrics' samples after it and the allocator they name."""
+    channel = grpc.insecure_channel(server.target)
+    stub = pb_grpc.PerceptronServiceStub(channel)
+    stub.CreateModel(pb.CreateModelRequest(model_id="big", config=pb.ModelConfig(dimension=1000)))
+    stream = pp.Stream(d=1000, seed=seed)
+    pp.learn(pb, stub, "big", [stream.next() for _ in range(1200)], batch=400)
+    channel.close()
+    metrics = samples(server.get("/metrics")[2])
+    return metrics, [dict(labels)["allocator"] for name, labels in metrics
+                     if name == "perceptron_memory_allocator"]
+
+
+def await_release(server):
+    """True once the server has given free memory back (within 60 s)."""
+    end = time.monotonic() + 60
+    while samples(server.get("/metrics")[2])[("perceptron_memory_releases_total",
+                                              frozenset())] < 1:
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)  # a poll's pause
+    return True
+
+
 class MemoryTest(unittest.TestCase):
     def test_memory_figures_and_free_memory_given_back(self):
         """The process's resident memory and its allocator's figures in /metrics; with tcmalloc
@@ -403,17 +428,7 @@ class MemoryTest(unittest.TestCase):
         server = pp.Perceptrond(PERCEPTROND, "--durability=none", "--memory_release_mb=1",
                                 "--expiry_interval=50ms", "--allocator_thread_cache_mb=3")
         try:
-            channel = grpc.insecure_channel(server.target)
-            stub = pb_grpc.PerceptronServiceStub(channel)
-            stub.CreateModel(pb.CreateModelRequest(model_id="big",
-                                                   config=pb.ModelConfig(dimension=1000)))
-            stream = pp.Stream(d=1000, seed=4)
-            # 1,200 rows of 1,000 values: requests of 3.6 MB each, freed once learned.
-            pp.learn(pb, stub, "big", [stream.next() for _ in range(1200)], batch=400)
-            channel.close()
-            metrics = samples(server.get("/metrics")[2])
-            allocator = [dict(labels)["allocator"] for name, labels in metrics
-                         if name == "perceptron_memory_allocator"]
+            metrics, allocator = learn_large_requests(server, seed=4)
             self.assertIn(allocator, (["tcmalloc"], ["system"]))
             resident = metrics[("process_resident_memory_bytes", frozenset())]
             with open("/proc/%d/status" % server.proc.pid) as f:
@@ -430,13 +445,7 @@ class MemoryTest(unittest.TestCase):
                     metrics[("perceptron_memory_thread_cache_limit_bytes", frozenset())], 3 << 20)
                 self.assertGreaterEqual(
                     metrics[("perceptron_memory_allocator_cached_bytes", frozenset())], 0)
-                end = time.monotonic() + 60
-                while True:
-                    metrics = samples(server.get("/metrics")[2])
-                    if metrics[("perceptron_memory_releases_total", frozenset())] >= 1:
-                        break
-                    self.assertLess(time.monotonic(), end, "nothing was given back")
-                    time.sleep(0.05)  # a poll's pause
+                self.assertTrue(await_release(server), "nothing was given back")
         finally:
             self.assertEqual(server.stop(), 0)
 
@@ -451,23 +460,9 @@ class MemoryTest(unittest.TestCase):
                                     "--memory_release_mb=%d" % release_mb, "--expiry_interval=50ms",
                                     "--allocator_huge_pages=" + str(huge).lower())
             try:
-                channel = grpc.insecure_channel(server.target)
-                stub = pb_grpc.PerceptronServiceStub(channel)
-                stub.CreateModel(pb.CreateModelRequest(model_id="big",
-                                                       config=pb.ModelConfig(dimension=1000)))
-                stream = pp.Stream(d=1000, seed=5)
-                # Requests of 3.6 MB each: the heap grows, and they are freed once learned.
-                pp.learn(pb, stub, "big", [stream.next() for _ in range(1200)], batch=400)
-                channel.close()
-                metrics = samples(server.get("/metrics")[2])
-                allocator = [dict(labels)["allocator"] for name, labels in metrics
-                             if name == "perceptron_memory_allocator"]
+                allocator = learn_large_requests(server, seed=5)[1]
                 if release_mb > 0 and allocator == ["tcmalloc"]:
-                    end = time.monotonic() + 60
-                    while samples(server.get("/metrics")[2])[
-                            ("perceptron_memory_releases_total", frozenset())] < 1:
-                        self.assertLess(time.monotonic(), end, "nothing was given back")
-                        time.sleep(0.05)  # a poll's pause
+                    self.assertTrue(await_release(server), "nothing was given back")
                 # The flags of the heap's mappings (tcmalloc grows it with sbrk; threads'
                 # stacks elsewhere carry "nh" of their own).
                 flags, heap = set(), False

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <mutex>
 
-#include "server/memory.h"
-
 #ifdef PERCEPTRON_TCMALLOC
 #include <gperftools/malloc_extension.h>
 #endif
@@ -103,7 +101,6 @@ bool PutHeapOnHugePages() {
   // Lives as long as the process: tcmalloc's heap is never handed back.
   static HugePageSysAllocator* const huge = new HugePageSysAllocator(next);
   extension->SetSystemAllocator(huge);
-  SetAfterRelease(&StopHugePagesSoFar);
   return true;
 }
 

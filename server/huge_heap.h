@@ -12,9 +12,10 @@
 // MADV_NOHUGEPAGE (its huge pages stay as they are, none is made there any
 // more) and only what the heap takes after it is advised huge.
 //
-//   if (!perceptron::server::PutHeapOnHugePages()) { /* a plain heap */ }
-//   ...
-//   perceptron::server::ReleaseFreeMemory();  // then StopHugePagesSoFar()
+//   if (perceptron::server::PutHeapOnHugePages()) {
+//     perceptron::server::SetAfterRelease(  // server/memory.h
+//         &perceptron::server::StopHugePagesSoFar);
+//   }
 #ifndef PERCEPTRON_SERVER_HUGE_HEAP_H_
 #define PERCEPTRON_SERVER_HUGE_HEAP_H_
 
@@ -22,8 +23,8 @@ namespace perceptron::server {
 
 // Call once, early in main, before the server starts. False where the
 // program's allocator is not tcmalloc (the sanitizer builds) or does not take
-// a system allocator; the heap is then as before. Registers
-// StopHugePagesSoFar to run after each ReleaseFreeMemory (server/memory.h).
+// a system allocator; the heap is then as before. A program that gives
+// memory back calls StopHugePagesSoFar after each release.
 bool PutHeapOnHugePages();
 
 // Advises the heap taken so far MADV_NOHUGEPAGE. Thread-safe.

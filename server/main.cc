@@ -233,8 +233,10 @@ int main(int argc, char** argv) {
   options.memory_release_bytes = absl::GetFlag(FLAGS_memory_release_mb) << 20;
   perceptron::server::LimitThreadCaches(
       absl::GetFlag(FLAGS_allocator_thread_cache_mb) << 20);
-  if (absl::GetFlag(FLAGS_allocator_huge_pages)) {
-    perceptron::server::PutHeapOnHugePages();
+  if (absl::GetFlag(FLAGS_allocator_huge_pages) &&
+      perceptron::server::PutHeapOnHugePages()) {
+    perceptron::server::SetAfterRelease(
+        &perceptron::server::StopHugePagesSoFar);
   }
   absl::StatusOr<perceptron::server::Durability> durability =
       perceptron::server::ParseDurability(absl::GetFlag(FLAGS_durability));

@@ -5,6 +5,8 @@
 //   SIGTERM stops it.
 // With --sync_dir=DIR it is the least a durable server does: each request's
 // bytes are appended to DIR/echo.log and fdatasync'd before it is answered.
+// Its allocator's heap is perceptrond's: tcmalloc on huge pages
+// (--allocator_huge_pages, server/huge_heap.h).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,8 +22,12 @@
 #include "common/program.h"
 #include "echo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "server/huge_heap.h"
 
 ABSL_FLAG(int, port, 0, "TCP port; 0 picks a free one");
+ABSL_FLAG(bool, allocator_huge_pages, true,
+          "The allocator's heap on transparent huge pages, as perceptrond's "
+          "flag of the same name");
 ABSL_FLAG(std::string, sync_dir, "",
           "If set, each request is appended to SYNC_DIR/echo.log and "
           "fdatasync'd before its answer");
@@ -165,6 +171,10 @@ class EchoService final : public Echo::CallbackService {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // The same heap as perceptrond's (its flag of the same name).
+  if (absl::GetFlag(FLAGS_allocator_huge_pages)) {
+    perceptron::server::PutHeapOnHugePages();
+  }
   perceptron::BlockStopSignals();
   if (const std::string dir = absl::GetFlag(FLAGS_sync_dir); !dir.empty()) {
     perceptron::bench::log_fd = ::open((dir + "/echo.log").c_str(),

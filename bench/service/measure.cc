@@ -241,7 +241,10 @@ void CreateModel(const std::string& target, const std::string& id, uint32_t d,
 
 std::unique_ptr<Process> Start(const Path& path) {
   if (path.echo) {
-    return Launch({Options().bin + "/bench/echo/echo_server", "--port=0"});
+    std::vector<std::string> argv = {Options().bin + "/bench/echo/echo_server",
+                                     "--port=0"};
+    for (const std::string& flag : Options().echo_flags) argv.push_back(flag);
+    return Launch(argv);
   }
   return Perceptrond(path.durability, path.rpc_metrics, path.certificate,
                      path.names);
@@ -387,9 +390,11 @@ W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
       std::string dir = std::filesystem::temp_directory_path() /
                         "perceptrond-echo-sync-XXXXXX";
       if (mkdtemp(dir.data()) == nullptr) std::exit(1);
-      std::unique_ptr<Process> echo =
-          Launch({Options().bin + "/bench/echo/echo_server", "--port=0",
-                  "--sync_dir=" + dir});
+      std::vector<std::string> argv = {
+          Options().bin + "/bench/echo/echo_server", "--port=0",
+          "--sync_dir=" + dir};
+      for (const std::string& flag : Options().echo_flags) argv.push_back(flag);
+      std::unique_ptr<Process> echo = Launch(argv);
       grpc::ClientContext c;
       auto stub = Echo::NewStub(Channel(echo->target()));
       auto s = stub->Stream(&c);

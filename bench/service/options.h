@@ -17,6 +17,7 @@ struct BenchOptions {
   std::string deploy = "deploy";
   // Flags added to every perceptrond started.
   std::vector<std::string> server_flags;
+  std::vector<std::string> echo_flags;  // the same for the echo servers
   // Batches in flight on a pipelined stream.
   int in_flight = 64;
 };

@@ -76,6 +76,9 @@ ABSL_FLAG(std::string, paths, "",
 ABSL_FLAG(std::vector<std::string>, server_flags, {},
           "Flags added to every perceptrond this benchmark starts (comma "
           "separated), e.g. --server_flags=--certificate_model_mb=16");
+ABSL_FLAG(std::vector<std::string>, echo_flags, {},
+          "Flags added to every echo server this benchmark starts (comma "
+          "separated), e.g. --echo_flags=--allocator_huge_pages=false");
 ABSL_FLAG(int, in_flight, 64,
           "Batches in flight on a pipelined stream (every path alike)");
 
@@ -748,6 +751,7 @@ int main(int argc, char** argv) {
   options.python = absl::GetFlag(FLAGS_python);
   options.deploy = absl::GetFlag(FLAGS_deploy);
   options.server_flags = absl::GetFlag(FLAGS_server_flags);
+  options.echo_flags = absl::GetFlag(FLAGS_echo_flags);
   options.in_flight = absl::GetFlag(FLAGS_in_flight);
   const bool quick = absl::GetFlag(FLAGS_quick);
   const int repeats = quick ? 1 : absl::GetFlag(FLAGS_repeats);

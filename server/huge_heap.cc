@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/huge_pages.h"
+
 #ifdef PERCEPTRON_TCMALLOC
 #include <gperftools/malloc_extension.h>
 #endif
@@ -14,8 +16,6 @@ namespace perceptron::server {
 
 #ifdef PERCEPTRON_TCMALLOC
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 // The ranges advised huge since the last release, in a fixed array: Alloc
 // runs inside the allocator and must not allocate. Ranges the heap takes
@@ -68,18 +68,21 @@ class HugePageSysAllocator : public SysAllocator {
 
   void* Alloc(size_t size, size_t* actual_size, size_t alignment) override {
     size_t got = 0;
-    const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
+    const size_t rounded =
+        (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     void* p = rounded >= size
-                  ? next_->Alloc(rounded, &got,
-                                 alignment > kHugePage ? alignment : kHugePage)
+                  ? next_->Alloc(
+                        rounded, &got,
+                        alignment > kHugePageBytes ? alignment : kHugePageBytes)
                   : nullptr;
     if (p == nullptr) return next_->Alloc(size, actual_size, alignment);
     // The whole huge pages inside [p, p + got): all of it, when the
     // alignment was honoured.
     const uintptr_t begin =
-        (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+        (reinterpret_cast<uintptr_t>(p) + kHugePageBytes - 1) &
+        ~(kHugePageBytes - 1);
     const uintptr_t end =
-        (reinterpret_cast<uintptr_t>(p) + got) & ~(kHugePage - 1);
+        (reinterpret_cast<uintptr_t>(p) + got) & ~(kHugePageBytes - 1);
     if (end > begin && Advised().Add(begin, end)) {
       madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
     }

@@ -241,10 +241,7 @@ void CreateModel(const std::string& target, const std::string& id, uint32_t d,
 
 std::unique_ptr<Process> Start(const Path& path) {
   if (path.echo) {
-    std::vector<std::string> argv = {Options().bin + "/bench/echo/echo_server",
-                                     "--port=0"};
-    for (const std::string& flag : Options().echo_flags) argv.push_back(flag);
-    return Launch(argv);
+    return EchoServer();
   }
   return Perceptrond(path.durability, path.rpc_metrics, path.certificate,
                      path.names);
@@ -390,19 +387,13 @@ W4Latencies(const std::vector<Path>& paths, int repeats, bool quick) {
       std::string dir = std::filesystem::temp_directory_path() /
                         "perceptrond-echo-sync-XXXXXX";
       if (mkdtemp(dir.data()) == nullptr) std::exit(1);
-      std::vector<std::string> argv = {
-          Options().bin + "/bench/echo/echo_server", "--port=0",
-          "--sync_dir=" + dir};
-      for (const std::string& flag : Options().echo_flags) argv.push_back(flag);
-      std::unique_ptr<Process> echo = Launch(argv);
+      std::unique_ptr<Process> echo = EchoServer({"--sync_dir=" + dir}, dir);
       grpc::ClientContext c;
       auto stub = Echo::NewStub(Channel(echo->target()));
       auto s = stub->Stream(&c);
       const Latency l = PingPong(s.get(), w4, n, true);
       p50[kDurableEcho].push_back(l.p50);
       p99[kDurableEcho].push_back(l.p99);
-      echo.reset();
-      std::filesystem::remove_all(dir);
     }
   }
   return {std::move(p50), std::move(p99)};

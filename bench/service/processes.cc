@@ -76,6 +76,16 @@ std::unique_ptr<Process> Perceptrond(const std::string& durability,
   return Launch(argv, dir);
 }
 
+std::unique_ptr<Process> EchoServer(const std::vector<std::string>& extra,
+                                    const std::string& dir) {
+  std::vector<std::string> argv = {Options().bin + "/bench/echo/echo_server",
+                                   "--port=0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.insert(argv.end(), Options().echo_flags.begin(),
+              Options().echo_flags.end());
+  return Launch(argv, dir);
+}
+
 std::pair<long, long> RssAndThreads(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
   std::string line;

@@ -51,6 +51,11 @@ std::unique_ptr<Process> Perceptrond(const std::string& durability,
                                      bool certificate = true,
                                      bool names = true);
 
+// The echo server (bench/echo) on a free port with --echo_flags, and `extra`
+// flags before them.
+std::unique_ptr<Process> EchoServer(const std::vector<std::string>& extra = {},
+                                    const std::string& dir = "");
+
 // VmRSS (KiB) and Threads of a process.
 std::pair<long, long> RssAndThreads(pid_t pid);
 

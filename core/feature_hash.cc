@@ -177,17 +177,29 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
   thread_local std::vector<unsigned char> letters;
   terms.clear();
   letters.clear();
-  // Consecutive features mostly share a namespace: its hash is reused.
-  absl::string_view last_space;
-  uint32_t space_hash = 0;
+  // An example has few namespaces, its features often taking them in turn:
+  // the hashes of the last kSpaces namespaces met are reused.
+  constexpr size_t kSpaces = 4;
+  absl::string_view spaces[kSpaces];
+  uint32_t space_hashes[kSpaces] = {};
+  size_t known = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const NamedFeature& f = x[i];
     if (absl::Status s = CheckFeature(i, f); !s.ok()) return s;
     const double v = f.categorical ? 1.0 : f.value;
     if (v == 0.0) continue;
-    if (!listed_ && (f.space != last_space || i == 0)) {
-      last_space = f.space;
-      space_hash = f.space.empty() ? 0 : VwHashString(f.space, 0);
+    uint32_t space_hash = 0;
+    if (!listed_ && !f.space.empty()) {
+      size_t k = 0;
+      while (k < known && k < kSpaces && spaces[k] != f.space) ++k;
+      if (k < known && k < kSpaces) {
+        space_hash = space_hashes[k];
+      } else {
+        space_hash = VwHashString(f.space, 0);
+        spaces[known % kSpaces] = f.space;
+        space_hashes[known % kSpaces] = space_hash;
+        ++known;
+      }
     }
     uint32_t h;
     if (listed_) {

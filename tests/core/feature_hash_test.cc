@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,45 @@ TEST(FeatureHasherTest, RepeatedNamesAddAndZerosDrop) {
   Features by_number;
   ASSERT_TRUE(h.Hash({{.name = "92594", .value = 3.5}}, &by_number).ok());
   EXPECT_EQ(by_number, out);
+}
+
+TEST(FeatureHasherTest, NamespacesTakenInTurnHashAsAlone) {
+  // More namespaces than the hasher remembers from one feature to the next,
+  // in turn and back again, with the default one among them: each feature
+  // lands where it lands alone.
+  const FeatureHasher h(18, {});
+  const std::vector<std::string> spaces = {"a",    "bb",   "",  "title",
+                                           "body", "meta", "7", "a"};
+  std::vector<std::string> names;
+  for (size_t n = 0; n < 3 * spaces.size(); ++n) {
+    names.push_back("w" + std::to_string(n));
+  }
+  std::vector<NamedFeature> x;
+  size_t n = 0;
+  std::map<uint32_t, double> expected;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 0; k < spaces.size(); ++k, ++n) {
+      const size_t s = round == 1 ? spaces.size() - 1 - k : k;
+      const NamedFeature f{.space = spaces[s],
+                           .name = names[n],
+                           .value = 1.0 + static_cast<double>(n)};
+      x.push_back(f);
+      Features alone;
+      ASSERT_TRUE(h.Hash({f}, &alone).ok());
+      ASSERT_EQ(alone.indices.size(), 1u);
+      expected[alone.indices[0]] += alone.values[0];
+    }
+  }
+  Features out;
+  ASSERT_TRUE(h.Hash(x, &out).ok());
+  std::vector<uint32_t> indices;
+  std::vector<double> values;
+  for (const auto& [slot, value] : expected) {
+    indices.push_back(slot);
+    values.push_back(value);
+  }
+  EXPECT_EQ(out.indices, indices);
+  EXPECT_EQ(out.values, values);
 }
 
 TEST(FeatureHasherTest, RefusesBadFeaturesNamingThem) {

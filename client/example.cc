@@ -1,5 +1,7 @@
 #include "client/example.h"
 
+#include <string>
+
 namespace perceptron::client {
 
 void FeaturesToProto(const Example& e, v1::Features* out) {
@@ -16,33 +18,40 @@ void FeaturesToProto(const Example& e, v1::Features* out) {
   }
 }
 
-uint32_t NamedColumns::Ref(absl::string_view s, v1::Columns* c) {
-  // A new string is added to the batch's strings, and the table's key is a
-  // view of that copy (equal to `s`, which may not outlive this call).
-  return table_
-      .lazy_emplace(s,
-                    [&](const auto& make) {
-                      std::string* kept = c->add_strings();
-                      kept->assign(s.data(), s.size());
-                      make(absl::string_view(*kept),
-                           static_cast<uint32_t>(c->strings_size() - 1));
-                    })
-      ->second;
+std::vector<absl::string_view> NamedColumns::Strings(const v1::Columns& c) {
+  std::vector<absl::string_view> out(c.strings().begin(), c.strings().end());
+  size_t begin = 0;
+  for (const uint32_t length : c.text_lengths()) {
+    out.push_back(absl::string_view(c.text()).substr(begin, length));
+    begin += length;
+  }
+  return out;
+}
+
+uint32_t NamedColumns::Ref(absl::string_view s) {
+  // A new string is appended to the batch's text; the table keeps its index.
+  return *table_.lazy_emplace(s, [&](const auto& make) {
+    starts_.push_back(static_cast<uint32_t>(c_->text().size()));
+    c_->mutable_text()->append(s.data(), s.size());
+    c_->add_text_lengths(static_cast<uint32_t>(s.size()));
+    make(static_cast<uint32_t>(starts_.size() - 1));
+  });
 }
 
 void NamedColumns::Clear() {
   // A batch's table is as large as the last one's: made once, not grown
-  // again batch by batch (flat_hash_map::clear gives a large table's memory
-  // back).
+  // again batch by batch (clear gives a large table's memory back).
   const size_t size = table_.size();
   table_.clear();
   table_.reserve(size);
+  starts_.clear();
 }
 
 void NamedColumns::Append(
     const google::protobuf::RepeatedPtrField<v1::NamedFeature>& x,
     v1::Columns* c) {
-  if (c->strings_size() == 0 && !table_.empty()) Clear();
+  if (c->text_lengths_size() == 0 && !starts_.empty()) Clear();
+  c_ = c;
   // An optional column is in use once a feature needed it: then it has one
   // entry per feature before this one. `fill` and `value` are called only
   // for the entries written.
@@ -55,10 +64,10 @@ void NamedColumns::Append(
     if (in_use || needed) column->Add(value());
   };
   for (const v1::NamedFeature& f : x) {
-    c->add_named_names(Ref(f.name(), c));
+    c->add_named_names(Ref(f.name()));
     add(
-        c->mutable_named_spaces(), !f.space().empty(),
-        [&] { return Ref("", c); }, [&] { return Ref(f.space(), c); });
+        c->mutable_named_spaces(), !f.space().empty(), [&] { return Ref(""); },
+        [&] { return Ref(f.space()); });
     const bool categorical = f.value_case() == v1::NamedFeature::kCategory;
     const double value =
         f.value_case() == v1::NamedFeature::kNumber ? f.number() : 1.0;
@@ -67,22 +76,24 @@ void NamedColumns::Append(
         [&] { return value; });
     add(
         c->mutable_named_categories(), categorical, [] { return 0u; },
-        [&] { return categorical ? Ref(f.category(), c) + 1 : 0u; });
+        [&] { return categorical ? Ref(f.category()) + 1 : 0u; });
   }
   c->add_row_ends(static_cast<uint32_t>(c->named_names_size()));
 }
 
-void NamedColumns::Row(const v1::Columns& c, int i, v1::NamedFeatures* out) {
+void NamedColumns::Row(const v1::Columns& c,
+                       const std::vector<absl::string_view>& strings, int i,
+                       v1::NamedFeatures* out) {
   const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
   const int end = static_cast<int>(c.row_ends(i));
   for (int j = begin; j < end; ++j) {
     v1::NamedFeature* f = out->add_features();
-    f->set_name(c.strings(static_cast<int>(c.named_names(j))));
+    f->set_name(std::string(strings[c.named_names(j)]));
     if (!c.named_spaces().empty()) {
-      f->set_space(c.strings(static_cast<int>(c.named_spaces(j))));
+      f->set_space(std::string(strings[c.named_spaces(j)]));
     }
     if (!c.named_categories().empty() && c.named_categories(j) > 0) {
-      f->set_category(c.strings(static_cast<int>(c.named_categories(j)) - 1));
+      f->set_category(std::string(strings[c.named_categories(j) - 1]));
     } else if (!c.named_values().empty()) {
       f->set_number(c.named_values(j));
     } else {

@@ -7,7 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "perceptron/v1/perceptron.pb.h"
 
@@ -55,26 +56,61 @@ inline bool IsNamed(const Example& e) { return e.by_name || !e.named.empty(); }
 // The one place the client converts its types to the wire's.
 void FeaturesToProto(const Example& e, v1::Features* out);
 
-// Columns of rows by name (Columns.strings and named_*): each batch's strings
-// in a table, referenced by index.
+// Columns of rows by name (Columns.text, text_lengths and named_*): each
+// batch's strings in a table, one run of bytes, referenced by index.
 class NamedColumns {
  public:
+  NamedColumns() = default;
+  // The table's hash and equality read the batch through `this`.
+  NamedColumns(const NamedColumns&) = delete;
+  NamedColumns& operator=(const NamedColumns&) = delete;
+
   // Appends one row's features to `c` (row_ends included). named_spaces,
   // named_values and named_categories are written only once a row needs
   // them (a namespace, a value other than 1, a categorical value), filled in
-  // for the rows before.
+  // for the rows before. A `c` with no text_lengths begins a batch.
   void Append(const google::protobuf::RepeatedPtrField<v1::NamedFeature>& x,
               v1::Columns* c);
-  // Row i of `c` as NamedFeatures, the features Append was given.
-  static void Row(const v1::Columns& c, int i, v1::NamedFeatures* out);
+  // The table of `c` (Columns.strings, or Columns.text cut by text_lengths)
+  // as views into it, for Row.
+  static std::vector<absl::string_view> Strings(const v1::Columns& c);
+  // Row i of `c` as NamedFeatures, the features Append was given; `strings`
+  // is Strings(c).
+  static void Row(const v1::Columns& c,
+                  const std::vector<absl::string_view>& strings, int i,
+                  v1::NamedFeatures* out);
   // For the next batch.
   void Clear();
 
  private:
-  uint32_t Ref(absl::string_view s, v1::Columns* c);
-  // Each string of the batch by its index in c->strings; the keys are views of
-  // those strings (kept where they are until the batch is cleared).
-  absl::flat_hash_map<absl::string_view, uint32_t> table_;
+  uint32_t Ref(absl::string_view s);
+  // A string of the table: its index, or the string itself (lookups).
+  absl::string_view View(uint32_t i) const {
+    return absl::string_view(c_->text())
+        .substr(starts_[i], c_->text_lengths(i));
+  }
+  absl::string_view View(absl::string_view s) const { return s; }
+  struct Hash {
+    using is_transparent = void;
+    const NamedColumns* o;
+    template <typename T>
+    size_t operator()(const T& key) const {
+      return absl::Hash<absl::string_view>()(o->View(key));
+    }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const NamedColumns* o;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return o->View(a) == o->View(b);
+    }
+  };
+  // The batch being written, and where each string of its text begins.
+  v1::Columns* c_ = nullptr;
+  std::vector<uint32_t> starts_;
+  // Each string of the batch by its index in c_'s table.
+  absl::flat_hash_set<uint32_t, Hash, Eq> table_{0, Hash{this}, Eq{this}};
 };
 
 }  // namespace perceptron::client

@@ -247,6 +247,8 @@ void LearnSession::ToItems() {
   const bool named = rows_ == Rows::kNamed;
   const int rows =
       sparse || named ? c.row_ends_size() : static_cast<int>(c.dense_rows());
+  const std::vector<absl::string_view> strings =
+      named ? NamedColumns::Strings(c) : std::vector<absl::string_view>();
   for (int i = 0; i < rows; ++i) {
     v1::LearnItem* item = request_.add_items();
     v1::Features* f;
@@ -257,7 +259,7 @@ void LearnSession::ToItems() {
       f = item->mutable_example();
     }
     if (named) {
-      NamedColumns::Row(c, i, f->mutable_named());
+      NamedColumns::Row(c, strings, i, f->mutable_named());
     } else if (sparse) {
       const int begin = i == 0 ? 0 : static_cast<int>(c.row_ends(i - 1));
       const int end = static_cast<int>(c.row_ends(i));

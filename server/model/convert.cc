@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/feature_hash.h"
 #include "core/status_macros.h"
+#include "google/protobuf/stubs/common.h"
 
 namespace perceptron::server {
 
@@ -215,6 +216,48 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
       scratch != nullptr && !hasher->listed() ? &s.trace : nullptr));
   if (scratch != nullptr) scratch->named = !hasher->listed();
   return storage->view();
+}
+
+absl::Status ColumnStrings(const v1::Columns& c,
+                           std::vector<absl::string_view>* out) {
+  out->clear();
+  if (c.text_lengths().empty() && c.text().empty()) {
+    out->reserve(c.strings().size());
+    for (const std::string& s : c.strings()) out->push_back(s);
+    return absl::OkStatus();
+  }
+  if (!c.strings().empty()) {
+    return absl::InvalidArgumentError(
+        "columns: the strings come as strings or as text, not both");
+  }
+  const absl::string_view text = c.text();
+  uint64_t total = 0;
+  for (const uint32_t length : c.text_lengths()) total += length;
+  if (total != text.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("columns: text_lengths add up to ", total,
+                     " bytes; the text is ", text.size()));
+  }
+  // The whole text is UTF-8 and each string begins a character (not a
+  // continuation byte, 10xxxxxx): then each string is whole characters.
+  if (!google::protobuf::internal::IsStructurallyValidUTF8(
+          text.data(), static_cast<int>(text.size()))) {
+    return absl::InvalidArgumentError("columns: the text is not valid UTF-8");
+  }
+  out->reserve(c.text_lengths().size());
+  size_t begin = 0;
+  for (int i = 0; i < c.text_lengths().size(); ++i) {
+    if (begin < text.size() && (text[begin] & 0xC0) == 0x80) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("columns: string ", i,
+                       " of the text begins inside a "
+                       "UTF-8 character (byte ",
+                       begin, ")"));
+    }
+    out->push_back(text.substr(begin, c.text_lengths(i)));
+    begin += c.text_lengths(i);
+  }
+  return absl::OkStatus();
 }
 
 void StatsToProto(const Stats& in, v1::ModelStats* out) {

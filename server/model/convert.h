@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model.h"
 #include "grpcpp/support/status.h"
 #include "perceptron/v1/perceptron.pb.h"
@@ -59,6 +60,13 @@ absl::StatusOr<FeatureView> FeaturesFromProto(const v1::Features& in,
                                               const FeatureHasher* hasher,
                                               Features* storage,
                                               NamedScratch* scratch = nullptr);
+
+// The table of a batch by name, Columns.strings or Columns.text cut by
+// Columns.text_lengths, as views into `c` in `out`. INVALID_ARGUMENT if both
+// carry strings, the lengths do not add up to the text's, or a string is not
+// whole UTF-8 characters.
+absl::Status ColumnStrings(const v1::Columns& c,
+                           std::vector<absl::string_view>* out);
 
 void StatsToProto(const Stats& in, v1::ModelStats* out);
 void CertificateToProto(const CertificateReport& in, v1::Certificate* out);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/model/convert.h"
@@ -201,7 +203,8 @@ class ColumnRows {
   static absl::StatusOr<ColumnRows> Of(const v1::Columns& c, uint32_t dimension,
                                        const FeatureHasher* hasher) {
     ColumnRows r(c, dimension);
-    if (!c.strings().empty() || !c.named_names().empty()) {
+    if (!c.strings().empty() || !c.text_lengths().empty() ||
+        !c.text().empty() || !c.named_names().empty()) {
       PERCEPTRON_RETURN_IF_ERROR(r.CheckNamed(hasher));
     } else if (!c.indices().empty() && !c.fixed_indices().empty()) {
       return absl::InvalidArgumentError(
@@ -263,7 +266,7 @@ class ColumnRows {
                                        NamedScratch* scratch) const {
     const uint32_t begin = i == 0 ? 0 : c_->row_ends(i - 1);
     const uint32_t end = c_->row_ends(i);
-    const auto& strings = c_->strings();
+    const std::vector<absl::string_view>& strings = strings_;
     std::vector<NamedFeature>& x = scratch->features;
     x.resize(end - begin);
     for (uint32_t j = begin; j < end; ++j) {
@@ -347,7 +350,8 @@ class ColumnRows {
     PERCEPTRON_RETURN_IF_ERROR(same(c.named_spaces(), "named_spaces"));
     PERCEPTRON_RETURN_IF_ERROR(same(c.named_values(), "named_values"));
     PERCEPTRON_RETURN_IF_ERROR(same(c.named_categories(), "named_categories"));
-    const uint32_t table = c.strings().size();
+    PERCEPTRON_RETURN_IF_ERROR(ColumnStrings(c, &strings_));
+    const uint32_t table = strings_.size();
     auto within = [table](const auto& refs, uint32_t offset,
                           absl::string_view what) {
       for (int j = 0; j < refs.size(); ++j) {
@@ -374,6 +378,8 @@ class ColumnRows {
   bool sparse_ = false;
   bool named_ = false;
   size_t rows_ = 0;
+  // The table of rows by name (strings or text), as views into c.
+  std::vector<absl::string_view> strings_;
 };
 
 // LearnRequest.if_examples: OK if not given or the model has learned from

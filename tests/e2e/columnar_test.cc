@@ -411,7 +411,7 @@ TEST(ColumnarTest, SessionsSendColumnsWhereABatchAllowsAndAnswerAsItems) {
   EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
 }
 
-// Rows by name go as columns of a string table (Columns.strings, named_*):
+// Rows by name go as columns of a string table (Columns.text, named_*):
 // the same answers, weights and names as items, with namespaces, values,
 // categorical values, interactions, refused rows and reveals mixed in.
 TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {

@@ -138,8 +138,9 @@ def _named(x: Mapping, out: pb.NamedFeatures) -> None:
 
 
 def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> bytes:
-    """Columns of rows by name (docs/design.md section 2.9): a table of the batch's strings and
-    packed references into it, the same rows as _named's items would be, in the same order."""
+    """Columns of rows by name (docs/design.md section 2.9): a table of the batch's strings (one
+    run of bytes) and packed references into it, the same rows as _named's items would be, in the
+    same order."""
     table: dict = {}
 
     def ref(text: str) -> int:
@@ -198,7 +199,10 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
         c.named_values.extend(values)
     if any(categories):
         c.named_categories.extend(categories)
-    c.strings.extend(table)
+    # The table as one run of UTF-8 bytes and each string's length (Columns.text, text_lengths).
+    encoded = [text.encode() for text in table]
+    c.text = b"".join(encoded)
+    c.text_lengths.extend(map(len, encoded))
     if labels is not None:
         c.labels.extend(int(v) for v in labels)
     return c.SerializeToString()

@@ -149,7 +149,9 @@ def test_named_columns_read_every_row_as_its_features_are_read():
             c.named_values.extend(values)
         if any(categories):
             c.named_categories.extend(categories)
-        c.strings.extend(table)
+        encoded = [t.encode() for t in table]
+        c.text = b"".join(encoded)
+        c.text_lengths.extend(len(t) for t in encoded)
         return c
 
     rows = [{"a": 1.0, ("ns", "b"): 2, "c": "x"},
@@ -273,6 +275,17 @@ def test_columns_by_name_refuse_a_malformed_batch_whole(client):
         (dict(strings=["a"], named_names=[0, 0]), "2 named_names; the last row ends at 1"),
         (dict(strings=["a"], named_names=[0], named_values=[1.0, 2.0]), "2 named_values"),
         (dict(strings=["a"], named_names=[0], values=[1.0]), "not more than one"),
+        (dict(text=b"ab", text_lengths=[1], named_names=[0]),
+         "text_lengths add up to 1 bytes; the text is 2"),
+        (dict(text=b"ab", text_lengths=[2, 1], named_names=[0]),
+         "text_lengths add up to 3 bytes; the text is 2"),
+        (dict(text=b"a\xff", text_lengths=[2], named_names=[0]), "the text is not valid UTF-8"),
+        (dict(text="é".encode(), text_lengths=[1, 1], named_names=[0]),
+         "string 1 of the text begins inside a UTF-8 character (byte 1)"),
+        (dict(strings=["a"], text=b"a", text_lengths=[1], named_names=[0]),
+         "as strings or as text, not both"),
+        (dict(text=b"a", text_lengths=[1], named_names=[1]),
+         "named_names[0] = 1 is outside the 1 strings"),
     ]:
         with pytest.raises(perceptrond.PerceptronError, match=re.escape(says)) as e:
             send(model, **fields)
@@ -285,6 +298,33 @@ def test_columns_by_name_refuse_a_malformed_batch_whole(client):
     assert [e.item for e in response.columns.errors] == [0]
     assert "the name is empty" in response.columns.errors[0].error.message
     assert (bits(model.weights()).tolist(), counters(model)) == before
+
+
+def test_columns_table_as_strings_or_as_text_learns_the_same(client):
+    # The batch's table as a string each (Columns.strings) or as one run of bytes cut at its
+    # ends (Columns.text): bit for bit the same model, UTF-8 names, an empty string and a
+    # categorical value among them.
+    table = ["w1", "é", "ns", "", "colour", "红", "7"]
+    names, spaces = [0, 1, 6, 4, 5, 0], [2, 3, 2, 3, 3, 2]
+    categories, values = [0, 0, 0, 6, 0, 0], [1.5, -2.0, 1.0, 1.0, 3.0, 0.5]
+    rows = dict(row_ends=[2, 4, 6], labels=[1, -1, 1], named_names=names,
+                named_spaces=spaces, named_categories=categories, named_values=values)
+    encoded = [t.encode() for t in table]
+    lengths = [len(t) for t in encoded]
+    models = []
+    for kind, fields in [("strings", dict(strings=table)),
+                         ("text", dict(text=b"".join(encoded), text_lengths=lengths))]:
+        model = client.create_model(kind, hash_bits=12)
+        request = pb.LearnRequest(model_id=model.id, columns=pb.Columns(**rows, **fields))
+        for _ in range(3):
+            (response,) = client._learn(model.id, iter([request.SerializeToString()]))
+            assert not response.columns.errors
+        models.append(model)
+    a, b = models
+    assert counters(a) == counters(b) and counters(a)[0] == 9
+    assert bits(a.weights()).tolist() == bits(b.weights()).tolist()
+    assert np.count_nonzero(a.weights()) > 0
+    assert a.top_features(10) == b.top_features(10)
 
 
 def test_names_need_a_hashed_model(client):

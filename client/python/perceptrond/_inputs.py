@@ -199,10 +199,16 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
         c.named_values.extend(values)
     if any(categories):
         c.named_categories.extend(categories)
-    # The table as one run of UTF-8 bytes and each string's length (Columns.text, text_lengths).
-    encoded = [text.encode() for text in table]
-    c.text = b"".join(encoded)
-    c.text_lengths.extend(map(len, encoded))
+    # The table as one run of UTF-8 bytes and each string's length in bytes (Columns.text,
+    # text_lengths): an ASCII string's length is its length in characters.
+    text = "".join(table)
+    if text.isascii():
+        c.text = text.encode()
+        c.text_lengths.extend(map(len, table))
+    else:
+        encoded = [t.encode() for t in table]
+        c.text = b"".join(encoded)
+        c.text_lengths.extend(map(len, encoded))
     if labels is not None:
         c.labels.extend(int(v) for v in labels)
     return c.SerializeToString()

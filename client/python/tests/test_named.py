@@ -163,6 +163,13 @@ def test_named_columns_read_every_row_as_its_features_are_read():
     labels = [1, -1, 1, -1, 1, -1, 1]
     got = pb.Columns.FromString(_inputs._named_columns(rows, np.array(labels)))
     assert got == reference(rows, labels)
+    # A table that is not all ASCII: lengths in bytes.
+    rows.append({"é": 1.0, ("名前", "k"): "红"})
+    labels.append(1)
+    got = pb.Columns.FromString(_inputs._named_columns(rows, np.array(labels)))
+    assert got == reference(rows, labels)
+    assert len(got.text) > len(got.text.decode())  # more bytes than characters
+    assert sum(got.text_lengths) == len(got.text)
 
 
 def test_dicts_read_none_false_and_nested_dicts_as_a_json_line_is_read(client):

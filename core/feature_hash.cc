@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -14,12 +15,19 @@ namespace {
 // The FNV prime VW multiplies the first feature of a pair by.
 constexpr uint32_t kFnvPrime = 16777619u;
 
-// One hashed feature: its slot, its position among the terms, its value.
+// One hashed feature: its slot and its value.
 struct Term {
   uint32_t slot;
-  uint32_t order;
   double value;
 };
+
+// Whether two strings are equal; two views of the same bytes (a batch's
+// table by name) compare without reading them.
+bool Same(absl::string_view a, absl::string_view b) {
+  return a.size() == b.size() &&
+         (a.data() == b.data() ||
+          std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
 
 uint32_t RotateLeft(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
@@ -50,7 +58,11 @@ absl::Status CheckText(size_t i, absl::string_view what,
   return absl::OkStatus();
 }
 
-absl::Status CheckFeature(size_t i, const NamedFeature& f) {
+// Why feature i is refused (OK if it is not), out of the loop that hashes:
+// an empty name, a string over kMaxNameBytes, an empty categorical value or
+// a value that is not finite.
+ABSL_ATTRIBUTE_NOINLINE absl::Status FeatureError(size_t i,
+                                                  const NamedFeature& f) {
   if (f.name.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("feature ", i, ": the name is empty"));
@@ -69,6 +81,15 @@ absl::Status CheckFeature(size_t i, const NamedFeature& f) {
         "feature ", i, " (", f.name, "): value ", f.value, " is not finite"));
   }
   return absl::OkStatus();
+}
+
+// Whether FeatureError has nothing to say about f, in one branch.
+bool Acceptable(const NamedFeature& f) {
+  const bool sizes = !f.name.empty() && f.space.size() <= kMaxNameBytes &&
+                     f.name.size() <= kMaxNameBytes;
+  return sizes && (f.categorical ? !f.category.empty() &&
+                                       f.category.size() <= kMaxNameBytes
+                                 : std::isfinite(f.value));
 }
 
 }  // namespace
@@ -185,14 +206,15 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
   size_t known = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const NamedFeature& f = x[i];
-    if (absl::Status s = CheckFeature(i, f); !s.ok()) return s;
+    if (!Acceptable(f)) return FeatureError(i, f);
     const double v = f.categorical ? 1.0 : f.value;
     if (v == 0.0) continue;
     uint32_t space_hash = 0;
     if (!listed_ && !f.space.empty()) {
+      const size_t held = std::min(known, kSpaces);
       size_t k = 0;
-      while (k < known && k < kSpaces && spaces[k] != f.space) ++k;
-      if (k < known && k < kSpaces) {
+      while (k < held && !Same(spaces[k], f.space)) ++k;
+      if (k < held) {
         space_hash = space_hashes[k];
       } else {
         space_hash = VwHashString(f.space, 0);
@@ -216,7 +238,7 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
     if (trace != nullptr) {
       trace->terms.push_back({h, static_cast<uint32_t>(i), HashTrace::kNone});
     }
-    terms.push_back({h & mask_, static_cast<uint32_t>(terms.size()), v});
+    terms.push_back({h & mask_, v});
     if (!interactions_.empty()) letters.push_back(Letter(f.space));
   }
   const size_t singles = terms.size();
@@ -252,8 +274,7 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
           trace->terms.push_back({half ^ h2, trace->terms[first[p]].first,
                                   trace->terms[second[q]].first});
         }
-        terms.push_back(
-            {(half ^ h2) & mask_, static_cast<uint32_t>(terms.size()), v});
+        terms.push_back({(half ^ h2) & mask_, v});
       }
       if (terms.size() > kMaxHashedFeatures) {
         return absl::InvalidArgumentError(
@@ -263,18 +284,22 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
     }
   }
   // Sum by slot in the order given (by slot, then position), so that the
-  // result is the same on every machine and every call.
-  std::sort(terms.begin(), terms.end(), [](const Term& l, const Term& r) {
-    return l.slot != r.slot ? l.slot < r.slot : l.order < r.order;
-  });
+  // result is the same on every machine and every call: the terms sorted as
+  // one number each, the slot above the position.
+  thread_local std::vector<uint64_t> order;
+  order.resize(terms.size());
+  for (size_t i = 0; i < terms.size(); ++i) {
+    order[i] = uint64_t{terms[i].slot} << 32 | i;
+  }
+  std::sort(order.begin(), order.end());
   out->sparse = true;
   out->indices.clear();
   out->values.clear();
-  for (size_t i = 0; i < terms.size();) {
-    const uint32_t slot = terms[i].slot;
+  for (size_t i = 0; i < order.size();) {
+    const uint32_t slot = static_cast<uint32_t>(order[i] >> 32);
     double sum = 0.0;
-    for (; i < terms.size() && terms[i].slot == slot; ++i) {
-      sum += terms[i].value;
+    for (; i < order.size() && order[i] >> 32 == slot; ++i) {
+      sum += terms[static_cast<uint32_t>(order[i])].value;
     }
     if (!std::isfinite(sum)) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -248,11 +248,9 @@ absl::Status ColumnStrings(const v1::Columns& c,
   size_t begin = 0;
   for (int i = 0; i < c.text_lengths().size(); ++i) {
     if (begin < text.size() && (text[begin] & 0xC0) == 0x80) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("columns: string ", i,
-                       " of the text begins inside a "
-                       "UTF-8 character (byte ",
-                       begin, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "columns: string ", i,
+          " of the text begins inside a UTF-8 character (byte ", begin, ")"));
     }
     out->push_back(text.substr(begin, c.text_lengths(i)));
     begin += c.text_lengths(i);

@@ -87,9 +87,10 @@ class LearnReactor final
   // stream, and the reactor must outlive their return from its mutex.
   std::shared_ptr<LearnReactor> self_;
 
-  // The next request is read while the one before it is applied, so that its
-  // parsing (on gRPC's thread) overlaps the learning: request_ is the read's
-  // target (while reading_), next_ a request read and waiting (while
+  // The next request is read while the one before it is applied (unless that
+  // one took under kReadAheadAfter or its items are by name: NamedItems), so
+  // that its parsing (on gRPC's thread) overlaps the learning: request_ is the
+  // read's target (while reading_), next_ a request read and waiting (while
   // has_next_), current_ the one being applied (while processing_, by one
   // thread at a time, outside mu_). Each moves to the next by a swap of
   // slots under mu_.

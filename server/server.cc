@@ -283,6 +283,8 @@ void PerceptronServer::ExpiryLoop() {
         persistence_->Deleted(e->id).IgnoreError();
       }
     }
+    // An idle store's memtable first, so that its memory is given back too.
+    persistence_->FlushIfIdle();
     ReleaseMemory();
     // Health's named service for the store: SERVING while it writes.
     if (grpc::HealthCheckServiceInterface* health =

@@ -484,4 +484,22 @@ void Persistence::Stop() {
   });
 }
 
+uint64_t Persistence::MemtableBytes() const {
+  absl::ReaderMutexLock store_lock(&store_mu_);
+  return store_ == nullptr ? 0 : store_->MemtableBytes();
+}
+
+bool Persistence::FlushIfIdle() {
+  const uint64_t commits = commits_.load(std::memory_order_relaxed);
+  const bool idle = commits == commits_seen_;
+  commits_seen_ = commits;
+  if (!idle || !Writable().ok()) return false;
+  absl::ReaderMutexLock store_lock(&store_mu_);
+  if (store_ == nullptr || store_->MemtableBytes() < kIdleFlushBytes) {
+    return false;
+  }
+  store_->FlushMemtable();
+  return true;
+}
+
 }  // namespace perceptron::server

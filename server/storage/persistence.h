@@ -166,6 +166,16 @@ class Persistence {
   // "" while the store writes; else why it does not, for health.
   std::string Problem() const;
 
+  // Writes LevelDB's memtable to a table if no batch was committed since the
+  // last call and it holds at least kIdleFlushBytes: what it holds is in the
+  // log already, and kept it stays in memory until the write buffer (4 MiB)
+  // fills, after a burst of writes and the server idle. Called by one thread
+  // at a time; true if it wrote one.
+  bool FlushIfIdle();
+  // Store::MemtableBytes.
+  uint64_t MemtableBytes() const;
+  static constexpr uint64_t kIdleFlushBytes = 256 << 10;
+
   // Starts the committer and the background thread (syncs and snapshots) over
   // `registry`.
   void Start(Registry* registry);
@@ -228,6 +238,7 @@ class Persistence {
   std::atomic<uint64_t> models_reloaded_{0};
 
   std::atomic<uint64_t> commits_{0};
+  uint64_t commits_seen_ = 0;  // by FlushIfIdle
   std::atomic<uint64_t> records_{0};
   std::atomic<int64_t> commit_nanos_{0};
   std::atomic<uint64_t> snapshots_{0};

@@ -572,6 +572,23 @@ absl::Status Store::Sync() {
   return FromLevelDb(db_->Write(sync, &empty), "syncing the store");
 }
 
+uint64_t Store::MemtableBytes() const {
+  std::string v;
+  uint64_t bytes = 0;
+  if (!db_->GetProperty("leveldb.approximate-memory-usage", &v) ||
+      !absl::SimpleAtoi(v, &bytes)) {
+    return 0;
+  }
+  return bytes;
+}
+
+void Store::FlushMemtable() {
+  // LevelDB writes its memtable to a table first whatever the range; no key
+  // of the store sorts after this one, so no table is compacted after that.
+  const leveldb::Slice past("\xff\xff\xff\xff");
+  db_->CompactRange(&past, &past);
+}
+
 absl::Status Store::PutSnapshot(const std::string& id, uint64_t seq,
                                 ModelState state, v1::CurvesState curves) {
   std::string sealed;

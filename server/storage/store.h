@@ -135,6 +135,12 @@ class Store {
   uint64_t rows_waiting_bytes() const;
   // Makes every earlier write durable.
   absl::Status Sync();
+  // LevelDB's memtable: what the last writes added (and the log holds), kept
+  // in memory until its write buffer fills and it is written to a table.
+  uint64_t MemtableBytes() const;
+  // Writes the memtable to a table now, giving its memory back; nothing
+  // stored changes.
+  void FlushMemtable();
 
   // The log files written beforehand (none with log_prewrite_bytes 0). For
   // tests.

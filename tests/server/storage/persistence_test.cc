@@ -2,7 +2,7 @@
 // on its own: Persistence::StageLater leaves it in the model's journal, to go
 // with the model's next record, or to be staged by the background thread
 // within its tick, or before the server stops. Nothing of it is lost: a
-// recovered model holds it.
+// recovered model holds it. An idle store's memtable is written to a table.
 #include "server/storage/persistence.h"
 
 #include <memory>
@@ -26,8 +26,9 @@ class PersistenceTest : public ::testing::Test {
 
   // A persistence over the test's directory, its models recovered into a new
   // registry, and started.
-  void Open(absl::Duration tick) {
+  void Open(absl::Duration tick, Durability durability = Durability::kSync) {
     PersistenceOptions o;
+    o.durability = durability;
     o.data_dir = scoped_.path();
     o.background_tick = tick;
     registry_ = std::make_unique<Registry>(Limits());
@@ -119,6 +120,40 @@ TEST_F(PersistenceTest, AChangeAloneIsStagedWithinTheTick) {
   Close();
   Open(absl::Milliseconds(10));
   entry_ = *registry_->Get("m");
+  EXPECT_EQ(State(), state);
+  Close();
+}
+
+// LevelDB keeps what was logged last in its memtable until its write buffer
+// fills; a store idle since the last look writes it to a table, giving its
+// memory back and keeping every record.
+TEST_F(PersistenceTest, AnIdleStoresMemtableIsWrittenToATable) {
+  Open(absl::Hours(1), Durability::kAsync);  // no tick during the test
+  Create();
+  uint64_t learned = 0;
+  while (persistence_->MemtableBytes() < 2 * Persistence::kIdleFlushBytes &&
+         learned < 200000) {
+    ASSERT_TRUE(AwaitCommit(Learn(true)).ok());
+    ++learned;
+  }
+  const uint64_t full = persistence_->MemtableBytes();
+  ASSERT_GE(full, 2 * Persistence::kIdleFlushBytes);
+  // Batches were committed since the store was last looked at: not idle.
+  EXPECT_FALSE(persistence_->FlushIfIdle());
+  EXPECT_EQ(persistence_->MemtableBytes(), full);
+  // None since: written, and the memtable holds little.
+  EXPECT_TRUE(persistence_->FlushIfIdle());
+  EXPECT_LT(persistence_->MemtableBytes(), Persistence::kIdleFlushBytes);
+  // Too little to write again; nor after a commit.
+  EXPECT_FALSE(persistence_->FlushIfIdle());
+  ASSERT_TRUE(AwaitCommit(Learn(true)).ok());
+  ++learned;
+  EXPECT_FALSE(persistence_->FlushIfIdle());
+  const std::string state = State();
+  Close();
+  Open(absl::Hours(1), Durability::kAsync);
+  entry_ = *registry_->Get("m");
+  EXPECT_EQ(Examples(), learned);
   EXPECT_EQ(State(), state);
   Close();
 }

@@ -31,6 +31,7 @@ class PersistenceTest : public ::testing::Test {
     o.durability = durability;
     o.data_dir = scoped_.path();
     o.background_tick = tick;
+    o.async_interval = tick;  // async's sync and snapshot tick
     registry_ = std::make_unique<Registry>(Limits());
     persistence_ = *Persistence::Open(o);
     ASSERT_TRUE(persistence_->Recover(*registry_, 1 << 20).ok());

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/program.h"
+#include "common/read_ahead.h"
 #include "echo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/huge_heap.h"
@@ -70,20 +71,15 @@ class EchoReactor final
       MaybeFinishLocked();
       return;
     }
-    // What the answer needs is taken from the request. As Learn does, the
-    // next request is read while the answer is built if the last answer took
-    // 20 us or more to build and its items were not by name, else after it.
+    // What the answer needs is taken from the request. As Learn does
+    // (common/read_ahead.h), the next request is read while the answer is
+    // built if the last answer took 20 us or more to build and its items were
+    // not by name, else after it.
     const bool columns = request_.has_columns();
     const int n = columns ? request_.columns().labels_size() +
                                 request_.columns().reveal_ids_size()
                           : 0;
     const int items = request_.items_size();
-    const v1::LearnItem* first = items > 0 ? &request_.items(0) : nullptr;
-    const bool named =
-        first != nullptr &&
-        (first->has_labeled()
-             ? first->labeled().features().has_named()
-             : first->has_example() && first->example().has_named());
     Log(request_);
     v1::LearnResponse& r = queue_.emplace_back();
     const bool ahead = read_ahead_;
@@ -114,7 +110,7 @@ class EchoReactor final
     s->set_bound(4567.5);
     s->set_bound_available(true);
     s->set_radius(1);
-    read_ahead_ = !named && absl::Now() - start >= absl::Microseconds(20);
+    read_ahead_ = ReadAhead(request_, absl::Now() - start);
     if (!writing_) {
       writing_ = true;
       StartWrite(&queue_.front());

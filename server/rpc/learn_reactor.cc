@@ -5,32 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/read_ahead.h"
 #include "server/model/convert.h"
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
-namespace {
-
-// A request applied in at least this long has the next one read meanwhile.
-constexpr absl::Duration kReadAheadAfter = absl::Microseconds(20);
-
-// Whether a request's items carry features by name (its first item tells):
-// a message and two strings a feature once parsed. Such a batch is not read
-// ahead: parsed on another thread while the batch before is applied, into
-// memory the applying thread touched last, its parse took four to six times
-// the samples (W5's items by name, `perf record -a`: the strings' parsing and
-// copies most), and the stream 9.2-9.3 us of server CPU an example against
-// 5.7-6.1 parsed after the batch before (docs/benchmarks.md, W5).
-bool NamedItems(const v1::LearnRequest& r) {
-  if (r.items_size() == 0) return false;
-  const v1::LearnItem& item = r.items(0);
-  const v1::Features* f = item.has_labeled()   ? &item.labeled().features()
-                          : item.has_example() ? &item.example()
-                                               : nullptr;
-  return f != nullptr && f->has_named();
-}
-
-}  // namespace
 
 LearnReactor::LearnReactor(Registry* registry, Persistence* persistence,
                            const Limits* limits, StreamSet* streams,
@@ -152,10 +131,9 @@ void LearnReactor::ProcessLocked() {
         google::protobuf::Arena::CreateMessage<v1::LearnResponse>(arena.get());
     const absl::Time start = absl::Now();
     const absl::Status processed = Process(response, &commit);
-    const bool long_one = absl::Now() - start >= kReadAheadAfter;
-    const bool named = NamedItems(*current_->request);
+    const bool ahead = ReadAhead(*current_->request, absl::Now() - start);
     mu_.Lock();
-    read_ahead_ = long_one && !named;
+    read_ahead_ = ahead;
     if (!processed.ok()) {
       final_status_ = ToGrpc(processed);
       has_next_ = false;  // dropped: the stream ends here

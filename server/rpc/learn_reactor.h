@@ -88,7 +88,8 @@ class LearnReactor final
   std::shared_ptr<LearnReactor> self_;
 
   // The next request is read while the one before it is applied (unless that
-  // one took under kReadAheadAfter or its items are by name: NamedItems), so
+  // one took under kReadAheadAfter or its items are by name: ReadAhead, in
+  // common/read_ahead.h), so
   // that its parsing (on gRPC's thread) overlaps the learning: request_ is the
   // read's target (while reading_), next_ a request read and waiting (while
   // has_next_), current_ the one being applied (while processing_, by one

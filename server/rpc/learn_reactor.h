@@ -89,12 +89,11 @@ class LearnReactor final
 
   // The next request is read while the one before it is applied (unless that
   // one took under kReadAheadAfter or its items are by name: ReadAhead, in
-  // common/read_ahead.h), so
-  // that its parsing (on gRPC's thread) overlaps the learning: request_ is the
-  // read's target (while reading_), next_ a request read and waiting (while
-  // has_next_), current_ the one being applied (while processing_, by one
-  // thread at a time, outside mu_). Each moves to the next by a swap of
-  // slots under mu_.
+  // common/read_ahead.h), so that its parsing (on gRPC's thread) overlaps the
+  // learning: request_ is the read's target (while reading_), next_ a request
+  // read and waiting (while has_next_), current_ the one being applied (while
+  // processing_, by one thread at a time, outside mu_). Each moves to the next
+  // by a swap of slots under mu_.
   // Each request is parsed onto an arena of its own, emptied when the slot is
   // read into again: its items' messages and arrays are then a few blocks
   // instead of an allocation each, freed at once.

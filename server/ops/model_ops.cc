@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -140,18 +141,46 @@ void Prefetch(const Model& model, const v1::LearnItem& item) {
   if (item.has_example()) Prefetch(model, item.example());
 }
 
+// An item's features hashed ahead of its turn (ApplyLearnItems): what
+// FeaturesFromProto gave for them, and what it left for the name table.
+struct Hashed {
+  absl::StatusOr<FeatureView> x;
+  NamedScratch* names;
+};
+
+// The item's features hashed into `storage` and `names` if it is an example
+// or a labeled example by name and the model hashes names; else nullopt
+// (there is nothing to hash ahead).
+std::optional<Hashed> HashAhead(const Model& model, const v1::LearnItem& item,
+                                Features* storage, NamedScratch* names) {
+  const v1::Features* f = item.has_labeled()   ? &item.labeled().features()
+                          : item.has_example() ? &item.example()
+                                               : nullptr;
+  if (f == nullptr || f->kind_case() != v1::Features::kNamed ||
+      model.hasher() == nullptr) {
+    return std::nullopt;
+  }
+  return Hashed{FeaturesFromProto(*f, model.hasher(), storage, names), names};
+}
+
 // Applies one Learn item. On success fills `result` and returns true if the
-// model changed.
+// model changed. `hashed`, if given, is what HashAhead gave for the item.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
                                const Limits& limits, int64_t now,
-                               v1::ItemResult* result)
+                               v1::ItemResult* result, const Hashed* hashed)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  thread_local Features named;
+  thread_local NamedScratch local_names;
+  // The item's features, as hashed ahead or else now.
+  auto features = [&](const v1::Features& f) {
+    return hashed != nullptr ? hashed->x
+                             : FeaturesFromProto(f, entry.model->hasher(),
+                                                 &named, &local_names);
+  };
+  const NamedScratch& names = hashed != nullptr ? *hashed->names : local_names;
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
-      thread_local Features named;
-      thread_local NamedScratch names;
-      absl::StatusOr<FeatureView> x = FeaturesFromProto(
-          item.example(), entry.model->hasher(), &named, &names);
+      absl::StatusOr<FeatureView> x = features(item.example());
       if (!x.ok()) return x.status();
       absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
       if (!issued.ok()) return issued.status();
@@ -175,10 +204,7 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kLabeled: {
-      thread_local Features named;
-      thread_local NamedScratch names;
-      absl::StatusOr<FeatureView> x = FeaturesFromProto(
-          item.labeled().features(), entry.model->hasher(), &named, &names);
+      absl::StatusOr<FeatureView> x = features(item.labeled().features());
       if (!x.ok()) return x.status();
       absl::StatusOr<int> label =
           LabelFromProto(item.labeled().label(), item.labeled().class_name(),
@@ -417,11 +443,30 @@ absl::Status ApplyLearnItems(
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
+    // Items by name are hashed one ahead, as rows by name are
+    // (ApplyLearnColumns), so that the next item's weights are fetched while
+    // this one learns: two buffers, item i in buffer i % 2.
+    thread_local Features named[2];
+    thread_local NamedScratch scratch[2];
+    std::optional<Hashed> ahead;
+    if (!items.empty()) {
+      ahead = HashAhead(*entry.model, items[0], &named[0], &scratch[0]);
+    }
     for (int i = 0; i < items.size(); ++i) {
-      if (i + 1 < items.size()) Prefetch(*entry.model, items[i + 1]);
+      const std::optional<Hashed> hashed = std::move(ahead);
+      ahead.reset();
+      if (i + 1 < items.size()) {
+        ahead = HashAhead(*entry.model, items[i + 1], &named[(i + 1) % 2],
+                          &scratch[(i + 1) % 2]);
+        if (!ahead) {
+          Prefetch(*entry.model, items[i + 1]);
+        } else if (ahead->x.ok()) {
+          entry.model->Prefetch(*ahead->x);
+        }
+      }
       v1::ItemResult* result = results->Add();
-      absl::StatusOr<bool> applied =
-          ApplyItem(entry, items[i], limits, now, result);
+      absl::StatusOr<bool> applied = ApplyItem(
+          entry, items[i], limits, now, result, hashed ? &*hashed : nullptr);
       if (!applied.ok()) {
         result->Clear();
         ErrorToProto(ForItem(i, applied.status()), result->mutable_error());

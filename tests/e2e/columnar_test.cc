@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "core/model.h"
@@ -278,17 +279,18 @@ struct Op {
   int label = 0;
 };
 
-// Streams `ops` through a session on `model` and returns its summary and
-// every answer, as items.
+// Streams `ops` through a session on `model` in batches of `batch_size` and
+// returns its summary and every answer, as items.
 struct Streamed {
   client::SessionSummary summary;
   std::vector<v1::ItemResult> results;
 };
 Streamed StreamOps(client::Client& c, const std::string& model,
-                   const std::vector<Op>& ops, bool columnar) {
+                   const std::vector<Op>& ops, bool columnar,
+                   size_t batch_size = 16) {
   Streamed out;
   client::SessionOptions so;
-  so.batch_size = 16;
+  so.batch_size = batch_size;
   so.max_in_flight = 4;
   so.columnar = columnar;
   so.on_response = [&out](const v1::LearnResponse& r) {
@@ -411,9 +413,22 @@ TEST(ColumnarTest, SessionsSendColumnsWhereABatchAllowsAndAnswerAsItems) {
   EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
 }
 
+// `r` with its error's message, if any, without the "item N: " before it.
+v1::ItemResult WithoutItemNumber(v1::ItemResult r) {
+  if (!r.has_error()) return r;
+  const std::string& m = r.error().message();
+  const size_t colon = m.find(": ");
+  if (absl::StartsWith(m, "item ") && colon != std::string::npos) {
+    r.mutable_error()->set_message(m.substr(colon + 2));
+  }
+  return r;
+}
+
 // Rows by name go as columns of a string table (Columns.text, named_*):
 // the same answers, weights and names as items, with namespaces, values,
-// categorical values, interactions, refused rows and reveals mixed in.
+// categorical values, interactions, refused rows and reveals mixed in. Both
+// hash a row or item by name ahead of the one they learn; a third model
+// given one item a request (none hashed ahead) answers the same.
 TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start({"--durability=none"});
@@ -421,7 +436,7 @@ TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
   client::ClientOptions options;
   options.target = (*server)->target();
   std::unique_ptr<client::Client> c = client::Client::Connect(options);
-  for (const char* id : {"items", "columns"}) {
+  for (const char* id : {"items", "columns", "single"}) {
     v1::ModelConfig config;
     config.set_hash_bits(10);
     config.add_interactions("ab");
@@ -481,8 +496,11 @@ TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
     const Streamed by_items = StreamOps(*c, "items", ops, /*columnar=*/false);
     const Streamed by_columns =
         StreamOps(*c, "columns", ops, /*columnar=*/true);
+    const Streamed one_by_one =
+        StreamOps(*c, "single", ops, /*columnar=*/false, /*batch_size=*/1);
     ASSERT_EQ(by_items.results.size(), ops.size());
     ASSERT_EQ(by_columns.results.size(), ops.size());
+    ASSERT_EQ(one_by_one.results.size(), ops.size());
     int errors = 0;
     for (size_t k = 0; k < ops.size(); ++k) {
       const v1::ItemResult& a = by_items.results[k];
@@ -490,6 +508,11 @@ TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
                 by_columns.results[k].SerializeAsString())
           << "item " << k << ": " << a.ShortDebugString() << " against "
           << by_columns.results[k].ShortDebugString();
+      // An error names the item by its place in its request: 0 there.
+      EXPECT_EQ(WithoutItemNumber(a).SerializeAsString(),
+                WithoutItemNumber(one_by_one.results[k]).SerializeAsString())
+          << "item " << k << ": " << a.ShortDebugString() << " against "
+          << one_by_one.results[k].ShortDebugString();
       if (a.has_prediction()) issued.push_back(a.prediction().prediction_id());
       errors += a.has_error();
     }
@@ -500,12 +523,16 @@ TEST(ColumnarTest, SessionsSendNamedRowsAsColumnsAndAnswerAsItems) {
   }
   absl::StatusOr<v1::Weights> a = c->GetWeights("items");
   absl::StatusOr<v1::Weights> b = c->GetWeights("columns");
-  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<v1::Weights> one = c->GetWeights("single");
+  ASSERT_TRUE(a.ok() && b.ok() && one.ok());
   EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+  EXPECT_EQ(a->SerializeAsString(), one->SerializeAsString());
   absl::StatusOr<v1::Weights> top_a = c->GetWeights("items", 50);
   absl::StatusOr<v1::Weights> top_b = c->GetWeights("columns", 50);
-  ASSERT_TRUE(top_a.ok() && top_b.ok());
+  absl::StatusOr<v1::Weights> top_one = c->GetWeights("single", 50);
+  ASSERT_TRUE(top_a.ok() && top_b.ok() && top_one.ok());
   EXPECT_EQ(top_a->SerializeAsString(), top_b->SerializeAsString());
+  EXPECT_EQ(top_a->SerializeAsString(), top_one->SerializeAsString());
   EXPECT_GT(top_a->names().names(), 100u);
 }
 

@@ -11,11 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/multiclass_learner.h"
-#if defined(__x86_64__)
-#include "xxh_x86dispatch.h"  // XXH3_128bits_withSeed: the run time's choice
-#else
 #include "xxhash.h"
-#endif
 
 namespace perceptron {
 namespace {
@@ -166,8 +162,10 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(
   // The bytes of the values (after the indices, for a sparse row) hashed
   // into 128 bits by xxHash's XXH3, seeded by the label and the count of
   // indices (so that rows of other labels or shapes hash apart). Equal bits
-  // are what counts here. On x86-64 the library picks its vector build for
-  // the processor (SSE2, AVX2 or AVX-512) when first called.
+  // are what counts here. The library's own build (SSE2 on x86-64), not the
+  // one its x86 dispatcher picks at run time: that one's AVX-512 slowed the
+  // code around each call more than it saved (docs/benchmarks.md, "What the
+  // figures say", 2026-12-05).
   const uint64_t seed = (uint64_t{static_cast<uint32_t>(label)} << 32) ^
                         static_cast<uint64_t>(i.size());
   XXH128_hash_t h;

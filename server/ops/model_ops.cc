@@ -135,56 +135,42 @@ void Prefetch(const Model& model, const v1::Features& f) {
   if (x.ok()) model.Prefetch(*x);
 }
 
-// Model::Prefetch for an item's features, if it has any.
-void Prefetch(const Model& model, const v1::LearnItem& item) {
-  if (item.has_labeled()) Prefetch(model, item.labeled().features());
-  if (item.has_example()) Prefetch(model, item.example());
-}
-
-// An item's features hashed ahead of its turn (ApplyLearnItems): what
-// FeaturesFromProto gave for them, and what it left for the name table.
-struct Hashed {
+// An example's features, taken from its Learn item ahead of its turn
+// (ApplyLearnItems): what FeaturesFromProto gave (by name, hashed into the
+// buffers given), and what it left for the model's name table.
+struct ItemFeatures {
   absl::StatusOr<FeatureView> x;
-  NamedScratch* names;
+  const NamedScratch* names;
 };
 
-// The item's features hashed into `storage` and `names` if it is an example
-// or a labeled example by name and the model hashes names; else nullopt
-// (there is nothing to hash ahead).
-std::optional<Hashed> HashAhead(const Model& model, const v1::LearnItem& item,
-                                Features* storage, NamedScratch* names) {
+// The features of `item`, an example or a labeled example, into `storage`
+// and `names`; nullopt for any other item.
+std::optional<ItemFeatures> FeaturesOf(const Model& model,
+                                       const v1::LearnItem& item,
+                                       Features* storage, NamedScratch* names) {
   const v1::Features* f = item.has_labeled()   ? &item.labeled().features()
                           : item.has_example() ? &item.example()
                                                : nullptr;
-  if (f == nullptr || f->kind_case() != v1::Features::kNamed ||
-      model.hasher() == nullptr) {
-    return std::nullopt;
-  }
-  return Hashed{FeaturesFromProto(*f, model.hasher(), storage, names), names};
+  if (f == nullptr) return std::nullopt;
+  return ItemFeatures{FeaturesFromProto(*f, model.hasher(), storage, names),
+                      names};
 }
 
-// Applies one Learn item. On success fills `result` and returns true if the
-// model changed. `hashed`, if given, is what HashAhead gave for the item.
+// Applies one Learn item, whose features (for an example or a labeled
+// example) FeaturesOf took. On success fills `result` and returns true if
+// the model changed.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
+                               const std::optional<ItemFeatures>& features,
                                const Limits& limits, int64_t now,
-                               v1::ItemResult* result, const Hashed* hashed)
+                               v1::ItemResult* result)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-  thread_local Features named;
-  thread_local NamedScratch local_names;
-  // The item's features, as hashed ahead or else now.
-  auto features = [&](const v1::Features& f) {
-    return hashed != nullptr ? hashed->x
-                             : FeaturesFromProto(f, entry.model->hasher(),
-                                                 &named, &local_names);
-  };
-  const NamedScratch& names = hashed != nullptr ? *hashed->names : local_names;
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
-      absl::StatusOr<FeatureView> x = features(item.example());
+      const absl::StatusOr<FeatureView>& x = features->x;
       if (!x.ok()) return x.status();
       absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
       if (!issued.ok()) return issued.status();
-      names.RecordIn(entry.model->names());
+      features->names->RecordIn(entry.model->names());
       v1::PredictionResult* p = result->mutable_prediction();
       p->set_prediction_id(issued->prediction_id);
       p->set_label(issued->label);
@@ -204,7 +190,7 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       return true;
     }
     case v1::LearnItem::kLabeled: {
-      absl::StatusOr<FeatureView> x = features(item.labeled().features());
+      const absl::StatusOr<FeatureView>& x = features->x;
       if (!x.ok()) return x.status();
       absl::StatusOr<int> label =
           LabelFromProto(item.labeled().label(), item.labeled().class_name(),
@@ -212,7 +198,7 @@ absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
       if (!label.ok()) return label.status();
       absl::StatusOr<Outcome> o = LearnOne(entry, *x, *label);
       if (!o.ok()) return o.status();
-      names.RecordIn(entry.model->names());
+      features->names->RecordIn(entry.model->names());
       OutcomeToProto(*o, 0, result->mutable_outcome());
       return true;
     }
@@ -443,30 +429,26 @@ absl::Status ApplyLearnItems(
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
-    // Items by name are hashed one ahead, as rows by name are
-    // (ApplyLearnColumns), so that the next item's weights are fetched while
-    // this one learns: two buffers, item i in buffer i % 2.
+    // Each item's features are taken (by name, hashed) one ahead of the item
+    // learned, as rows by name are (ApplyLearnColumns), so that the next
+    // item's weights are fetched meanwhile: two buffers, item i in i % 2.
     thread_local Features named[2];
     thread_local NamedScratch scratch[2];
-    std::optional<Hashed> ahead;
+    std::optional<ItemFeatures> next;
     if (!items.empty()) {
-      ahead = HashAhead(*entry.model, items[0], &named[0], &scratch[0]);
+      next = FeaturesOf(*entry.model, items[0], &named[0], &scratch[0]);
     }
     for (int i = 0; i < items.size(); ++i) {
-      const std::optional<Hashed> hashed = std::move(ahead);
-      ahead.reset();
+      const std::optional<ItemFeatures> features = std::move(next);
+      next.reset();
       if (i + 1 < items.size()) {
-        ahead = HashAhead(*entry.model, items[i + 1], &named[(i + 1) % 2],
+        next = FeaturesOf(*entry.model, items[i + 1], &named[(i + 1) % 2],
                           &scratch[(i + 1) % 2]);
-        if (!ahead) {
-          Prefetch(*entry.model, items[i + 1]);
-        } else if (ahead->x.ok()) {
-          entry.model->Prefetch(*ahead->x);
-        }
+        if (next && next->x.ok()) entry.model->Prefetch(*next->x);
       }
       v1::ItemResult* result = results->Add();
-      absl::StatusOr<bool> applied = ApplyItem(
-          entry, items[i], limits, now, result, hashed ? &*hashed : nullptr);
+      absl::StatusOr<bool> applied =
+          ApplyItem(entry, items[i], features, limits, now, result);
       if (!applied.ok()) {
         result->Clear();
         ErrorToProto(ForItem(i, applied.status()), result->mutable_error());

@@ -1,6 +1,7 @@
 #include "bench/service/measure.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -270,6 +271,7 @@ Measured Fresh(const Path& path, const Workload& w,
     CreateModel(server->target(), "bench", w.dimension, w.hash_bits, w.classes);
   }
   const std::string pid = absl::StrCat(server->pid);
+  const long rss0 = StatusKiB(server->pid, "VmRSS");
   const double server0 = CpuSeconds(pid), self0 = CpuSeconds("self"),
                busy0 = MachineBusySeconds();
   const absl::Time t0 = absl::Now();
@@ -278,6 +280,7 @@ Measured Fresh(const Path& path, const Workload& w,
                        absl::InfiniteFuture(), path.echo ? kEcho : kLearn);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
   const double server_cpu = CpuSeconds(pid) - server0;
+  m.grown_mib = std::max(0L, StatusKiB(server->pid, "VmHWM") - rss0) / 1024.0;
   if (!path.echo && path.certificate) {
     auto stub =
         perceptron::v1::PerceptronService::NewStub(Channel(server->target()));
@@ -325,6 +328,29 @@ Measured Fresh(const Path& path, const Workload& w,
   m.others = std::max(
       0.0, (MachineBusySeconds() - busy0 - server_cpu - self_cpu) / seconds);
   return m;
+}
+
+NewMemoryCost MeasureNewMemory() {
+  constexpr size_t kBytes = size_t{64} << 20, kHuge = size_t{2} << 20;
+  auto touch = [] {
+    void* p = ::mmap(nullptr, kBytes + kHuge, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0.0;
+    char* at = reinterpret_cast<char*>(
+        (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1));
+    (void)::madvise(at, kBytes, MADV_HUGEPAGE);
+    const absl::Time start = absl::Now();
+    for (size_t i = 0; i < kBytes; i += 4096) {
+      reinterpret_cast<volatile char*>(at)[i] = 1;
+    }
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+    ::munmap(p, kBytes + kHuge);
+    return ms / 64;
+  };
+  NewMemoryCost c;
+  c.first_ms_per_mib = touch();
+  c.again_ms_per_mib = touch();
+  return c;
 }
 
 // A bare 200-byte append and fdatasync, `n` times, in a file of a new

@@ -115,12 +115,27 @@ struct Path {
 std::unique_ptr<Process> Start(const Path& path);
 
 struct Measured {
-  double rate = 0;          // examples/s
-  double server_us = 0;     // the server's CPU time per example, microseconds
-  double others = 0;        // cores busy with other processes meanwhile
+  double rate = 0;       // examples/s
+  double server_us = 0;  // the server's CPU time per example, microseconds
+  double others = 0;     // cores busy with other processes meanwhile
+  // The server's peak RSS at the stream's end less its RSS as the stream
+  // began, MiB: the memory it touched for the first time while streaming.
+  double grown_mib = 0;
   std::string certificate;  // where the model's certificate ended, if on
   std::string names;        // a hashing model's table of names, if any
 };
+
+// What memory new to a process costs this machine: milliseconds a MiB to
+// touch 64 MiB of anonymous memory on transparent huge pages (as the servers'
+// heaps are) the first time, and again after unmapping and mapping it anew
+// (pages the process had). A virtual machine whose host takes back the
+// memory its guest frees (free page reporting) faults it in again at the
+// first touch.
+struct NewMemoryCost {
+  double first_ms_per_mib = 0;
+  double again_ms_per_mib = 0;
+};
+NewMemoryCost MeasureNewMemory();
 
 // Where a model's certificate stands, in a few words.
 std::string CertificateEnd(const v1::Certificate& c);

@@ -117,6 +117,22 @@ std::pair<long, long> AnonAndFile(pid_t pid) {
   return {anon, file};
 }
 
+long StatusKiB(pid_t pid, const std::string& field) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  const std::string name = field + ":";
+  std::string line;
+  long kib = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    // "VmHWM:\t  123456 kB"
+    absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(
+                         name.size(), line.size() - name.size() - 3)),
+                     &kib);
+    break;
+  }
+  return kib;
+}
+
 double CpuSeconds(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)),

@@ -63,6 +63,9 @@ std::pair<long, long> RssAndThreads(pid_t pid);
 // files it maps (LevelDB reads its tables through mappings) that are resident.
 std::pair<long, long> AnonAndFile(pid_t pid);
 
+// A field of /proc/PID/status in KiB ("VmRSS", "VmHWM": the peak), or 0.
+long StatusKiB(pid_t pid, const std::string& field);
+
 // CPU seconds (user + system) used so far by process `pid` ("self": this
 // one), from /proc/PID/stat.
 double CpuSeconds(const std::string& pid);

@@ -145,6 +145,7 @@ class Benchmark {
   // W1-W3 through every path, a fresh server each, paths interleaved within
   // each repeat; the core in-process beside them.
   bool PathsPart() {
+    new_memory_ = MeasureNewMemory();
     for (int r = 0; r < repeats_; ++r) {
       for (size_t k = 0; k < workloads_.size(); ++k) {
         const Workload& w = workloads_[k];
@@ -154,6 +155,7 @@ class Benchmark {
               path, w, path.columnar ? columnar_pools_[k] : pools_[k], batches);
           run_.rates[w.name + " " + path.name].push_back(m.rate);
           server_us_[w.name + " " + path.name].push_back(m.server_us);
+          grown_[w.name + " " + path.name].push_back(m.grown_mib);
           ended_[w.name + " " + path.name] = m.certificate;
           others_.push_back(m.others);
         }
@@ -165,18 +167,20 @@ class Benchmark {
     }
     if (profiling_) {
       std::printf(
-          "| workload | path | examples/s | server CPU us/example | the "
-          "certificate at the end (last repeat) |\n"
-          "|---|---|---|---|---|\n");
+          "| workload | path | examples/s | server CPU us/example | server "
+          "memory grown, MiB | the certificate at the end (last repeat) |\n"
+          "|---|---|---|---|---|---|\n");
       for (const Workload& w : workloads_) {
         for (const Path& path : paths_) {
           const std::string key = w.name + " " + path.name;
-          std::printf("| %s | %s | %s | %.3f | %s |\n", w.name.c_str(),
+          std::printf("| %s | %s | %s | %.3f | %.1f | %s |\n", w.name.c_str(),
                       path.name.c_str(), Si(MedianOf(key)).c_str(),
-                      Median(server_us_[key]), ended_[key].c_str());
+                      Median(server_us_[key]), Median(grown_[key]),
+                      ended_[key].c_str());
         }
       }
       PrintLoad();
+      PrintNewMemory();
       return true;
     }
     PrintCertificateCost();
@@ -194,22 +198,56 @@ class Benchmark {
         "of them counting it again, then freezes once a solution converges; "
         "durability sync also journals them)\n\n");
     std::printf(
-        "| workload | certificate on | off | on/off | where it ended (last "
-        "repeat) |\n|---|---|---|---|---|\n");
+        "| workload | certificate on | off | on/off | server memory grown, "
+        "MiB, on / off | where it ended (last repeat) |\n"
+        "|---|---|---|---|---|---|\n");
     for (const std::string durability : {"none", "sync"}) {
       const std::string off_path =
           durability == "none" ? "nocert" : "sync nocert";
       for (const Workload& w : workloads_) {
         if (!Has(w.name + " " + off_path)) continue;
-        const double on = MedianOf(w.name + " " + durability),
-                     off = MedianOf(w.name + " " + off_path);
-        std::printf("| %s examples/s, durability %s | %s | %s | %.2f | %s |\n",
-                    w.name.c_str(), durability.c_str(), Si(on).c_str(),
-                    Si(off).c_str(), on / off,
-                    ended_[w.name + " " + durability].c_str());
+        const std::string on_key = w.name + " " + durability,
+                          off_key = w.name + " " + off_path;
+        const double on = MedianOf(on_key), off = MedianOf(off_key);
+        std::printf(
+            "| %s examples/s, durability %s | %s | %s | %.2f | %.1f / %.1f | "
+            "%s |\n",
+            w.name.c_str(), durability.c_str(), Si(on).c_str(), Si(off).c_str(),
+            on / off, Median(grown_[on_key]), Median(grown_[off_key]),
+            ended_[on_key].c_str());
       }
     }
     std::printf("\n");
+    PrintNewMemory();
+  }
+
+  // What memory new to a process costs this machine, and so what the memory
+  // each server grew while streaming cost it, in server CPU an example.
+  void PrintNewMemory() {
+    std::printf(
+        "New memory: %.2f ms a MiB the first time a process touches it (64 "
+        "MiB on huge pages, as the servers' heaps), %.2f ms when it touches "
+        "it again after giving it back.",
+        new_memory_.first_ms_per_mib, new_memory_.again_ms_per_mib);
+    for (const Workload& w : workloads_) {
+      std::string line;
+      for (const Path& path : paths_) {
+        const std::string key = w.name + " " + path.name;
+        if (!grown_.count(key)) continue;
+        absl::StrAppend(
+            &line, line.empty() ? "" : ", ", path.name, " ",
+            absl::StrFormat("%.3f", Median(grown_[key]) *
+                                        new_memory_.first_ms_per_mib * 1e3 /
+                                        static_cast<double>(w.examples)));
+      }
+      if (!line.empty()) {
+        std::printf(
+            " %s, the memory grown at the first rate, us an example: "
+            "%s.",
+            w.name.c_str(), line.c_str());
+      }
+    }
+    std::printf("\n\n");
   }
 
   void PrintThroughput() {
@@ -734,6 +772,10 @@ class Benchmark {
   // What the parts measured, by "WORKLOAD PATH" (and "WORKLOAD core").
   RunFigures run_;
   std::map<std::string, std::vector<double>> server_us_;
+  // The server's memory grown while streaming, MiB, by "workload path".
+  std::map<std::string, std::vector<double>> grown_;
+  // What memory new to a process costs this machine (the paths part's).
+  NewMemoryCost new_memory_;
   std::map<std::string, std::string> ended_;  // the last repeat's certificate
   std::vector<double> others_;
   std::map<std::string, std::vector<double>> p99_;

@@ -10,6 +10,30 @@ import numpy as np
 from perceptron.v1 import perceptron_pb2 as pb
 
 
+#: When a call is given no batch_size, an array's batches hold about this many bytes of values
+#: (at most _MOST_ROWS rows, at least one): grpcio spends about half a millisecond on each
+#: message whatever its size, so narrow rows go many to a message and wide ones few
+#: (client/python/README.md). Lists of dicts by name go _NAMED_ROWS to a message.
+_BATCH_BYTES = 2 << 20
+_MOST_ROWS = 8192
+_NAMED_ROWS = 1024
+
+
+def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None) -> int:
+    """`batch_size` if given, else the default for these rows ('dense' or 'sparse' from
+    _rows; none for dicts by name)."""
+    if batch_size is not None:
+        return batch_size
+    if kind is None:
+        return _NAMED_ROWS
+    n = rows.shape[0]
+    if kind == "dense":
+        per_row = 8 * rows.shape[1]
+    else:  # a non-zero's index and value
+        per_row = 12 * rows.nnz // n if n else 0
+    return int(min(_MOST_ROWS, max(1, _BATCH_BYTES // max(8, per_row))))
+
+
 def _rows(x) -> tuple:
     """('dense', array) or ('sparse', csr) for a 2-D array-like or a scipy.sparse matrix."""
     if hasattr(x, "tocsr"):

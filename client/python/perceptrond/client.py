@@ -15,7 +15,8 @@ from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
 from . import _wire
-from ._inputs import _class_key, _class_labels, _is_named, _labels, _named, _named_columns, _rows
+from ._inputs import (_batch_rows, _class_key, _class_labels, _is_named, _labels, _named,
+                      _named_columns, _rows)
 
 #: Where Model.learn(retry_for=...) says, at INFO, each time a stream broke and where it resumes
 #: (the CLI's `train --retry_for` prints the same on standard error).
@@ -223,17 +224,19 @@ class Stream:
             _item_outcomes(self._send_items(request), start, result)
         return result
 
-    def issue(self, x, batch_size: int = 1024) -> Issued:
+    def issue(self, x, batch_size: Optional[int] = None) -> Issued:
         """Predicts each row of `x` (an array, a sparse matrix, or a list of dicts by name) and
-        keeps it pending under a new prediction id."""
+        keeps it pending under a new prediction id, in batches of `batch_size` rows (by
+        default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts)."""
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             n = len(x)
+            batch_size = _batch_rows(batch_size)
             batches = (_named_columns(x[s:s + batch_size], None)
                        for s in range(0, n, batch_size))
         else:
             kind, rows = _rows(x)
             n = rows.shape[0]
-            batches = _batches(kind, rows, None, batch_size)
+            batches = _batches(kind, rows, None, _batch_rows(batch_size, kind, rows))
         ids = np.zeros(n, dtype=np.uint64)
         scores = np.zeros(n)
         labels = np.zeros(n, dtype=np.int64)
@@ -267,20 +270,21 @@ class Stream:
             (self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
              for s in range(0, len(ids), 1024)), len(ids)))
 
-    def learn(self, x, y, batch_size: int = 1024) -> LearnResult:
-        """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows
-        answered before the next is sent). `x` may also be one example as {index: value}, or
-        by name ({name: value}, {(namespace, name): value}; a string value is categorical) for a
-        model created with hash_bits, or a list of such dicts."""
+    def learn(self, x, y, batch_size: Optional[int] = None) -> LearnResult:
+        """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows,
+        by default as Model.learn's, answered before the next is sent). `x` may also be one
+        example as {index: value}, or by name ({name: value}, {(namespace, name): value}; a
+        string value is categorical) for a model created with hash_bits, or a list of such
+        dicts."""
         return self._model._named_classes(self._learn(x, y, batch_size))
 
-    def _learn(self, x, y, batch_size: int) -> LearnResult:
-        if batch_size < 1:
+    def _learn(self, x, y, batch_size: Optional[int]) -> LearnResult:
+        if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if _is_named(x):
-            return self._learn_named([x], self._model._labels([y], 1), batch_size)
+            return self._learn_named([x], self._model._labels([y], 1), 1)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            return self._learn_named(x, self._model._labels(y, len(x)), batch_size)
+            return self._learn_named(x, self._model._labels(y, len(x)), _batch_rows(batch_size))
         if isinstance(x, Mapping):
             indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
             values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
@@ -292,6 +296,7 @@ class Stream:
         kind, rows = _rows(x)
         labels = self._model._labels(y, rows.shape[0])
         self._model._check_width(kind, rows)
+        batch_size = _batch_rows(batch_size, kind, rows)
         return _outcomes((self._send(c) for c in _batches(kind, rows, labels, batch_size)),
                          rows.shape[0])
 
@@ -438,12 +443,14 @@ class Model:
         finally:
             call.cancel()
 
-    def learn(self, x, y, batch_size: int = 1024, retry_for: float = 0) -> LearnResult:
+    def learn(self, x, y, batch_size: Optional[int] = None, retry_for: float = 0) -> LearnResult:
         """Predict then learn each labeled example in order (the prequential protocol):
         `x` a 2-D numpy array or a scipy.sparse matrix, `y` its labels (+1/1/True or
         -1/0/False, as numbers, booleans or strings; a multiclass model's class names).
         Streamed as columnar batches of `batch_size` rows on one Learn stream, several in
-        flight.
+        flight; by default as many rows as make about 2 MiB of values (at most 8,192, under the
+        server's default --max_batch_items: a message's own cost is then small beside its
+        rows'), and 1,024 dicts by name.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
         errors and change nothing; the others are learned.
 
@@ -472,6 +479,9 @@ class Model:
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
             labels = self._labels(y, len(x))
+            batch_size = _batch_rows(batch_size)
+            if batch_size < 1:
+                raise ValueError("batch_size must be at least 1")
             batches = [_wire.learn_request(self.id if s == 0 else "",
                                            _named_columns(x[s:s + batch_size],
                                                           labels[s:s + batch_size]))
@@ -484,6 +494,7 @@ class Model:
         self._check_width(kind, rows, retry_for)
         # Encoded as the stream takes them (a few batches in memory, not a copy of x), once
         # what the encoding could refuse is checked: nothing is sent if it would be.
+        batch_size = _batch_rows(batch_size, kind, rows)
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if retry_for > 0:

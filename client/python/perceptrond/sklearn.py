@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .client import Client, Model, PerceptronError
-from ._inputs import _class_key
+from ._inputs import _batch_rows, _class_key
 
 
 # hash_bits for dicts by name when none is given: Vowpal Wabbit's default.
@@ -57,7 +57,8 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,
                  normalize: Optional[bool] = None, gamma: Optional[float] = None,
-                 max_iter: int = 100, batch_size: int = 1024, token: Optional[str] = None,
+                 max_iter: int = 100, batch_size: Optional[int] = None,
+                 token: Optional[str] = None,
                  model_id: Optional[str] = None, hash_bits: Optional[int] = None,
                  shuffle: bool = False,
                  random_state: Optional[int] = None,
@@ -245,14 +246,16 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         (n, classes): each class's score in the multiclass model (or against the rest)."""
         check_is_fitted(self, "model_id_")
         if _dicts(X):
-            scores = [np.concatenate([m.decision_function(list(X[s:s + self.batch_size]))
-                                      for s in range(0, len(X), self.batch_size)])
+            rows = _batch_rows(self.batch_size)
+            scores = [np.concatenate([m.decision_function(list(X[s:s + rows]))
+                                      for s in range(0, len(X), rows)])
                       for m in self._models()]
             return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
         X = self._validate_data(X, accept_sparse="csr", dtype=np.float64, reset=False)
         empty = np.zeros((0, len(self.classes_)) if self._multiclass() else 0)
-        scores = [np.concatenate([m.decision_function(X[s:s + self.batch_size])
-                                  for s in range(0, X.shape[0], self.batch_size)])
+        rows = _batch_rows(self.batch_size, "sparse" if hasattr(X, "tocsr") else "dense", X)
+        scores = [np.concatenate([m.decision_function(X[s:s + rows])
+                                  for s in range(0, X.shape[0], rows)])
                   if X.shape[0] else empty for m in self._models()]
         return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
 

@@ -99,6 +99,32 @@ def test_learn_dense_equals_the_cpp_clients_items(server, client):
     assert np.array_equal(model.predict(x), np.where(cpp.decision_function(x) >= 0, 1, -1))
 
 
+def test_default_batches_hold_about_two_mib_of_values(client):
+    from perceptrond._inputs import _batch_rows
+    dense = lambda d: np.zeros((3, d))  # noqa: E731
+    assert _batch_rows(None, "dense", dense(20)) == 8192  # 13,107 capped
+    assert _batch_rows(None, "dense", dense(100)) == 2621
+    assert _batch_rows(None, "dense", dense(1000)) == 262
+    assert _batch_rows(None, "dense", dense(10 ** 6)) == 1
+    assert _batch_rows(None, "dense", dense(0)) == 8192
+    rows = scipy.sparse.random(10, 1000, density=0.032, format="csr", random_state=1)
+    assert _batch_rows(None, "sparse", rows) == (2 << 20) // (12 * rows.nnz // 10)
+    assert _batch_rows(None) == 1024  # dicts by name
+    assert _batch_rows(7, "dense", dense(20)) == 7
+    # Learned in the default batches (three of 8,192 rows and one of 3,616) or in 64-row ones:
+    # the same model, bit for bit.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((28192, 20))
+    y = np.where(x @ rng.standard_normal(20) >= 0, 1, -1)
+    a = client.create_model("default-batches", dimension=20)
+    b = client.create_model("small-batches", dimension=20)
+    ra, rb = a.learn(x, y), b.learn(x, y, batch_size=64)
+    assert ra.stats.examples == rb.stats.examples == 28192
+    assert np.array_equal(bits(ra.scores), bits(rb.scores))
+    assert np.array_equal(ra.mistakes, rb.mistakes)
+    assert np.array_equal(bits(a.weights()), bits(b.weights()))
+
+
 def test_learn_sparse_equals_the_per_item_path(client):
     rng = np.random.default_rng(5)
     x = scipy.sparse.random(700, 60, density=0.1, format="csr", random_state=rng,

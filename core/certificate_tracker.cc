@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/multiclass_learner.h"
-#include "xxhash.h"
+#include "core/row_hash.h"
 
 namespace perceptron {
 namespace {
@@ -162,24 +162,24 @@ CertificateTracker::RowKey CertificateTracker::KeyOf(
   // The bytes of the values (after the indices, for a sparse row) hashed
   // into 128 bits by xxHash's XXH3, seeded by the label and the count of
   // indices (so that rows of other labels or shapes hash apart). Equal bits
-  // are what counts here. The library's own build (SSE2 on x86-64), not the
-  // one its x86 dispatcher picks at run time: that one's AVX-512 slowed the
-  // code around each call more than it saved (docs/benchmarks.md, "What the
-  // figures say", 2026-12-05).
+  // are what counts here. Long rows in an AVX2 build (core/row_hash.h), not
+  // the one xxHash's x86 dispatcher picks at run time: that one's AVX-512
+  // slowed the code around each call more than it saved (docs/benchmarks.md,
+  // "What the figures say", 2026-12-05).
   const uint64_t seed = (uint64_t{static_cast<uint32_t>(label)} << 32) ^
                         static_cast<uint64_t>(i.size());
-  XXH128_hash_t h;
+  RowHash h;
   if (i.empty()) {
-    h = XXH3_128bits_withSeed(v.data(), v.size() * sizeof(double), seed);
+    h = HashRow(v.data(), v.size() * sizeof(double), seed);
   } else {
     thread_local std::string bytes;
     bytes.assign(reinterpret_cast<const char*>(i.data()),
                  i.size() * sizeof(uint32_t));
     bytes.append(reinterpret_cast<const char*>(v.data()),
                  v.size() * sizeof(double));
-    h = XXH3_128bits_withSeed(bytes.data(), bytes.size(), seed);
+    h = HashRow(bytes.data(), bytes.size(), seed);
   }
-  return {h.low64, h.high64};
+  return {h.low, h.high};
 }
 
 void CertificateTracker::Placed(uint64_t place, const RowKey& key) {

@@ -24,6 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -86,16 +88,26 @@ std::unique_ptr<Process> EchoServer(const std::vector<std::string>& extra,
   return Launch(argv, dir);
 }
 
+namespace {
+
+// If `line` of /proc/PID/status is field `name` ("VmRSS:"), reads its number
+// into *out ("VmRSS:\t  123456 kB": the kB dropped; "Threads:\t17").
+void StatusField(const std::string& line, absl::string_view name, long* out) {
+  absl::string_view rest = line;
+  if (!absl::ConsumePrefix(&rest, name)) return;
+  if (absl::EndsWith(rest, " kB")) rest.remove_suffix(3);
+  absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), out);
+}
+
+}  // namespace
+
 std::pair<long, long> RssAndThreads(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   long rss = 0, threads = 0;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0)
-      absl::SimpleAtoi(
-          absl::StripAsciiWhitespace(line.substr(6, line.size() - 9)), &rss);
-    if (line.rfind("Threads:", 0) == 0)
-      absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(8)), &threads);
+    StatusField(line, "VmRSS:", &rss);
+    StatusField(line, "Threads:", &threads);
   }
   return {rss, threads};
 }
@@ -104,32 +116,18 @@ std::pair<long, long> AnonAndFile(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   long anon = 0, file = 0;
-  auto field = [&line](const char* name, long* out) {
-    if (line.rfind(name, 0) != 0) return;
-    absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(
-                         strlen(name), line.size() - strlen(name) - 3)),
-                     out);
-  };
   while (std::getline(in, line)) {
-    field("RssAnon:", &anon);
-    field("RssFile:", &file);
+    StatusField(line, "RssAnon:", &anon);
+    StatusField(line, "RssFile:", &file);
   }
   return {anon, file};
 }
 
 long StatusKiB(pid_t pid, const std::string& field) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  const std::string name = field + ":";
   std::string line;
   long kib = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind(name, 0) != 0) continue;
-    // "VmHWM:\t  123456 kB"
-    absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(
-                         name.size(), line.size() - name.size() - 3)),
-                     &kib);
-    break;
-  }
+  while (std::getline(in, line)) StatusField(line, field + ":", &kib);
   return kib;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/huge_pages.h"
+#include "core/prefetch.h"
 
 namespace perceptron {
 
@@ -167,7 +168,7 @@ void CandidateSupport::AccumulateDense(const std::vector<uint32_t>& which,
     for (size_t b = 0; b < n; b += kBatch) {
       const size_t e = std::min(n, b + kBatch);
       for (size_t j = b; j < e; ++j) {
-        if (indices[j] < size) __builtin_prefetch(dense + indices[j]);
+        if (indices[j] < size) PrefetchLine(dense + indices[j]);
       }
       for (size_t j = b; j < e; ++j) {
         if (indices[j] < size) sum += dense[indices[j]] * values[j];
@@ -181,7 +182,7 @@ void CandidateSupport::AccumulateDense(const std::vector<uint32_t>& which,
   for (size_t b = 0; b < n; b += kBatch) {
     const size_t e = std::min(n, b + kBatch);
     for (size_t j = b; j < e; ++j) {
-      if (indices[j] < size) __builtin_prefetch(dense + indices[j] * m);
+      if (indices[j] < size) PrefetchLine(dense + indices[j] * m);
     }
     for (size_t j = b; j < e; ++j) {
       if (indices[j] >= size) continue;
@@ -202,7 +203,7 @@ void CandidateSupport::Accumulate(const std::vector<std::vector<double>>& vs,
   ForEachHeld(
       indices, values, n,
       [&](int64_t p) {
-        for (uint32_t k : which) __builtin_prefetch(vs[k].data() + p);
+        for (uint32_t k : which) PrefetchLine(vs[k].data() + p);
       },
       [&](int64_t p, double value) {
         for (uint32_t k : which) scores[k] += vs[k][p] * value;
@@ -229,11 +230,11 @@ void CandidateSupport::AccumulateClasses(const double* v, size_t per_position,
         const double* column = v + size_t(p) * per_position;
         if (per_class == 1) {
           // The k values side by side: their first and last lines.
-          __builtin_prefetch(column);
-          __builtin_prefetch(column + k - 1);
+          PrefetchLine(column);
+          PrefetchLine(column + k - 1);
         } else {
           for (int r = 0; r < k; ++r) {
-            __builtin_prefetch(column + r * per_class);
+            PrefetchLine(column + r * per_class);
           }
         }
       },

@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/huge_pages.h"
 #include "core/kept_rows.h"
+#include "core/prefetch.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -129,7 +130,7 @@ class CandidateSupport {
     if (dense_.empty()) return;
     const size_t m = dense_which_.size(), size = dense_.size() / m;
     for (const uint32_t i : x.indices) {
-      if (i < size) __builtin_prefetch(dense_.data() + size_t{i} * m);
+      if (i < size) PrefetchLine(dense_.data() + size_t{i} * m);
     }
   }
   // False if coordinate i is not in the support (a bit of the filter below);

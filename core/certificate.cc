@@ -7,6 +7,7 @@
 
 #include "core/huge_pages.h"
 #include "core/log_c_search.h"
+#include "core/prefetch.h"
 
 namespace perceptron {
 
@@ -116,7 +117,7 @@ CertificateSolver::Gradients CertificateSolver::Pass(
   for (size_t i = 0; i < n; ++i) {
     if (i + 2 * kAhead < n) {
       rows_.PrefetchPlace(order[i + 2 * kAhead]);
-      __builtin_prefetch(alpha->data() + order[i + 2 * kAhead]);
+      PrefetchLine(alpha->data() + order[i + 2 * kAhead]);
     }
     if (i + kAhead < n) rows_.PrefetchValues(order[i + kAhead]);
     const size_t t = order[i];

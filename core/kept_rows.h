@@ -17,6 +17,7 @@
 
 #include "absl/types/span.h"
 #include "core/huge_pages.h"
+#include "core/prefetch.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -157,9 +158,9 @@ class KeptRows {
   // A pass visits the rows in random order, and past the caches every row
   // costs several misses: fetched ahead they overlap (nothing read changes).
   void PrefetchPlace(size_t t) const {
-    __builtin_prefetch(&rows_[t]);
-    __builtin_prefetch(&labels_[t]);
-    __builtin_prefetch(&square_[t]);
+    PrefetchLine(&rows_[t]);
+    PrefetchLine(&labels_[t]);
+    PrefetchLine(&square_[t]);
   }
   void PrefetchValues(size_t t) const {
     const Row& r = rows_[t];
@@ -203,8 +204,8 @@ class KeptRows {
     if (begin == end) return;
     const char* p = reinterpret_cast<const char*>(begin);
     const char* last = reinterpret_cast<const char*>(end) - 1;
-    for (; p <= last; p += 64) __builtin_prefetch(p);
-    __builtin_prefetch(last);
+    for (; p <= last; p += 64) PrefetchLine(p);
+    PrefetchLine(last);
   }
   // The open block of dense rows (or of the others), with room for `n` more
   // coordinates (a new one if needed).

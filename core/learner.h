@@ -24,6 +24,7 @@
 #include "absl/types/span.h"
 #include "core/config.h"
 #include "core/journal.h"
+#include "core/prefetch.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -125,7 +126,7 @@ struct LearnerFigures {
 // Fetches ahead the entries of `v` at a sparse `x`'s indices (those in range).
 inline void PrefetchAt(const std::vector<double>& v, const FeatureView& x) {
   for (const uint32_t i : x.indices) {
-    if (i < v.size()) __builtin_prefetch(v.data() + i);
+    if (i < v.size()) PrefetchLine(v.data() + i);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/prefetch.h"
 
 namespace perceptron {
 
@@ -54,7 +55,7 @@ template <typename F>
   size_t i = 0;
   if (n >= kReadAhead) {
     for (; i + 8 <= n; i += 8) {
-      __builtin_prefetch(b + i + kReadAhead);
+      PrefetchLine(b + i + kReadAhead);
       Lanes a_lo, a_hi, b_lo, b_hi;
       LoadEight(a + i, &a_lo, &a_hi);
       LoadEight(b + i, &b_lo, &b_hi);
@@ -187,7 +188,7 @@ template <int M>
   size_t i = 0;
   const bool ahead = n >= kReadAhead;  // as ForEachEight
   for (; i + 8 <= n; i += 8) {
-    if (ahead) __builtin_prefetch(x + i + kReadAhead);
+    if (ahead) PrefetchLine(x + i + kReadAhead);
     Lanes x_lo, x_hi;
     LoadEight(x + i, &x_lo, &x_hi);
     for (int k = 0; k < M; ++k) {

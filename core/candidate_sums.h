@@ -18,7 +18,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/huge_pages.h"
 #include "core/kept_rows.h"
-#include "core/prefetch.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -123,16 +122,6 @@ class CandidateSupport {
   // The same over kept row t of `rows` (at their coordinates).
   void ClassScores(const std::vector<std::vector<double>>& vs, uint32_t c,
                    int k, const KeptRows& rows, size_t t, double* out) const;
-  // Asks for the values kept by coordinate (dense_) that Scores over x's
-  // non-zeros will read, so that their misses overlap other work (the
-  // example before x). A hint: it changes nothing.
-  void Prefetch(const FeatureView& x) const {
-    if (dense_.empty()) return;
-    const size_t m = dense_which_.size(), size = dense_.size() / m;
-    for (const uint32_t i : x.indices) {
-      if (i < size) PrefetchLine(dense_.data() + size_t{i} * m);
-    }
-  }
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {

@@ -282,12 +282,6 @@ class CertificateTracker {
   // training repeats them, counts that row once more instead of being kept
   // again: the solver solves it as that many equal examples.
   void Observe(const Prepared& x, int label);
-  // Asks for what Observe(x) first waits on in a wide model (the candidates'
-  // values at x's coordinates), as Model::Prefetch asks for the weights: a
-  // batch's next example's misses then overlap this one's learning.
-  void Prefetch(const FeatureView& x) const {
-    if (support_ != nullptr && classes_ == 0 && !kernel_) support_->Prefetch(x);
-  }
 
   // ---- The figures ----
 

@@ -14,4 +14,11 @@ RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed) {
   return {h.low64, h.high64};
 }
 
+RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed,
+                    const unsigned char* secret) {
+  const XXH128_hash_t h = XXH3_128bits_withSecretandSeed(
+      data, bytes, secret, XXH3_SECRET_DEFAULT_SIZE, seed);
+  return {h.low64, h.high64};
+}
+
 }  // namespace perceptron::internal

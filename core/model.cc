@@ -360,8 +360,9 @@ void Model::Prefetch(const FeatureView& x) const {
   if (!x.sparse) return;
   // The comparator's entries too (u . x^ is summed for every labeled
   // example). Not the certificate's candidates kept by coordinate, whose
-  // scores fetch their own values sixteen coordinates ahead: asked for here
-  // as well (one line a coordinate), a frozen wide model learned 12% slower
+  // scores ask for their own values sixteen coordinates at a time (all of a
+  // batch before any is added): asked for here as well (one line a
+  // coordinate), a frozen wide model learned 12% slower
   // (RunFrozen/W3_certificate, 2026-12-05).
   if (!bound_.comparator().empty()) PrefetchAt(bound_.comparator(), x);
   learner_->Prefetch(x);

@@ -50,6 +50,10 @@ struct NamedScratch {
   void RecordIn(NameTable* table) const {
     if (named && table != nullptr) table->Record(features, trace);
   }
+  // Asks for what RecordIn will read (NameTable::Prefetch).
+  void PrefetchIn(const NameTable* table) const {
+    if (named && table != nullptr) table->Prefetch(trace);
+  }
 };
 
 // As above, and named features hashed by `hasher` (a model's; null when it

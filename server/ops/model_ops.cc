@@ -431,7 +431,8 @@ absl::Status ApplyLearnItems(
     results->Reserve(items.size());
     // Each item's features are taken (by name, hashed) one ahead of the item
     // learned, as rows by name are (ApplyLearnColumns), so that the next
-    // item's weights are fetched meanwhile: two buffers, item i in i % 2.
+    // item's weights and its names' tags (NameTable::Prefetch) are fetched
+    // meanwhile: two buffers, item i in i % 2.
     thread_local Features named[2];
     thread_local NamedScratch scratch[2];
     std::optional<ItemFeatures> next;
@@ -444,7 +445,10 @@ absl::Status ApplyLearnItems(
       if (i + 1 < items.size()) {
         next = FeaturesOf(*entry.model, items[i + 1], &named[(i + 1) % 2],
                           &scratch[(i + 1) % 2]);
-        if (next && next->x.ok()) entry.model->Prefetch(*next->x);
+        if (next && next->x.ok()) {
+          entry.model->Prefetch(*next->x);
+          next->names->PrefetchIn(entry.model->names());
+        }
       }
       v1::ItemResult* result = results->Add();
       absl::StatusOr<bool> applied =
@@ -537,7 +541,10 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
         if (i + 1 < rows->rows()) {
           ahead = rows->NamedRow(i + 1, *entry.model->hasher(),
                                  &named[(i + 1) % 2], &scratch[(i + 1) % 2]);
-          if (ahead.ok()) entry.model->Prefetch(*ahead);
+          if (ahead.ok()) {
+            entry.model->Prefetch(*ahead);
+            scratch[(i + 1) % 2].PrefetchIn(entry.model->names());
+          }
         }
         if (!hashed.ok()) {
           fail(k, hashed.status());

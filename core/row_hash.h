@@ -23,8 +23,8 @@ RowHash HashRow(const void* data, size_t bytes, uint64_t seed);
 
 namespace internal {
 // The AVX2 build (core/row_hash_avx2.cc); only where the processor has AVX2.
-RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed);
-// The same with `secret`, XXH3_generateSecret_fromSeed(seed)'s 192 bytes
+// XXH3_128bits_withSeed(data, bytes, seed) given `secret`,
+// XXH3_generateSecret_fromSeed(seed)'s 192 bytes
 // (XXH3_128bits_withSecretandSeed: the same bits, without deriving it).
 RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed,
                     const unsigned char* secret);

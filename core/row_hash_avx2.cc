@@ -9,11 +9,6 @@
 
 namespace perceptron::internal {
 
-RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed) {
-  const XXH128_hash_t h = XXH3_128bits_withSeed(data, bytes, seed);
-  return {h.low64, h.high64};
-}
-
 RowHash HashRowAvx2(const void* data, size_t bytes, uint64_t seed,
                     const unsigned char* secret) {
   const XXH128_hash_t h = XXH3_128bits_withSecretandSeed(

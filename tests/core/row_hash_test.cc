@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+// XXH3_generateSecret_fromSeed (libxxhash's static-linking section).
+#define XXH_STATIC_LINKING_ONLY
 #include "xxhash.h"
 
 namespace perceptron {
@@ -77,9 +79,11 @@ TEST(RowHashTest, TheAvx2BuildIsTheLibrarysXxh3) {
   std::mt19937_64 random(9);
   std::vector<unsigned char> bytes(65536 + 64);
   for (unsigned char& b : bytes) b = static_cast<unsigned char>(random());
+  unsigned char secret[XXH3_SECRET_DEFAULT_SIZE];
   for (size_t n : Lengths()) {
+    XXH3_generateSecret_fromSeed(secret, n);
     const RowHash want = Library(bytes.data() + 3, n, n);
-    const RowHash got = internal::HashRowAvx2(bytes.data() + 3, n, n);
+    const RowHash got = internal::HashRowAvx2(bytes.data() + 3, n, n, secret);
     ASSERT_EQ(got.low, want.low) << n << " bytes";
     ASSERT_EQ(got.high, want.high) << n << " bytes";
   }

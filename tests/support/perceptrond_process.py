@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -158,3 +159,15 @@ def learn(pb, stub, model_id, examples, batch=64):
                 item.labeled.label = y
             yield r
     return list(stub.Learn(requests()))
+
+
+def settled(model, n):
+    """The certificate of `model` (the Python package's Model) once a converged solution covers
+    all n examples."""
+    end = time.monotonic() + 120
+    while True:
+        c = model.status().stats.certificate
+        if c.available and c.converged and c.solved == c.examples == n:
+            return c
+        assert time.monotonic() < end, f"the certificate did not settle: {c}"
+        time.sleep(0.01)  # a poll's pause

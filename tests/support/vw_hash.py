@@ -69,6 +69,16 @@ def slot(namespace: str, name: str, bits: int, category=None) -> int:
     return h & ((1 << bits) - 1)
 
 
+def triples(x):
+    """A dict's features as the Python package reads them: a key (namespace, name) or a name in
+    the empty namespace, each with its value."""
+    out = []
+    for key, value in x.items():
+        space, name = key if isinstance(key, tuple) else ("", key)
+        out.append((space, name, value))
+    return out
+
+
 def hash_example(features, bits, interactions=()):
     """features: (namespace, name, value-or-str) triples -> {slot: value}.
 

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/feature_hash.h"
+#include "core/quoted.h"
 #include "core/status_macros.h"
 
 namespace perceptron {
@@ -94,7 +95,7 @@ absl::Status ValidateClasses(const ModelConfig& config) {
     }
     if (!seen.insert(c[i]).second) {
       return Invalid("classes",
-                     absl::StrCat("name \"", c[i], "\" is repeated"));
+                     absl::StrCat("name ", Quoted(c[i]), " is repeated"));
     }
   }
   if (config.algorithm == Algorithm::kMargin ||

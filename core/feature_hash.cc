@@ -8,6 +8,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/quoted.h"
 
 namespace perceptron {
 namespace {
@@ -228,8 +229,8 @@ absl::Status FeatureHasher::Hash(absl::Span<const NamedFeature> x,
       h = Slot(f);
       if (h == kNoSlot) {
         return absl::InvalidArgumentError(
-            absl::StrCat("feature ", i, ": \"", FeatureKey(f),
-                         "\" is not in the model's list of feature names"));
+            absl::StrCat("feature ", i, ": ", Quoted(FeatureKey(f)),
+                         " is not in the model's list of feature names"));
       }
     } else {
       h = VwHashString(f.name, space_hash);
@@ -331,8 +332,9 @@ absl::Status ValidateNames(absl::Span<const std::string> names) {
     }
     const auto [it, added] = seen.emplace(names[i], i);
     if (!added) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feature name ", i, " \"", names[i], "\" repeats name ", it->second));
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature name ", i, " ", Quoted(names[i]),
+                       " repeats name ", it->second));
     }
   }
   return absl::OkStatus();
@@ -359,8 +361,8 @@ absl::Status ValidateHashing(uint32_t bits,
   for (const std::string& pair : interactions) {
     if (pair.size() != 2) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "interaction \"", pair,
-          "\" is not two namespace letters (as Vowpal Wabbit's -q ab; ' ' "
+          "interaction ", Quoted(pair),
+          " is not two namespace letters (as Vowpal Wabbit's -q ab; ' ' "
           "names the default namespace)"));
     }
   }

@@ -1,8 +1,8 @@
 #include "server/model/convert.h"
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/feature_hash.h"
+#include "core/quoted.h"
 #include "core/status_macros.h"
 #include "google/protobuf/stubs/common.h"
 
@@ -139,16 +139,15 @@ absl::StatusOr<int> LabelFromProto(int32_t label, const std::string& class_name,
   if (class_name.empty()) return label;
   if (!config.multiclass()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("label: class \"", absl::CEscape(class_name.substr(0, 64)),
-                     "\" given to a binary model (labels -1 or +1)"));
+        absl::StrCat("label: class ", Quoted(class_name),
+                     " given to a binary model (labels -1 or +1)"));
   }
   for (size_t r = 0; r < config.classes.size(); ++r) {
     if (config.classes[r] == class_name) return static_cast<int>(r);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("label: \"", absl::CEscape(class_name.substr(0, 64)),
-                   "\" is not one of the model's ", config.classes.size(),
-                   " classes (", ClassList(config.classes), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "label: ", Quoted(class_name), " is not one of the model's ",
+      config.classes.size(), " classes (", ClassList(config.classes), ")"));
 }
 
 std::string ClassList(const std::vector<std::string>& classes) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/quoted.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -223,6 +225,33 @@ TEST(FeatureHasherTest, ValidatesItsConfiguration) {
               HasSubstr("not two namespace letters"));
   EXPECT_THAT(ValidateHashing(0, {"ab"}).message(),
               HasSubstr("interactions need hash_bits"));
+  // A long one is shown in part: the whole would pass gRPC's limit on a
+  // status's size, and the client would see that limit's error instead.
+  const std::string long_pair(200000, 'q');
+  const std::string message(ValidateHashing(18, {long_pair}).message());
+  EXPECT_THAT(message, HasSubstr(absl::StrCat(
+                           "interaction \"", std::string(kQuotedBytes, 'q'),
+                           "...\" (200000 bytes) is not two namespace")));
+  EXPECT_LT(message.size(), 300u);
+}
+
+TEST(QuotedTest, ShowsShortTextWholeAndLongTextInPart) {
+  EXPECT_EQ(Quoted("city=paris"), "\"city=paris\"");
+  EXPECT_EQ(Excerpt("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 as it is
+  EXPECT_EQ(Quoted(""), "\"\"");
+  // Control characters (a terminal's escape sequences) are written out.
+  EXPECT_EQ(Quoted("a\tb\nc\x1b[31m\x7f"), "\"a\\tb\\nc\\x1b[31m\\x7f\"");
+  const std::string exactly(kQuotedBytes, 'x');
+  EXPECT_EQ(Quoted(exactly), "\"" + exactly + "\"");
+  EXPECT_EQ(Quoted(exactly + "y"), "\"" + exactly + "...\" (65 bytes)");
+  EXPECT_EQ(Excerpt(exactly + "y"), exactly + "... (65 bytes)");
+  // Cut where a character starts: 63 bytes and a two-byte character that
+  // would straddle the 64th are shown as the 63.
+  const std::string before(kQuotedBytes - 1, 'x');
+  EXPECT_EQ(Quoted(before + "\xc3\xa9zz"), "\"" + before + "...\" (67 bytes)");
+  // A run of bytes that are not UTF-8 is cut at the limit all the same.
+  const std::string odd(100, '\x80');
+  EXPECT_EQ(Excerpt(odd).size(), kQuotedBytes - 3 + 15);
 }
 
 TEST(FeatureHasherTest, AListOfNamesMapsEachToItsPosition) {

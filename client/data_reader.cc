@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/quoted.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "utf8.h"
@@ -35,9 +36,16 @@ absl::Status CheckUtf8(absl::string_view what, absl::string_view text,
                        bool quote = true) {
   const auto bad = utf8::find_invalid(text.begin(), text.end());
   if (bad == text.end()) return absl::OkStatus();
+  // Escaped byte by byte (it is not text), kQuotedBytes of it at most.
+  std::string shown;
+  if (quote) {
+    shown = absl::StrCat(" \"", absl::CHexEscape(text.substr(0, kQuotedBytes)),
+                         text.size() > kQuotedBytes
+                             ? absl::StrCat("...\" (", text.size(), " bytes)")
+                             : "\"");
+  }
   return absl::InvalidArgumentError(absl::StrCat(
-      what, quote ? absl::StrCat(" \"", absl::CHexEscape(text), "\"") : "",
-      " is not UTF-8 text (byte ", bad - text.begin() + 1,
+      what, shown, " is not UTF-8 text (byte ", bad - text.begin() + 1,
       "): names and labels are sent as UTF-8; convert the file first, e.g. "
       "with iconv -f latin1 -t utf-8"));
 }
@@ -56,7 +64,7 @@ absl::StatusOr<int> MapLabel(absl::string_view raw,
     }
     if (options.classes.size() > 10) absl::StrAppend(&shown, ", ...");
     return absl::InvalidArgumentError(
-        absl::StrCat("label \"", raw, "\" is not one of the model's ",
+        absl::StrCat("label ", Quoted(raw), " is not one of the model's ",
                      options.classes.size(), " classes (", shown, ")"));
   }
   if (!options.positive_label.empty())
@@ -67,8 +75,8 @@ absl::StatusOr<int> MapLabel(absl::string_view raw,
     if (v == -1 || v == 0) return -1;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("label \"", raw,
-                   "\" is not +1/1 or -1/0 (name the positive class to map "
+      absl::StrCat("label ", Quoted(raw),
+                   " is not +1/1 or -1/0 (name the positive class to map "
                    "other labels)"));
 }
 
@@ -164,13 +172,14 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
   // "nan" and "inf" read as numbers, and are refused as such.
   if (ParseDouble(value, &v)) {
     if (!std::isfinite(v * scale)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feature ", name, ": value ", value, " is not a finite number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature ", Excerpt(name), ": value ", Excerpt(value),
+                       " is not a finite number"));
     }
     f.set_number(v * scale);
   } else if (value.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("feature ", name, ": the value is empty"));
+        absl::StrCat("feature ", Excerpt(name), ": the value is empty"));
   } else {
     PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the categorical value", value));
     f.set_category(std::string(value));
@@ -420,7 +429,8 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
     double value;
     if (colon == absl::string_view::npos || !ParseIndex(index_text, &index) ||
         !ParseDouble(token.substr(colon + 1), &value)) {
-      return Bad(absl::StrCat("cannot read \"", token, "\" as index:value"));
+      return Bad(
+          absl::StrCat("cannot read ", Quoted(token), " as index:value"));
     }
     if (index < static_cast<uint64_t>(options_.index_base) ||
         index - options_.index_base >= (1ull << 32) - 1) {
@@ -492,11 +502,11 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     if (!ParseDouble(cells[k], &v)) {
       if (csv_header_ && !absl::StripAsciiWhitespace(cells[k]).empty()) {
         categorical_cell_ =
-            absl::StrCat("line ", line_, ": column ", k, " \"", cells[k], "\"");
+            absl::StrCat("line ", line_, ": column ", k, " ", Quoted(cells[k]));
       }
       return Bad(absl::StrCat(
-          "column ", k, " \"", cells[k],
-          "\" is not a number (a model with hash_bits reads a CSV file by its "
+          "column ", k, " ", Quoted(cells[k]),
+          " is not a number (a model with hash_bits reads a CSV file by its "
           "header's names, a cell that is not a number as a categorical "
           "feature)"));
     }
@@ -588,27 +598,28 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
       double w;
       if (!absl::SimpleAtod(words[k], &w) || w != 1.0) {
         return Bad(absl::StrCat(
-            "importance weight ", words[k],
+            "importance weight ", Excerpt(words[k]),
             ": the perceptron learns each example once, so only 1 is "
             "accepted (repeat the line to count it more)"));
       }
     } else if (double v; k == 2 && absl::SimpleAtod(words[k], &v)) {
       return Bad(absl::StrCat(
-          "initial prediction ", words[k],
+          "initial prediction ", Excerpt(words[k]),
           " (Vowpal Wabbit's third number before '|'): the perceptron has no "
           "starting score an example (label [1] ['tag] expected)"));
     } else {
-      return Bad(absl::StrCat("cannot read \"", words[k],
-                              "\" before '|' (label [1] ['tag] expected)"));
+      return Bad(absl::StrCat("cannot read ", Quoted(words[k]),
+                              " before '|' (label [1] ['tag] expected)"));
     }
   }
   if (!e->label && options_.require_labels) {
     if (n == 0 && !tag.empty() && tag[0] != '\'') {
       // "1|a x": Vowpal Wabbit takes 1 for the tag and learns nothing.
-      return Bad(absl::StrCat("no label: \"", tag,
-                              "\" touches the '|', which makes it the line's "
-                              "tag, as Vowpal Wabbit reads it (\"",
-                              tag, " |...\" for a label)"));
+      return Bad(absl::StrCat("no label: ", Quoted(tag),
+                              " touches the '|', which makes it the line's "
+                              "tag, as Vowpal Wabbit reads it (",
+                              Quoted(absl::StrCat(tag, " |...")),
+                              " for a label)"));
     }
     return Bad("no label");
   }
@@ -631,16 +642,16 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
           colon == absl::string_view::npos ? "" : token.substr(colon + 1);
       if (colon != absl::string_view::npos &&
           (!absl::SimpleAtod(scale_text, &scale) || !std::isfinite(scale))) {
-        return Bad(absl::StrCat("namespace ", space, ": scale \"", scale_text,
-                                "\" is not a finite number"));
+        return Bad(absl::StrCat("namespace ", Excerpt(space), ": scale ",
+                                Quoted(scale_text), " is not a finite number"));
       }
     }
     while (NextToken(&part, &token)) {
       const size_t colon = token.find(':');
       const absl::string_view name = token.substr(0, colon);
       if (name.empty()) {
-        return Bad(absl::StrCat("feature \"", token,
-                                "\" has no name (anonymous features are not "
+        return Bad(absl::StrCat("feature ", Quoted(token),
+                                " has no name (anonymous features are not "
                                 "taken)"));
       }
       // As Vowpal Wabbit reads them: "x:" is x with the value 1, and
@@ -674,14 +685,14 @@ absl::Status AddJsonFeature(const std::string& space, const std::string& name,
     const double v = value.get<double>();
     if (!std::isfinite(v)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("feature ", name, ": value ", value.dump(),
-                       " is not a finite number"));
+          absl::StrCat("feature ", Excerpt(name), ": value ",
+                       Excerpt(value.dump()), " is not a finite number"));
     }
     f.set_number(v);
   } else if (value.is_string()) {
     if (value.get_ref<const std::string&>().empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feature ", name, ": the categorical value is empty"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature ", Excerpt(name), ": the categorical value is empty"));
     }
     f.set_category(value.get<std::string>());
   } else if (value.is_boolean()) {
@@ -690,7 +701,7 @@ absl::Status AddJsonFeature(const std::string& space, const std::string& name,
     return absl::OkStatus();
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("feature ", name, ": ", value.dump(),
+        absl::StrCat("feature ", Excerpt(name), ": ", Excerpt(value.dump()),
                      " is not a number, a string or a boolean"));
   }
   *e->named.Add() = std::move(f);
@@ -771,7 +782,8 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
     if (value.is_object()) {
       for (const auto& [name, inner] : value.items()) {
         if (absl::Status s = AddJsonFeature(key, name, inner, e); !s.ok()) {
-          return Bad(absl::StrCat("namespace ", key, ": ", s.message()));
+          return Bad(
+              absl::StrCat("namespace ", Excerpt(key), ": ", s.message()));
         }
       }
     } else if (absl::Status s = AddJsonFeature("", key, value, e); !s.ok()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/data_reader.h"
+#include "core/quoted.h"
 
 namespace perceptron::client::cli {
 
@@ -24,8 +25,8 @@ absl::StatusOr<std::vector<std::string>> ClassesOfLabels(
   if (binary) return std::vector<std::string>();
   if (seen.size() == 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": every label is \"", seen[0],
-        "\", one class: a model's labels are -1/+1 (or 0/1), or two classes "
+        name, ": every label is ", Quoted(seen[0]),
+        ", one class: a model's labels are -1/+1 (or 0/1), or two classes "
         "or more (--classes=a,b,... names them before the file has them all)"));
   }
   if (seen.size() > kMaxFileClasses) {

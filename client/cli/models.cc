@@ -19,6 +19,7 @@
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
 #include "client/rebalance.h"
+#include "core/quoted.h"
 
 namespace perceptron::client::cli {
 
@@ -107,7 +108,7 @@ absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
       double v;
       if (!absl::SimpleAtod(t, &v)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(path, ": \"", t, "\" is not a number"));
+            absl::StrCat(path, ": ", Quoted(t), " is not a number"));
       }
       out.push_back(v);
     }

@@ -472,6 +472,36 @@ TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
               HasSubstr("namespace a: scale \"q\" is not a finite number"));
 }
 
+// Text from the file in a message is shown in part when long (core/quoted.h):
+// a line of 100,000 bytes gives a message of a line, not of 100,000 bytes.
+TEST(DataReaderTest, MessagesShowLongTextInPart) {
+  const std::string x(100000, 'x');
+  const std::string shown = std::string(64, 'x') + "...\" (100000 bytes)";
+  struct Case {
+    std::string text, name, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"1 |a :" + x + "\n", "l.vw",
+            "feature \":" + std::string(63, 'x') + "...\" (100001 bytes)"},
+           {"1 " + x + " |a y\n", "w.vw",
+            "importance weight " + std::string(64, 'x') + "... (100000 bytes)"},
+           {"+1 1:" + x + "\n", "s.svm",
+            "cannot read \"1:" + std::string(62, 'x') + "...\" (100002 bytes)"},
+           {"a,label\n" + x + ",1\n", "c.csv", "column 0 \"" + shown},
+           {"{\"features\": {\"a\": [\"" + x + "\"]}, \"label\": 1}\n",
+            "j.jsonl",
+            "feature a: [\"" + std::string(62, 'x') + "... (100004 bytes)"},
+           {"{\"features\": {\"" + x + "\": [1]}, \"label\": 1}\n", "k.jsonl",
+            "feature " + std::string(64, 'x') + "... (100000 bytes): [1]"},
+           {"{\"features\": {\"a\": 1}, \"label\": \"" + x + "\"}\n", "m.jsonl",
+            "label \"" + shown},
+       }) {
+    const std::string message(ParseData(c.text, c.name, {}).status().message());
+    EXPECT_THAT(message, HasSubstr(c.says)) << c.name;
+    EXPECT_LT(message.size(), 400u) << c.name << ": " << message;
+  }
+}
+
 TEST(DataReaderTest, JsonLines) {
   absl::StatusOr<Dataset> d = ParseData(
       "{\"label\": 1, \"features\": {\"age\": 34, \"city\": \"paris\", "

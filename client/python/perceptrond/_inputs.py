@@ -19,6 +19,19 @@ _MOST_ROWS = 8192
 _NAMED_ROWS = 1024
 
 
+
+def _shown(value, as_text: bool = False) -> str:
+    """repr(value) (or a string as it is, with as_text) for a message: its first 64 characters
+    and its length when longer, so that a message does not repeat a long input whole."""
+    r = value if as_text and isinstance(value, str) else repr(value)
+    return r if len(r) <= 64 else f"{r[:64]}... ({len(r)} characters)"
+
+
+def _not_text(e: UnicodeEncodeError) -> ValueError:
+    """The error for a name or value that UTF-8 cannot encode (a lone surrogate)."""
+    return ValueError(f"{_shown(e.object)}: a name or value with characters that are not "
+                      f"Unicode text ({e.reason}); names and values are sent as UTF-8")
+
 def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None) -> int:
     """`batch_size` if given, else the default for these rows ('dense' or 'sparse' from
     _rows; none for dicts by name)."""
@@ -62,7 +75,7 @@ def _labels(y, n: int) -> np.ndarray:
             except (TypeError, ValueError):
                 number = None
             if number not in (1.0, -1.0, 0.0):
-                raise ValueError(f"label {v!r} (example {i}) is not +1/1 or -1/0: a binary "
+                raise ValueError(f"label {_shown(v)} (example {i}) is not +1/1 or -1/0: a binary "
                                  "model's labels (create the model with classes=... for "
                                  "named classes)")
             out[i] = 1 if number == 1.0 else -1
@@ -72,7 +85,7 @@ def _labels(y, n: int) -> np.ndarray:
     bad = ~((a == 1) | (a == -1) | (a == 0))
     if np.any(bad):
         i = int(np.argmax(bad))
-        raise ValueError(f"label {a[i]!r} (example {i}) is not +1/1 or -1/0: a binary "
+        raise ValueError(f"label {_shown(a[i])} (example {i}) is not +1/1 or -1/0: a binary "
                          "model's labels (create the model with classes=... for more classes)")
     return np.where(a == 1, 1, -1).astype(np.int64)
 
@@ -83,7 +96,7 @@ def _class_key(label) -> str:
     if isinstance(label, (str, np.str_)):
         return str(label)
     if isinstance(label, (bool, np.bool_)):
-        raise ValueError(f"label {label!r}: a class is named by a string or a number")
+        raise ValueError(f"label {_shown(label)}: a class is named by a string or a number")
     f = float(label)
     return str(int(f)) if f.is_integer() else repr(f)
 
@@ -99,7 +112,7 @@ def _class_labels(y, n: int, classes: Sequence[str]) -> np.ndarray:
         at = index.get(_class_key(label))
         if at is None:
             shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
-            raise ValueError(f"label {label!r} (example {i}) is not one of the model's "
+            raise ValueError(f"label {_shown(label)} (example {i}) is not one of the model's "
                              f"{len(classes)} classes ({shown})")
         out[i] = at
     return out
@@ -119,7 +132,7 @@ def _features(x: Mapping):
     for key, value in x.items():
         if isinstance(key, tuple):
             if len(key) != 2:
-                raise ValueError(f"feature {key!r}: a key is a name or (namespace, name)")
+                raise ValueError(f"feature {_shown(key)}: a key is a name or (namespace, name)")
             space, name = str(key[0]), str(key[1])
         elif isinstance(value, Mapping):
             for inner, v in value.items():
@@ -142,8 +155,11 @@ def _feature(space: str, name: str, value):
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"feature {name}: {value!r} is not a number, a string or a "
-                         "boolean") from None
+        raise ValueError(f"feature {_shown(name, True)}: {_shown(value)} is not a number, a string "
+                         "or a boolean") from None
+    except OverflowError:
+        raise ValueError(f"feature {_shown(name, True)}: {_shown(value)} is too large for a "
+                         "double") from None
     yield space, name, number
 
 
@@ -152,13 +168,16 @@ def _named(x: Mapping, out: pb.NamedFeatures) -> None:
     section 2.9). An example whose every value is None or False has no feature, and is sent
     as such (only the bias)."""
     out.SetInParent()
-    for space, name, value in _features(x):
-        f = out.features.add()
-        f.space, f.name = space, name
-        if isinstance(value, str):
-            f.category = value
-        else:
-            f.number = value
+    try:
+        for space, name, value in _features(x):
+            f = out.features.add()
+            f.space, f.name = space, name
+            if isinstance(value, str):
+                f.category = value
+            else:
+                f.number = value
+    except UnicodeEncodeError as e:
+        raise _not_text(e) from None
 
 
 def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> bytes:
@@ -190,9 +209,12 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
             else:
                 break
             if kind is float or kind is int:
+                try:
+                    values.append(float(value))
+                except OverflowError:
+                    break  # an int past a double's range: _features names it
                 names.append(ref(name))
                 categories.append(0)
-                values.append(float(value))
             elif kind is str:
                 names.append(ref(name))
                 categories.append(ref(value) + 1)
@@ -230,7 +252,10 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
         c.text = text.encode()
         c.text_lengths.extend(map(len, table))
     else:
-        encoded = [t.encode() for t in table]
+        try:
+            encoded = [t.encode() for t in table]
+        except UnicodeEncodeError as e:
+            raise _not_text(e) from None
         c.text = b"".join(encoded)
         c.text_lengths.extend(map(len, encoded))
     if labels is not None:

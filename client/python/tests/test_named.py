@@ -237,6 +237,34 @@ def test_bad_named_features_refuse_the_item_and_change_nothing(client, bad, says
     assert before[1][0] + 2 == counters(model)[0]
 
 
+@pytest.mark.parametrize("bad, says", [
+    ({"\ud800": 1.0}, "'\\ud800': a name or value with characters that are not Unicode text"),
+    ({"a": "x\udc00"}, "'x\\udc00': a name or value with characters that are not Unicode text"),
+    ({"a": 10 ** 400}, "feature a: " + "1" + "0" * 63 + "... (401 characters) is too large"),
+    ({"a": list(range(10 ** 5))}, "feature a: [0, 1, 2, 3, 4,"),
+])
+def test_rows_the_package_cannot_send_are_refused_before_any_is_sent(client, bad, says):
+    model = client.create_model("m", hash_bits=12)
+    for send in (lambda: model.learn([{"a": 1.0}, bad], [1, 1]),
+                 lambda: model.learn_one(bad, 1), lambda: model.predict_one(bad)):
+        with pytest.raises(ValueError) as e:
+            send()
+        assert says in str(e.value) and len(str(e.value)) < 200, str(e.value)
+    assert counters(model) == (0, 0, 0)
+
+
+def test_long_input_in_a_message_is_shown_in_part(client):
+    """A message repeats at most 64 bytes of a long input (core/quoted.h): a status of the whole
+    would pass gRPC's limit on its size, and the client would see only that limit's error."""
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        client.create_model("q", hash_bits=10, interactions=["q" * 200000])
+    assert e.value.code.name == "INVALID_ARGUMENT", e.value
+    assert '"' + "q" * 64 + '..." (200000 bytes) is not two namespace letters' in e.value.message
+    model = client.create_model("c", dimension=2, classes=["a", "b"])
+    with pytest.raises(ValueError, match=r"label 'z{63}\.\.\. \(100002 characters\)"):
+        model.learn(np.eye(2), ["a", "z" * 100000])
+
+
 def test_columns_by_name_issue_and_reveal_as_indices_do(client):
     rows, y = text_like(120, seed=3)
     by_name = client.create_model("cols-name", hash_bits=BITS, interactions=INTERACTIONS)

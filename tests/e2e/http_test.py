@@ -244,6 +244,14 @@ class HttpTest(pp.ServerTest):
         code, _, body = self.server.get("/api/v1/models/caf%C3%A9%22")
         self.assertEqual(code, 400)
         self.assertIn("model_id has character 0xc3 at position 3", json.loads(body)["error"])
+        # An encoded zero byte does not end the id: model "a" is not read for "a%00b".
+        self.stub.CreateModel(pb.CreateModelRequest(model_id="a",
+                                                    config=pb.ModelConfig(dimension=2)))
+        self.assertEqual(self.server.get("/api/v1/models/a")[0], 200)
+        code, _, body = self.server.get("/api/v1/models/a%00b")
+        self.assertEqual(code, 400)
+        self.assertIn("model_id has character 0x25 at position 1", json.loads(body)["error"])
+        self.assertEqual(self.server.get("/api/v1/models/%61")[0], 200)  # other bytes decode
         code, _, body = self.server.get("/nowhere")
         self.assertEqual(code, 404)
         # A path it does not serve: the answer says which it does.

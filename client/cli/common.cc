@@ -8,14 +8,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/cli/flags.h"
+#include "core/quoted.h"
 
 namespace perceptron::client::cli {
 
@@ -88,7 +94,58 @@ std::unique_ptr<Client> Connect(bool own_connection) {
   return Client::Connect(options);
 }
 
+namespace {
+
+// Why `target` (of --`flag`) is not an address gRPC can dial, or "": a
+// HOST:PORT ([V6]:PORT for an IPv6 address), or a gRPC target with its scheme
+// (unix:PATH, dns:..., ipv4:..., ipv6:...). Said before any connection is
+// tried: gRPC would log its own errors and wait out --connect_timeout.
+std::string BadTarget(absl::string_view flag, absl::string_view target) {
+  const std::string what =
+      absl::StrCat("--", flag, "=", Quoted(target), " is not HOST:PORT");
+  if (target.empty()) return absl::StrCat("--", flag, " is empty");
+  for (const char c : target) {
+    if (absl::ascii_isspace(c) || absl::ascii_iscntrl(c)) return what;
+  }
+  for (absl::string_view scheme :
+       {"unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:", "vsock:"}) {
+    if (absl::StartsWith(target, scheme)) {
+      return target.size() > scheme.size() ? "" : what;
+    }
+  }
+  const size_t colon = target.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return what;
+  const absl::string_view host = target.substr(0, colon);
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(target.substr(colon + 1), &port) || port == 0 ||
+      port > 65535 || !absl::ascii_isdigit(target[colon + 1])) {
+    return absl::StrCat(what, " (the port is a number from 1 to 65535)");
+  }
+  if (absl::StartsWith(host, "[") != absl::EndsWith(host, "]") ||
+      (!absl::StartsWith(host, "[") && absl::StrContains(host, ':'))) {
+    return absl::StrCat(what,
+                        " (an IPv6 address goes in brackets: [::1]:50051)");
+  }
+  return "";
+}
+
+}  // namespace
+
 ClientOptions Options() {
+  for (const auto& [flag, targets] :
+       std::vector<std::pair<absl::string_view, std::vector<std::string>>>{
+           {"server", {absl::GetFlag(FLAGS_server)}},
+           {"shards", absl::GetFlag(FLAGS_shards)},
+           {"live",
+            absl::GetFlag(FLAGS_live).empty()
+                ? std::vector<std::string>()
+                : std::vector<std::string>{absl::GetFlag(FLAGS_live)}}}) {
+    for (const std::string& target : targets) {
+      if (std::string why = BadTarget(flag, target); !why.empty()) {
+        std::exit(Usage(why));
+      }
+    }
+  }
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
   options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -21,7 +22,9 @@
 namespace perceptron {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunCommand;
 using testing::ServerProcess;
 
@@ -76,6 +79,29 @@ TEST(CliConnectTest, NoServerFailsWithUnavailableAfterTheConnectTimeout) {
   std::printf("no server: %s with --connect_timeout=0, %s with 2s\n",
               absl::FormatDuration(at_once).c_str(),
               absl::FormatDuration(waited).c_str());
+}
+
+TEST(CliConnectTest, AnAddressThatIsNotHostAndPortIsRefusedAtOnce) {
+  struct Case {
+    std::string flags, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--server=", "--server is empty"},
+           {"--server=localhost", "--server=\"localhost\" is not HOST:PORT"},
+           {"--server=localhost:0", "the port is a number from 1 to 65535"},
+           {"--server=[::1", "an IPv6 address goes in brackets"},
+           {"--server=::1:50051", "an IPv6 address goes in brackets"},
+           {"--shards=127.0.0.1:1,bad", "--shards=\"bad\" is not HOST:PORT"},
+       }) {
+    const absl::Time start = absl::Now();
+    const testing::CommandResult r = RunCommand(absl::StrCat(
+        PERCEPTRON_CLI_PATH, " ", c.flags, " --connect_timeout=60s list"));
+    EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.says)) << c.flags;
+    // Said before any connection: no wait, and none of gRPC's own logs.
+    EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << c.flags;
+    EXPECT_THAT(r.output, Not(ContainsRegex("(^|\n)E[0-9]{4} "))) << c.flags;
+  }
 }
 
 TEST(CliConnectTest, ACallWaitsForAServerThatStartsWithinTheConnectTimeout) {

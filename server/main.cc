@@ -31,6 +31,11 @@ ABSL_FLAG(
     "Address to listen on (loopback by default; 0.0.0.0 for every interface)");
 ABSL_FLAG(int, port, 50051, "TCP port; 0 picks a free one (printed at start)");
 ABSL_FLAG(uint64_t, max_models, 100000, "Most models the server holds");
+ABSL_FLAG(uint64_t, max_models_mb, 0,
+          "Most MiB every model's weight vectors may take together (k vectors "
+          "of d+1 doubles a model, twice that averaged); a model past it is "
+          "refused with RESOURCE_EXHAUSTED. 0: three quarters of the memory "
+          "the server may use (the machine's, or its cgroup's limit)");
 ABSL_FLAG(uint32_t, max_dimension, 1u << 24,
           "Largest input dimension of a model");
 ABSL_FLAG(uint64_t, max_batch_items, 10000, "Most items in one request");
@@ -182,6 +187,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.limits.max_models = absl::GetFlag(FLAGS_max_models);
+  options.limits.models_bytes =
+      absl::GetFlag(FLAGS_max_models_mb) > 0
+          ? std::min(absl::GetFlag(FLAGS_max_models_mb), uint64_t{1} << 40)
+                << 20
+          : perceptron::server::MemoryAvailable() / 4 * 3;
   options.limits.max_dimension = absl::GetFlag(FLAGS_max_dimension);
   options.limits.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);

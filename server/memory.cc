@@ -85,4 +85,23 @@ void LimitThreadCaches(uint64_t bytes) {
                                      bytes);
 }
 
+uint64_t MemoryAvailable() {
+  uint64_t most = 0;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    most = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  }
+  // A limit is a number of bytes ("max", or v1's huge number, for none).
+  for (const char* path : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    unsigned long long limit = 0;
+    const bool read = std::fscanf(f, "%llu", &limit) == 1;
+    std::fclose(f);
+    if (read && limit > 0 && (most == 0 || limit < most)) most = limit;
+  }
+  return most;
+}
+
 }  // namespace perceptron::server

@@ -49,6 +49,11 @@ void ReleaseFreeMemory();
 // just released back into huge pages. Call once, before the server starts.
 void SetAfterRelease(void (*after)());
 
+// The memory this process may use: the machine's physical memory, or the
+// limit of its cgroup (a container's memory limit, cgroup v2's memory.max or
+// v1's memory.limit_in_bytes) when that is lower; 0 if neither can be read.
+uint64_t MemoryAvailable();
+
 // Bounds the freed memory tcmalloc's per-thread caches may hold together
 // (its own default is 32 MiB). A thread keeps what its cache holds until it
 // next frees, so the threads that served a burst and then sleep would keep

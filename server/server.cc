@@ -160,21 +160,31 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
       rpc_metrics_(options.rpc_metrics),
       service_(&registry_, persistence_.get(), options.limits, auth_.get(),
                &rpc_metrics_),
-      metrics_(&registry_,
-               [this] {
-                 std::vector<prometheus::MetricFamily> f =
-                     rpc_metrics_.Collect();
-                 for (prometheus::MetricFamily& s : StorageFamilies(
-                          DurabilityName(persistence_->durability()),
-                          persistence_->counters())) {
-                   f.push_back(std::move(s));
-                 }
-                 for (prometheus::MetricFamily& m : MemoryFamilies(
-                          memory_releases_.load(std::memory_order_relaxed))) {
-                   f.push_back(std::move(m));
-                 }
-                 return f;
-               }),
+      metrics_(
+          &registry_,
+          [this] {
+            std::vector<prometheus::MetricFamily> f = rpc_metrics_.Collect();
+            for (prometheus::MetricFamily& s :
+                 StorageFamilies(DurabilityName(persistence_->durability()),
+                                 persistence_->counters())) {
+              f.push_back(std::move(s));
+            }
+            for (prometheus::MetricFamily& m : MemoryFamilies(
+                     memory_releases_.load(std::memory_order_relaxed))) {
+              f.push_back(std::move(m));
+            }
+            f.push_back(One("perceptron_models_weight_bytes",
+                            "Bytes the models' weight vectors take together, "
+                            "bounded by --max_models_mb",
+                            prometheus::MetricType::Gauge,
+                            static_cast<double>(registry_.weight_bytes())));
+            f.push_back(One("perceptron_models_weight_bytes_limit",
+                            "The bound on the models' weight vectors' "
+                            "bytes (--max_models_mb; 0: none)",
+                            prometheus::MetricType::Gauge,
+                            static_cast<double>(options_.limits.models_bytes)));
+            return f;
+          }),
       refresher_(&registry_, persistence_.get(), options.limits) {
   service_.set_server_status(
       [this](v1::ServerStatus* status) { FillServerStatus(status); });
@@ -321,6 +331,8 @@ void PerceptronServer::FillServerStatus(v1::ServerStatus* status) {
   status->set_allocator(m.allocator);
   status->set_max_batch_items(options_.limits.max_batch_items);
   status->set_max_message_bytes(options_.limits.max_message_bytes);
+  status->set_models_weight_bytes(registry_.weight_bytes());
+  status->set_max_models_weight_bytes(options_.limits.models_bytes);
 }
 
 void PerceptronServer::Shutdown() {

@@ -43,8 +43,14 @@ struct Limits {
   // The bytes every model's kept examples may take together; a model that
   // would pass it freezes its certificate. Default: 1 GiB.
   uint64_t certificate_memory = 1u << 30;
-  // The share of one core the background refresher may use. Default: 0.25.
+  // The share of one core the background refresher may use (the flag's
+  // default, main.cc, is 0.1).
   double certificate_cpu = 0.25;
+  // The most bytes every model's weight vectors may take together (as
+  // Registry::WeightBytes counts them); a model that would pass it is not
+  // created or imported (RESOURCE_EXHAUSTED). 0: no bound. Default: three
+  // quarters of the memory the server may use (main.cc).
+  uint64_t models_bytes = 0;
 };
 
 }  // namespace perceptron::server

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 #include "server/model/model_id.h"
 
@@ -143,21 +144,37 @@ void Registry::StartCertificate(ModelEntry& entry) const {
 absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
     const std::string& id, const ModelConfig& config) {
   PERCEPTRON_RETURN_IF_ERROR(ValidateModelId(id));
+  const uint64_t bytes = WeightBytes(config);
+  {
+    // Before the weights are made: a model refused takes no memory.
+    absl::MutexLock lock(&mu_);
+    PERCEPTRON_RETURN_IF_ERROR(CheckRoom(bytes));
+  }
   PERCEPTRON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               Model::Create(config));
   auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
+  entry->weight_bytes = bytes;
   StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
+  PERCEPTRON_RETURN_IF_ERROR(CheckRoom(bytes));
+  weight_bytes_ += bytes;
   models_.emplace(id, entry);
   Unmoved(id);
   return entry;
 }
 
-absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
+absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry,
+                              bool recovered) {
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->weight_bytes = WeightBytes(entry->model->config());
+  }
   StartCertificate(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
+  if (!recovered) PERCEPTRON_RETURN_IF_ERROR(CheckRoom(entry->weight_bytes));
+  weight_bytes_ += entry->weight_bytes;
   Unmoved(entry->id);
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();
@@ -165,8 +182,43 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry) {
 
 void Registry::Remove(const std::shared_ptr<ModelEntry>& entry) {
   absl::MutexLock lock(&mu_);
+  Erase(entry);
+}
+
+void Registry::Erase(const std::shared_ptr<ModelEntry>& entry) {
   auto it = models_.find(entry->id);
-  if (it != models_.end() && it->second == entry) models_.erase(it);
+  if (it == models_.end() || it->second != entry) return;
+  models_.erase(it);
+  weight_bytes_ -= entry->weight_bytes;
+}
+
+uint64_t Registry::WeightBytes(const ModelConfig& config) {
+  const uint64_t vector = 8 * config.weight_count();
+  switch (config.algorithm) {
+    case Algorithm::kAveraged:
+      return 2 * vector;
+    case Algorithm::kKernel:
+      return 0;
+    default:
+      return vector;
+  }
+}
+
+uint64_t Registry::weight_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return weight_bytes_;
+}
+
+absl::Status Registry::CheckRoom(uint64_t bytes) const {
+  const uint64_t most = limits_.models_bytes;
+  if (most == 0 || weight_bytes_ + bytes <= most) return absl::OkStatus();
+  const auto mib = [](uint64_t b) {
+    return absl::StrFormat("%.1f MiB", static_cast<double>(b) / (1 << 20));
+  };
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the model's weights take ", mib(bytes), ", and the ", models_.size(),
+      " models held take ", mib(weight_bytes_), " of the ", mib(most),
+      " the server gives models' weights (--max_models_mb)"));
 }
 
 absl::Status Registry::CheckFree(const std::string& id) const {
@@ -250,8 +302,7 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
   }
   {
     absl::MutexLock lock(&mu_);
-    auto it = models_.find(id);
-    if (it != models_.end() && it->second == entry) models_.erase(it);
+    Erase(entry);
     if (if_moving) {
       Unmoved(id);
       moved_.emplace(id, moved_order_.insert(moved_order_.end(), id));
@@ -280,8 +331,7 @@ bool Registry::DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry,
   }
   {
     absl::MutexLock lock(&mu_);
-    auto it = models_.find(entry->id);
-    if (it != models_.end() && it->second == entry) models_.erase(it);
+    Erase(entry);
   }
   entry->NotifyDeleted(why);
   return true;

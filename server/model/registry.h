@@ -99,6 +99,9 @@ struct ModelEntry {
 
   const std::string id;
   const absl::Time created_at;
+  // Its weight vectors' bytes (Registry::WeightBytes), counted against
+  // Limits::models_bytes while the registry holds it; set before it does.
+  uint64_t weight_bytes = 0;
 
   absl::Mutex mu;
   std::unique_ptr<Model> model ABSL_GUARDED_BY(mu);
@@ -209,8 +212,17 @@ class Registry {
   // FAILED_PRECONDITION (set aside) or RESOURCE_EXHAUSTED. The id is not
   // checked here: an import checks it, and a recovered model keeps the id it
   // was stored under, even one that an older version accepted and this one
-  // refuses for new models.
-  absl::Status Insert(std::shared_ptr<ModelEntry> entry);
+  // refuses for new models. A `recovered` model counts against
+  // Limits::models_bytes but is never refused for it (its data is there).
+  absl::Status Insert(std::shared_ptr<ModelEntry> entry,
+                      bool recovered = false);
+  // The bytes of the weight vectors a model of `config` takes when made: its
+  // k vectors of the weight dimension (twice that for the averaged rule's
+  // sums; the voted rule's current vector, its kept ones not counted; none for
+  // a kernel model, whose examples are bounded by its budget).
+  static uint64_t WeightBytes(const ModelConfig& config);
+  // The weight bytes of every model held (Limits::models_bytes bounds them).
+  uint64_t weight_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `entry` if it is still the one under its id (undoing a Create whose
   // storing failed).
   void Remove(const std::shared_ptr<ModelEntry>& entry);
@@ -273,8 +285,16 @@ class Registry {
       ABSL_GUARDED_BY(mu_);
   void Unmoved(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  uint64_t weight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // OK if `id` may name a new model.
   absl::Status CheckFree(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK if `bytes` more of weights stay within Limits::models_bytes.
+  absl::Status CheckRoom(uint64_t bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `entry` out of models_ if it is still the one under its id, and its
+  // weight bytes from weight_bytes_.
+  void Erase(const std::shared_ptr<ModelEntry>& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // NOT_FOUND, or DATA_LOSS for a model set aside.
   absl::Status Missing(const std::string& id) const

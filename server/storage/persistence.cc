@@ -115,7 +115,10 @@ absl::StatusOr<RecoveryReport> Persistence::Recover(Registry& registry,
       entry->seq = r.seq;
       entry->records_since_snapshot = r.seq - r.snapshot_seq;
     }
-    if (absl::Status s = registry.Insert(std::move(entry)); !s.ok()) return s;
+    if (absl::Status s = registry.Insert(std::move(entry), /*recovered=*/true);
+        !s.ok()) {
+      return s;
+    }
     ++report.models;
     report.records_applied += r.records_applied;
     report.records_dropped += r.records_dropped;

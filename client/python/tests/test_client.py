@@ -480,3 +480,43 @@ def test_train_resumes_each_broken_stream_on_a_connection_of_its_own(tmp_path):
         assert len(fake.peers) == 3 and len(set(fake.peers)) == 3, (fake.peers, run.stderr)
     finally:
         fake.stop()
+
+
+def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
+    """--max_models_mb bounds the bytes every model's weight vectors take together: a model
+    past it is not created or imported (RESOURCE_EXHAUSTED, nothing made), deleting one gives
+    its bytes back, and a restart with a lower bound still recovers every model stored."""
+    binary, data = os.environ["PERCEPTROND"], str(tmp_path / "data")
+    wide = (2 ** 21 + 1) * 8  # a classic model of d = 2^21 with its bias: 16 MiB and 8 bytes
+    server = Perceptrond(binary, "--max_models_mb=40", data_dir=data)
+    try:
+        with perceptrond.Client(server.target) as c:
+            c.create_model("a", dimension=2 ** 21)
+            c.create_model("b", dimension=2 ** 21)
+            for make in (lambda: c.create_model("c", dimension=2 ** 21),
+                         lambda: c.create_model("avg", dimension=2 ** 20, algorithm="averaged"),
+                         lambda: c.import_model(c.export_model("b"), "b2")):
+                with pytest.raises(perceptrond.PerceptronError) as e:
+                    make()
+                assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
+                assert "of the 40.0 MiB the server gives models' weights (--max_models_mb)" \
+                    in e.value.message, e.value.message
+            assert [m.model_id for m in c.list_models()] == ["a", "b"]
+            status = c.server_status()
+            assert (status.models_weight_bytes, status.max_models_weight_bytes) == \
+                (2 * wide, 40 << 20)
+            c.create_model("small", dimension=10)  # (10 + 1) * 8 bytes still fit
+            c.model("a").delete()
+            c.create_model("c", dimension=2 ** 21)
+            assert c.server_status().models_weight_bytes == 2 * wide + 88
+    finally:
+        assert server.stop() == 0
+    server = Perceptrond(binary, "--max_models_mb=1", data_dir=data)
+    try:
+        with perceptrond.Client(server.target) as c:
+            assert sorted(m.model_id for m in c.list_models()) == ["b", "c", "small"]
+            assert c.server_status().models_weight_bytes == 2 * wide + 88
+            with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
+                c.create_model("d", dimension=2 ** 17)
+    finally:
+        assert server.stop() == 0

@@ -7,18 +7,6 @@
 namespace perceptron::server {
 namespace {
 
-void PointToProto(const HistoryPoint& p, v1::HistoryPointState* out) {
-  out->set_examples(p.examples);
-  out->set_mistakes(p.mistakes);
-  out->set_updates(p.updates);
-  if (p.has_bound()) out->set_bound(p.bound);
-  if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
-  if (p.has_certificate()) {
-    out->set_certificate_upper(p.certificate_upper);
-    out->set_certificate_lower(p.certificate_lower);
-  }
-}
-
 HistoryPoint PointFromProto(const v1::HistoryPointState& in) {
   HistoryPoint p;
   p.examples = in.examples();

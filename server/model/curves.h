@@ -11,6 +11,21 @@
 
 namespace perceptron::server {
 
+// A point of the learning curve into a message with the same fields: the
+// wire's v1::HistoryPoint (GetHistory) or the store's v1::HistoryPointState.
+template <typename PointMessage>
+void PointToProto(const HistoryPoint& p, PointMessage* out) {
+  out->set_examples(p.examples);
+  out->set_mistakes(p.mistakes);
+  out->set_updates(p.updates);
+  if (p.has_bound()) out->set_bound(p.bound);
+  if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
+  if (p.has_certificate()) {
+    out->set_certificate_upper(p.certificate_upper);
+    out->set_certificate_lower(p.certificate_lower);
+  }
+}
+
 void CurvesToProto(const RecentWindow& recent, const History& history,
                    v1::CurvesState* out);
 

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/model/convert.h"
+#include "server/model/curves.h"
 #include "server/ops/model_ops.h"
 
 namespace perceptron::server {
@@ -101,16 +102,7 @@ absl::Status FillHistory(ModelEntry& entry, v1::History* history) {
                         points.back().updates == now.updates;
   history->mutable_points()->Reserve(points.size() + 1);
   auto add = [history](const HistoryPoint& p) {
-    v1::HistoryPoint* out = history->add_points();
-    out->set_examples(p.examples);
-    out->set_mistakes(p.mistakes);
-    out->set_updates(p.updates);
-    if (p.has_bound()) out->set_bound(p.bound);
-    if (p.has_td_gamma()) out->set_td_gamma(p.td_gamma);
-    if (p.has_certificate()) {
-      out->set_certificate_upper(p.certificate_upper);
-      out->set_certificate_lower(p.certificate_lower);
-    }
+    PointToProto(p, history->add_points());
   };
   // The last point is the model now: when the last recorded one has its
   // counts, it is given with the certificate now (a refresh since it was

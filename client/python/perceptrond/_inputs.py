@@ -19,7 +19,6 @@ _MOST_ROWS = 8192
 _NAMED_ROWS = 1024
 
 
-
 def _shown(value, as_text: bool = False) -> str:
     """repr(value) (or a string as it is, with as_text) for a message: its first 64 characters
     and its length when longer, so that a message does not repeat a long input whole."""
@@ -31,6 +30,7 @@ def _not_text(e: UnicodeEncodeError) -> ValueError:
     """The error for a name or value that UTF-8 cannot encode (a lone surrogate)."""
     return ValueError(f"{_shown(e.object)}: a name or value with characters that are not "
                       f"Unicode text ({e.reason}); names and values are sent as UTF-8")
+
 
 def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None) -> int:
     """`batch_size` if given, else the default for these rows ('dense' or 'sparse' from

@@ -1,9 +1,12 @@
 // perceptron generate: a synthetic stream separable with a margin (and
 // noise), as LIBSVM lines (client/generator.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -24,9 +27,8 @@ int Generate(const Args& args) {
   o.margin = absl::GetFlag(FLAGS_margin);
   o.noise = absl::GetFlag(FLAGS_noise);
   o.seed = absl::GetFlag(FLAGS_seed);
-  absl::StatusOr<Synthetic> s = Generate(o);
-  if (!s.ok()) return FailLocal(s.status());
   const std::string out_path = absl::GetFlag(FLAGS_out);
+  const std::string separator_path = absl::GetFlag(FLAGS_separator_out);
   std::ofstream file;
   if (!out_path.empty()) {
     file.open(out_path);
@@ -35,33 +37,48 @@ int Generate(const Args& args) {
           absl::StrCat("cannot write ", out_path, ": ", Errno())));
   }
   std::ostream& out = out_path.empty() ? std::cout : file;
-  for (const Example& e : s->examples) {
+  // Progress where the lines do not go to the terminal it is drawn on.
+  ProgressLine progress(ShowProgress() &&
+                        (!out_path.empty() || !isatty(STDOUT_FILENO)));
+  // Each example is written as it is drawn: memory of O(d) for any count.
+  std::vector<double> separator;
+  uint64_t written = 0;
+  const absl::Status drawn = GenerateEach(o, &separator, [&](const Example& e) {
     out << (*e.label > 0 ? "+1" : "-1");
     for (size_t i = 0; i < e.values.size(); ++i) {
       out << ' ' << i + 1 << ':' << absl::StrFormat("%.17g", e.values[i]);
     }
     out << '\n';
-  }
+    ++written;
+    progress.Draw(written, o.count, [&] {
+      return absl::StrCat(written, " of ", o.count, " examples");
+    });
+    return static_cast<bool>(out);
+  });
+  progress.End();
   // A full disk (or a closed pipe) shows when the buffer goes out.
-  bool written;
+  bool whole;
   if (out_path.empty()) {
-    written = static_cast<bool>(out.flush());
+    whole = static_cast<bool>(out.flush());
   } else {
     file.close();
-    written = static_cast<bool>(file);
+    whole = static_cast<bool>(file);
   }
-  if (!written) {
+  if (!drawn.ok() || !whole) {
+    // No partial file is left to be taken for a whole one.
+    if (!out_path.empty()) std::remove(out_path.c_str());
+    if (!drawn.ok()) return FailLocal(drawn);
     return FailLocal(absl::DataLossError(absl::StrCat(
         "cannot write ", out_path.empty() ? "standard output" : out_path, ": ",
         Errno())));
   }
-  if (!absl::GetFlag(FLAGS_separator_out).empty()) {
-    std::ofstream sep(absl::GetFlag(FLAGS_separator_out));
-    for (double v : s->separator) sep << absl::StrFormat("%.17g\n", v);
+  if (!separator_path.empty()) {
+    std::ofstream sep(separator_path);
+    for (double v : separator) sep << absl::StrFormat("%.17g\n", v);
     sep.close();
     if (!sep)
-      return FailLocal(absl::PermissionDeniedError(absl::StrCat(
-          "cannot write ", absl::GetFlag(FLAGS_separator_out), ": ", Errno())));
+      return FailLocal(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", separator_path, ": ", Errno())));
   }
   if (!out_path.empty()) {
     std::fprintf(stderr,

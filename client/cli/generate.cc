@@ -1,5 +1,6 @@
 // perceptron generate: a synthetic stream separable with a margin (and
 // noise), as LIBSVM lines (client/generator.h).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,8 +66,13 @@ int Generate(const Args& args) {
     whole = static_cast<bool>(file);
   }
   if (!drawn.ok() || !whole) {
-    // No partial file is left to be taken for a whole one.
-    if (!out_path.empty()) std::remove(out_path.c_str());
+    // No partial file is left to be taken for a whole one (a regular file
+    // only: --out=/dev/full or a pipe is not ours to remove).
+    struct stat st;
+    if (!out_path.empty() && stat(out_path.c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+      std::remove(out_path.c_str());
+    }
     if (!drawn.ok()) return FailLocal(drawn);
     return FailLocal(absl::DataLossError(absl::StrCat(
         "cannot write ", out_path.empty() ? "standard output" : out_path, ": ",

@@ -3,6 +3,7 @@
 //
 // Results go to standard output, progress and errors to standard error. Exit
 // status: 0 on success, 1 on failure, 2 for a usage error.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/flags.h"
@@ -104,26 +108,31 @@ const std::vector<CommandHelp>& Helps() {
        "perceptron train FILE --model=MODEL [flags]\n"
        "  Streams a file's labeled examples to a model (each predicted, then "
        "learned), checking\n"
-       "  the file first; progress on standard error, a summary at the end.",
+       "  the file first; progress on standard error, a summary at the end.\n"
+       "  With --create, any of create's flags (perceptron help create).",
        {"model", "create", "dim", "hash_bits", "interactions",
         "feature_names_file", "classes", "positive", "format", "epochs",
         "batch", "in_flight", "columnar", "progress", "skip_rejected",
         "retry_for", "index_base", "label_column"}},
       {"fit",
        "perceptron fit FILE --model=MODEL [--max_epochs=100]\n"
-       "  Cyclic training to separation, in one Train request.",
+       "  Cyclic training to separation, in one Train request. With "
+       "--create, any of create's\n"
+       "  flags (perceptron help create).",
        {"model", "create", "dim", "hash_bits", "interactions",
-        "feature_names_file", "classes", "positive", "format", "max_epochs"}},
+        "feature_names_file", "classes", "positive", "format", "max_epochs",
+        "index_base", "label_column"}},
       {"predict",
        "perceptron predict FILE --model=MODEL [--issue]\n"
        "  Prints a prediction per example (with --issue, an id to reveal its "
        "label by later).",
-       {"model", "issue", "format", "batch", "index_base", "label_column"}},
+       {"model", "issue", "format", "positive", "batch", "columnar",
+        "index_base", "label_column"}},
       {"reveal",
        "perceptron reveal --model=MODEL ID:LABEL ... | FILE\n"
        "  Gives the labels of predictions issued with ids; the model learns "
        "from them.",
-       {"model"}},
+       {"model", "batch", "columnar"}},
       {"status",
        "perceptron status MODEL [--format=json]\n"
        "  Counters, TD_gamma, the bound, the certificate and, for a multiclass "
@@ -133,8 +142,8 @@ const std::vector<CommandHelp>& Helps() {
       {"certificate",
        "perceptron certificate MODEL\n"
        "  The best bound with no comparator given, and the comparator u that "
-       "attains it.",
-       {}},
+       "attains it (--out=FILE writes u's numbers to a file).",
+       {"out"}},
       {"watch",
        "perceptron watch MODEL\n  Prints the model's status as it changes.",
        {"interval", "count"}},
@@ -162,6 +171,51 @@ const std::vector<CommandHelp>& Helps() {
        {"shards", "live", "switch_timeout"}},
   };
   return *helps;
+}
+
+// The flags every command takes: the connection's, and how progress shows.
+constexpr const char* kEveryCommandsFlags[] = {
+    "server",  "tls_ca",          "tls_cert",   "tls_key",
+    "timeout", "connect_timeout", "token_file", "progress"};
+
+// The first of this client's flags given on the command line (argv, before
+// "--") that `command` does not read, as written; "" when there is none or
+// the command is unknown (Run says so). A flag a command ignores is a
+// mistake the user should hear of (generate --gamma is not its --margin).
+std::string UnreadFlag(const std::string& command, int argc, char** argv) {
+  const CommandHelp* help = nullptr;
+  for (const CommandHelp& h : Helps()) {
+    if (command == h.name) help = &h;
+  }
+  if (help == nullptr) return "";
+  std::vector<std::string> reads(std::begin(kEveryCommandsFlags),
+                                 std::end(kEveryCommandsFlags));
+  reads.insert(reads.end(), help->flags.begin(), help->flags.end());
+  // train and fit --create make the model from create's flags.
+  if (command == "train" || command == "fit") {
+    for (const char* f : ModelConfigFlags()) reads.push_back(f);
+  }
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    absl::string_view name = arg.substr(arg[1] == '-' ? 2 : 1);
+    name = name.substr(0, name.find('='));
+    const absl::string_view written = name;
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    // --nobias is --bias=false.
+    if (flag == nullptr && absl::ConsumePrefix(&name, "no")) {
+      flag = absl::FindCommandLineFlag(name);
+    }
+    // absl's own (--help, --flagfile, ...) and a value that starts with '-'.
+    if (flag == nullptr || !absl::EndsWith(flag->Filename(), "cli/flags.cc")) {
+      continue;
+    }
+    if (std::find(reads.begin(), reads.end(), name) == reads.end()) {
+      return std::string(written);
+    }
+  }
+  return "";
 }
 
 // Prints COMMAND's help to standard output; 0, or a usage error for an
@@ -265,6 +319,14 @@ int main(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_interval) < absl::ZeroDuration()) {
     return cli::Usage("--interval must not be negative");
+  }
+  if (const std::string unread = cli::UnreadFlag(rest[1], argc, argv);
+      !unread.empty()) {
+    std::fprintf(stderr,
+                 "perceptron: %s does not read --%s (perceptron help %s "
+                 "lists the flags it reads)\n",
+                 rest[1], unread.c_str(), rest[1]);
+    return 2;
   }
   const cli::Args args(rest.begin() + 2, rest.end());
   const int rc = cli::Run(rest[1], args);

@@ -690,6 +690,35 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
   EXPECT_THAT(r.output, HasSubstr("--idle_expiry=-1s is negative"));
   EXPECT_EQ(RunCommand(Cli(*server_, "get u")).exit_code, 1);
 
+  // A flag the command does not read is a usage error, named as written,
+  // before anything is done; create's flags are train's with --create.
+  for (const auto& [command, flag] :
+       {std::pair{"generate --count=3 --gamma=0.1",
+                  "generate does not read "
+                  "--gamma"},
+        std::pair{"status a --top=3", "status does not read --top"},
+        std::pair{"delete a --nobias", "delete does not read --nobias"}}) {
+    r = RunCommand(Cli(*server_, command));
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.output,
+              absl::StrCat("perceptron: ", flag, " (perceptron help ",
+                           absl::string_view(command).substr(
+                               0, absl::string_view(command).find(' ')),
+                           " lists the flags it reads)\n"));
+  }
+  const testing::ScopedDir scoped("cli-unread");
+  const std::string tiny = scoped.path() + "/tiny.svm";
+  std::ofstream(tiny) << "+1 1:1\n-1 1:-1\n";
+  r = RunCommand(Cli(*server_, absl::StrCat("train ", tiny,
+                                            " --model=v --create --dim=1 "
+                                            "--nobias --algorithm=averaged "
+                                            "--progress=no")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  absl::StatusOr<v1::Model> v = client_->GetModel("v");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_FALSE(v->config().bias());
+  EXPECT_EQ(v->config().algorithm(), v1::AVERAGED);
+
   r = RunCommand(Cli(*server_, "delete a b"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "deleted a\ndeleted b\n");

@@ -716,8 +716,7 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
   // before anything is done; create's flags are train's with --create.
   for (const auto& [command, flag] :
        {std::pair{"generate --count=3 --gamma=0.1",
-                  "generate does not read "
-                  "--gamma"},
+                  "generate does not read --gamma"},
         std::pair{"status a --top=3", "status does not read --top"},
         std::pair{"delete a --nobias", "delete does not read --nobias"}}) {
     r = RunCommand(Cli(*server_, command));

@@ -24,15 +24,6 @@ double Square(const std::vector<double>& v) {
 
 }  // namespace
 
-bool CertificateBudget::Take(uint64_t n) {
-  uint64_t used = used_.load(std::memory_order_relaxed);
-  do {
-    if (n > limit_ || used > limit_ - n) return false;
-  } while (
-      !used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
-  return true;
-}
-
 CertificateTracker::CertificateTracker(
     uint64_t limit, uint64_t slack, uint64_t limit_bytes,
     std::shared_ptr<CertificateBudget> budget,

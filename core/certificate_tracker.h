@@ -51,6 +51,7 @@
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "core/byte_budget.h"
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/config.h"
@@ -153,23 +154,8 @@ struct CertificateState {
 // server's memory for certificates). A tracker takes them in chunks as it
 // keeps rows and gives them all back when it stops keeping (frozen, off,
 // reset or destroyed); a tracker that finds the budget taken stops keeping
-// then, with `reason`. Thread-safe.
-class CertificateBudget {
- public:
-  CertificateBudget(uint64_t limit, std::string reason)
-      : limit_(limit), reason_(std::move(reason)) {}
-  // Takes `n` bytes if they fit in what is left.
-  bool Take(uint64_t n);
-  void Give(uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
-  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-  uint64_t limit() const { return limit_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  const uint64_t limit_;
-  const std::string reason_;
-  std::atomic<uint64_t> used_{0};
-};
+// then, with the budget's reason.
+using CertificateBudget = ByteBudget;
 
 // The examples a kernel model keeps for its certificate, at most: its solver's
 // pass costs O(n^2 nnz) at worst, and each candidate adds O(n nnz) per example

@@ -314,10 +314,17 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
     return absl::ResourceExhaustedError(
         "the model has issued every prediction id");
   }
+  const size_t bytes = PendingBytes(x.values.size(), x.indices.size());
+  if (pending_budget_ != nullptr && !pending_budget_->Take(bytes)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(pending_budget_->reason(), ": ", pending_budget_->used(),
+                     " of ", pending_budget_->limit(),
+                     " bytes held, and this prediction needs ", bytes));
+  }
   const int predicted = multi_ != nullptr ? d.label : 0;
   const uint64_t id = next_prediction_id_++;
   InsertPending(id, Pending{Features::Copy(x), d.margin, now, predicted},
-                /*replace=*/false);
+                /*replace=*/false, /*taken=*/pending_budget_ != nullptr);
   if (journaling_) {
     pending_delta_.added.push_back(
         {id, pending_.find(id)->second.features, d.margin, now, predicted});
@@ -778,29 +785,46 @@ size_t Model::PendingBytes(size_t values, size_t indices) {
          indices * sizeof(uint32_t);
 }
 
-bool Model::InsertPending(uint64_t id, Pending p, bool replace) {
+bool Model::InsertPending(uint64_t id, Pending p, bool replace, bool taken) {
   const size_t bytes =
       PendingBytes(p.features.values.size(), p.features.indices.size());
   auto it = pending_.find(id);
   if (it != pending_.end()) {
-    if (!replace) return false;
+    if (!replace) {
+      if (taken) pending_budget_->Give(bytes);
+      return false;
+    }
     ErasePending(it);
   }
   pending_.emplace(id, std::move(p));
   pending_bytes_ += bytes;
+  if (pending_budget_ != nullptr && !taken) pending_budget_->Force(bytes);
   return true;
 }
 
 absl::btree_map<uint64_t, Model::Pending>::iterator Model::ErasePending(
     absl::btree_map<uint64_t, Pending>::iterator it) {
-  pending_bytes_ -= PendingBytes(it->second.features.values.size(),
-                                 it->second.features.indices.size());
+  const size_t bytes = PendingBytes(it->second.features.values.size(),
+                                    it->second.features.indices.size());
+  pending_bytes_ -= bytes;
+  if (pending_budget_ != nullptr) pending_budget_->Give(bytes);
   return pending_.erase(it);
 }
 
 void Model::ClearPending() {
   pending_.clear();
+  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
   pending_bytes_ = 0;
+}
+
+void Model::set_pending_budget(std::shared_ptr<ByteBudget> budget) {
+  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
+  pending_budget_ = std::move(budget);
+  if (pending_budget_ != nullptr) pending_budget_->Force(pending_bytes_);
+}
+
+Model::~Model() {
+  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
 }
 
 Stats Model::stats(bool with_weight_norm) const {

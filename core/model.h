@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/bound.h"
+#include "core/byte_budget.h"
 #include "core/certificate_tracker.h"
 #include "core/config.h"
 #include "core/example.h"
@@ -318,6 +319,17 @@ class Model {
   // What one pending prediction of `x` counts toward pending_bytes(): its
   // values and indices plus a fixed cost for its entry.
   static size_t PendingBytes(size_t values, size_t indices);
+  // The memory for pending predictions this model shares with others (a
+  // server's --max_pending_mb): what it holds is counted there from now on,
+  // what it holds already whether or not it fits (a recovered or imported
+  // model keeps its predictions), and Issue is refused (RESOURCE_EXHAUSTED,
+  // with the budget's reason) when one more would not fit. Null: none.
+  void set_pending_budget(std::shared_ptr<ByteBudget> budget);
+
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  // Gives what it holds back to the pending budget.
+  ~Model();
 
  private:
   struct Pending {
@@ -404,14 +416,16 @@ class Model {
       std::shared_ptr<CertificateBudget> budget) const;
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
-  // Every change to pending_ goes through these, which keep pending_bytes_.
-  bool InsertPending(uint64_t id, Pending p, bool replace);
+  // Every change to pending_ goes through these, which keep pending_bytes_
+  // (and the pending budget: `taken`, the caller took the bytes from it).
+  bool InsertPending(uint64_t id, Pending p, bool replace, bool taken = false);
   absl::btree_map<uint64_t, Pending>::iterator ErasePending(
       absl::btree_map<uint64_t, Pending>::iterator it);
   void ClearPending();
 
   absl::btree_map<uint64_t, Pending> pending_;
   size_t pending_bytes_ = 0;
+  std::shared_ptr<ByteBudget> pending_budget_;
   bool journaling_ = false;
   // The certificate was disabled: the next journal says its rows are void.
   bool certificate_rows_dropped_ = false;

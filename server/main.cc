@@ -44,6 +44,9 @@ ABSL_FLAG(uint64_t, max_message_bytes, 64u << 20,
 ABSL_FLAG(uint64_t, max_pending, 1000000, "Most pending predictions per model");
 ABSL_FLAG(uint64_t, max_pending_bytes, 256u << 20,
           "Most memory one model's pending predictions may hold, bytes");
+ABSL_FLAG(uint64_t, max_pending_mb, 1024,
+          "Most memory every model's pending predictions may hold together, "
+          "MiB");
 ABSL_FLAG(absl::Duration, pending_ttl, absl::Hours(1),
           "Pending predictions not revealed within this long expire");
 ABSL_FLAG(uint32_t, max_train_epochs, 10000,
@@ -205,6 +208,12 @@ int main(int argc, char** argv) {
                  "most 2 GiB)\n");
     return 2;
   }
+  if (absl::GetFlag(FLAGS_max_pending_mb) == 0 ||
+      absl::GetFlag(FLAGS_max_pending_mb) > (uint64_t{1} << 20)) {
+    std::fprintf(stderr, "perceptrond: --max_pending_mb must be 1 to 2^20\n");
+    return 2;
+  }
+  options.limits.pending_memory = absl::GetFlag(FLAGS_max_pending_mb) << 20;
   options.limits.pending_ttl = absl::GetFlag(FLAGS_pending_ttl);
   options.limits.max_train_epochs = absl::GetFlag(FLAGS_max_train_epochs);
   options.limits.certificate_examples =

@@ -183,6 +183,18 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                             "bytes (--max_models_mb; 0: none)",
                             prometheus::MetricType::Gauge,
                             static_cast<double>(options_.limits.models_bytes)));
+            f.push_back(
+                One("perceptron_pending_prediction_bytes",
+                    "Bytes every model's pending predictions hold "
+                    "together, bounded by --max_pending_mb",
+                    prometheus::MetricType::Gauge,
+                    static_cast<double>(registry_.pending_budget().used())));
+            f.push_back(
+                One("perceptron_pending_prediction_bytes_limit",
+                    "The bound on the pending predictions' bytes "
+                    "(--max_pending_mb)",
+                    prometheus::MetricType::Gauge,
+                    static_cast<double>(registry_.pending_budget().limit())));
             return f;
           }),
       refresher_(&registry_, persistence_.get(), options.limits) {
@@ -333,6 +345,8 @@ void PerceptronServer::FillServerStatus(v1::ServerStatus* status) {
   status->set_max_message_bytes(options_.limits.max_message_bytes);
   status->set_models_weight_bytes(registry_.weight_bytes());
   status->set_max_models_weight_bytes(options_.limits.models_bytes);
+  status->set_pending_prediction_bytes(registry_.pending_budget().used());
+  status->set_max_pending_prediction_bytes(registry_.pending_budget().limit());
 }
 
 void PerceptronServer::Shutdown() {

@@ -26,6 +26,10 @@ struct Limits {
   // Model::PendingBytes (their values and indices plus a fixed cost each).
   // Default: 256 MiB.
   size_t max_pending_bytes = 256u << 20;
+  // Most memory every model's pending predictions may hold together, as
+  // Model::PendingBytes counts; a prediction that would pass it is refused
+  // (RESOURCE_EXHAUSTED). Default: 1 GiB.
+  uint64_t pending_memory = 1u << 30;
   // A pending prediction not revealed within this long expires. Default: 1
   // hour.
   absl::Duration pending_ttl = absl::Hours(1);

@@ -124,12 +124,13 @@ absl::Status ModelEntry::GoneStatus() const {
   return absl::NotFoundError(absl::StrCat("model ", id, " was deleted"));
 }
 
-void Registry::StartCertificate(ModelEntry& entry) const {
+void Registry::Attach(ModelEntry& entry) const {
   entry.certificate_wakeup = certificate_wakeup_;
   absl::MutexLock lock(&entry.mu);
   if (NameTable* names = entry.model->names()) {
     names->set_limit_bytes(limits_.name_table_bytes);
   }
+  entry.model->set_pending_budget(pending_budget_);
   if (limits_.certificate_examples == 0) {
     entry.model->DisableCertificate();  // one carried by a stored state
     return;
@@ -154,7 +155,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
                               Model::Create(config));
   auto entry = std::make_shared<ModelEntry>(id, std::move(model), absl::Now());
   entry->weight_bytes = bytes;
-  StartCertificate(*entry);
+  Attach(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
   PERCEPTRON_RETURN_IF_ERROR(CheckRoom(bytes));
@@ -170,7 +171,7 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry,
     absl::MutexLock lock(&entry->mu);
     entry->weight_bytes = WeightBytes(entry->model->config());
   }
-  StartCertificate(*entry);
+  Attach(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
   if (!recovered) PERCEPTRON_RETURN_IF_ERROR(CheckRoom(entry->weight_bytes));

@@ -201,6 +201,10 @@ class Registry {
         certificate_budget_(std::make_shared<CertificateBudget>(
             limits.certificate_memory,
             "the server's memory for certificates (--certificate_memory_mb) "
+            "is taken")),
+        pending_budget_(std::make_shared<ByteBudget>(
+            limits.pending_memory,
+            "the server's memory for pending predictions (--max_pending_mb) "
             "is taken")) {}
 
   // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
@@ -228,9 +232,10 @@ class Registry {
   void Remove(const std::shared_ptr<ModelEntry>& entry);
   // NOT_FOUND if there is no such model; DATA_LOSS if it is set aside.
   absl::StatusOr<std::shared_ptr<ModelEntry>> Get(const std::string& id) const;
-  // Starts the model's certificate and limits its names, as the limits say
-  // (done by Create and Insert; again after an entry's model is replaced).
-  void StartCertificate(ModelEntry& entry) const;
+  // Starts the model's certificate, limits its names and counts its pending
+  // predictions in the server's memory for them, as the limits say (done by
+  // Create and Insert; again after an entry's model is replaced).
+  void Attach(ModelEntry& entry) const;
   // Removes the model, marks its entry deleted and tells its listeners; or
   // forgets a model set aside (the caller then deletes its data). NOT_FOUND
   // if unknown; with `if_moving`, FAILED_PRECONDITION (nothing removed) unless
@@ -257,6 +262,8 @@ class Registry {
   const CertificateBudget& certificate_budget() const {
     return *certificate_budget_;
   }
+  // The server-wide memory for pending predictions, shared by every model.
+  const ByteBudget& pending_budget() const { return *pending_budget_; }
 
   // A model recovery could not rebuild (docs/design.md section 5): its id stays
   // taken, every call naming it answers DATA_LOSS with `reason`, and its data
@@ -268,6 +275,7 @@ class Registry {
  private:
   const Limits limits_;
   const std::shared_ptr<CertificateBudget> certificate_budget_;
+  const std::shared_ptr<ByteBudget> pending_budget_;
   const std::shared_ptr<CertificateWakeup> certificate_wakeup_ =
       std::make_shared<CertificateWakeup>();
   mutable absl::Mutex mu_;

@@ -458,7 +458,7 @@ absl::Status Persistence::ReloadModel(const std::string& id,
     absl::MutexLock queue_lock(&queue_mu_);
     behind_.erase(id);
   }
-  registry_->StartCertificate(e);
+  registry_->Attach(e);
   e.WakeCertificate();
   e.NotifyChanged();
   return absl::OkStatus();

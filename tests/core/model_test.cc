@@ -8,9 +8,12 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "core/byte_budget.h"
 #include "core/learner.h"
 #include "core/prepare.h"
 #include "gmock/gmock.h"
@@ -825,6 +828,50 @@ TEST(ModelTest, PrefetchChangesNothing) {
       EXPECT_GT(fetched->counters().updates, 10u);
     }
   }
+}
+
+// Models sharing a pending budget hold no more together than it allows; what
+// each drops (revealed, expired, reset, destroyed) is given back, and a model
+// that joins with predictions brings them in even past the limit.
+TEST(ModelTest, PendingPredictionsOfModelsSharingABudgetStayWithinIt) {
+  const uint64_t one = Model::PendingBytes(2, 0);
+  auto budget = std::make_shared<ByteBudget>(3 * one, "the budget is taken");
+  auto a = *Model::Create(Dim(2));
+  auto b = *Model::Create(Dim(2));
+  ASSERT_TRUE(a->Issue(D({1, 0}), 0).ok());  // before it joins
+  a->set_pending_budget(budget);
+  b->set_pending_budget(budget);
+  EXPECT_EQ(budget->used(), one);
+  const Issued a2 = *a->Issue(D({0, 1}), 5);
+  ASSERT_TRUE(b->Issue(D({1, 1}), 0).ok());
+  EXPECT_EQ(budget->used(), 3 * one);
+  absl::StatusOr<Issued> refused = b->Issue(D({1, 2}), 0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat("the budget is taken: ", 3 * one, " of ",
+                                     3 * one, " bytes held")));
+  EXPECT_EQ(b->pending_count(), 1u);
+  EXPECT_EQ(b->counters().predictions, 1u);
+  // A reveal gives its bytes back, and b's next fits.
+  ASSERT_TRUE(a->Reveal(a2.prediction_id, 1).ok());
+  EXPECT_EQ(budget->used(), 2 * one);
+  ASSERT_TRUE(b->Issue(D({1, 2}), 0).ok());
+  EXPECT_EQ(budget->used(), 3 * one);
+  EXPECT_EQ(b->ExpirePending(1), 2u);
+  EXPECT_EQ(budget->used(), one);
+  a->Reset();
+  EXPECT_EQ(budget->used(), 0u);
+  // A model with more than the budget joins whole; none issues until room.
+  auto c = *Model::Create(Dim(2));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(c->Issue(D({1, 0}), 0).ok());
+  c->set_pending_budget(budget);
+  EXPECT_EQ(budget->used(), 4 * one);
+  EXPECT_FALSE(a->Issue(D({1, 0}), 0).ok());
+  c.reset();
+  EXPECT_EQ(budget->used(), 0u);
+  ASSERT_TRUE(a->Issue(D({1, 0}), 0).ok());
+  a->set_pending_budget(nullptr);
+  EXPECT_EQ(budget->used(), 0u);
 }
 
 }  // namespace

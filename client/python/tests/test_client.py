@@ -520,3 +520,44 @@ def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
                 c.create_model("d", dimension=2 ** 17)
     finally:
         assert server.stop() == 0
+
+
+def test_pending_predictions_of_every_model_are_bounded_by_max_pending_mb(tmp_path):
+    """--max_pending_mb bounds what every model's pending predictions hold together: past it
+    a prediction is refused (RESOURCE_EXHAUSTED, naming the flag, nothing issued) whichever
+    model asks, and another model's reveals give the room back; the server's status says
+    the figures."""
+    binary, data = os.environ["PERCEPTROND"], str(tmp_path / "data")
+    server = Perceptrond(binary, "--max_pending_mb=1", "--durability=none", data_dir=data)
+    x = np.ones((100, 1000))  # about 8 KB a pending prediction: 100 hold about 0.8 MiB
+    try:
+        with perceptrond.Client(server.target) as c:
+            a = c.create_model("a", dimension=1000)
+            b = c.create_model("b", dimension=1000)
+            with a.stream() as s:
+                first = s.issue(x)
+            assert first.errors == []
+            status = c.server_status()
+            assert status.max_pending_prediction_bytes == 1 << 20
+            one = status.pending_prediction_bytes // 100
+            assert one * 100 == status.pending_prediction_bytes and one > 8000
+            room = ((1 << 20) - 100 * one) // one
+            with b.stream() as s:
+                second = s.issue(x)
+            assert [i for i, _ in second.errors] == list(range(room, 100))
+            for _, e in second.errors:
+                assert e.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+                assert "pending predictions (--max_pending_mb) is taken" in e.message, e.message
+            assert np.count_nonzero(second.ids) == room
+            assert b.status().stats.pending == room
+            assert c.server_status().pending_prediction_bytes == (100 + room) * one
+            with a.stream() as s:
+                assert s.reveal(first.ids, np.ones(100)).errors == []
+            assert c.server_status().pending_prediction_bytes == room * one
+            with b.stream() as s:
+                assert s.issue(x).errors == []
+            assert c.server_status().pending_prediction_bytes == (100 + room) * one
+            b.delete()
+            assert c.server_status().pending_prediction_bytes == 0
+    finally:
+        assert server.stop() == 0

@@ -12,6 +12,16 @@ NameTable::NameTable(uint32_t bits, size_t limit_bytes)
       mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
       limit_bytes_(limit_bytes) {}
 
+NameTable::~NameTable() {
+  if (budget_ != nullptr) budget_->Give(name_bytes_);
+}
+
+void NameTable::set_budget(std::shared_ptr<ByteBudget> budget) {
+  if (budget_ != nullptr) budget_->Give(name_bytes_);
+  budget_ = std::move(budget);
+  if (budget_ != nullptr) budget_->Force(name_bytes_);
+}
+
 void NameTable::BuildTags() {
   tags_.assign(size_t{1} << bits_, Tags());
   for (const NamedSlot& n : names_) SetTag(n.slot, Tag(n.hash));
@@ -35,11 +45,13 @@ void NameTable::Slow(absl::Span<const NamedFeature> x,
   if (t.second != HashTrace::kNone) {
     absl::StrAppend(&name, "*", FeatureKey(x[t.second]));
   }
-  if (name_bytes_ + NameBytes(name.size()) > limit_bytes_) {
+  const size_t bytes = NameBytes(name.size());
+  if (name_bytes_ + bytes > limit_bytes_ ||
+      (budget_ != nullptr && !budget_->Take(bytes))) {
     if (tags.first == 0) ++unnamed_slots_;
     return;
   }
-  Add({slot, t.hash, std::move(name)});
+  Add({slot, t.hash, std::move(name)}, /*taken=*/budget_ != nullptr);
 }
 
 bool NameTable::Kept(uint32_t hash) const {
@@ -51,10 +63,12 @@ bool NameTable::Kept(uint32_t hash) const {
   return false;
 }
 
-void NameTable::Add(NamedSlot n) {
+void NameTable::Add(NamedSlot n, bool taken) {
   const uint32_t index = static_cast<uint32_t>(names_.size());
   const uint32_t slot = n.slot;
-  name_bytes_ += NameBytes(n.name.size());
+  const size_t bytes = NameBytes(n.name.size());
+  name_bytes_ += bytes;
+  if (budget_ != nullptr && !taken) budget_->Force(bytes);
   // A name recorded has set its tag already; one from a journal sets it here.
   if (!tags_.empty()) {
     const Tags t = tags_[slot];
@@ -108,11 +122,17 @@ absl::Status NameTable::Check(absl::Span<const NamedSlot> names) const {
 
 absl::Status NameTable::Restore(NameTableState state) {
   if (absl::Status s = Check(state.names); !s.ok()) return s;
-  NameTable fresh(bits_, limit_bytes_);
-  for (NamedSlot& n : state.names) fresh.Add(std::move(n));
-  fresh.unnamed_slots_ = state.unnamed_slots;
-  fresh.taken_ = fresh.names_.size();
-  *this = std::move(fresh);
+  // Emptied, then filled (checked: nothing below can fail).
+  if (budget_ != nullptr) budget_->Give(name_bytes_);
+  tags_ = std::vector<Tags>();
+  names_ = std::vector<NamedSlot>();
+  next_ = std::vector<uint32_t>();
+  slots_ = decltype(slots_)();
+  name_bytes_ = 0;
+  collided_slots_ = 0;
+  for (NamedSlot& n : state.names) Add(std::move(n));
+  unnamed_slots_ = state.unnamed_slots;
+  taken_ = names_.size();
   return absl::OkStatus();
 }
 

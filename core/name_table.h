@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/byte_budget.h"
 #include "core/feature_hash.h"
 #include "core/prefetch.h"
 
@@ -70,6 +72,10 @@ inline constexpr size_t kDefaultNameTableBytes = size_t{8} << 20;
 class NameTable {
  public:
   NameTable(uint32_t bits, size_t limit_bytes);
+  NameTable(const NameTable&) = delete;
+  NameTable& operator=(const NameTable&) = delete;
+  // Gives its names' bytes back to the budget.
+  ~NameTable();
 
   // What one kept name counts against the limit: its bytes and its entry
   // (the name's record, its place in the slot index, its chain link).
@@ -112,6 +118,11 @@ class NameTable {
   size_t limit_bytes() const { return limit_bytes_; }
   // A new limit; names already kept stay, even above it.
   void set_limit_bytes(size_t bytes) { limit_bytes_ = bytes; }
+  // The memory for names this table shares with others (a server's
+  // --name_tables_mb): a name that does not fit there is not kept either
+  // (its slot is counted as unnamed); the names kept already are counted
+  // there from now on, whether or not they fit. Null: none.
+  void set_budget(std::shared_ptr<ByteBudget> budget);
   uint32_t bits() const { return bits_; }
 
   NameTableState State() const;
@@ -156,8 +167,8 @@ class NameTable {
   void Slow(absl::Span<const NamedFeature> x, const HashTrace::Term& t);
   // True if `hash` is kept on its slot.
   bool Kept(uint32_t hash) const;
-  // Keeps a name, checked.
-  void Add(NamedSlot n);
+  // Keeps a name, checked; `taken`: its bytes were taken from the budget.
+  void Add(NamedSlot n, bool taken = false);
   absl::Status Check(absl::Span<const NamedSlot> names) const;
 
   uint32_t bits_;
@@ -171,6 +182,7 @@ class NameTable {
   // A slot's first and last names kept.
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> slots_;
   size_t name_bytes_ = 0;
+  std::shared_ptr<ByteBudget> budget_;
   uint64_t collided_slots_ = 0;
   uint64_t unnamed_slots_ = 0;
   size_t taken_ = 0;

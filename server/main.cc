@@ -94,8 +94,11 @@ ABSL_FLAG(uint64_t, certificate_memory_mb, 1024,
           "together");
 ABSL_FLAG(uint64_t, name_table_mb, 8,
           "MiB of feature names each hashing model keeps, to read its "
-          "weights by name (besides one byte per slot); past them it keeps "
+          "weights by name (besides two bytes per slot); past them it keeps "
           "no new names and counts the slots left unnamed. 0 keeps none");
+ABSL_FLAG(uint64_t, name_tables_mb, 1024,
+          "MiB of feature names every hashing model keeps together; past "
+          "them none keeps new names");
 ABSL_FLAG(double, certificate_cpu, 0.1,
           "Share of one core the certificate's background solver may use "
           "while models learn, in (0, 1]; while none does it may use the "
@@ -229,6 +232,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.limits.name_table_bytes = absl::GetFlag(FLAGS_name_table_mb) << 20;
+  if (absl::GetFlag(FLAGS_name_tables_mb) > (uint64_t{1} << 20)) {
+    std::fprintf(stderr,
+                 "perceptrond: --name_tables_mb must be at most 2^20\n");
+    return 2;
+  }
+  options.limits.name_tables_memory = absl::GetFlag(FLAGS_name_tables_mb) << 20;
   if (!(options.limits.certificate_cpu > 0 &&
         options.limits.certificate_cpu <= 1)) {
     std::fprintf(stderr, "perceptrond: --certificate_cpu must be in (0, 1]\n");

@@ -195,6 +195,18 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                     "(--max_pending_mb)",
                     prometheus::MetricType::Gauge,
                     static_cast<double>(registry_.pending_budget().limit())));
+            f.push_back(
+                One("perceptron_name_bytes",
+                    "Bytes of feature names every hashing model "
+                    "keeps together, bounded by --name_tables_mb",
+                    prometheus::MetricType::Gauge,
+                    static_cast<double>(registry_.names_budget().used())));
+            f.push_back(
+                One("perceptron_name_bytes_limit",
+                    "The bound on the feature names' bytes "
+                    "(--name_tables_mb)",
+                    prometheus::MetricType::Gauge,
+                    static_cast<double>(registry_.names_budget().limit())));
             return f;
           }),
       refresher_(&registry_, persistence_.get(), options.limits) {
@@ -347,6 +359,8 @@ void PerceptronServer::FillServerStatus(v1::ServerStatus* status) {
   status->set_max_models_weight_bytes(options_.limits.models_bytes);
   status->set_pending_prediction_bytes(registry_.pending_budget().used());
   status->set_max_pending_prediction_bytes(registry_.pending_budget().limit());
+  status->set_name_bytes(registry_.names_budget().used());
+  status->set_max_name_bytes(registry_.names_budget().limit());
 }
 
 void PerceptronServer::Shutdown() {

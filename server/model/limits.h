@@ -44,6 +44,10 @@ struct Limits {
   // The most bytes of names each hashing model keeps (core/name_table.h);
   // 0 keeps none.
   uint64_t name_table_bytes = 8u << 20;
+  // The most bytes of names every hashing model keeps together (as
+  // NameTable::NameBytes counts); past them none keeps new names. Default:
+  // 1 GiB.
+  uint64_t name_tables_memory = 1u << 30;
   // The bytes every model's kept examples may take together; a model that
   // would pass it freezes its certificate. Default: 1 GiB.
   uint64_t certificate_memory = 1u << 30;

@@ -129,6 +129,7 @@ void Registry::Attach(ModelEntry& entry) const {
   absl::MutexLock lock(&entry.mu);
   if (NameTable* names = entry.model->names()) {
     names->set_limit_bytes(limits_.name_table_bytes);
+    names->set_budget(names_budget_);
   }
   entry.model->set_pending_budget(pending_budget_);
   if (limits_.certificate_examples == 0) {
@@ -276,6 +277,11 @@ std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
   return {set_aside_.begin(), set_aside_.end()};
 }
 
+void Registry::Detach(ModelEntry& entry) {
+  entry.model->set_pending_budget(nullptr);
+  if (NameTable* names = entry.model->names()) names->set_budget(nullptr);
+}
+
 absl::Status Registry::Delete(const std::string& id, bool if_moving) {
   std::shared_ptr<ModelEntry> entry;
   absl::Status why;  // what calls naming it are told from now on
@@ -299,6 +305,7 @@ absl::Status Registry::Delete(const std::string& id, bool if_moving) {
     }
     entry->deleted = true;
     entry->moved_away = if_moving;
+    Detach(*entry);
     why = entry->GoneStatus();
   }
   {
@@ -329,6 +336,7 @@ bool Registry::DeleteIfIdle(const std::shared_ptr<ModelEntry>& entry,
     }
     entry->deleted = true;
     why = entry->GoneStatus();
+    Detach(*entry);
   }
   {
     absl::MutexLock lock(&mu_);

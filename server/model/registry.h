@@ -205,7 +205,11 @@ class Registry {
         pending_budget_(std::make_shared<ByteBudget>(
             limits.pending_memory,
             "the server's memory for pending predictions (--max_pending_mb) "
-            "is taken")) {}
+            "is taken")),
+        names_budget_(std::make_shared<ByteBudget>(
+            limits.name_tables_memory,
+            "the server's memory for feature names (--name_tables_mb) is "
+            "taken")) {}
 
   // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
   // FAILED_PRECONDITION for the id of a model set aside, or RESOURCE_EXHAUSTED
@@ -264,6 +268,8 @@ class Registry {
   }
   // The server-wide memory for pending predictions, shared by every model.
   const ByteBudget& pending_budget() const { return *pending_budget_; }
+  // The server-wide memory for feature names, shared by every name table.
+  const ByteBudget& names_budget() const { return *names_budget_; }
 
   // A model recovery could not rebuild (docs/design.md section 5): its id stays
   // taken, every call naming it answers DATA_LOSS with `reason`, and its data
@@ -276,6 +282,7 @@ class Registry {
   const Limits limits_;
   const std::shared_ptr<CertificateBudget> certificate_budget_;
   const std::shared_ptr<ByteBudget> pending_budget_;
+  const std::shared_ptr<ByteBudget> names_budget_;
   const std::shared_ptr<CertificateWakeup> certificate_wakeup_ =
       std::make_shared<CertificateWakeup>();
   mutable absl::Mutex mu_;
@@ -298,6 +305,9 @@ class Registry {
   absl::Status CheckFree(const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OK if `bytes` more of weights stay within Limits::models_bytes.
+  // A model deleted gives its pending predictions' and names' room back at
+  // once (its entry may live on a while in a stream or the refresher).
+  static void Detach(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
   absl::Status CheckRoom(uint64_t bytes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes `entry` out of models_ if it is still the one under its id, and its

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/byte_budget.h"
 #include "core/feature_hash.h"
 #include "core/model.h"
 #include "gmock/gmock.h"
@@ -247,6 +249,50 @@ TEST(NameTableTest, AModelJournalsItsNamesAndRestoresThem) {
   s.names.names.push_back({.slot = 1, .hash = 1, .name = "x"});
   EXPECT_THAT(Model::FromState(s).status().message(),
               HasSubstr("names for a model that hashes none"));
+}
+
+// Tables sharing a budget keep no more names together than it allows: a name
+// past it is not kept (its slot counted unnamed), a table destroyed gives its
+// bytes back, and a restored table's names are counted whether or not they
+// fit.
+TEST(NameTableTest, TablesSharingABudgetKeepNoMoreThanIt) {
+  FeatureHasher hasher(18, {});
+  const size_t one = NameTable::NameBytes(std::string("t^w0").size());
+  auto budget = std::make_shared<ByteBudget>(3 * one, "names are taken");
+  auto a = std::make_unique<NameTable>(18, kDefaultNameTableBytes);
+  NameTable b(18, kDefaultNameTableBytes);
+  RecordOne(hasher, {{.space = "t", .name = "w0"}}, a.get());  // before
+  a->set_budget(budget);
+  b.set_budget(budget);
+  EXPECT_EQ(budget->used(), one);
+  RecordOne(hasher, {{.space = "t", .name = "w1"}}, a.get());
+  RecordOne(hasher,
+            {{.space = "t", .name = "w2"}, {.space = "t", .name = "w3"}}, &b);
+  EXPECT_EQ(a->names(), 2u);
+  EXPECT_EQ(b.names(), 1u);
+  EXPECT_EQ(b.unnamed_slots(), 1u);
+  EXPECT_EQ(budget->used(), 3 * one);
+  const NameTableState kept = a->State();
+  a.reset();
+  EXPECT_EQ(budget->used(), one);
+  RecordOne(hasher, {{.space = "t", .name = "w4"}}, &b);
+  EXPECT_EQ(b.names(), 2u);
+  EXPECT_EQ(budget->used(), 2 * one);
+  // A restore counts what it brings, past the limit too, and gives back
+  // what it replaces.
+  ASSERT_TRUE(b.Restore(kept).ok());
+  EXPECT_EQ(b.names(), 2u);
+  EXPECT_EQ(budget->used(), 2 * one);
+  NameTable c(18, kDefaultNameTableBytes);
+  c.set_budget(budget);
+  NameTableState three = kept;
+  three.names.push_back(b.State().names[0]);
+  three.names.back().hash ^= 1u << 31;  // another name on the same slot
+  three.names.back().name = "t^other";
+  ASSERT_TRUE(c.Restore(three).ok());
+  EXPECT_GT(budget->used(), 3 * one);
+  b.set_budget(nullptr);
+  EXPECT_EQ(budget->used(), c.name_bytes());
 }
 
 }  // namespace

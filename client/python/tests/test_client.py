@@ -561,3 +561,34 @@ def test_pending_predictions_of_every_model_are_bounded_by_max_pending_mb(tmp_pa
             assert c.server_status().pending_prediction_bytes == 0
     finally:
         assert server.stop() == 0
+
+
+def test_feature_names_of_every_model_are_bounded_by_name_tables_mb(tmp_path):
+    """--name_tables_mb bounds the names every hashing model keeps together: past it no model
+    keeps new names (their slots are counted unnamed; learning goes on), deleting a model
+    gives its names' room back, and the server's status says the figures."""
+    binary, data = os.environ["PERCEPTROND"], str(tmp_path / "data")
+    server = Perceptrond(binary, "--name_tables_mb=1", "--durability=none", data_dir=data)
+    rows = [{f"w{10 * i + k}": 1.0 for k in range(10)} for i in range(2000)]  # 20,000 names
+    y = np.where(np.arange(2000) % 2 == 0, 1, -1)
+    try:
+        with perceptrond.Client(server.target) as c:
+            a = c.create_model("a", hash_bits=20)
+            assert a.learn(rows, y).errors == []
+            status = c.server_status()
+            assert status.max_name_bytes == 1 << 20
+            names = a.status().names
+            assert status.name_bytes == names.bytes
+            assert (1 << 20) - 100 < names.bytes <= 1 << 20, names
+            assert names.unnamed_slots > 4000 and names.names + names.unnamed_slots >= 19900
+            b = c.create_model("b", hash_bits=20)
+            assert b.learn(rows[:10], y[:10]).errors == []
+            assert b.status().names.names == 0
+            assert b.status().stats.examples == 10
+            a.delete()
+            assert c.server_status().name_bytes == 0
+            assert b.learn(rows[10:20], y[10:20]).errors == []
+            assert b.status().names.names == 100
+            assert c.server_status().name_bytes == b.status().names.bytes
+    finally:
+        assert server.stop() == 0

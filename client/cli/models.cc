@@ -297,13 +297,15 @@ int Health(const Args& args) {
   if (status->max_pending_prediction_bytes() > 0) {
     std::printf(
         "weights %s of %s (--max_models_mb), pending predictions %s of %s "
-        "(--max_pending_mb)\n",
+        "(--max_pending_mb), feature names %s of %s (--name_tables_mb)\n",
         SizeText(status->models_weight_bytes()).c_str(),
         status->max_models_weight_bytes() == 0
             ? "no bound"
             : SizeText(status->max_models_weight_bytes()).c_str(),
         SizeText(status->pending_prediction_bytes()).c_str(),
-        SizeText(status->max_pending_prediction_bytes()).c_str());
+        SizeText(status->max_pending_prediction_bytes()).c_str(),
+        SizeText(status->name_bytes()).c_str(),
+        SizeText(status->max_name_bytes()).c_str());
   }
   // Still 0: the server serves (reads go on), and a restart would not give
   // the disk room (probes that restart a failing server use this command).

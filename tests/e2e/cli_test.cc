@@ -462,7 +462,9 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   EXPECT_THAT(r.output,
               ContainsRegex("\nweights [0-9.]+ [A-Za-z]+ of [0-9.]+ [A-Za-z]+ "
                             "\\(--max_models_mb\\), pending predictions 0 "
-                            "bytes of 1.0 GiB \\(--max_pending_mb\\)\n"));
+                            "bytes of 1.0 GiB \\(--max_pending_mb\\), "
+                            "feature names 0 bytes of 1.0 GiB "
+                            "\\(--name_tables_mb\\)\n"));
 }
 
 // train streams: from a file (checked whole first, then read again for each

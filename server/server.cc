@@ -173,40 +173,43 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                      memory_releases_.load(std::memory_order_relaxed))) {
               f.push_back(std::move(m));
             }
-            f.push_back(One("perceptron_models_weight_bytes",
-                            "Bytes the models' weight vectors take together, "
-                            "bounded by --max_models_mb",
-                            prometheus::MetricType::Gauge,
-                            static_cast<double>(registry_.weight_bytes())));
-            f.push_back(One("perceptron_models_weight_bytes_limit",
-                            "The bound on the models' weight vectors' "
-                            "bytes (--max_models_mb; 0: none)",
-                            prometheus::MetricType::Gauge,
-                            static_cast<double>(options_.limits.models_bytes)));
-            f.push_back(
-                One("perceptron_pending_prediction_bytes",
-                    "Bytes every model's pending predictions hold "
-                    "together, bounded by --max_pending_mb",
-                    prometheus::MetricType::Gauge,
-                    static_cast<double>(registry_.pending_budget().used())));
-            f.push_back(
-                One("perceptron_pending_prediction_bytes_limit",
-                    "The bound on the pending predictions' bytes "
-                    "(--max_pending_mb)",
-                    prometheus::MetricType::Gauge,
-                    static_cast<double>(registry_.pending_budget().limit())));
-            f.push_back(
-                One("perceptron_name_bytes",
-                    "Bytes of feature names every hashing model "
-                    "keeps together, bounded by --name_tables_mb",
-                    prometheus::MetricType::Gauge,
-                    static_cast<double>(registry_.names_budget().used())));
-            f.push_back(
-                One("perceptron_name_bytes_limit",
-                    "The bound on the feature names' bytes "
-                    "(--name_tables_mb)",
-                    prometheus::MetricType::Gauge,
-                    static_cast<double>(registry_.names_budget().limit())));
+            // What the memory bounds leave: each a gauge of bytes.
+            struct Gauge {
+              const char* name;
+              const char* help;
+              uint64_t value;
+            };
+            const ByteBudget& pending = registry_.pending_budget();
+            const ByteBudget& names = registry_.names_budget();
+            for (const Gauge& g : {
+                     Gauge{"perceptron_models_weight_bytes",
+                           "Bytes the models' weight vectors take together, "
+                           "bounded by --max_models_mb",
+                           registry_.weight_bytes()},
+                     Gauge{"perceptron_models_weight_bytes_limit",
+                           "The bound on the models' weight vectors' bytes "
+                           "(--max_models_mb; 0: none)",
+                           options_.limits.models_bytes},
+                     Gauge{"perceptron_pending_prediction_bytes",
+                           "Bytes every model's pending predictions hold "
+                           "together, bounded by --max_pending_mb",
+                           pending.used()},
+                     Gauge{"perceptron_pending_prediction_bytes_limit",
+                           "The bound on the pending predictions' bytes "
+                           "(--max_pending_mb)",
+                           pending.limit()},
+                     Gauge{"perceptron_name_bytes",
+                           "Bytes of feature names every hashing model keeps "
+                           "together, bounded by --name_tables_mb",
+                           names.used()},
+                     Gauge{"perceptron_name_bytes_limit",
+                           "The bound on the feature names' bytes "
+                           "(--name_tables_mb)",
+                           names.limit()},
+                 }) {
+              f.push_back(One(g.name, g.help, prometheus::MetricType::Gauge,
+                              static_cast<double>(g.value)));
+            }
             return f;
           }),
       refresher_(&registry_, persistence_.get(), options.limits) {

@@ -314,17 +314,11 @@ absl::StatusOr<Issued> Model::Issue(const FeatureView& x, int64_t now) {
     return absl::ResourceExhaustedError(
         "the model has issued every prediction id");
   }
-  const size_t bytes = PendingBytes(x.values.size(), x.indices.size());
-  if (pending_budget_ != nullptr && !pending_budget_->Take(bytes)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(pending_budget_->reason(), ": ", pending_budget_->used(),
-                     " of ", pending_budget_->limit(),
-                     " bytes held, and this prediction needs ", bytes));
-  }
+  PERCEPTRON_RETURN_IF_ERROR(HoldPending(x));
   const int predicted = multi_ != nullptr ? d.label : 0;
   const uint64_t id = next_prediction_id_++;
   InsertPending(id, Pending{Features::Copy(x), d.margin, now, predicted},
-                /*replace=*/false, /*taken=*/pending_budget_ != nullptr);
+                /*replace=*/false, /*taken=*/true);
   if (journaling_) {
     pending_delta_.added.push_back(
         {id, pending_.find(id)->second.features, d.margin, now, predicted});
@@ -785,46 +779,62 @@ size_t Model::PendingBytes(size_t values, size_t indices) {
          indices * sizeof(uint32_t);
 }
 
+absl::Status Model::HoldPending(const FeatureView& x) {
+  const PendingLimits& limits = pending_limits_;
+  if (pending_.size() >= limits.count) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the model holds its maximum of ", limits.count,
+                     " pending predictions"));
+  }
+  const size_t bytes = PendingBytes(x.values.size(), x.indices.size());
+  const uint64_t held = pending_bytes_.held();
+  if (bytes > limits.bytes || held > limits.bytes - bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the model's pending predictions hold ", held, " bytes; this one (",
+        bytes, ") would pass the maximum of ", limits.bytes,
+        limits.bytes_name.empty() ? "" : " (", limits.bytes_name,
+        limits.bytes_name.empty() ? "" : ")"));
+  }
+  if (!pending_bytes_.TryAdd(bytes)) {
+    const ByteBudget& budget = *pending_bytes_.budget();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        budget.reason(), ": ", budget.used(), " of ", budget.limit(),
+        " bytes held, and this prediction needs ", bytes));
+  }
+  return absl::OkStatus();
+}
+
 bool Model::InsertPending(uint64_t id, Pending p, bool replace, bool taken) {
   const size_t bytes =
       PendingBytes(p.features.values.size(), p.features.indices.size());
   auto it = pending_.find(id);
   if (it != pending_.end()) {
     if (!replace) {
-      if (taken) pending_budget_->Give(bytes);
+      if (taken) pending_bytes_.Remove(bytes);
       return false;
     }
     ErasePending(it);
   }
   pending_.emplace(id, std::move(p));
-  pending_bytes_ += bytes;
-  if (pending_budget_ != nullptr && !taken) pending_budget_->Force(bytes);
+  if (!taken) pending_bytes_.Add(bytes);
   return true;
 }
 
 absl::btree_map<uint64_t, Model::Pending>::iterator Model::ErasePending(
     absl::btree_map<uint64_t, Pending>::iterator it) {
-  const size_t bytes = PendingBytes(it->second.features.values.size(),
-                                    it->second.features.indices.size());
-  pending_bytes_ -= bytes;
-  if (pending_budget_ != nullptr) pending_budget_->Give(bytes);
+  pending_bytes_.Remove(PendingBytes(it->second.features.values.size(),
+                                     it->second.features.indices.size()));
   return pending_.erase(it);
 }
 
 void Model::ClearPending() {
   pending_.clear();
-  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
-  pending_bytes_ = 0;
+  pending_bytes_.Clear();
 }
 
-void Model::set_pending_budget(std::shared_ptr<ByteBudget> budget) {
-  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
-  pending_budget_ = std::move(budget);
-  if (pending_budget_ != nullptr) pending_budget_->Force(pending_bytes_);
-}
-
-Model::~Model() {
-  if (pending_budget_ != nullptr) pending_budget_->Give(pending_bytes_);
+void Model::set_pending_limits(PendingLimits limits) {
+  pending_bytes_.set_budget(limits.budget);
+  pending_limits_ = std::move(limits);
 }
 
 Stats Model::stats(bool with_weight_norm) const {

@@ -22,8 +22,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -315,21 +317,28 @@ class Model {
   absl::Status CheckLabel(int label) const;
   size_t pending_count() const { return pending_.size(); }
   // The memory the pending predictions hold, as counted by PendingBytes.
-  size_t pending_bytes() const { return pending_bytes_; }
+  size_t pending_bytes() const { return pending_bytes_.held(); }
   // What one pending prediction of `x` counts toward pending_bytes(): its
   // values and indices plus a fixed cost for its entry.
   static size_t PendingBytes(size_t values, size_t indices);
-  // The memory for pending predictions this model shares with others (a
-  // server's --max_pending_mb): what it holds is counted there from now on,
-  // what it holds already whether or not it fits (a recovered or imported
-  // model keeps its predictions), and Issue is refused (RESOURCE_EXHAUSTED,
-  // with the budget's reason) when one more would not fit. Null: none.
-  void set_pending_budget(std::shared_ptr<ByteBudget> budget);
+  // What the pending predictions may hold. Issue is refused
+  // (RESOURCE_EXHAUSTED, naming the limit) when one more would pass one of
+  // them; what a model holds already stays whether or not it fits (a
+  // recovered or imported model keeps its predictions).
+  struct PendingLimits {
+    uint64_t count = std::numeric_limits<uint64_t>::max();
+    uint64_t bytes = std::numeric_limits<uint64_t>::max();
+    // How the error names `bytes` (a server's flag), if it is set.
+    std::string bytes_name;
+    // The memory for pending predictions this model shares with others (a
+    // server's --max_pending_mb; the error gives its reason): what the model
+    // holds is counted there from now on. Null: none.
+    std::shared_ptr<ByteBudget> budget;
+  };
+  void set_pending_limits(PendingLimits limits);
 
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
-  // Gives what it holds back to the pending budget.
-  ~Model();
 
  private:
   struct Pending {
@@ -416,16 +425,19 @@ class Model {
       std::shared_ptr<CertificateBudget> budget) const;
   Counters counters_;
   uint64_t next_prediction_id_ = 1;
+  // Adds what a prediction of `x` holds to pending_bytes_ if it is within
+  // pending_limits_; else RESOURCE_EXHAUSTED naming the limit.
+  absl::Status HoldPending(const FeatureView& x);
   // Every change to pending_ goes through these, which keep pending_bytes_
-  // (and the pending budget: `taken`, the caller took the bytes from it).
+  // (`taken`: the caller added the bytes there already).
   bool InsertPending(uint64_t id, Pending p, bool replace, bool taken = false);
   absl::btree_map<uint64_t, Pending>::iterator ErasePending(
       absl::btree_map<uint64_t, Pending>::iterator it);
   void ClearPending();
 
   absl::btree_map<uint64_t, Pending> pending_;
-  size_t pending_bytes_ = 0;
-  std::shared_ptr<ByteBudget> pending_budget_;
+  HeldBytes pending_bytes_;
+  PendingLimits pending_limits_;
   bool journaling_ = false;
   // The certificate was disabled: the next journal says its rows are void.
   bool certificate_rows_dropped_ = false;

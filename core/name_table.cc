@@ -12,14 +12,8 @@ NameTable::NameTable(uint32_t bits, size_t limit_bytes)
       mask_(bits >= 32 ? ~uint32_t{0} : (uint32_t{1} << bits) - 1),
       limit_bytes_(limit_bytes) {}
 
-NameTable::~NameTable() {
-  if (budget_ != nullptr) budget_->Give(name_bytes_);
-}
-
 void NameTable::set_budget(std::shared_ptr<ByteBudget> budget) {
-  if (budget_ != nullptr) budget_->Give(name_bytes_);
-  budget_ = std::move(budget);
-  if (budget_ != nullptr) budget_->Force(name_bytes_);
+  name_bytes_.set_budget(std::move(budget));
 }
 
 void NameTable::BuildTags() {
@@ -46,12 +40,11 @@ void NameTable::Slow(absl::Span<const NamedFeature> x,
     absl::StrAppend(&name, "*", FeatureKey(x[t.second]));
   }
   const size_t bytes = NameBytes(name.size());
-  if (name_bytes_ + bytes > limit_bytes_ ||
-      (budget_ != nullptr && !budget_->Take(bytes))) {
+  if (name_bytes_.held() + bytes > limit_bytes_ || !name_bytes_.TryAdd(bytes)) {
     if (tags.first == 0) ++unnamed_slots_;
     return;
   }
-  Add({slot, t.hash, std::move(name)}, /*taken=*/budget_ != nullptr);
+  Add({slot, t.hash, std::move(name)}, /*taken=*/true);
 }
 
 bool NameTable::Kept(uint32_t hash) const {
@@ -67,8 +60,7 @@ void NameTable::Add(NamedSlot n, bool taken) {
   const uint32_t index = static_cast<uint32_t>(names_.size());
   const uint32_t slot = n.slot;
   const size_t bytes = NameBytes(n.name.size());
-  name_bytes_ += bytes;
-  if (budget_ != nullptr && !taken) budget_->Force(bytes);
+  if (!taken) name_bytes_.Add(bytes);
   // A name recorded has set its tag already; one from a journal sets it here.
   if (!tags_.empty()) {
     const Tags t = tags_[slot];
@@ -123,12 +115,11 @@ absl::Status NameTable::Check(absl::Span<const NamedSlot> names) const {
 absl::Status NameTable::Restore(NameTableState state) {
   if (absl::Status s = Check(state.names); !s.ok()) return s;
   // Emptied, then filled (checked: nothing below can fail).
-  if (budget_ != nullptr) budget_->Give(name_bytes_);
+  name_bytes_.Clear();
   tags_ = std::vector<Tags>();
   names_ = std::vector<NamedSlot>();
   next_ = std::vector<uint32_t>();
   slots_ = decltype(slots_)();
-  name_bytes_ = 0;
   collided_slots_ = 0;
   for (NamedSlot& n : state.names) Add(std::move(n));
   unnamed_slots_ = state.unnamed_slots;

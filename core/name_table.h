@@ -74,8 +74,6 @@ class NameTable {
   NameTable(uint32_t bits, size_t limit_bytes);
   NameTable(const NameTable&) = delete;
   NameTable& operator=(const NameTable&) = delete;
-  // Gives its names' bytes back to the budget.
-  ~NameTable();
 
   // What one kept name counts against the limit: its bytes and its entry
   // (the name's record, its place in the slot index, its chain link).
@@ -113,7 +111,7 @@ class NameTable {
   // Slots first seen once the table was full.
   uint64_t unnamed_slots() const { return unnamed_slots_; }
   // The names' bytes (NameBytes each) and the tags'.
-  size_t name_bytes() const { return name_bytes_; }
+  size_t name_bytes() const { return name_bytes_.held(); }
   size_t tag_bytes() const { return tags_.size() * sizeof(Tags); }
   size_t limit_bytes() const { return limit_bytes_; }
   // A new limit; names already kept stay, even above it.
@@ -167,7 +165,7 @@ class NameTable {
   void Slow(absl::Span<const NamedFeature> x, const HashTrace::Term& t);
   // True if `hash` is kept on its slot.
   bool Kept(uint32_t hash) const;
-  // Keeps a name, checked; `taken`: its bytes were taken from the budget.
+  // Keeps a name, checked; `taken`: its bytes are in name_bytes_ already.
   void Add(NamedSlot n, bool taken = false);
   absl::Status Check(absl::Span<const NamedSlot> names) const;
 
@@ -181,8 +179,8 @@ class NameTable {
   static constexpr uint32_t kEnd = ~uint32_t{0};
   // A slot's first and last names kept.
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> slots_;
-  size_t name_bytes_ = 0;
-  std::shared_ptr<ByteBudget> budget_;
+  // The names' bytes, in the budget shared with other tables (if any).
+  HeldBytes name_bytes_;
   uint64_t collided_slots_ = 0;
   uint64_t unnamed_slots_ = 0;
   size_t taken_ = 0;

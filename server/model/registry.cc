@@ -124,6 +124,14 @@ absl::Status ModelEntry::GoneStatus() const {
   return absl::NotFoundError(absl::StrCat("model ", id, " was deleted"));
 }
 
+Model::PendingLimits Registry::PendingLimits(
+    std::shared_ptr<ByteBudget> budget) const {
+  return {.count = limits_.max_pending,
+          .bytes = limits_.max_pending_bytes,
+          .bytes_name = "--max_pending_bytes",
+          .budget = std::move(budget)};
+}
+
 void Registry::Attach(ModelEntry& entry) const {
   entry.certificate_wakeup = certificate_wakeup_;
   absl::MutexLock lock(&entry.mu);
@@ -131,7 +139,7 @@ void Registry::Attach(ModelEntry& entry) const {
     names->set_limit_bytes(limits_.name_table_bytes);
     names->set_budget(names_budget_);
   }
-  entry.model->set_pending_budget(pending_budget_);
+  entry.model->set_pending_limits(PendingLimits(pending_budget_));
   if (limits_.certificate_examples == 0) {
     entry.model->DisableCertificate();  // one carried by a stored state
     return;
@@ -277,8 +285,8 @@ std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
   return {set_aside_.begin(), set_aside_.end()};
 }
 
-void Registry::Detach(ModelEntry& entry) {
-  entry.model->set_pending_budget(nullptr);
+void Registry::Detach(ModelEntry& entry) const {
+  entry.model->set_pending_limits(PendingLimits(nullptr));
   if (NameTable* names = entry.model->names()) names->set_budget(nullptr);
 }
 

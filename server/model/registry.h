@@ -305,11 +305,15 @@ class Registry {
   absl::Status CheckFree(const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OK if `bytes` more of weights stay within Limits::models_bytes.
-  // A model deleted gives its pending predictions' and names' room back at
-  // once (its entry may live on a while in a stream or the refresher).
-  static void Detach(ModelEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
   absl::Status CheckRoom(uint64_t bytes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A model's pending limits (Limits::max_pending, max_pending_bytes) with
+  // `budget` as the memory shared for them.
+  Model::PendingLimits PendingLimits(std::shared_ptr<ByteBudget> budget) const;
+  // A model deleted gives its pending predictions' and names' room back at
+  // once (its entry may live on a while in a stream or the refresher); its
+  // own limits stay.
+  void Detach(ModelEntry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
   // Takes `entry` out of models_ if it is still the one under its id, and its
   // weight bytes from weight_bytes_.
   void Erase(const std::shared_ptr<ModelEntry>& entry)

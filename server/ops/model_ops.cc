@@ -70,26 +70,6 @@ void OutcomeToProto(const Outcome& o, uint64_t prediction_id,
   out->set_updated(o.updated);
 }
 
-// Issues a prediction for `x` (an example item), within the pending limits.
-absl::StatusOr<Issued> IssueOne(ModelEntry& entry, const FeatureView& x,
-                                const Limits& limits, int64_t now)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
-  Model& model = *entry.model;
-  if (model.pending_count() >= limits.max_pending) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the model holds its maximum of ", limits.max_pending,
-                     " pending predictions"));
-  }
-  const size_t bytes = Model::PendingBytes(x.values.size(), x.indices.size());
-  if (model.pending_bytes() + bytes > limits.max_pending_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the model's pending predictions hold ", model.pending_bytes(),
-        " bytes; this one (", bytes, ") would pass the maximum of ",
-        limits.max_pending_bytes, " (--max_pending_bytes)"));
-  }
-  return model.Issue(x, now);
-}
-
 // What the server does with the answer to a labeled example learned (a
 // reveal or a labeled row, one by one or in a batch): the entry counts its
 // mistake.
@@ -149,14 +129,13 @@ std::optional<ItemFeatures> FeaturesOf(const Model& model,
 // the model changed.
 absl::StatusOr<bool> ApplyItem(ModelEntry& entry, const v1::LearnItem& item,
                                const std::optional<ItemFeatures>& features,
-                               const Limits& limits, int64_t now,
-                               v1::ItemResult* result)
+                               int64_t now, v1::ItemResult* result)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   switch (item.kind_case()) {
     case v1::LearnItem::kExample: {
       const absl::StatusOr<FeatureView>& x = features->x;
       if (!x.ok()) return x.status();
-      absl::StatusOr<Issued> issued = IssueOne(entry, *x, limits, now);
+      absl::StatusOr<Issued> issued = entry.model->Issue(*x, now);
       if (!issued.ok()) return issued.status();
       features->names->RecordIn(entry.model->names());
       v1::PredictionResult* p = result->mutable_prediction();
@@ -405,7 +384,6 @@ void SetBit(std::string* bits, size_t k) {
 absl::Status ApplyLearnItems(
     ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
-    const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats, CommitHandle* commit_out,
     std::optional<uint64_t> if_examples) {
@@ -440,7 +418,7 @@ absl::Status ApplyLearnItems(
       }
       v1::ItemResult* result = results->Add();
       absl::StatusOr<bool> applied =
-          ApplyItem(entry, items[i], features, limits, now, result);
+          ApplyItem(entry, items[i], features, now, result);
       if (!applied.ok()) {
         result->Clear();
         ErrorToProto(ForItem(i, applied.status()), result->mutable_error());
@@ -549,7 +527,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
         outcome(k, o);
         continue;
       }
-      absl::StatusOr<Issued> issued = IssueOne(entry, x, limits, now);
+      absl::StatusOr<Issued> issued = entry.model->Issue(x, now);
       if (!issued.ok()) {
         fail(k, issued.status());
         continue;

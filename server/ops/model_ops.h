@@ -28,7 +28,6 @@ namespace v1 = ::perceptron::v1;
 absl::Status ApplyLearnItems(
     ModelEntry& entry, Persistence& persistence,
     const google::protobuf::RepeatedPtrField<v1::LearnItem>& items,
-    const Limits& limits,
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats, CommitHandle* commit,
     std::optional<uint64_t> if_examples = std::nullopt);

@@ -80,7 +80,7 @@ absl::Status LearnReactor::Process(v1::LearnResponse* response,
         absl::StrCat("a batch of ", request.items_size(),
                      " items is over the limit of ", limits_->max_batch_items));
   }
-  return ApplyLearnItems(*entry_, *persistence_, request.items(), *limits_,
+  return ApplyLearnItems(*entry_, *persistence_, request.items(),
                          response->mutable_results(), response->mutable_stats(),
                          commit, if_examples);
 }

@@ -839,8 +839,8 @@ TEST(ModelTest, PendingPredictionsOfModelsSharingABudgetStayWithinIt) {
   auto a = *Model::Create(Dim(2));
   auto b = *Model::Create(Dim(2));
   ASSERT_TRUE(a->Issue(D({1, 0}), 0).ok());  // before it joins
-  a->set_pending_budget(budget);
-  b->set_pending_budget(budget);
+  a->set_pending_limits({.budget = budget});
+  b->set_pending_limits({.budget = budget});
   EXPECT_EQ(budget->used(), one);
   const Issued a2 = *a->Issue(D({0, 1}), 5);
   ASSERT_TRUE(b->Issue(D({1, 1}), 0).ok());
@@ -864,14 +864,46 @@ TEST(ModelTest, PendingPredictionsOfModelsSharingABudgetStayWithinIt) {
   // A model with more than the budget joins whole; none issues until room.
   auto c = *Model::Create(Dim(2));
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(c->Issue(D({1, 0}), 0).ok());
-  c->set_pending_budget(budget);
+  c->set_pending_limits({.budget = budget});
   EXPECT_EQ(budget->used(), 4 * one);
   EXPECT_FALSE(a->Issue(D({1, 0}), 0).ok());
   c.reset();
   EXPECT_EQ(budget->used(), 0u);
   ASSERT_TRUE(a->Issue(D({1, 0}), 0).ok());
-  a->set_pending_budget(nullptr);
+  a->set_pending_limits({});
   EXPECT_EQ(budget->used(), 0u);
+}
+
+// A model's own limits on its pending predictions: their number and bytes,
+// each refused with RESOURCE_EXHAUSTED naming it, nothing issued; a model
+// holding more when the limits are set keeps what it holds.
+TEST(ModelTest, PendingPredictionsStayWithinTheModelsOwnLimits) {
+  const uint64_t two = Model::PendingBytes(2, 0);
+  auto m = *Model::Create(Dim(2));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m->Issue(D({1, 0}), 0).ok());
+  m->set_pending_limits({.count = 2});
+  EXPECT_EQ(m->pending_count(), 3u);
+  absl::StatusOr<Issued> refused = m->Issue(D({1, 0}), 0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "the model holds its maximum of 2 pending predictions");
+  EXPECT_EQ(m->ExpirePending(1), 3u);
+  m->set_pending_limits({.bytes = 2 * two, .bytes_name = "--the_flag"});
+  ASSERT_TRUE(m->Issue(D({1, 0}), 0).ok());
+  ASSERT_TRUE(m->Issue(D({1, 0}), 0).ok());
+  refused = m->Issue(D({1, 0}), 0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      refused.status().message(),
+      absl::StrCat("the model's pending predictions hold ", 2 * two,
+                   " bytes; this one (", two, ") would pass the maximum of ",
+                   2 * two, " (--the_flag)"));
+  EXPECT_EQ(m->pending_count(), 2u);
+  EXPECT_EQ(m->pending_bytes(), 2 * two);
+  EXPECT_EQ(m->counters().predictions, 5u);
+  // An example that is not valid is told so first.
+  EXPECT_EQ(m->Issue(D({1, 0, 0}), 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

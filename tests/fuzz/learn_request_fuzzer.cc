@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   perceptron::v1::LearnResponse response;
   CommitHandle commit;
-  if (!ApplyLearnItems(*entry, *world->none, request.items(), world->limits,
+  if (!ApplyLearnItems(*entry, *world->none, request.items(),
                        response.mutable_results(), response.mutable_stats(),
                        &commit)
            .ok() ||

@@ -266,7 +266,7 @@ TEST(RegistryTest, EveryBatchLearnedCountsForTheRefresher) {
       &learn));
   v1::LearnResponse answer;
   CommitHandle commit;
-  ASSERT_TRUE(ApplyLearnItems(entry, *m.none, learn.items(), m.limits,
+  ASSERT_TRUE(ApplyLearnItems(entry, *m.none, learn.items(),
                               answer.mutable_results(), answer.mutable_stats(),
                               &commit)
                   .ok());

@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/byte_budget.h"
 #include "core/candidate_sums.h"
 #include "core/certificate.h"
 #include "core/certificate_tracker.h"
@@ -251,6 +253,38 @@ void Predict(benchmark::State& state, const Workload& w) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The predict-then-reveal path: each example issued, and the one issued 64
+// before it revealed (a stream of batches of 64 keeps as many pending), its
+// pending prediction counted in a budget that models share (a server's
+// --max_pending_mb) or in none: what the budget costs a prediction.
+void IssueReveal(benchmark::State& state, const Workload& w, bool budget) {
+  const Data data = MakeData(w);
+  auto model = *Model::Create(ConfigOf(w));
+  if (budget) {
+    model->set_pending_limits(
+        {.budget = std::make_shared<ByteBudget>(uint64_t{1} << 30, "taken")});
+  }
+  const bool sparse = w.nonzeros > 0;
+  constexpr size_t kLag = 64;
+  std::vector<std::pair<uint64_t, int>> issued(kLag);
+  size_t t = 0;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    const size_t next = t + 1 == data.labels.size() ? 0 : t + 1;
+    model->Prefetch(View(data, next, sparse));
+    std::pair<uint64_t, int>& slot = issued[n % kLag];
+    if (n >= kLag) {
+      benchmark::DoNotOptimize(model->Reveal(slot.first, slot.second));
+    }
+    slot = {model->Issue(View(data, t, sparse), 0)->prediction_id,
+            data.labels[t]};
+    ++n;
+    t = next;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["pending"] = static_cast<double>(model->pending_count());
+}
+
 // Classic with a comparator: the path the service runs (TD_gamma kept per
 // example).
 BENCHMARK_CAPTURE(Run, W1_classic_bound, kW1, Algorithm::kClassic, true);
@@ -268,6 +302,11 @@ BENCHMARK_CAPTURE(RunDense, W1_classic_bound, kW1, true);
 BENCHMARK_CAPTURE(Run, W1_averaged_bound, kW1, Algorithm::kAveraged, true);
 BENCHMARK_CAPTURE(Run, W2_averaged_bound, kW2, Algorithm::kAveraged, true);
 BENCHMARK_CAPTURE(Run, W3_averaged_bound, kW3, Algorithm::kAveraged, true);
+// Predictions issued then revealed, pending within a shared budget or not.
+BENCHMARK_CAPTURE(IssueReveal, W1, kW1, false);
+BENCHMARK_CAPTURE(IssueReveal, W1_budget, kW1, true);
+BENCHMARK_CAPTURE(IssueReveal, W3, kW3, false);
+BENCHMARK_CAPTURE(IssueReveal, W3_budget, kW3, true);
 // Scores only.
 BENCHMARK_CAPTURE(Predict, W1, kW1);
 BENCHMARK_CAPTURE(Predict, W2, kW2);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,8 +49,31 @@ int FailLocal(const absl::Status& s) {
 // The reason the last system call failed, as text.
 std::string Errno() { return std::strerror(errno); }
 
-// A usage error: one line, and where the whole usage is.
+namespace {
+std::string& UsageCommand() {
+  static std::string* command = new std::string;
+  return *command;
+}
+std::set<std::string>& GivenFlags() {
+  static auto* given = new std::set<std::string>;
+  return *given;
+}
+}  // namespace
+
+void SetUsageCommand(const std::string& command) { UsageCommand() = command; }
+bool FlagGiven(const std::string& name) { return GivenFlags().contains(name); }
+void SetFlagGiven(const std::string& name) { GivenFlags().insert(name); }
+
+// A usage error: one line, and where the usage is: the command's, once the
+// command is known.
 int Usage(const std::string& why) {
+  if (!UsageCommand().empty()) {
+    std::fprintf(stderr,
+                 "perceptron: %s (perceptron help %s shows its usage and "
+                 "flags)\n",
+                 why.c_str(), UsageCommand().c_str());
+    return 2;
+  }
   std::fprintf(stderr,
                "perceptron: %s (perceptron --help shows the commands and "
                "flags)\n",

@@ -26,8 +26,14 @@ int Fail(const absl::Status& s);
 int FailLocal(const absl::Status& s);
 // The reason the last system call failed, as text.
 std::string Errno();
-// A usage error: one line, and where the whole usage is; returns 2.
+// A usage error: one line, and where the usage is (the command's, once
+// SetUsageCommand has named it); returns 2.
 int Usage(const std::string& why);
+void SetUsageCommand(const std::string& command);
+// True if the flag `name` was given on the command line (main says which
+// were): what tells a flag given as 0 from one not given.
+bool FlagGiven(const std::string& name);
+void SetFlagGiven(const std::string& name);
 // The whole of a small file, or exits with a message.
 std::string ReadSmallFile(const std::string& path);
 // A client for --server, with TLS and the token from the flags; with

@@ -38,7 +38,8 @@ ABSL_FLAG(std::string, token_file, "",
           "environment variable)");
 ABSL_FLAG(std::string, model, "", "The model (train, predict, reveal)");
 // create
-ABSL_FLAG(uint32_t, dim, 0, "create: input dimension d");
+ABSL_FLAG(uint32_t, dim, 0,
+          "create: input dimension d; generate: 20 if not given");
 ABSL_FLAG(std::string, algorithm, "classic",
           "create: classic, margin, averaged, voted or kernel");
 ABSL_FLAG(double, eta, 1.0, "create: learning rate");
@@ -127,7 +128,8 @@ ABSL_FLAG(bool, issue, false,
 ABSL_FLAG(absl::Duration, interval, absl::Milliseconds(200),
           "watch: at most one update per");
 ABSL_FLAG(uint64_t, count, 0,
-          "watch: stop after this many updates (0: never); generate: examples");
+          "watch: stop after this many updates (0: never); generate: "
+          "examples, 10000 if not given");
 // import
 ABSL_FLAG(std::string, as, "",
           "import: the new model's id (default: the exported one's)");

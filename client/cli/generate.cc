@@ -21,6 +21,13 @@ namespace perceptron::client::cli {
 
 int Generate(const Args& args) {
   if (!args.empty()) return Usage("generate takes no arguments");
+  // 0 stands for a flag not given; given, it is a mistake.
+  if (FlagGiven("dim") && absl::GetFlag(FLAGS_dim) == 0) {
+    return Usage("--dim must be at least 1");
+  }
+  if (FlagGiven("count") && absl::GetFlag(FLAGS_count) == 0) {
+    return Usage("--count must be at least 1");
+  }
   GeneratorOptions o;
   o.dimension = absl::GetFlag(FLAGS_dim) == 0 ? 20 : absl::GetFlag(FLAGS_dim);
   o.count =

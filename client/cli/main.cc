@@ -53,7 +53,7 @@ constexpr char kUsage[] = R"(the command-line client of perceptrond
              (cumulative mistakes and the bound against examples, as an SVG)
   perceptron export MODEL FILE        (the whole model as a portable blob)
   perceptron import FILE [--as=NEW_ID]
-  perceptron generate --dim=D --count=N [--margin=0.05] [--noise=0] [--seed=1]
+  perceptron generate [--dim=20] [--count=10000] [--margin=0.05] [--noise=0] [--seed=1]
              [--out=FILE] [--separator_out=FILE]
 
 Files are LIBSVM/SVMlight ("label index:value ..."), CSV (".csv"), Vowpal Wabbit's text (".vw")
@@ -158,7 +158,7 @@ const std::vector<CommandHelp>& Helps() {
        "perceptron import FILE [--as=NEW_ID]\n  A model from an exported blob.",
        {"as"}},
       {"generate",
-       "perceptron generate --dim=D --count=N\n"
+       "perceptron generate [--dim=20] [--count=10000]\n"
        "  A synthetic stream separable with a margin (and noise), as LIBSVM "
        "lines.",
        {"dim", "count", "margin", "noise", "seed", "out", "separator_out"}},
@@ -178,23 +178,11 @@ constexpr const char* kEveryCommandsFlags[] = {
     "server",  "tls_ca",          "tls_cert",   "tls_key",
     "timeout", "connect_timeout", "token_file", "progress"};
 
-// The first of this client's flags given on the command line (argv, before
-// "--") that `command` does not read, as written; "" when there is none or
-// the command is unknown (Run says so). A flag a command ignores is a
-// mistake the user should hear of (generate --gamma is not its --margin).
-std::string UnreadFlag(const std::string& command, int argc, char** argv) {
-  const CommandHelp* help = nullptr;
-  for (const CommandHelp& h : Helps()) {
-    if (command == h.name) help = &h;
-  }
-  if (help == nullptr) return "";
-  std::vector<std::string> reads(std::begin(kEveryCommandsFlags),
-                                 std::end(kEveryCommandsFlags));
-  reads.insert(reads.end(), help->flags.begin(), help->flags.end());
-  // train and fit --create make the model from create's flags.
-  if (command == "train" || command == "fit") {
-    for (const char* f : ModelConfigFlags()) reads.push_back(f);
-  }
+// This client's flags given on the command line (argv, before "--"): each
+// flag's name and the name as written (--nobias is bias, written nobias).
+std::vector<std::pair<std::string, std::string>> GivenFlags(int argc,
+                                                            char** argv) {
+  std::vector<std::pair<std::string, std::string>> given;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     if (arg == "--") break;
@@ -211,8 +199,33 @@ std::string UnreadFlag(const std::string& command, int argc, char** argv) {
     if (flag == nullptr || !absl::EndsWith(flag->Filename(), "cli/flags.cc")) {
       continue;
     }
+    given.emplace_back(name, written);
+  }
+  return given;
+}
+
+// The first flag of `given` that `command` does not read, as written; ""
+// when there is none or the command is unknown (Run says so). A flag a
+// command ignores is a mistake the user should hear of (generate --gamma is
+// not its --margin).
+std::string UnreadFlag(
+    const std::string& command,
+    const std::vector<std::pair<std::string, std::string>>& given) {
+  const CommandHelp* help = nullptr;
+  for (const CommandHelp& h : Helps()) {
+    if (command == h.name) help = &h;
+  }
+  if (help == nullptr) return "";
+  std::vector<std::string> reads(std::begin(kEveryCommandsFlags),
+                                 std::end(kEveryCommandsFlags));
+  reads.insert(reads.end(), help->flags.begin(), help->flags.end());
+  // train and fit --create make the model from create's flags.
+  if (command == "train" || command == "fit") {
+    for (const char* f : ModelConfigFlags()) reads.push_back(f);
+  }
+  for (const auto& [name, written] : given) {
     if (std::find(reads.begin(), reads.end(), name) == reads.end()) {
-      return std::string(written);
+      return written;
     }
   }
   return "";
@@ -309,6 +322,9 @@ int main(int argc, char** argv) {
     if (rest.size() > 3) return cli::Usage("help takes one COMMAND");
     return cli::PrintHelp(rest[2]);
   }
+  for (const cli::CommandHelp& h : cli::Helps()) {
+    if (std::string(rest[1]) == h.name) cli::SetUsageCommand(rest[1]);
+  }
   // Counts of which none would do nothing (they were taken as 1).
   for (const auto& [value, flag] :
        {std::pair{absl::GetFlag(FLAGS_batch), "--batch"},
@@ -320,7 +336,9 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_interval) < absl::ZeroDuration()) {
     return cli::Usage("--interval must not be negative");
   }
-  if (const std::string unread = cli::UnreadFlag(rest[1], argc, argv);
+  const auto given = cli::GivenFlags(argc, argv);
+  for (const auto& [name, written] : given) cli::SetFlagGiven(name);
+  if (const std::string unread = cli::UnreadFlag(rest[1], given);
       !unread.empty()) {
     std::fprintf(stderr,
                  "perceptron: %s does not read --%s (perceptron help %s "

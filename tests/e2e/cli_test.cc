@@ -734,6 +734,25 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
                                0, absl::string_view(command).find(' ')),
                            " lists the flags it reads)\n"));
   }
+  // A usage error once the command is known points at its help; generate's
+  // --dim and --count are 20 and 10000 when not given, and 0 given is
+  // refused.
+  for (const auto& [command, why] :
+       {std::pair{"generate --dim=0", "--dim must be at least 1"},
+        std::pair{"generate --count 0", "--count must be at least 1"},
+        std::pair{"create", "create takes one MODEL"}}) {
+    r = RunCommand(Cli(*server_, command));
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.output,
+              absl::StrCat("perceptron: ", why, " (perceptron help ",
+                           absl::string_view(command).substr(
+                               0, absl::string_view(command).find(' ')),
+                           " shows its usage and flags)\n"));
+  }
+  r = RunCommand(Cli(*server_, "generate --seed=3"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 10000);
+  EXPECT_THAT(r.output.substr(0, r.output.find('\n')), HasSubstr(" 20:"));
   const testing::ScopedDir scoped("cli-unread");
   const std::string tiny = scoped.path() + "/tiny.svm";
   std::ofstream(tiny) << "+1 1:1\n-1 1:-1\n";

@@ -31,10 +31,27 @@
 #include "client/cli/flags.h"
 #include "client/cli/labels.h"
 #include "client/data_reader.h"
+#include "core/quoted.h"
 
 namespace perceptron::client::cli {
 
 namespace {
+
+// OK unless --positive is given for a multiclass model (of `classes`): one
+// class against the rest is a binary model's, and a multiclass model's
+// labels are its classes' names.
+absl::Status PositiveFits(const std::vector<std::string>& classes) {
+  const std::string positive = absl::GetFlag(FLAGS_positive);
+  if (positive.empty() || classes.empty()) return absl::OkStatus();
+  const size_t shown = std::min<size_t>(classes.size(), 10);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--positive=", Quoted(positive),
+      " makes labels -1/+1 for a binary model; this model's labels are the "
+      "names of its ",
+      classes.size(), " classes (",
+      absl::StrJoin(classes.begin(), classes.begin() + shown, ", "),
+      shown < classes.size() ? ", ...)" : ")"));
+}
 
 // `hashed`: the model takes features by name, so a CSV file is read by its
 // header's names.
@@ -58,6 +75,7 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(
         absl::StrCat("--format=", f, " is not auto, libsvm, csv, vw or jsonl"));
   }
   o.positive_label = absl::GetFlag(FLAGS_positive);
+  if (absl::Status s = PositiveFits(classes); !s.ok()) return s;
   o.index_base = absl::GetFlag(FLAGS_index_base);
   const std::string label = absl::GetFlag(FLAGS_label_column);
   if (!label.empty() && !absl::SimpleAtoi(label, &o.label_column)) {
@@ -516,6 +534,7 @@ int Predict(const Args& args) {
   if (!m.ok()) return Fail(m.status());
   // A multiclass model's labels in the file are not read (any is taken).
   const std::vector<std::string> classes = ClassesOf(m->config());
+  if (absl::Status s = PositiveFits(classes); !s.ok()) return FailLocal(s);
   absl::StatusOr<std::unique_ptr<DataReader>> opened =
       OpenData(args[0], /*require_labels=*/false, ByName(m->config()), {},
                /*raw_labels=*/!classes.empty());

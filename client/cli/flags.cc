@@ -93,8 +93,8 @@ ABSL_FLAG(std::string, format, "auto",
           "else libsvm), libsvm, csv, vw or jsonl; status: text (auto) or "
           "json");
 ABSL_FLAG(std::string, positive, "",
-          "train: the raw label that is +1 (others -1); default maps +1/1 to "
-          "+1, -1/0 to -1");
+          "train: the raw label that is +1 (others -1) for a binary model; "
+          "default maps +1/1 to +1, -1/0 to -1");
 ABSL_FLAG(int, index_base, 1,
           "LIBSVM: the first feature index (1 for SVMlight files)");
 ABSL_FLAG(std::string, label_column, "",

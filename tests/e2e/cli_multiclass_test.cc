@@ -205,6 +205,27 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
   absl::StatusOr<v1::ModelStatus> st = client_->GetStatus("fl");
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->stats().examples(), 600u);
+  // --positive (one class against the rest) is a binary model's: refused
+  // for a multiclass one, nothing sent or created.
+  for (const std::string& command :
+       {"train " + csv + ".gz --model=fl --positive=rose",
+        "predict " + csv + ".gz --model=fl --positive=rose",
+        "train " + csv +
+            ".gz --model=fl8 --create --classes=iris,lily,rose "
+            "--positive=rose"}) {
+    r = RunCommand(Cli(*server_, command));
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_THAT(r.output,
+                HasSubstr("--positive=\"rose\" makes labels -1/+1 for a "
+                          "binary model; this model's labels are the names "
+                          "of its 3 classes (iris, lily, rose)"))
+        << command;
+  }
+  st = client_->GetStatus("fl");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->stats().examples(), 600u);
+  EXPECT_EQ(client_->GetModel("fl8").status().code(),
+            absl::StatusCode::kNotFound);
   // --classes names them at creation, in that order.
   r = RunCommand(Cli(*server_, "create fl2 --dim=3 --classes=rose,iris,lily"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -79,9 +79,10 @@ absl::Status ValidateClasses(const ModelConfig& config) {
   const std::vector<std::string>& c = config.classes;
   if (c.empty()) return absl::OkStatus();
   if (c.size() < 2 || c.size() > kMaxClasses) {
-    return Invalid("classes", absl::StrCat("has ", c.size(),
-                                           " names; a multiclass model has 2..",
-                                           kMaxClasses));
+    return Invalid(
+        "classes",
+        absl::StrCat("has ", c.size(), c.size() == 1 ? " name" : " names",
+                     "; a multiclass model has 2..", kMaxClasses));
   }
   absl::flat_hash_set<absl::string_view> seen;
   for (size_t i = 0; i < c.size(); ++i) {

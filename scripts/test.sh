@@ -3,8 +3,8 @@
 # deploy/Dockerfile and run (tests/image/image_test.sh), unless PERCEPTRON_SKIP_IMAGE=1 (for quick
 # local runs; CI never sets it); then the same suite again built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset) and with ThreadSanitizer
-# (the `tsan` preset, after scripts/tsan_abseil.sh; the core library's single-threaded tests
-# neither built nor run), unless PERCEPTRON_SKIP_SANITIZERS=1; then
+# (the `tsan` preset, after scripts/tsan_abseil.sh; the tests that start no thread neither built
+# nor run), unless PERCEPTRON_SKIP_SANITIZERS=1; then
 # each libFuzzer target for FUZZ_SECONDS (20), unless PERCEPTRON_SKIP_FUZZ=1.
 # Usage: scripts/test.sh [extra ctest flags]
 # Each stage's wall time is printed when it ends, and the whole run's at the end.
@@ -52,8 +52,9 @@ if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   scripts/tsan_abseil.sh
   cmake --preset tsan
   cmake --build --preset tsan -j"$(nproc)"
-  # The core library's tests run one thread each: nothing for ThreadSanitizer to find there (they
-  # run under the release build and AddressSanitizer above); the preset does not build them.
+  # The tests that start no thread (the core library's; tests of the server's and client's pure
+  # functions): nothing for ThreadSanitizer to find there (they run under the release build and
+  # AddressSanitizer above); the preset does not build them.
   ctest --preset tsan -LE single_threaded "$@"
 fi
 if [ "${PERCEPTRON_SKIP_FUZZ:-0}" != 1 ]; then

@@ -173,6 +173,14 @@ const std::vector<CommandHelp>& Helps() {
   return *helps;
 }
 
+// The help of the command called `name`; null if there is none.
+const CommandHelp* FindHelp(absl::string_view name) {
+  for (const CommandHelp& h : Helps()) {
+    if (name == h.name) return &h;
+  }
+  return nullptr;
+}
+
 // The flags every command takes: the connection's, and how progress shows.
 constexpr const char* kEveryCommandsFlags[] = {
     "server",  "tls_ca",          "tls_cert",   "tls_key",
@@ -180,8 +188,8 @@ constexpr const char* kEveryCommandsFlags[] = {
 
 // This client's flags given on the command line (argv, before "--"): each
 // flag's name and the name as written (--nobias is bias, written nobias).
-std::vector<std::pair<std::string, std::string>> GivenFlags(int argc,
-                                                            char** argv) {
+std::vector<std::pair<std::string, std::string>> FlagsOnCommandLine(
+    int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> given;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
@@ -211,10 +219,7 @@ std::vector<std::pair<std::string, std::string>> GivenFlags(int argc,
 std::string UnreadFlag(
     const std::string& command,
     const std::vector<std::pair<std::string, std::string>>& given) {
-  const CommandHelp* help = nullptr;
-  for (const CommandHelp& h : Helps()) {
-    if (command == h.name) help = &h;
-  }
+  const CommandHelp* help = FindHelp(command);
   if (help == nullptr) return "";
   std::vector<std::string> reads(std::begin(kEveryCommandsFlags),
                                  std::end(kEveryCommandsFlags));
@@ -234,11 +239,10 @@ std::string UnreadFlag(
 // Prints COMMAND's help to standard output; 0, or a usage error for an
 // unknown one.
 int PrintHelp(const std::string& name) {
-  for (const CommandHelp& h : Helps()) {
-    if (name != h.name) continue;
-    std::printf("%s\n", h.text);
-    if (!h.flags.empty()) std::printf("\nFlags:\n");
-    for (const char* flag : h.flags) {
+  if (const CommandHelp* h = FindHelp(name); h != nullptr) {
+    std::printf("%s\n", h->text);
+    if (!h->flags.empty()) std::printf("\nFlags:\n");
+    for (const char* flag : h->flags) {
       const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
       if (f == nullptr) continue;
       std::printf(
@@ -322,9 +326,7 @@ int main(int argc, char** argv) {
     if (rest.size() > 3) return cli::Usage("help takes one COMMAND");
     return cli::PrintHelp(rest[2]);
   }
-  for (const cli::CommandHelp& h : cli::Helps()) {
-    if (std::string(rest[1]) == h.name) cli::SetUsageCommand(rest[1]);
-  }
+  if (cli::FindHelp(rest[1]) != nullptr) cli::SetUsageCommand(rest[1]);
   // Counts of which none would do nothing (they were taken as 1).
   for (const auto& [value, flag] :
        {std::pair{absl::GetFlag(FLAGS_batch), "--batch"},
@@ -336,7 +338,7 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_interval) < absl::ZeroDuration()) {
     return cli::Usage("--interval must not be negative");
   }
-  const auto given = cli::GivenFlags(argc, argv);
+  const auto given = cli::FlagsOnCommandLine(argc, argv);
   for (const auto& [name, written] : given) cli::SetFlagGiven(name);
   if (const std::string unread = cli::UnreadFlag(rest[1], given);
       !unread.empty()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
@@ -720,34 +721,26 @@ TEST_F(CliTest, HelpEnvironmentAndSmallCommandsAsANewUserMeetsThem) {
   EXPECT_EQ(RunCommand(Cli(*server_, "get u")).exit_code, 1);
 
   // A flag the command does not read is a usage error, named as written,
-  // before anything is done; create's flags are train's with --create.
-  for (const auto& [command, flag] :
-       {std::pair{"generate --count=3 --gamma=0.1",
-                  "generate does not read --gamma"},
-        std::pair{"status a --top=3", "status does not read --top"},
-        std::pair{"delete a --nobias", "delete does not read --nobias"}}) {
+  // before anything is done (create's flags are train's with --create); any
+  // other usage error once the command is known points at its help.
+  // generate's --dim and --count are 20 and 10000 when not given, and 0 given
+  // is refused.
+  constexpr absl::string_view kLists = " lists the flags it reads)\n";
+  constexpr absl::string_view kShows = " shows its usage and flags)\n";
+  for (const auto& [command, why, help] :
+       {std::tuple{"generate --count=3 --gamma=0.1",
+                   "generate does not read --gamma", kLists},
+        std::tuple{"status a --top=3", "status does not read --top", kLists},
+        std::tuple{"delete a --nobias", "delete does not read --nobias",
+                   kLists},
+        std::tuple{"generate --dim=0", "--dim must be at least 1", kShows},
+        std::tuple{"generate --count 0", "--count must be at least 1", kShows},
+        std::tuple{"create", "create takes one MODEL", kShows}}) {
     r = RunCommand(Cli(*server_, command));
     EXPECT_EQ(r.exit_code, 2) << command;
-    EXPECT_EQ(r.output,
-              absl::StrCat("perceptron: ", flag, " (perceptron help ",
-                           absl::string_view(command).substr(
-                               0, absl::string_view(command).find(' ')),
-                           " lists the flags it reads)\n"));
-  }
-  // A usage error once the command is known points at its help; generate's
-  // --dim and --count are 20 and 10000 when not given, and 0 given is
-  // refused.
-  for (const auto& [command, why] :
-       {std::pair{"generate --dim=0", "--dim must be at least 1"},
-        std::pair{"generate --count 0", "--count must be at least 1"},
-        std::pair{"create", "create takes one MODEL"}}) {
-    r = RunCommand(Cli(*server_, command));
-    EXPECT_EQ(r.exit_code, 2) << command;
-    EXPECT_EQ(r.output,
-              absl::StrCat("perceptron: ", why, " (perceptron help ",
-                           absl::string_view(command).substr(
-                               0, absl::string_view(command).find(' ')),
-                           " shows its usage and flags)\n"));
+    const absl::string_view name = command;
+    EXPECT_EQ(r.output, absl::StrCat("perceptron: ", why, " (perceptron help ",
+                                     name.substr(0, name.find(' ')), help));
   }
   r = RunCommand(Cli(*server_, "generate --seed=3"));
   EXPECT_EQ(r.exit_code, 0);

@@ -5,7 +5,8 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset) and with ThreadSanitizer
 # (the `tsan` preset, after scripts/tsan_abseil.sh; the tests that start no thread neither built
 # nor run), unless PERCEPTRON_SKIP_SANITIZERS=1; then
-# each libFuzzer target for FUZZ_SECONDS (20), unless PERCEPTRON_SKIP_FUZZ=1.
+# the libFuzzer targets, at once, each for FUZZ_SECONDS (20) of a core's time, unless
+# PERCEPTRON_SKIP_FUZZ=1.
 # Usage: scripts/test.sh [extra ctest flags]
 # Each stage's wall time is printed when it ends, and the whole run's at the end.
 set -euo pipefail
@@ -58,6 +59,6 @@ if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   ctest --preset tsan -LE single_threaded "$@"
 fi
 if [ "${PERCEPTRON_SKIP_FUZZ:-0}" != 1 ]; then
-  stage "the fuzz targets, ${FUZZ_SECONDS:-20}s each"
+  stage "the fuzz targets, at once, ${FUZZ_SECONDS:-20} s of a core each"
   scripts/fuzz.sh
 fi

@@ -88,6 +88,17 @@ def _batches(kind: str, rows, labels: Optional[np.ndarray],
                                        rows.data[lo:hi], part)
 
 
+def _answers(c: pb.ColumnResults) -> tuple[np.ndarray, np.ndarray]:
+    """A columnar answer's scores and labels as arrays, read from its bytes (a value at a time
+    through the message only where the bytes are not in the form _wire.column_answers reads)."""
+    scores, labels = _wire.column_answers(c.SerializeToString())
+    if scores is None:
+        scores = np.array(c.scores, dtype=np.float64)
+    if labels is None:
+        labels = np.array(c.labels, dtype=np.int64)
+    return scores, labels
+
+
 def _error(e, at: int) -> tuple:
     return at + e.item, PerceptronError(_CODES[e.error.code], e.error.message, at + e.item)
 
@@ -104,8 +115,7 @@ def _outcomes(responses: Iterator[pb.LearnResponse], n: int) -> LearnResult:
     for response in responses:
         c = response.columns
         k = len(c.scores)
-        scores[at:at + k] = c.scores
-        labels[at:at + k] = c.labels
+        scores[at:at + k], labels[at:at + k] = _answers(c)
         mistakes[at:at + k] = _bits(c.mistakes, k)
         updates[at:at + k] = _bits(c.updates, k)
         errors.extend(_error(e, at) for e in c.errors)

@@ -1,6 +1,7 @@
 """Learn requests as columns (docs/design.md section 4), encoded from numpy arrays straight to the
 protobuf wire format: a packed repeated field is a tag, a length and the values, so a batch is a
-few array operations, with no value passing through Python one at a time."""
+few array operations, with no value passing through Python one at a time. The answers' scores and
+labels are read back from their bytes the same way (column_answers)."""
 from __future__ import annotations
 
 import numpy as np
@@ -142,3 +143,58 @@ def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
 def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> Message:
     return Message().field(_REVEAL_IDS, varints(ids)).field(_REVEAL_LABELS,
                                                              zigzag_labels(labels))
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def column_answers(raw: bytes) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The scores (packed double) and labels (packed sint32) of a serialized ColumnResults, read
+    as arrays without a Python object per value: the scores as float64, the labels as int64
+    where each is one byte (|label| < 64: -1/+1, or a class index below 64). Either is None
+    where it is not in that form (the caller reads it from the message instead)."""
+    scores = labels = None
+    found_scores = found_labels = False
+    view = memoryview(raw)
+    pos = 0
+    while pos < len(raw):
+        tag, pos = _read_varint(raw, pos)
+        field, wire_type = tag >> 3, tag & 7
+        if wire_type == 0:
+            _, pos = _read_varint(raw, pos)
+            continue
+        if wire_type == 1 or wire_type == 5:
+            pos += 8 if wire_type == 1 else 4
+            if field in (1, 2):  # a value not packed
+                return None, None
+            continue
+        if wire_type != 2:
+            return None, None
+        length, pos = _read_varint(raw, pos)
+        body = view[pos:pos + length]
+        pos += length
+        if field == 1:
+            # A packed field split in two parts (allowed, never written so) is read the slow way.
+            scores = None if found_scores or length % 8 else np.frombuffer(body, dtype="<f8")
+            found_scores = True
+        elif field == 2:
+            b = np.frombuffer(body, dtype=np.uint8)
+            if found_labels or (b >= 0x80).any():
+                labels = None
+            else:
+                v = b.astype(np.int64)
+                labels = (v >> 1) ^ -(v & 1)
+            found_labels = True
+    if not found_scores:
+        scores = np.zeros(0)
+    if not found_labels:
+        labels = np.zeros(0, dtype=np.int64)
+    return scores, labels

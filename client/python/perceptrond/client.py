@@ -17,8 +17,8 @@ from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 from . import _wire
 from ._inputs import (_batch_rows, _class_key, _class_labels, _is_named, _labels, _named,
                       _named_columns, _rows)
-from ._results import (_CODES, Issued, LearnResult, PerceptronError, _batches, _bits, _error,
-                       _item_outcomes, _outcomes, _raise)
+from ._results import (_CODES, Issued, LearnResult, PerceptronError, _answers, _batches, _bits,
+                       _error, _item_outcomes, _outcomes, _raise)
 
 #: Where Model.learn(retry_for=...) says, at INFO, each time a stream broke and where it resumes
 #: (the CLI's `train --retry_for` prints the same on standard error).
@@ -136,8 +136,7 @@ class Stream:
                 errors.append(_error(e, at))
             ok = np.flatnonzero(~refused)
             ids[at + ok] = c.first_prediction_id + np.arange(len(ok), dtype=np.uint64)
-            scores[at:at + k] = c.scores
-            labels[at:at + k] = c.labels
+            scores[at:at + k], labels[at:at + k] = _answers(c)
             at += k
         if self._model.classes:  # class names, None where refused
             labels = np.array(self._model.classes, dtype=object)[labels]
@@ -432,7 +431,7 @@ class Model:
                         if len(c.errors):
                             raise PerceptronError(_CODES[c.errors[0].error.code],
                                                   c.errors[0].error.message, at + c.errors[0].item)
-                        scores[at:at + k] = c.scores
+                        scores[at:at + k] = _answers(c)[0]
                         mistakes[at:at + k] = _bits(c.mistakes, k)
                         updates[at:at + k] = _bits(c.updates, k)
                         stats = response.stats

@@ -66,6 +66,35 @@ def test_varints_are_protobufs_own():
         assert _wire.learn_request(model_id, columns, if_examples) == want.SerializeToString()
 
 
+def test_column_answers_are_read_from_the_bytes_as_protobuf_reads_them():
+    rng = np.random.default_rng(4)
+    scores = np.concatenate([rng.standard_normal(300), [0.0, -0.0, np.inf, 1e-310]])
+    n = len(scores)
+    for labels in (rng.choice([-1, 1], n), rng.integers(0, 64, n), np.zeros(n, dtype=int),
+                   rng.integers(-64, 0, n)):
+        c = pb.ColumnResults(scores=scores.tolist(), labels=labels.tolist(), mistakes=b"\x05",
+                             updates=b"\x01", first_prediction_id=2**40,
+                             errors=[pb.ColumnError(item=3)])
+        got_scores, got_labels = _wire.column_answers(c.SerializeToString())
+        assert got_scores.tobytes() == np.array(c.scores).tobytes()
+        assert got_labels.tolist() == list(c.labels)
+        assert got_labels.dtype == np.int64
+    # Labels of more than one byte each, a field written in two parts or unpacked: read
+    # through the message (None here).
+    wide = pb.ColumnResults(scores=[1.0, 2.0], labels=[64, -65])
+    got_scores, got_labels = _wire.column_answers(wide.SerializeToString())
+    assert got_scores.tolist() == [1.0, 2.0] and got_labels is None
+    halves = (pb.ColumnResults(scores=[1.0]).SerializeToString()
+              + pb.ColumnResults(scores=[2.0]).SerializeToString())
+    assert list(pb.ColumnResults.FromString(halves).scores) == [1.0, 2.0]
+    assert _wire.column_answers(halves)[0] is None
+    unpacked = bytes([0x09]) + np.array([3.0]).tobytes()  # field 1, wire type 1: one double
+    assert list(pb.ColumnResults.FromString(unpacked).scores) == [3.0]
+    assert _wire.column_answers(unpacked) == (None, None)
+    empty_scores, empty_labels = _wire.column_answers(b"")
+    assert empty_scores.size == 0 and empty_labels.size == 0
+
+
 def test_sparse_columns_are_protobufs_own():
     indptr = np.array([5, 7, 7, 10])  # rows of 2, 0 and 3 values, starting at offset 5
     indices = np.array([3, 2**20, 0, 2**32 - 1, 17])
@@ -88,8 +117,9 @@ def test_learn_dense_equals_the_cpp_clients_items(server, client):
     assert int(result.mistakes.sum()) == 168 == result.stats.mistakes
     assert int(result.updates.sum()) == 168 == result.stats.updates
     # The same file through the C++ client's per-item path: the same model, bit for bit.
-    run = subprocess.run([os.environ["PERCEPTRON_CLI"], "train", CSV, "--model=cpp", "--create", "--nonormalize",
-                          "--nocolumnar", "--progress=no", "--server=" + server.target],
+    run = subprocess.run([os.environ["PERCEPTRON_CLI"], "train", CSV, "--model=cpp", "--create",
+                          "--nonormalize", "--nocolumnar", "--progress=no",
+                          "--server=" + server.target],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(0 as columns)" in run.stdout

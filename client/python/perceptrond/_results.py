@@ -47,9 +47,10 @@ class LearnResult:
     #: learn(retry_for=...): indexes of examples a broken stream had the model learn whose
     #: answers were lost with it (their scores NaN, mistakes and updates False).
     unanswered: list = dataclasses.field(default_factory=list)
-    #: The label issued for each example: -1 or +1, or a multiclass model's class name (None
-    #: where refused). For a multiclass model `scores` are the margins of those classes over
-    #: the runner-up, and a mistake is an example whose class was not strictly above every other.
+    #: The label issued for each example: -1 or +1 (0 where refused or unanswered), or a
+    #: multiclass model's class name (None there). For a multiclass model `scores` are the
+    #: margins of those classes over the runner-up, and a mistake is an example whose class was
+    #: not strictly above every other.
     predicted: Optional[np.ndarray] = None
 
 

@@ -254,11 +254,13 @@ class Model:
         return _class_labels(y, n, classes)
 
     def _named_classes(self, result: LearnResult) -> LearnResult:
-        """result.predicted as class names for a multiclass model (None where refused)."""
+        """result.predicted as class names for a multiclass model (None where refused or
+        unanswered)."""
         if self.classes and result.predicted is not None:
             names = np.array(self.classes, dtype=object)[result.predicted]
             for i, _ in result.errors:
                 names[i] = None
+            names[result.unanswered] = None
             result.predicted = names
         return result
 
@@ -403,6 +405,7 @@ class Model:
                              "most, without repeated indices")
         base = self._retrying(self.status, retry_for).stats.examples
         scores, mistakes, updates = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        predicted = np.zeros(n, dtype=np.int64)
         stats = pb.ModelStats()
         unanswered = []
         done = 0  # examples of x the model held when the current stream opened
@@ -431,13 +434,14 @@ class Model:
                         if len(c.errors):
                             raise PerceptronError(_CODES[c.errors[0].error.code],
                                                   c.errors[0].error.message, at + c.errors[0].item)
-                        scores[at:at + k] = _answers(c)[0]
+                        scores[at:at + k], predicted[at:at + k] = _answers(c)
                         mistakes[at:at + k] = _bits(c.mistakes, k)
                         updates[at:at + k] = _bits(c.updates, k)
                         stats = response.stats
                         at += k
                     if at == n:
-                        return LearnResult(scores, mistakes, updates, [], stats, unanswered)
+                        return self._named_classes(LearnResult(
+                            scores, mistakes, updates, [], stats, unanswered, predicted))
                     # Ended OK with batches unanswered (cut short on the way): a broken stream.
                     raise PerceptronError(grpc.StatusCode.UNAVAILABLE,
                                           f"the Learn stream ended without an error after {at} "
@@ -477,6 +481,7 @@ class Model:
                 # Learned by the broken stream, committed, but never answered.
                 unanswered.extend(range(at, held))
                 scores[at:held] = np.nan
+                predicted[at:held] = 0
                 if held == done:
                     now = time.monotonic()
                     stalled_since = now if stalled_since is None else stalled_since

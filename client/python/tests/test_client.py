@@ -421,11 +421,14 @@ def test_tokens_and_tls(tmp_path):
 class OneBatchServer:
     """A server of the test's own that answers only each Learn stream's first batch, then ends
     the stream OK (a proxy cutting it short on the way), and notes each stream's client address
-    and port (`peers`); GetModel says dimension 2, GetStatus the examples held."""
+    and port (`peers`); GetModel says dimension 2, GetStatus the examples held. With
+    `swallow`, the first stream's second batch is learned too but never answered (an answer
+    lost with a broken stream)."""
 
-    def __init__(self):
+    def __init__(self, swallow=False):
         from concurrent import futures
         self.held = 0
+        self.swallow = swallow
         self.peers = []
         handlers = {
             "Learn": grpc.stream_stream_rpc_method_handler(
@@ -460,6 +463,9 @@ class OneBatchServer:
             columns=pb.ColumnResults(scores=[1.0] * n, labels=[1] * n, mistakes=none,
                                      updates=none),
             stats=pb.ModelStats(examples=self.held))
+        if self.swallow:
+            self.swallow = False
+            self.held += len(next(requests).columns.labels)
 
     def stop(self):
         self.server.stop(None)
@@ -485,9 +491,28 @@ def test_a_learn_stream_that_ends_ok_with_batches_unanswered_is_an_error():
             assert fake.held == 10
             assert result.unanswered == []
             assert result.scores.tolist() == [1.0] * 10
+            assert result.predicted.tolist() == [1] * 10
             assert len(fake.peers) == 3 and len(set(fake.peers)) == 3, fake.peers
             # The client's own connection is still there for its other calls.
             assert c.model("m").status().stats.examples == 10
+    finally:
+        fake.stop()
+
+
+def test_an_answer_lost_with_a_broken_stream_is_listed_as_unanswered():
+    """learn(retry_for=...) where the broken stream had the model learn a batch it never
+    answered: those examples are listed in `unanswered`, their scores NaN and their labels 0,
+    and the others are answered once each."""
+    fake = OneBatchServer(swallow=True)
+    try:
+        x, y = np.ones((10, 2)), np.ones(10)
+        with perceptrond.Client(fake.target) as c:
+            result = c.model("m").learn(x, y, batch_size=4, retry_for=30)
+        assert fake.held == 10
+        assert result.unanswered == [4, 5, 6, 7]
+        assert np.isnan(result.scores[4:8]).all() and result.scores[8:].tolist() == [1.0] * 2
+        assert result.predicted.tolist() == [1] * 4 + [0] * 4 + [1] * 2
+        assert not result.mistakes.any() and not result.errors
     finally:
         fake.stop()
 

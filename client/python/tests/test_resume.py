@@ -123,6 +123,7 @@ def test_learn_resumes_when_a_request_is_lost_on_the_way(server, client, caplog,
     assert f"the model holds {held} of them: resuming at example {held}" in said[0], said
     assert got.unanswered == []
     assert bits(got.scores) == bits(once.scores)
+    assert got.predicted.tolist() == once.predicted.tolist()
     assert client.model("m").status().stats.examples == len(y)
     assert bits(client.model("m").weights()) == bits(client.model("once").weights())
 
@@ -164,4 +165,27 @@ def test_train_resumes_when_a_request_is_lost_on_the_way(server, client, tmp_pat
     assert f"m holds {held}: resuming at example {held}{of}\n" in run.stderr, run.stderr
     assert "trained m on " in run.stdout and ": 3000 examples in" in run.stdout, run.stdout
     assert client.model("m").status().stats.examples == len(y)
+    assert bits(client.model("m").weights()) == bits(client.model("once").weights())
+
+
+def test_a_multiclass_learn_resumes_with_its_class_names(server, client):
+    """learn(retry_for=...) of a multiclass model through a lost request: the model is the one
+    the data makes once, and the result names the classes issued as learn without it does."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3000, 6))
+    y = np.array(["a", "b", "c"])[np.argmax(x[:, :3], axis=1)]
+    once = client.create_model("once", dimension=6, classes=["a", "b", "c"]).learn(
+        x, y, batch_size=200)
+    client.create_model("m", dimension=6, classes=["a", "b", "c"])
+    proxy = LossyProxy(server.target, lose=1)
+    try:
+        with perceptrond.Client(proxy.target) as c:
+            got = c.model("m").learn(x, y, batch_size=200, retry_for=30)
+    finally:
+        proxy.stop()
+    assert len(proxy.lost) == 1 and proxy.learn_streams >= 2, (proxy.lost, proxy.learn_streams)
+    assert got.unanswered == [] and not got.errors
+    assert set(got.predicted) == {"a", "b", "c"}
+    assert got.predicted.tolist() == once.predicted.tolist()
+    assert bits(got.scores) == bits(once.scores)
     assert bits(client.model("m").weights()) == bits(client.model("once").weights())

@@ -15,8 +15,7 @@ cores=$(nproc)
 wall=$(( (seconds * ${#targets[@]} + cores - 1) / cores ))
 (( wall > seconds )) || wall=$seconds
 cmake --preset asan >/dev/null
-cmake --build --preset asan -j"$cores" \
-  --target learn_request_fuzzer data_reader_fuzzer import_blob_fuzzer
+cmake --build --preset asan -j"$cores" --target "${targets[@]/%/_fuzzer}"
 echo "== fuzzing ${targets[*]} at once for ${wall}s on $cores cores"
 works=() pids=()
 for target in "${targets[@]}"; do

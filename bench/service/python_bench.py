@@ -1,10 +1,11 @@
 """The Python client's rate (docs/design.md section 7, issue 15's target): the same labeled
-examples (a numpy array, d=20) learned by two models of one server, one through the perceptrond
-package (columnar batches built from the array), one through per-item LearnRequests built from
-the same array with the generated protobuf classes, as the Python client did before columns (in
-batches of 64, its default then; the package's default batch is 1024 rows). One Learn stream
-each, the messages built while streaming (what a client pays either way). Checks that both models end with the same weights,
-bit for bit; prints "items EX_PER_S" and "columns EX_PER_S".
+examples (a numpy array, d=20; N rows, 10^6 if not given) learned by two models of one server,
+one through the perceptrond package (columnar batches built from the array, the package's
+default of about 2 MiB of values: 8,192 rows at d=20), one through per-item LearnRequests built
+from the same array with the generated protobuf classes, as the Python client did before columns
+(in batches of 64, its default then). One Learn stream each, the messages built while streaming
+(what a client pays either way). Checks that both models end with the same weights, bit for bit;
+prints "items EX_PER_S" and "columns EX_PER_S".
 
     PYTHONPATH=client/python:BUILD/python /usr/bin/python3 python_bench.py HOST:PORT [N]
 """
@@ -32,7 +33,7 @@ def per_item_requests(model_id, x, y):
 
 def main():
     address = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000000
     rng = np.random.default_rng(3)
     x = rng.standard_normal((n, DIMENSION))
     y = np.where(x @ rng.standard_normal(DIMENSION) >= 0, 1, -1)

@@ -69,6 +69,7 @@ def _item_outcomes(response: pb.LearnResponse, at: int, result: "LearnResult") -
             result.scores[at + i] = r.outcome.score
             result.mistakes[at + i] = r.outcome.mistake
             result.updates[at + i] = r.outcome.updated
+            result.predicted[at + i] = r.outcome.label
     result.stats = response.stats
 
 

@@ -99,7 +99,7 @@ class Stream:
                      batch_size: int) -> LearnResult:
         n = len(rows)
         result = LearnResult(np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
-                             [], pb.ModelStats())
+                             [], pb.ModelStats(), predicted=np.zeros(n, dtype=np.int64))
         for start in range(0, n, batch_size):
             request = pb.LearnRequest()
             for i in range(start, min(n, start + batch_size)):

@@ -92,6 +92,12 @@ def test_names_dicts_one_by_one_and_indices_agree_bit_for_bit(client):
     for x in rows[:20]:
         row = hashed([x])
         assert by_name.predict_one(x) == by_index.predict(row)[0]
+    # A stream's dicts go as items (one request a batch), answered alike.
+    with client.create_model("stream", hash_bits=BITS, interactions=INTERACTIONS).stream() as s:
+        streamed = s.learn(rows, y, batch_size=64)
+    assert not streamed.errors and set(streamed.predicted) == {-1, 1}
+    assert streamed.predicted.tolist() == result.predicted.tolist() == indexed.predicted.tolist()
+    np.testing.assert_array_equal(bits(streamed.scores), bits(result.scores))
 
 
 def test_numeric_names_are_their_numbers(client):

@@ -481,7 +481,6 @@ class Model:
                 # Learned by the broken stream, committed, but never answered.
                 unanswered.extend(range(at, held))
                 scores[at:held] = np.nan
-                predicted[at:held] = 0
                 if held == done:
                     now = time.monotonic()
                     stalled_since = now if stalled_since is None else stalled_since

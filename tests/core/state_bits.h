@@ -1,5 +1,6 @@
-// A byte string of a ModelState's numbers, so tests can compare states bit for
-// bit (operator== on doubles would equate 0.0 and -0.0).
+// A byte string of a ModelState's numbers (and a hashing model's names), so
+// tests can compare states bit for bit (operator== on doubles would equate 0.0
+// and -0.0).
 #ifndef PERCEPTRON_TESTS_CORE_STATE_BITS_H_
 #define PERCEPTRON_TESTS_CORE_STATE_BITS_H_
 
@@ -32,6 +33,11 @@ class Bits {
     if (v) Add(v->size).Add(v->indices).Add(v->values);
     return *this;
   }
+  Bits& Add(const std::string& v) {
+    Add(v.size());
+    out_.append(v);
+    return *this;
+  }
   std::string str() const { return out_; }
 
  private:
@@ -58,7 +64,11 @@ inline std::string StateBits(const ModelState& s) {
   b.Add(l.dropped).Add(s.pending.size());
   for (const PendingPrediction& p : s.pending) {
     b.Add(p.prediction_id).Add(p.features.values).Add(p.features.indices);
-    b.Add(p.features.sparse).Add(p.score).Add(p.issued_at);
+    b.Add(p.features.sparse).Add(p.score).Add(p.issued_at).Add(p.predicted);
+  }
+  b.Add(s.confusion).Add(s.names.unnamed_slots).Add(s.names.names.size());
+  for (const NamedSlot& n : s.names.names) {
+    b.Add(n.slot).Add(n.hash).Add(n.name);
   }
   b.Add(s.certificate.has_value());
   if (const auto& c = s.certificate) {

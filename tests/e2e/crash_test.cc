@@ -4,14 +4,20 @@
 // restart on the same data directory, and each model must equal, bit for bit, a
 // core model that received the acknowledged items in order plus at most the
 // items still in flight. Predictions issued before a kill are revealed after
-// it.
+// it. Beside four binary models of numbers, a multiclass model and a model of
+// features by name (hashed into few slots, so that its name table meets
+// collisions) go through the same kills.
 #include <signal.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/feature_hash.h"
 #include "core/model.h"
+#include "core/name_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "perceptron/v1/state.pb.h"
@@ -37,6 +43,7 @@ struct Stream {
   v1::ModelConfig config;
   ModelConfig core_config;
   bool sparse = false;
+  bool named = false;       // features by name (core_config.hash_bits set)
   std::vector<Item> items;  // every item the client has queued, in order
   size_t acked = 0;         // items answered by the server
   std::mt19937_64 rng;
@@ -63,13 +70,42 @@ struct Stream {
       const size_t k = rng() % open->size();
       it.prediction_id = (*open)[k];
       open->erase(open->begin() + k);
-      it.label = rng() % 2 ? 1 : -1;
+      it.label = RandomLabel();
       return it;
     }
     it.kind = r < 4 ? Item::kExample : Item::kLabeled;
     const uint32_t d = core_config.dimension;
+    const uint32_t k = core_config.weight_vectors();
+    // Class c's score: the coordinates i with i % 3 == c count for it (a
+    // binary model's label is the sign of class 0's score less the others').
     double s = 0;
-    if (sparse) {
+    std::vector<double> by_class(3, 0.0);
+    if (named) {
+      // Words in namespace "a" with values, a categorical "color" in "b", and
+      // now and then a number in the default namespace; the words' parity
+      // says which way they push.
+      const int words = 1 + rng() % 4;
+      for (int w = 0; w < words; ++w) {
+        v1::NamedFeature& f = it.x.AddNamed();
+        const int word = rng() % 40;
+        f.set_space("a");
+        f.set_name(absl::StrCat("w", word));
+        f.set_number(normal(rng));
+        s += (word % 2 == 0 ? 1 : -1) * f.number();
+      }
+      v1::NamedFeature& color = it.x.AddNamed();
+      const int c = rng() % 5;
+      color.set_space("b");
+      color.set_name("color");
+      color.set_category(absl::StrCat("c", c));
+      s += c < 2 ? 0.5 : -0.5;
+      if (rng() % 3 == 0) {
+        v1::NamedFeature& n = it.x.AddNamed();
+        n.set_name("17");  // a numeric name, hashed as VW hashes those
+        n.set_number(normal(rng));
+        s += n.number();
+      }
+    } else if (sparse) {
       it.x.sparse = true;
       for (uint32_t i = 0; i < d; ++i) {
         if (rng() % 8 == 0) {
@@ -82,11 +118,26 @@ struct Stream {
       for (uint32_t i = 0; i < d; ++i) {
         it.x.values.push_back(normal(rng));
         s += (i % 3 == 0 ? 1 : -1) * it.x.values.back();
+        by_class[i % 3] += it.x.values.back();
       }
     }
-    it.label = (s >= 0) == (rng() % 10 != 0) ? 1 : -1;
+    if (k > 1) {
+      it.label = rng() % 10 == 0
+                     ? RandomLabel()
+                     : static_cast<int>(std::max_element(by_class.begin(),
+                                                         by_class.begin() + k) -
+                                        by_class.begin());
+    } else {
+      it.label = (s >= 0) == (rng() % 10 != 0) ? 1 : -1;
+    }
     if (it.kind == Item::kLabeled) it.x.label = it.label;
     return it;
+  }
+
+  // -1 or +1, or a multiclass model's class index.
+  int RandomLabel() {
+    const uint32_t k = core_config.weight_vectors();
+    return k > 1 ? static_cast<int>(rng() % k) : rng() % 2 ? 1 : -1;
   }
 };
 
@@ -95,7 +146,39 @@ FeatureView View(const Example& e) {
                   : FeatureView::Dense(e.values);
 }
 
+// An example by name as the core's features: the wire's meaning of each
+// field (a category, or a number), written out here rather than taken from
+// the server's conversion. The views borrow `e`'s strings.
+std::vector<NamedFeature> CoreNamed(const Example& e) {
+  std::vector<NamedFeature> out;
+  for (const v1::NamedFeature& f : e.named) {
+    NamedFeature& g = out.emplace_back();
+    g.space = f.space();
+    g.name = f.name();
+    if (f.value_case() == v1::NamedFeature::kCategory) {
+      g.categorical = true;
+      g.category = f.category();
+    } else {
+      g.value = f.number();
+    }
+  }
+  return out;
+}
+
+// What the server does with an item: features by name hashed, the example
+// taken, then its names recorded in the model's table.
 absl::Status Apply(Model& m, const Item& it) {
+  if (it.kind != Item::kReveal && IsNamed(it.x)) {
+    const std::vector<NamedFeature> x = CoreNamed(it.x);
+    Features f;
+    HashTrace trace;
+    if (absl::Status s = m.hasher()->Hash(x, &f, &trace); !s.ok()) return s;
+    absl::Status s = it.kind == Item::kLabeled
+                         ? m.Learn(f.view(), it.label).status()
+                         : m.Issue(f.view(), 0).status();
+    if (s.ok()) m.names()->Record(x, trace);
+    return s;
+  }
   switch (it.kind) {
     case Item::kLabeled:
       return m.Learn(View(it.x), it.label).status();
@@ -163,9 +246,10 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
   const std::vector<std::string> flags = {"--durability=sync",
                                           "--snapshot_every=3"};
 
-  std::vector<Stream> streams(4);
-  const char* names[] = {"classic", "averaged-sparse", "voted", "kernel"};
-  for (int m = 0; m < 4; ++m) {
+  std::vector<Stream> streams(6);
+  const char* names[] = {"classic", "averaged-sparse", "voted",
+                         "kernel",  "multiclass",      "named"};
+  for (int m = 0; m < 6; ++m) {
     Stream& s = streams[m];
     s.id = names[m];
     s.rng.seed(1000 + m);
@@ -187,6 +271,20 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
       s.config.mutable_kernel()->set_type(v1::RBF);
       s.core_config.kernel_budget = 200;
       s.config.set_kernel_budget(200);
+    } else if (m == 4) {
+      s.core_config.dimension = 6;
+      s.config.set_dimension(6);
+      for (const char* c : {"x", "y", "z"}) {
+        s.core_config.classes.push_back(c);
+        s.config.add_classes(c);
+      }
+    } else if (m == 5) {
+      // 2^6 slots for about 46 names: several share a slot.
+      s.named = true;
+      s.core_config.hash_bits = 6;
+      s.core_config.dimension = 64;
+      s.config.set_hash_bits(6);
+      s.config.set_dimension(0);
     }
   }
 
@@ -285,8 +383,9 @@ TEST(CrashTest, KillNineAtRandomMomentsLosesNothingAcknowledged) {
     revealed_after_kill += s.revealed_after_kill;
   }
   std::cout
-      << "[ crash ] " << kills << " kills (SIGKILL), 4 models; " << acked_total
-      << " items kept in the end, " << in_flight_applied_total
+      << "[ crash ] " << kills << " kills (SIGKILL), " << streams.size()
+      << " models; " << acked_total << " items kept in the end, "
+      << in_flight_applied_total
       << " unacknowledged in-flight items found applied; "
       << revealed_after_kill
       << " predictions revealed after the kill that followed their issue\n";

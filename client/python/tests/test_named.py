@@ -738,7 +738,7 @@ def names_of(model):
     return model.top_features(30), (n.names, n.collided_slots, n.unnamed_slots, n.bytes)
 
 
-def test_named_models_survive_a_restart(tmp_path):
+def test_named_models_survive_a_restart_and_an_export(tmp_path):
     data = str(tmp_path / "data")
     rows, y = table_dicts()
     first = Perceptrond(os.environ["PERCEPTROND"], "--durability=sync", data_dir=data)
@@ -757,8 +757,12 @@ def test_named_models_survive_a_restart(tmp_path):
             for name in ("hashed", "listed"):
                 m = c.model(name)
                 assert (bits(m.weights()).tolist(), counters(m)) == before[name]
-            # The names come back with the model (its store's journal and snapshots).
+            # The names come back with the model (its store's journal and snapshots), and
+            # travel with its export (as a shard move carries it).
             assert names_of(c.model("hashed")) == names_before
+            copy = c.import_model(c.export_model("hashed"), "hashed-copy")
+            assert names_of(copy) == names_before
+            assert bits(copy.weights()).tolist() == before["hashed"][0]
             config = c.model("listed").info().config
             assert list(config.feature_names) == ["age", "city=paris", "colour=red"]
             assert list(c.model("hashed").info().config.interactions) == ["  "]

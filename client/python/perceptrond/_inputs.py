@@ -54,6 +54,8 @@ def _rows(x) -> tuple:
         csr.sort_indices()
         return "sparse", csr
     a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1 and a.size == 0:  # an empty list: no rows, of any width
+        a = a.reshape(0, 0)
     if a.ndim != 2:
         raise ValueError(f"examples must be 2-D (rows x features), not of shape {a.shape}")
     return "dense", np.ascontiguousarray(a)

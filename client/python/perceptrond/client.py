@@ -217,8 +217,8 @@ class Model:
 
     def _check_width(self, kind: str, rows, retry_for: float = 0) -> None:
         """A dense array's rows must have the model's dimension: said here, in the caller's
-        terms, rather than by the server in the wire's."""
-        if kind != "dense":
+        terms, rather than by the server in the wire's. No rows fit any model."""
+        if kind != "dense" or rows.shape[0] == 0:
             return
         config = self._config_of(retry_for)
         dimension = config.dimension
@@ -397,7 +397,7 @@ class Model:
         n = rows.shape[0]
         dimension = self._retrying(self.info, retry_for).config.dimension
         if kind == "dense":
-            if rows.shape[1] != dimension or not np.all(np.isfinite(rows)):
+            if n and (rows.shape[1] != dimension or not np.all(np.isfinite(rows))):
                 raise ValueError(f"retry_for: rows must have {dimension} finite values")
         elif (not np.all(np.isfinite(rows.data)) or rows.shape[1] > dimension or
               rows.has_canonical_format is False):

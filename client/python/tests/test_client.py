@@ -314,6 +314,26 @@ def test_learn_one_and_predict_one(client):
     one.close()
 
 
+def test_no_rows_learn_and_predict_nothing(client):
+    """An empty list or array (a buffer flushed with nothing in it) is a call that does
+    nothing, for every kind of model and call, as a batch of no rows."""
+    dense = client.create_model("none-dense", dimension=3)
+    hashed = client.create_model("none-hashed", hash_bits=8)
+    classes = client.create_model("none-classes", dimension=2, classes=["a", "b", "c"])
+    for model in (dense, hashed, classes):
+        for x in ([], np.zeros((0, 3)), scipy.sparse.csr_matrix((0, 3))):
+            assert model.learn(x, []).scores.size == 0
+            assert model.predict(x).size == 0
+            assert model.decision_function(x).shape[0] == 0
+            with model.stream() as stream:
+                assert stream.learn(x, []).scores.size == 0
+                assert stream.issue(x).ids.size == 0
+        assert model.learn([], [], retry_for=1).scores.size == 0
+        assert model.status().stats.examples == 0
+    with pytest.raises(ValueError, match="1 labels for 0 examples"):
+        dense.learn([], [1])
+
+
 def test_status_history_watch_and_the_model_lifecycle(client):
     x, y = breast_cancer()
     model = client.create_model("bc", dimension=30)

@@ -39,8 +39,9 @@ packages=(
   # The Python package (client/python): built by pip with setuptools, tested with pytest; sparse
   # input through scipy.
   python3-grpcio python3-protobuf python3-pip python3-setuptools python3-pytest python3-scipy
-  # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python.
-  python3 python3-numpy python3-sklearn
+  # The peer check (docs/design.md section 2) runs scikit-learn from Debian's Python; the package's
+  # tests feed it pandas DataFrames (the package itself does not import pandas).
+  python3 python3-numpy python3-sklearn python3-pandas
   # The certificate's independent solver (docs/design.md section 2.7): cvxopt's QP and cone programs.
   python3-cvxopt
   # Its peer at high dimension: liblinear's L1-loss SVC on the hashed rows (liblinear-train -s 3).

@@ -165,6 +165,36 @@ def _feature(space: str, name: str, value):
     yield space, name, number
 
 
+def _is_frame(x) -> bool:
+    """Whether `x` is a pandas DataFrame (told by its parts, without importing pandas)."""
+    return hasattr(x, "columns") and hasattr(x, "itertuples") and hasattr(x, "notna")
+
+
+def _numeric_frame(frame) -> bool:
+    """Whether every column of a DataFrame holds numbers (or booleans)."""
+    return all(getattr(t, "kind", "O") in "biuf" for t in frame.dtypes)
+
+
+def _frame_rows(frame) -> list:
+    """A DataFrame's rows as dicts by name, as the command-line client reads a CSV file by its
+    header (docs/clients.md): a column's name is a feature's (a pair of a MultiIndex is
+    (namespace, name)), a number its value, a string or a category the categorical feature
+    "column=value"; a missing cell (NaN, None, pandas' NA or NaT) is no feature, as an empty
+    cell is; booleans as in a dict (True the value 1, False no feature)."""
+    columns = list(frame.columns)
+    if len(set(columns)) != len(columns):
+        seen: set = set()
+        twice = next(c for c in columns if c in seen or seen.add(c))
+        raise ValueError(f"the DataFrame has two columns named {_shown(twice)}: a column's "
+                         "name is a feature's")
+    present = frame.notna().to_numpy()
+    if present.all():
+        return [dict(zip(columns, values))
+                for values in frame.itertuples(index=False, name=None)]
+    return [{c: v for c, v, here in zip(columns, values, keep) if here}
+            for values, keep in zip(frame.itertuples(index=False, name=None), present)]
+
+
 def _named(x: Mapping, out: pb.NamedFeatures) -> None:
     """Fills `out` from {name: value} or {(namespace, name): value} (_features; docs/design.md
     section 2.9). An example whose every value is None or False has no feature, and is sent

@@ -15,8 +15,8 @@ from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
 from . import _wire
-from ._inputs import (_batch_rows, _class_key, _class_labels, _is_named, _labels, _named,
-                      _named_columns, _rows)
+from ._inputs import (_batch_rows, _class_key, _class_labels, _frame_rows, _is_frame,
+                      _is_named, _labels, _named, _named_columns, _numeric_frame, _rows)
 from ._results import (_CODES, Issued, LearnResult, PerceptronError, _answers, _batches, _bits,
                        _error, _item_outcomes, _outcomes, _raise)
 
@@ -112,7 +112,9 @@ class Stream:
     def issue(self, x, batch_size: Optional[int] = None) -> Issued:
         """Predicts each row of `x` (an array, a sparse matrix, or a list of dicts by name) and
         keeps it pending under a new prediction id, in batches of `batch_size` rows (by
-        default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts)."""
+        default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts). A pandas
+        DataFrame as Model.learn reads it."""
+        x = self._model._frame(x)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             n = len(x)
             batch_size = _batch_rows(batch_size)
@@ -165,6 +167,7 @@ class Stream:
     def _learn(self, x, y, batch_size: Optional[int]) -> LearnResult:
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        x = self._model._frame(x)
         if _is_named(x):
             return self._learn_named([x], self._model._labels([y], 1), 1)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
@@ -229,6 +232,43 @@ class Model:
                            "'paris'})")
             raise ValueError(f"the examples have {rows.shape[1]} features; model "
                              f"{self.id!r} has dimension {dimension}{by_name}")
+
+    def _by_name(self, retry_for: float = 0) -> bool:
+        """Whether the model takes features by name (created with hash_bits or feature_names)."""
+        config = self._config_of(retry_for)
+        return bool(config.hash_bits or config.feature_names)
+
+    def _frame(self, x, retry_for: float = 0):
+        """A pandas DataFrame as this model takes it: for a model by name, its rows as dicts by
+        name (_frame_rows: as the command-line client reads a CSV file by its header); for a
+        model of vectors, its values, every column numbers. Anything else as it is."""
+        if not _is_frame(x):
+            return x
+        if self._by_name(retry_for):
+            return _frame_rows(x)
+        if not _numeric_frame(x):
+            column = next(c for c, t in zip(x.columns, x.dtypes)
+                          if getattr(t, "kind", "O") not in "biuf")
+            try:
+                return np.asarray(x, dtype=np.float64)  # an object column of numbers
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"column {column!r} of the DataFrame is not numbers: model {self.id!r} "
+                    f"takes vectors of dimension {self._config_of(retry_for).dimension} (a "
+                    "model created with hash_bits reads a DataFrame by its columns' names, a "
+                    "string as a categorical feature)") from None
+        return x
+
+    def _series(self, x):
+        """One pandas Series (a DataFrame's row, as iterrows gives it) as learn_one takes an
+        example: a dict by name for a model by name (a missing value no feature), else its
+        values. Anything else as it is."""
+        if _is_frame(x) or not (hasattr(x, "index") and hasattr(x, "notna")):
+            return x
+        if not self._by_name():
+            return np.asarray(x, dtype=np.float64)
+        return {k if isinstance(k, tuple) else str(k): v
+                for k, v, here in zip(x.index, x.tolist(), x.notna().to_numpy()) if here}
 
     @staticmethod
     def _retrying(call, retry_for: float):
@@ -360,7 +400,10 @@ class Model:
         For a model created with hash_bits or feature_names, `x` may be a list of dicts by name
         ({name: value}, {(namespace, name): value}; a string value is categorical), sent as
         columnar batches of names (a table of each batch's strings and packed references; retry_for
-        does not apply)."""
+        does not apply). A pandas DataFrame is read by its columns' names for such a model (a
+        string or a category is categorical, a missing cell no feature, as the command-line
+        client reads a CSV file by its header), and as a matrix of numbers for the others."""
+        x = self._frame(x, retry_for)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
@@ -509,9 +552,12 @@ class Model:
         """One labeled example (River's learn_one) on a stream the model keeps open until
         close(): features {index: value}, a 1-D array of the model's dimension, or by name
         ({name: value}, {(namespace, name): value}, a string value categorical) for a model
-        created with hash_bits. Returns whether it was a mistake."""
+        created with hash_bits; a pandas Series (a DataFrame's row) is read by its index's
+        names for such a model, as its values for the others. Returns whether it was a
+        mistake."""
         if self._one is None:
             self._one = Stream(self)
+        x = self._series(x)
         if _is_named(x):
             result = self._one.learn(x, y)
         elif isinstance(x, Mapping):
@@ -529,6 +575,7 @@ class Model:
         """The label (+1 or -1) of one example (River's predict_one), given as learn_one
         takes it; a multiclass model's class name."""
         request = pb.PredictRequest(model_id=self.id)
+        x = self._series(x)
         if _is_named(x):
             _named(x, request.examples.add().named)
         elif isinstance(x, Mapping):
@@ -550,6 +597,7 @@ class Model:
     def _predict(self, x, all_scores: bool = False) -> pb.PredictResponse:
         """The Predict call for each row of `x` (or each dict by name in a list)."""
         request = pb.PredictRequest(model_id=self.id, all_scores=all_scores)
+        x = self._frame(x)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             for row in x:
                 _named(row, request.examples.add().named)

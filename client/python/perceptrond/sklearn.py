@@ -29,16 +29,24 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .client import Client, Model, PerceptronError
-from ._inputs import _batch_rows, _class_key
+from ._inputs import _batch_rows, _class_key, _frame_rows, _is_frame, _numeric_frame
 
 
 # hash_bits for dicts by name when none is given: Vowpal Wabbit's default.
 _HASH_BITS = 18
 
 
-def _dicts(X) -> bool:
-    """Whether X is a list of dicts by name (DictVectorizer's input)."""
-    return isinstance(X, (list, tuple)) and len(X) > 0 and isinstance(X[0], Mapping)
+def _named_rows(X, by_name: bool) -> Optional[list]:
+    """X as a list of dicts by name, or None for an array: a list of dicts (DictVectorizer's
+    input) as it is; a pandas DataFrame with a column that is not numbers (or any DataFrame
+    when `by_name`, the models taking names) read by its columns' names, as the command-line
+    client reads such a CSV file (a string or a category categorical, a missing cell no
+    feature)."""
+    if isinstance(X, (list, tuple)) and len(X) > 0 and isinstance(X[0], Mapping):
+        return list(X)
+    if _is_frame(X) and (by_name or not _numeric_frame(X)):
+        return _frame_rows(X)
+    return None
 
 
 class PerceptronClassifier(ClassifierMixin, BaseEstimator):
@@ -49,10 +57,13 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
     fit, `n_iter_` is the passes it made, `mistakes_` and `updates_` count them over every
     model, and status() gives each model's figures on the server (its bound, its
     certificate). X may also be a list of dicts by name (as DictVectorizer takes them; a string
-    value is categorical): fit then creates models with `hash_bits` that hash the names on the
-    server, and predict takes such lists too. hash_bits None is 18, Vowpal Wabbit's default,
-    for a binary model and for one multiclass model alike (a wide model's certificate works
-    over the coordinates its rows use: docs/design.md sections 2.8 and 2.9)."""
+    value is categorical) or a pandas DataFrame with a column that is not numbers (read by its
+    columns' names, a string or a category categorical, a missing cell no feature): fit (or a
+    first partial_fit) then creates models with `hash_bits` that hash the names on the server,
+    and partial_fit and predict take such input too (any DataFrame, by its names). hash_bits
+    None is 18, Vowpal Wabbit's default, for a binary model and for one multiclass model alike
+    (a wide model's certificate works over the coordinates its rows use: docs/design.md
+    sections 2.8 and 2.9)."""
 
     def __init__(self, address: str = "127.0.0.1:50051", algorithm: str = "classic",
                  eta: Optional[float] = None, bias: Optional[bool] = None,
@@ -114,6 +125,9 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         self.model_id_ = self.model_id or f"sklearn-{uuid.uuid4().hex[:16]}"
         if n_features is not None:
             self.n_features_in_ = n_features
+        else:  # by name: no number of features (nor an earlier fit's)
+            self.__dict__.pop("n_features_in_", None)
+            self.__dict__.pop("feature_names_in_", None)
         for m in self._models():
             self._client().create_model(
                 m.id, n_features or 0, self.algorithm, eta=self.eta, bias=self.bias,
@@ -193,9 +207,14 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_id_")
         return [m.status() for m in self._models()]
 
+    def _by_name(self) -> bool:
+        """Whether the fitted models take features by name (hash_bits)."""
+        return hasattr(self, "model_id_") and not hasattr(self, "n_features_in_")
+
     def fit(self, X, y):
-        if _dicts(X):
-            return self._fit_dicts(X, y)
+        rows = _named_rows(X, False)
+        if rows is not None:
+            return self._fit_dicts(rows, y)
         X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         classes = np.unique(y)
@@ -220,12 +239,20 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("a classifier needs samples of at least 2 classes")
         self.classes_ = classes
         self._start(None)
-        self._passes(list(X), y, self._max_passes())
+        self._passes(X, y, self._max_passes())
         return self
 
     def partial_fit(self, X, y, classes=None):
         first = not hasattr(self, "classes_")
-        X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        rows = _named_rows(X, not first and self._by_name())
+        if rows is not None:  # by name, as fit takes it
+            y = np.asarray(y)
+            if len(rows) != len(y):
+                raise ValueError(f"{len(rows)} examples and {len(y)} labels")
+            X = rows
+        else:
+            X, y = self._validate_data(X, y, accept_sparse="csr", dtype=np.float64,
+                                       reset=first)
         check_classification_targets(y)
         if first:
             if classes is None:
@@ -234,7 +261,7 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
             if len(classes) < 2:
                 raise ValueError("a classifier needs at least 2 classes")
             self.classes_ = classes
-            self._start(X.shape[1])
+            self._start(None if rows is not None else X.shape[1])
         unknown = np.setdiff1d(np.unique(y), self.classes_)
         if len(unknown):
             raise ValueError(f"labels {unknown.tolist()} are not in classes {self.classes_}")
@@ -245,10 +272,11 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
         """The score of each row: shape (n,) for two classes (positive: classes_[1]), else
         (n, classes): each class's score in the multiclass model (or against the rest)."""
         check_is_fitted(self, "model_id_")
-        if _dicts(X):
+        named = _named_rows(X, self._by_name())
+        if named is not None:
             rows = _batch_rows(self.batch_size)
-            scores = [np.concatenate([m.decision_function(list(X[s:s + rows]))
-                                      for s in range(0, len(X), rows)])
+            scores = [np.concatenate([m.decision_function(named[s:s + rows])
+                                      for s in range(0, len(named), rows)])
                       for m in self._models()]
             return scores[0] if len(scores) == 1 else np.stack(scores, axis=1)
         X = self._validate_data(X, accept_sparse="csr", dtype=np.float64, reset=False)

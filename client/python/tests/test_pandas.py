@@ -135,12 +135,14 @@ def test_the_sklearn_estimator_reads_a_dataframe_of_categories_by_name(server):
                                   bits(by_dicts.decision_function(as_dicts(frame))))
     assert (by_frame.n_iter_, by_frame.mistakes_) == (by_dicts.n_iter_, by_dicts.mistakes_)
     assert not hasattr(by_frame, "n_features_in_")
-    # partial_fit, from the first call on: the same as one pass of fit.
+    # partial_fit, from the first call on, of frames and of lists of dicts in turn: the same
+    # as one pass of fit.
     one_pass = PerceptronClassifier(address=server.target, hash_bits=16, max_iter=1)
     one_pass.fit(frame, labels)
     parts = PerceptronClassifier(address=server.target, hash_bits=16)
-    for s in range(0, len(labels), 40):
-        parts.partial_fit(frame[s:s + 40], labels[s:s + 40], classes=["no", "yes"])
+    for k, s in enumerate(range(0, len(labels), 40)):
+        part = frame[s:s + 40] if k % 2 == 0 else as_dicts(frame[s:s + 40])
+        parts.partial_fit(part, labels[s:s + 40], classes=["no", "yes"])
     np.testing.assert_array_equal(bits(parts.decision_function(frame)),
                                   bits(one_pass.decision_function(frame)))
     # A frame of numbers is a matrix (with its names kept, as scikit-learn's estimators keep

@@ -9,6 +9,8 @@ import numpy as np
 
 from perceptron.v1 import perceptron_pb2 as pb
 
+from . import _wire
+
 
 #: When a call is given no batch_size, an array's batches hold about this many bytes of values
 #: (at most _MOST_ROWS rows, at least one): grpcio spends about half a millisecond on each
@@ -34,13 +36,15 @@ def _not_text(e: UnicodeEncodeError) -> ValueError:
 
 def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None) -> int:
     """`batch_size` if given, else the default for these rows ('dense' or 'sparse' from
-    _rows; none for dicts by name)."""
+    _rows, 'frame' for a DataFrame by name; none for dicts by name)."""
     if batch_size is not None:
         return batch_size
     if kind is None:
         return _NAMED_ROWS
     n = rows.shape[0]
-    if kind == "dense":
+    if kind == "frame":  # a feature's name, value and category, each column
+        per_row = 12 * rows.shape[1]
+    elif kind == "dense":
         per_row = 8 * rows.shape[1]
     else:  # a non-zero's index and value
         per_row = 12 * rows.nnz // n if n else 0
@@ -165,6 +169,17 @@ def _feature(space: str, name: str, value):
     yield space, name, number
 
 
+class _Table(dict):
+    """A batch's table of strings, each to its index in the order added."""
+
+    def ref(self, text: str) -> int:
+        """text's index, added if new."""
+        k = self.get(text)
+        if k is None:
+            k = self[text] = len(self)
+        return k
+
+
 def _is_frame(x) -> bool:
     """Whether `x` is a pandas DataFrame (told by its parts, without importing pandas)."""
     return hasattr(x, "columns") and hasattr(x, "itertuples") and hasattr(x, "notna")
@@ -181,18 +196,143 @@ def _frame_rows(frame) -> list:
     (namespace, name)), a number its value, a string or a category the categorical feature
     "column=value"; a missing cell (NaN, None, pandas' NA or NaT) is no feature, as an empty
     cell is; booleans as in a dict (True the value 1, False no feature)."""
+    _frame_keys(frame)
     columns = list(frame.columns)
-    if len(set(columns)) != len(columns):
-        seen: set = set()
-        twice = next(c for c in columns if c in seen or seen.add(c))
-        raise ValueError(f"the DataFrame has two columns named {_shown(twice)}: a column's "
-                         "name is a feature's")
     present = frame.notna().to_numpy()
     if present.all():
         return [dict(zip(columns, values))
                 for values in frame.itertuples(index=False, name=None)]
     return [{c: v for c, v, here in zip(columns, values, keep) if here}
             for values, keep in zip(frame.itertuples(index=False, name=None), present)]
+
+
+def _frame_keys(frame) -> list:
+    """(namespace, name) of each column of a DataFrame (a MultiIndex's pairs are namespace and
+    name); ValueError for two columns of one name, which would be one feature."""
+    columns = list(frame.columns)
+    if len(set(columns)) != len(columns):
+        seen: set = set()
+        twice = next(c for c in columns if c in seen or seen.add(c))
+        raise ValueError(f"the DataFrame has two columns named {_shown(twice)}: a column's "
+                         "name is a feature's")
+    keys = []
+    for c in columns:
+        if isinstance(c, tuple):
+            if len(c) != 2:
+                raise ValueError(f"feature {_shown(c)}: a key is a name or (namespace, name)")
+            keys.append((str(c[0]), str(c[1])))
+        else:
+            keys.append(("", str(c)))
+    return keys
+
+
+def _cells(space: str, name: str, cells, present: np.ndarray, values: np.ndarray,
+           categories: list) -> None:
+    """Reads a column's cells (Python objects) where present as _feature reads a dict's value:
+    a number into values, a string into categories (else None), True the value 1, False (and
+    None) not present."""
+    for i in np.flatnonzero(present):
+        read = None
+        for _, _, read in _feature(space, name, cells[i]):
+            pass
+        if read is None:
+            present[i] = False
+        elif isinstance(read, str):
+            categories[i] = read
+        else:
+            values[i] = read
+
+
+def _frame_batches(frame, labels: Optional[np.ndarray], batch_size: int):
+    """A DataFrame's rows by name as columnar batches of `batch_size` rows (docs/design.md
+    section 2.9), encoded column by column: row for row and feature for feature what
+    _named_columns sends of _frame_rows(frame) (each batch's table of strings may be in another
+    order). Every cell is read here, so that a cell the wire cannot carry raises ValueError
+    before any batch is sent; the batches are encoded as they are taken."""
+    keys = _frame_keys(frame)
+    n, k = len(frame), len(keys)
+    present = np.empty((n, k), dtype=bool)
+    values = np.ones((n, k))
+    # A categorical cell's string's reference into `table` + 1; 0 for a number.
+    refs = np.zeros((n, k), dtype=np.int64)
+    table = _Table()
+    ref = table.ref
+
+    def coded(j: int, space: str, name: str, codes: np.ndarray, distinct: list) -> None:
+        """Column j from its cells' codes into `distinct` (-1: a missing cell)."""
+        m = len(distinct)
+        kept, read, words = np.ones(m + 1, dtype=bool), np.ones(m + 1), [None] * m
+        kept[m] = False  # code -1
+        _cells(space, name, distinct, kept[:m], read[:m], words)
+        word_refs = np.array([0 if w is None else ref(w) + 1 for w in words] + [0],
+                             dtype=np.int64)
+        present[:, j] = kept[codes]
+        values[:, j] = read[codes]
+        refs[:, j] = word_refs[codes]
+    names = np.array([ref(name) for _, name in keys], dtype=np.int64)
+    spaces = np.array([ref(space) for space, _ in keys], dtype=np.int64)
+    for j, (space, name) in enumerate(keys):
+        column = frame.iloc[:, j]
+        kind = getattr(column.dtype, "kind", "O")
+        if kind in "iuf":
+            v = column.to_numpy(dtype=np.float64, na_value=np.nan)
+            present[:, j] = ~np.isnan(v)
+            values[:, j] = v
+        elif kind == "b":  # True the value 1; False (and a missing cell) no feature
+            present[:, j] = column.to_numpy(dtype=bool, na_value=False)
+        elif hasattr(column, "cat"):  # each category read once, then looked up by code
+            distinct = list(column.cat.categories)
+            coded(j, space, name, column.cat.codes.to_numpy(), distinct)
+        elif bool in set(map(type, cells := column.tolist())):
+            # Cell by cell: told apart by value, True would be 1 and False 0.
+            here = column.notna().to_numpy()
+            words = [None] * n
+            v = np.ones(n)
+            _cells(space, name, cells, here, v, words)
+            present[:, j] = here
+            values[:, j] = v
+            refs[:, j] = [0 if w is None else ref(w) + 1 for w in words]
+        else:  # each distinct value read once, as a category
+            codes, distinct = column.factorize()  # a missing cell: -1
+            coded(j, space, name, codes, list(distinct))
+    try:
+        encoded = [t.encode() for t in table]
+    except UnicodeEncodeError as e:
+        raise _not_text(e) from None
+    spaced = np.array([bool(space) for space, _ in keys], dtype=bool)
+    return _encoded_batches(present, values, refs, names, spaces, spaced, encoded, labels,
+                            batch_size)
+
+
+def _encoded_batches(present, values, refs, names, spaces, spaced, encoded, labels,
+                     batch_size):
+    """_frame_batches' batches, from the cells it read."""
+    n = present.shape[0]
+    for s in range(0, n, batch_size):
+        e = min(n, s + batch_size)
+        mask = present[s:e].ravel()
+        f_names = np.tile(names, e - s)[mask]
+        f_values = values[s:e].ravel()[mask]
+        f_refs = refs[s:e].ravel()[mask]
+        # Only the fields that say something, as _named_columns sends them.
+        f_spaces = np.tile(spaces, e - s)[mask] if np.tile(spaced, e - s)[mask].any() else None
+        if not np.any(f_values != 1.0):
+            f_values = None
+        words = f_refs[f_refs > 0] - 1
+        # The batch's own table: the strings its features refer to.
+        used = np.unique(np.concatenate(
+            [f_names, words] + ([] if f_spaces is None else [f_spaces])))
+
+        def at(r):
+            return np.searchsorted(used, r).astype(np.uint64)
+        categories = None
+        if words.size:
+            categories = np.where(f_refs > 0, at(np.maximum(f_refs - 1, 0)) + np.uint64(1),
+                                  np.uint64(0))
+        yield _wire.named_columns(
+            present[s:e].sum(axis=1).cumsum().astype(np.uint64), at(f_names),
+            None if f_spaces is None else at(f_spaces), f_values, categories,
+            [encoded[u] for u in used], None if labels is None else labels[s:e])
 
 
 def _named(x: Mapping, out: pb.NamedFeatures) -> None:
@@ -216,13 +356,8 @@ def _named_columns(rows: Sequence[Mapping], labels: Optional[np.ndarray]) -> byt
     """Columns of rows by name (docs/design.md section 2.9): a table of the batch's strings (one
     run of bytes) and packed references into it, the same rows as _named's items would be, in the
     same order."""
-    table: dict = {}
-
-    def ref(text: str) -> int:
-        k = table.get(text)
-        if k is None:
-            k = table[text] = len(table)
-        return k
+    table = _Table()
+    ref = table.ref
     names, spaces, values, categories, ends = [], [], [], [], []
     for x in rows:
         if not isinstance(x, Mapping):

@@ -18,6 +18,12 @@ _REVEAL_IDS = 0x32  # Columns.reveal_ids = 6 (packed uint64)
 _REVEAL_LABELS = 0x3A  # Columns.reveal_labels = 7 (packed sint32)
 _DENSE_ROWS = 0x40  # Columns.dense_rows = 8 (varint)
 _FIXED_INDICES = 0x4A  # Columns.fixed_indices = 9 (packed fixed32)
+_NAMED_NAMES = 0x5A  # Columns.named_names = 11 (packed uint32)
+_NAMED_SPACES = 0x62  # Columns.named_spaces = 12 (packed uint32)
+_NAMED_VALUES = 0x6A  # Columns.named_values = 13 (packed double)
+_NAMED_CATEGORIES = 0x72  # Columns.named_categories = 14 (packed uint32)
+_TEXT = 0x7A  # Columns.text = 15 (bytes)
+_TEXT_LENGTHS = b"\x82\x01"  # Columns.text_lengths = 16 (packed uint32): a two-byte tag
 
 
 def varint(n: int) -> bytes:
@@ -34,12 +40,17 @@ def varints(values: np.ndarray) -> bytes:
     v = np.ascontiguousarray(values, dtype=np.uint64)
     if v.size == 0:
         return b""
-    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
+    top = int(v.max())
+    if top < 0x80:  # a byte each
+        return v.astype(np.uint8).tobytes()
+    # As many 7-bit groups as the largest value has.
+    most = (top.bit_length() + 6) // 7
+    shifts = np.arange(most, dtype=np.uint64) * np.uint64(7)
     groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
     # A value takes as many bytes as its highest non-zero 7-bit group, at least one.
     nonzero = groups != 0
-    length = np.where(nonzero.any(axis=1), 10 - np.argmax(nonzero[:, ::-1], axis=1), 1)
-    k = np.arange(10)[None, :]
+    length = np.where(nonzero.any(axis=1), most - np.argmax(nonzero[:, ::-1], axis=1), 1)
+    k = np.arange(most)[None, :]
     more = (k < (length[:, None] - 1)).astype(np.uint64) << np.uint64(7)
     encoded = (groups | more).astype(np.uint8)
     return encoded[k < length[:, None]].tobytes()
@@ -138,6 +149,26 @@ def sparse_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
     if labels is not None:
         m.field(_LABELS, unit_labels(labels))
     return m.field(_FIXED_INDICES, _memory(indices, "<u4"))
+
+
+def named_columns(ends, names, spaces, values, categories, strings: list, labels) -> Message:
+    """Columns of rows by name (docs/design.md section 2.9) from arrays: row_ends, the features'
+    references into the table `strings` (names; spaces, or None for the default namespace's
+    only; values, or None for 1s; categories, 0 or a string's reference + 1, or None for none),
+    the table as UTF-8 bytes (sent as text and text_lengths), and the labels if given."""
+    m = Message().field(_ROW_ENDS, varints(ends))
+    if labels is not None:
+        m.field(_LABELS, unit_labels(labels))
+    m.field(_NAMED_NAMES, varints(names))
+    if spaces is not None:
+        m.field(_NAMED_SPACES, varints(spaces))
+    if values is not None:
+        m.field(_NAMED_VALUES, _memory(values, "<f8"))
+    if categories is not None:
+        m.field(_NAMED_CATEGORIES, varints(categories))
+    m.field(_TEXT, b"".join(strings))
+    lengths = varints(np.fromiter(map(len, strings), dtype=np.uint64, count=len(strings)))
+    return m.add(_TEXT_LENGTHS + varint(len(lengths))).add(lengths)
 
 
 def reveal_columns(ids: np.ndarray, labels: np.ndarray) -> Message:

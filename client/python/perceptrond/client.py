@@ -15,8 +15,9 @@ from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
 from . import _wire
-from ._inputs import (_batch_rows, _class_key, _class_labels, _frame_rows, _is_frame,
-                      _is_named, _labels, _named, _named_columns, _numeric_frame, _rows)
+from ._inputs import (_batch_rows, _class_key, _class_labels, _frame_batches, _frame_rows,
+                      _is_frame, _is_named, _labels, _named, _named_columns, _numeric_frame,
+                      _rows)
 from ._results import (_CODES, Issued, LearnResult, PerceptronError, _answers, _batches, _bits,
                        _error, _item_outcomes, _outcomes, _raise)
 
@@ -114,8 +115,11 @@ class Stream:
         keeps it pending under a new prediction id, in batches of `batch_size` rows (by
         default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts). A pandas
         DataFrame as Model.learn reads it."""
-        x = self._model._frame(x)
-        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
+        if self._model._frame_by_name(x):
+            n = len(x)
+            batches = _frame_batches(x, None, self._model._frame_rows(x, batch_size))
+        elif isinstance(x := self._model._frame(x), (list, tuple)) and x and isinstance(
+                x[0], Mapping):
             n = len(x)
             batch_size = _batch_rows(batch_size)
             batches = (_named_columns(x[s:s + batch_size], None)
@@ -167,6 +171,10 @@ class Stream:
     def _learn(self, x, y, batch_size: Optional[int]) -> LearnResult:
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if self._model._frame_by_name(x):
+            labels = self._model._labels(y, len(x))
+            batches = _frame_batches(x, labels, self._model._frame_rows(x, batch_size))
+            return _outcomes((self._send(c) for c in batches), len(x))
         x = self._model._frame(x)
         if _is_named(x):
             return self._learn_named([x], self._model._labels([y], 1), 1)
@@ -258,6 +266,19 @@ class Model:
                     "model created with hash_bits reads a DataFrame by its columns' names, a "
                     "string as a categorical feature)") from None
         return x
+
+    def _frame_by_name(self, x, retry_for: float = 0) -> bool:
+        """Whether `x` is a DataFrame of rows this model takes by name: sent as columns by name
+        (_frame_batches), encoded column by column."""
+        return _is_frame(x) and len(x) > 0 and self._by_name(retry_for)
+
+    @staticmethod
+    def _frame_rows(frame, batch_size: Optional[int]) -> int:
+        """The rows of a batch of a DataFrame by name: `batch_size`, else the default."""
+        rows = _batch_rows(batch_size, "frame", frame)
+        if rows < 1:
+            raise ValueError("batch_size must be at least 1")
+        return rows
 
     def _series(self, x):
         """One pandas Series (a DataFrame's row, as iterrows gives it) as learn_one takes an
@@ -402,7 +423,16 @@ class Model:
         columnar batches of names (a table of each batch's strings and packed references; retry_for
         does not apply). A pandas DataFrame is read by its columns' names for such a model (a
         string or a category is categorical, a missing cell no feature, as the command-line
-        client reads a CSV file by its header), and as a matrix of numbers for the others."""
+        client reads a CSV file by its header), sent as columnar batches by name encoded column
+        by column (no dict a row); for the other models, as a matrix of numbers."""
+        if self._frame_by_name(x, retry_for):
+            if retry_for:
+                raise ValueError("retry_for applies to arrays, not to DataFrames by name")
+            labels = self._labels(y, len(x))
+            batches = _frame_batches(x, labels, self._frame_rows(x, batch_size))
+            return self._named_classes(_outcomes(self.client._learn(self.id, (
+                _wire.learn_request(self.id if i == 0 else "", c)
+                for i, c in enumerate(batches))), len(x)))
         x = self._frame(x, retry_for)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             if retry_for:

@@ -56,6 +56,14 @@ def test_varints_are_protobufs_own():
     assert bytes(_wire.reveal_columns(values, labels)) == expected.SerializeToString()
     units = np.array([1, -1, -1, 1])
     assert _wire.unit_labels(units) == _wire.zigzag_labels(units)
+    # Values of at most one, two and three bytes (encoded in as many groups as the largest
+    # value needs).
+    for top in (127, 16383, 2**21 - 1):
+        small = np.array([0, 1, top, top // 2, 127] + list(range(0, top, top // 997 + 1)),
+                         dtype=np.uint64)
+        ones = np.ones(len(small), dtype=np.int64)
+        expected = pb.Columns(reveal_ids=small.tolist(), reveal_labels=ones.tolist())
+        assert bytes(_wire.reveal_columns(small, ones)) == expected.SerializeToString()
     columns = _wire.dense_columns(np.ones((2, 3)), np.array([1, -1]))
     assert bytes(columns) == pb.Columns(dense=[1.0] * 6, labels=[1, -1],
                                         dense_rows=2).SerializeToString()

@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perceptron.v1 import perceptron_pb2 as pb
+from perceptrond._inputs import _frame_batches, _frame_rows, _named_columns
 from test_named import assert_learned_as, bits, cli, counters
 
 
@@ -33,6 +35,66 @@ def as_dicts(frame):
         rows.append({k: (str(v) if isinstance(v, str) else float(v))
                      for k, v in r.items() if not pd.isna(v)})
     return rows
+
+
+def every_kind(n, seed):
+    """A table with a column of each kind a DataFrame holds, missing cells in each."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, 7, n)
+    mixed = [["paris", 3, 2.5, None, np.nan, True, False][k] for k in pick]
+    numbers = rng.normal(size=n)
+    numbers[rng.random(n) < 0.2] = np.nan
+    return pd.DataFrame({
+        "x": numbers,
+        "count": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(-5, 5, n)),
+                          dtype="Int64"),
+        "mixed": pd.Series(mixed, dtype=object),
+        "city": pd.Categorical(rng.choice(["lyon", "nice", None], n)),
+        "size": pd.Categorical(rng.choice([1, 2, 3], n)),
+        "flag": rng.random(n) < 0.5,
+        "maybe": pd.array(rng.choice([True, False, None], n), dtype="boolean"),
+        "word": pd.array(rng.choice(["α", "été", None], n), dtype="string"),
+        7: rng.integers(0, 3, n),
+    })
+
+
+def decoded(columns):
+    """The rows of a serialized Columns by name: per row, its features as (namespace, name,
+    value) with a categorical one's value its string, read back from the table."""
+    c = pb.Columns.FromString(bytes(columns))
+    ends = np.cumsum(list(c.text_lengths))
+    table = [c.text[a:b].decode() for a, b in zip(np.r_[0, ends[:-1]], ends)] or list(c.strings)
+    rows, start = [], 0
+    for end in c.row_ends:
+        row = []
+        for j in range(start, end):
+            space = table[c.named_spaces[j]] if c.named_spaces else ""
+            if c.named_categories and c.named_categories[j]:
+                value = table[c.named_categories[j] - 1]
+            else:
+                value = c.named_values[j] if c.named_values else 1.0
+            row.append((space, table[c.named_names[j]], value))
+        rows.append(row)
+        start = end
+    return rows, list(c.labels)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_dataframe_is_encoded_column_by_column_as_its_rows_as_dicts_are(seed):
+    frame = every_kind(300, seed)
+    if seed % 2:  # namespaces: a MultiIndex's pairs
+        frame.columns = pd.MultiIndex.from_tuples(
+            [("ab"[k % 2], str(c)) for k, c in enumerate(frame.columns)])
+    labels = np.random.default_rng(seed).integers(0, 4, 300)
+    batch = [1, 7, 64, 300, 1000, 299][seed]
+    rows = _frame_rows(frame)
+    expected, got = [], []
+    for s in range(0, 300, batch):
+        expected.append(decoded(_named_columns(rows[s:s + batch], labels[s:s + batch])))
+    for columns in _frame_batches(frame, labels, batch):
+        got.append(decoded(columns))
+    assert got == expected
+    assert sum(len(r) for part in got for r in part[0]) > 300 * 4  # most cells are features
 
 
 def test_a_dataframe_learns_as_its_csv_file_and_its_rows_as_dicts_do(client, server, tmp_path):

@@ -6,7 +6,6 @@ import time
 import warnings
 
 import numpy as np
-import pytest
 from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler

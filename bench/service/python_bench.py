@@ -7,12 +7,18 @@ from the same array with the generated protobuf classes, as the Python client di
 (what a client pays either way). Checks that both models end with the same weights, bit for bit;
 prints "items EX_PER_S" and "columns EX_PER_S".
 
+Then rows by name (N/5 rows: 16 numeric columns and 4 categorical ones of 10 values each, hash_bits
+18), learned by two more models: as a list of dicts (one a row, as River's and DictVectorizer's
+users hold them) and as the pandas DataFrame they come from, both made before timing; the same
+check; prints "dicts EX_PER_S" and "frame EX_PER_S".
+
     PYTHONPATH=client/python:BUILD/python /usr/bin/python3 python_bench.py HOST:PORT [N]
 """
 import sys
 import time
 
 import numpy as np
+import pandas as pd
 import perceptrond
 from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
@@ -60,7 +66,27 @@ def main():
     if a.tobytes() != b.tobytes():
         sys.exit("python_bench: the two models' weights differ")
     print(f"items {n / items_seconds:.1f}")
-    print(f"columns {n / columns_seconds:.1f}")
+    print(f"columns {n / columns_seconds:.1f}", flush=True)
+
+    m = n // 5
+    table = {f"n{j}": x[:m, j] for j in range(16)}
+    for j in range(4):
+        table[f"c{j}"] = np.array([f"v{k}" for k in range(10)])[rng.integers(0, 10, m)]
+    frame = pd.DataFrame(table)
+    dicts = frame.to_dict("records")
+    rates = {}
+    by_name = {}
+    for kind, rows in (("dicts", dicts), ("frame", frame)):
+        by_name[kind] = client.create_model(f"python-{kind}", hash_bits=18)
+        start = time.perf_counter()
+        result = by_name[kind].learn(rows, y[:m])
+        rates[kind] = m / (time.perf_counter() - start)
+        if len(result.scores) != m or len(result.errors) != 0:
+            sys.exit(f"python_bench: {kind} answered {len(result.scores)} of {m}")
+    if by_name["dicts"].weights().tobytes() != by_name["frame"].weights().tobytes():
+        sys.exit("python_bench: the dicts' and the frame's weights differ")
+    print(f"dicts {rates['dicts']:.1f}")
+    print(f"frame {rates['frame']:.1f}")
 
 
 if __name__ == "__main__":

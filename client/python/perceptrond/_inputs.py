@@ -250,89 +250,104 @@ def _frame_batches(frame, labels: Optional[np.ndarray], batch_size: int):
     order). Every cell is read here, so that a cell the wire cannot carry raises ValueError
     before any batch is sent; the batches are encoded as they are taken."""
     keys = _frame_keys(frame)
-    n, k = len(frame), len(keys)
-    present = np.empty((n, k), dtype=bool)
-    values = np.ones((n, k))
-    # A categorical cell's string's reference into `table` + 1; 0 for a number.
-    refs = np.zeros((n, k), dtype=np.int64)
+    n = len(frame)
     table = _Table()
-    ref = table.ref
-
-    def coded(j: int, space: str, name: str, codes: np.ndarray, distinct: list) -> None:
-        """Column j from its cells' codes into `distinct` (-1: a missing cell)."""
-        m = len(distinct)
-        kept, read, words = np.ones(m + 1, dtype=bool), np.ones(m + 1), [None] * m
-        kept[m] = False  # code -1
-        _cells(space, name, distinct, kept[:m], read[:m], words)
-        word_refs = np.array([0 if w is None else ref(w) + 1 for w in words] + [0],
-                             dtype=np.int64)
-        present[:, j] = kept[codes]
-        values[:, j] = read[codes]
-        refs[:, j] = word_refs[codes]
-    names = np.array([ref(name) for _, name in keys], dtype=np.int64)
-    spaces = np.array([ref(space) for space, _ in keys], dtype=np.int64)
+    # Each column read: ("rows", present, values or None, string references + 1 or None) over
+    # the rows, or ("codes", codes, and by code (the last for -1, a missing cell) present,
+    # value, string reference + 1). A reference + 1 of 0 is a number.
+    read = []
     for j, (space, name) in enumerate(keys):
         column = frame.iloc[:, j]
         kind = getattr(column.dtype, "kind", "O")
         if kind in "iuf":
             v = column.to_numpy(dtype=np.float64, na_value=np.nan)
-            present[:, j] = ~np.isnan(v)
-            values[:, j] = v
+            read.append(("rows", ~np.isnan(v), v, None))
         elif kind == "b":  # True the value 1; False (and a missing cell) no feature
-            present[:, j] = column.to_numpy(dtype=bool, na_value=False)
+            read.append(("rows", column.to_numpy(dtype=bool, na_value=False), None, None))
         elif hasattr(column, "cat"):  # each category read once, then looked up by code
-            distinct = list(column.cat.categories)
-            coded(j, space, name, column.cat.codes.to_numpy(), distinct)
+            read.append(_coded(space, name, column.cat.codes.to_numpy(),
+                               list(column.cat.categories), table))
         elif bool in set(map(type, cells := column.tolist())):
             # Cell by cell: told apart by value, True would be 1 and False 0.
             here = column.notna().to_numpy()
             words = [None] * n
             v = np.ones(n)
             _cells(space, name, cells, here, v, words)
-            present[:, j] = here
-            values[:, j] = v
-            refs[:, j] = [0 if w is None else ref(w) + 1 for w in words]
+            refs = np.array([0 if w is None else table.ref(w) + 1 for w in words],
+                            dtype=np.int64)
+            read.append(("rows", here, v, refs))
         else:  # each distinct value read once, as a category
             codes, distinct = column.factorize()  # a missing cell: -1
-            coded(j, space, name, codes, list(distinct))
+            read.append(_coded(space, name, codes, list(distinct), table))
+    names = np.array([table.ref(name) for _, name in keys], dtype=np.int64)
+    spaces = np.array([table.ref(space) for space, _ in keys], dtype=np.int64)
     try:
         encoded = [t.encode() for t in table]
     except UnicodeEncodeError as e:
         raise _not_text(e) from None
     spaced = np.array([bool(space) for space, _ in keys], dtype=bool)
-    return _encoded_batches(present, values, refs, names, spaces, spaced, encoded, labels,
-                            batch_size)
+    return _encoded_batches(read, n, names, spaces, spaced, encoded, labels, batch_size)
 
 
-def _encoded_batches(present, values, refs, names, spaces, spaced, encoded, labels,
-                     batch_size):
-    """_frame_batches' batches, from the cells it read."""
-    n = present.shape[0]
+def _coded(space: str, name: str, codes: np.ndarray, distinct: list, table: "_Table"):
+    """_frame_batches' reading of a column from its cells' codes into `distinct` (-1: a
+    missing cell): each distinct value read once."""
+    m = len(distinct)
+    kept, values, words = np.ones(m + 1, dtype=bool), np.ones(m + 1), [None] * m
+    kept[m] = False  # code -1
+    _cells(space, name, distinct, kept[:m], values[:m], words)
+    refs = np.array([0 if w is None else table.ref(w) + 1 for w in words] + [0],
+                    dtype=np.int64)
+    return ("codes", codes, kept, values, refs)
+
+
+def _encoded_batches(read, n, names, spaces, spaced, encoded, labels, batch_size):
+    """_frame_batches' batches, from the columns it read: each batch's cells gathered into
+    arrays of its rows by columns (made once, the size of a batch), then its features in row
+    order."""
+    k = len(read)
+    rows = min(n, batch_size)
+    present = np.empty((rows, k), dtype=bool)
+    values = np.empty((rows, k))
+    refs = np.empty((rows, k), dtype=np.int64)
+    all_names, all_spaces, all_spaced = (np.tile(a, rows) for a in (names, spaces, spaced))
+    used = np.zeros(len(encoded), dtype=bool)
     for s in range(0, n, batch_size):
         e = min(n, s + batch_size)
-        mask = present[s:e].ravel()
-        f_names = np.tile(names, e - s)[mask]
-        f_values = values[s:e].ravel()[mask]
-        f_refs = refs[s:e].ravel()[mask]
+        b = e - s
+        p, v, r = present[:b], values[:b], refs[:b]
+        for j, c in enumerate(read):
+            if c[0] == "rows":
+                p[:, j] = c[1][s:e]
+                v[:, j] = 1.0 if c[2] is None else c[2][s:e]
+                r[:, j] = 0 if c[3] is None else c[3][s:e]
+            else:
+                codes = c[1][s:e]
+                p[:, j], v[:, j], r[:, j] = c[2][codes], c[3][codes], c[4][codes]
+        mask = p.ravel()
+        f_names = all_names[:b * k][mask]
+        f_values = v.ravel()[mask]
+        f_refs = r.ravel()[mask]
         # Only the fields that say something, as _named_columns sends them.
-        f_spaces = np.tile(spaces, e - s)[mask] if np.tile(spaced, e - s)[mask].any() else None
+        f_spaces = all_spaces[:b * k][mask] if all_spaced[:b * k][mask].any() else None
         if not np.any(f_values != 1.0):
             f_values = None
         words = f_refs[f_refs > 0] - 1
-        # The batch's own table: the strings its features refer to.
-        used = np.unique(np.concatenate(
-            [f_names, words] + ([] if f_spaces is None else [f_spaces])))
-
-        def at(r):
-            return np.searchsorted(used, r).astype(np.uint64)
+        # The batch's own table: the strings its features refer to, renumbered in order.
+        used[:] = False
+        used[f_names] = True
+        used[words] = True
+        if f_spaces is not None:
+            used[f_spaces] = True
+        at = (np.cumsum(used) - 1).astype(np.uint64)
         categories = None
         if words.size:
-            categories = np.where(f_refs > 0, at(np.maximum(f_refs - 1, 0)) + np.uint64(1),
+            categories = np.where(f_refs > 0, at[np.maximum(f_refs - 1, 0)] + np.uint64(1),
                                   np.uint64(0))
         yield _wire.named_columns(
-            present[s:e].sum(axis=1).cumsum().astype(np.uint64), at(f_names),
-            None if f_spaces is None else at(f_spaces), f_values, categories,
-            [encoded[u] for u in used], None if labels is None else labels[s:e])
+            p.sum(axis=1).cumsum().astype(np.uint64), at[f_names],
+            None if f_spaces is None else at[f_spaces], f_values, categories,
+            [encoded[u] for u in np.flatnonzero(used)], None if labels is None else labels[s:e])
 
 
 def _named(x: Mapping, out: pb.NamedFeatures) -> None:

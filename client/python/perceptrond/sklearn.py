@@ -29,23 +29,24 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .client import Client, Model, PerceptronError
-from ._inputs import _batch_rows, _class_key, _frame_rows, _is_frame, _numeric_frame
+from ._inputs import _batch_rows, _class_key, _frame_keys, _is_frame, _numeric_frame
 
 
 # hash_bits for dicts by name when none is given: Vowpal Wabbit's default.
 _HASH_BITS = 18
 
 
-def _named_rows(X, by_name: bool) -> Optional[list]:
-    """X as a list of dicts by name, or None for an array: a list of dicts (DictVectorizer's
-    input) as it is; a pandas DataFrame with a column that is not numbers (or any DataFrame
-    when `by_name`, the models taking names) read by its columns' names, as the command-line
-    client reads such a CSV file (a string or a category categorical, a missing cell no
-    feature)."""
+def _named_rows(X, by_name: bool):
+    """X as rows by name, or None for an array: a list of dicts (DictVectorizer's input) as a
+    list; a pandas DataFrame with a column that is not numbers (or any DataFrame when
+    `by_name`, the models taking names) as it is, which the models read by its columns' names
+    as the command-line client reads such a CSV file (a string or a category categorical, a
+    missing cell no feature) and send as columns by name."""
     if isinstance(X, (list, tuple)) and len(X) > 0 and isinstance(X[0], Mapping):
         return list(X)
     if _is_frame(X) and (by_name or not _numeric_frame(X)):
-        return _frame_rows(X)
+        _frame_keys(X)  # two columns of one name: refused here, before any model is made
+        return X
     return None
 
 
@@ -184,7 +185,10 @@ class PerceptronClassifier(ClassifierMixin, BaseEstimator):
                 xs, ys = x, y
                 if rng is not None:
                     order = rng.permutation(len(y))
-                    xs = [x[i] for i in order] if isinstance(x, list) else x[order]
+                    if isinstance(x, list):
+                        xs = [x[i] for i in order]
+                    else:  # an array, or a DataFrame by name
+                        xs = x.iloc[order] if _is_frame(x) else x[order]
                     ys = y[order]
                 changed = False
                 for s, target in zip(streams, self._targets(ys, names)):

@@ -189,9 +189,12 @@ def test_the_sklearn_estimator_reads_a_dataframe_of_categories_by_name(server):
     from perceptrond.sklearn import PerceptronClassifier
     frame, y = people()
     labels = np.where(y == 1, "yes", "no")
-    by_frame = PerceptronClassifier(address=server.target, hash_bits=16, max_iter=4)
+    # Passes in a random order: the frame's rows (sent as columns) as the dicts (as items).
+    by_frame = PerceptronClassifier(address=server.target, hash_bits=16, max_iter=4,
+                                    shuffle=True, random_state=7)
     by_frame.fit(frame, labels)
-    by_dicts = PerceptronClassifier(address=server.target, hash_bits=16, max_iter=4)
+    by_dicts = PerceptronClassifier(address=server.target, hash_bits=16, max_iter=4,
+                                    shuffle=True, random_state=7)
     by_dicts.fit(as_dicts(frame), labels)
     np.testing.assert_array_equal(bits(by_frame.decision_function(frame)),
                                   bits(by_dicts.decision_function(as_dicts(frame))))

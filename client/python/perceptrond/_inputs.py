@@ -179,6 +179,10 @@ class _Table(dict):
             k = self[text] = len(self)
         return k
 
+    def refs(self, words: list) -> np.ndarray:
+        """Each word's index + 1 (added if new), 0 for None."""
+        return np.array([0 if w is None else self.ref(w) + 1 for w in words], dtype=np.int64)
+
 
 def _is_frame(x) -> bool:
     """Whether `x` is a pandas DataFrame (told by its parts, without importing pandas)."""
@@ -273,9 +277,7 @@ def _frame_batches(frame, labels: Optional[np.ndarray], batch_size: int):
             words = [None] * n
             v = np.ones(n)
             _cells(space, name, cells, here, v, words)
-            refs = np.array([0 if w is None else table.ref(w) + 1 for w in words],
-                            dtype=np.int64)
-            read.append(("rows", here, v, refs))
+            read.append(("rows", here, v, table.refs(words)))
         else:  # each distinct value read once, as a category
             codes, distinct = column.factorize()  # a missing cell: -1
             read.append(_coded(space, name, codes, list(distinct), table))
@@ -296,9 +298,7 @@ def _coded(space: str, name: str, codes: np.ndarray, distinct: list, table: "_Ta
     kept, values, words = np.ones(m + 1, dtype=bool), np.ones(m + 1), [None] * m
     kept[m] = False  # code -1
     _cells(space, name, distinct, kept[:m], values[:m], words)
-    refs = np.array([0 if w is None else table.ref(w) + 1 for w in words] + [0],
-                    dtype=np.int64)
-    return ("codes", codes, kept, values, refs)
+    return ("codes", codes, kept, values, table.refs(words + [None]))
 
 
 def _encoded_batches(read, n, names, spaces, spaced, encoded, labels, batch_size):

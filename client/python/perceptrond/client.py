@@ -117,7 +117,7 @@ class Stream:
         DataFrame as Model.learn reads it."""
         if self._model._frame_by_name(x):
             n = len(x)
-            batches = _frame_batches(x, None, self._model._frame_rows(x, batch_size))
+            batches = _frame_batches(x, None, self._model._frame_batch_rows(x, batch_size))
         elif isinstance(x := self._model._frame(x), (list, tuple)) and x and isinstance(
                 x[0], Mapping):
             n = len(x)
@@ -173,7 +173,7 @@ class Stream:
             raise ValueError("batch_size must be at least 1")
         if self._model._frame_by_name(x):
             labels = self._model._labels(y, len(x))
-            batches = _frame_batches(x, labels, self._model._frame_rows(x, batch_size))
+            batches = _frame_batches(x, labels, self._model._frame_batch_rows(x, batch_size))
             return _outcomes((self._send(c) for c in batches), len(x))
         x = self._model._frame(x)
         if _is_named(x):
@@ -273,7 +273,7 @@ class Model:
         return _is_frame(x) and len(x) > 0 and self._by_name(retry_for)
 
     @staticmethod
-    def _frame_rows(frame, batch_size: Optional[int]) -> int:
+    def _frame_batch_rows(frame, batch_size: Optional[int]) -> int:
         """The rows of a batch of a DataFrame by name: `batch_size`, else the default."""
         rows = _batch_rows(batch_size, "frame", frame)
         if rows < 1:
@@ -429,7 +429,7 @@ class Model:
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to DataFrames by name")
             labels = self._labels(y, len(x))
-            batches = _frame_batches(x, labels, self._frame_rows(x, batch_size))
+            batches = _frame_batches(x, labels, self._frame_batch_rows(x, batch_size))
             return self._named_classes(_outcomes(self.client._learn(self.id, (
                 _wire.learn_request(self.id if i == 0 else "", c)
                 for i, c in enumerate(batches))), len(x)))

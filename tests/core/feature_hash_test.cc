@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,39 @@ TEST(FeatureHasherTest, RepeatedNamesAddAndZerosDrop) {
   Features by_number;
   ASSERT_TRUE(h.Hash({{.name = "92594", .value = 3.5}}, &by_number).ok());
   EXPECT_EQ(by_number, out);
+}
+
+TEST(FeatureHasherTest, SumsEachSlotInOrderWhateverTheCount) {
+  // Every count the hasher sorts differently (through sorting networks up to
+  // 64 terms, std::sort past them), 6 bits so that slots repeat: each slot's
+  // sum is its features' values added in the order given, as a map from
+  // Slot() adds them. Values of very different sizes make the order show.
+  const FeatureHasher h(6, {});
+  std::mt19937 rng(7);
+  const double sizes[] = {1e16, 1.0, -1e16, 0.25, 3.0};
+  for (size_t n = 0; n <= 140; ++n) {
+    std::vector<std::string> names(n);
+    std::vector<NamedFeature> x(n);
+    std::map<uint32_t, double> expected;
+    for (size_t i = 0; i < n; ++i) {
+      names[i] = absl::StrCat("f", rng() % 200);
+      x[i] = {.space = i % 2 ? "s" : "",
+              .name = names[i],
+              .value = sizes[rng() % 5]};
+      expected[h.Slot(x[i])] += x[i].value;
+    }
+    Features out;
+    ASSERT_TRUE(h.Hash(x, &out).ok()) << n;
+    std::vector<uint32_t> indices;
+    std::vector<double> values;
+    for (const auto& [slot, sum] : expected) {
+      if (sum == 0.0) continue;
+      indices.push_back(slot);
+      values.push_back(sum);
+    }
+    EXPECT_EQ(out.indices, indices) << n << " features";
+    EXPECT_EQ(out.values, values) << n << " features";
+  }
 }
 
 TEST(FeatureHasherTest, NamespacesTakenInTurnHashAsAlone) {

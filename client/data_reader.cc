@@ -468,6 +468,9 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     if (header) {
       if (absl::Status s = FindLabel(cells); !s.ok()) return s;
       csv_header_ = true;
+      for (absl::string_view c : cells) {
+        header_.emplace_back(absl::StripAsciiWhitespace(c));
+      }
       return false;
     }
   }
@@ -500,12 +503,17 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     double v;
     if (!ParseDouble(cells[k], &v)) {
+      // The column by its number, and by its name where the header has one.
+      const std::string column =
+          k < header_.size() && !header_[k].empty()
+              ? absl::StrCat("column ", k, " (", Excerpt(header_[k], ""), ")")
+              : absl::StrCat("column ", k);
       if (csv_header_ && !absl::StripAsciiWhitespace(cells[k]).empty()) {
         categorical_cell_ =
-            absl::StrCat("line ", line_, ": column ", k, " ", Quoted(cells[k]));
+            absl::StrCat("line ", line_, ": ", column, " ", Quoted(cells[k]));
       }
       return Bad(absl::StrCat(
-          "column ", k, " ", Quoted(cells[k]),
+          column, " ", Quoted(cells[k]),
           " is not a number (a model with hash_bits reads a CSV file by its "
           "header's names, a cell that is not a number as a categorical "
           "feature)"));

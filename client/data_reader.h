@@ -176,7 +176,7 @@ class DataReader {
   // CSV: non-empty rows so far and the first data row's width.
   size_t rows_ = 0;
   size_t columns_ = 0;
-  // Named CSV: the header's names.
+  // CSV: the header's names (a CSV by number's, if it has a header).
   std::vector<std::string> header_;
   // CSV by number: whether the first row was a header, and
   // categorical_cell().

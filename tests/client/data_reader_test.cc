@@ -135,7 +135,7 @@ TEST(DataReaderTest, CsvWithTextLabelsAndOnlyTheFirstRowAsHeader) {
       std::string(ParseData("a,b,label\nc,d,label\n1,2,yes\n", "h.csv", o)
                       .status()
                       .message()),
-      HasSubstr("h.csv:2: column 0 \"c\" is not a number"));
+      HasSubstr("h.csv:2: column 0 (a) \"c\" is not a number"));
   // Text labels without --positive say how to map them.
   EXPECT_THAT(
       std::string(
@@ -371,8 +371,9 @@ TEST(DataReaderTest, CsvByNumberNamesItsFirstCategoricalCell) {
     while (more.ok() && *more) more = reader.Next(&e);
     return std::make_pair(more.ok(), reader.categorical_cell());
   };
-  EXPECT_EQ(first("age,city,label\n34,7,1\n27,paris,0\n"),
-            std::make_pair(false, std::string("line 3: column 1 \"paris\"")));
+  EXPECT_EQ(
+      first("age,city,label\n34,7,1\n27,paris,0\n"),
+      std::make_pair(false, std::string("line 3: column 1 (city) \"paris\"")));
   EXPECT_EQ(first("age,city,label\n34,,1\n"),
             std::make_pair(false, std::string()));
   EXPECT_EQ(first("age,city,label\n34,7,1\n"),
@@ -487,7 +488,9 @@ TEST(DataReaderTest, MessagesShowLongTextInPart) {
             "importance weight " + std::string(64, 'x') + "... (100000 bytes)"},
            {"+1 1:" + x + "\n", "s.svm",
             "cannot read \"1:" + std::string(62, 'x') + "...\" (100002 bytes)"},
-           {"a,label\n" + x + ",1\n", "c.csv", "column 0 \"" + shown},
+           {"a,label\n" + x + ",1\n", "c.csv", "column 0 (a) \"" + shown},
+           {x + ",label\nzz,1\n", "h.csv",
+            "column 0 (" + std::string(64, 'x') + "... (100000 bytes)) \"zz\""},
            {"{\"features\": {\"a\": [\"" + x + "\"]}, \"label\": 1}\n",
             "j.jsonl",
             "feature a: [\"" + std::string(62, 'x') + "... (100004 bytes)"},

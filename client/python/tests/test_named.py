@@ -533,8 +533,8 @@ def test_train_and_fit_create_hash_a_csv_with_categorical_cells_by_default(
         code, out = cli(server, verb, str(csv), f"--model={name}", "--create",
                         *(["--max_epochs=1"] if verb == "fit" else []))
         assert code == 0, out
-        assert ('the features of ' + str(csv) + ' are names (line 2: column 1 "paris" is not '
-                'a number)') in out, out
+        assert ('the features of ' + str(csv) + ' are names (line 2: column 1 (city) "paris" '
+                'is not a number)') in out, out
         assert "hashed into 2^18 coordinates" in out, out
         assert client.model(name).info().config.hash_bits == 18
     rows, y = table_dicts()
@@ -553,7 +553,7 @@ def test_train_and_fit_create_hash_a_csv_with_categorical_cells_by_default(
     holes = tmp_path / "holes.csv"
     holes.write_text("a,b,label\n1,,1\n")
     code, out = cli(server, "train", str(holes), "--model=holes", "--create")
-    assert code != 0 and 'holes.csv:2: column 1 "" is not a number' in out, out
+    assert code != 0 and 'holes.csv:2: column 1 (b) "" is not a number' in out, out
     assert "holes" not in [m.model_id for m in client.list_models()]
 
 

@@ -93,12 +93,12 @@ bool Acceptable(const NamedFeature& f) {
                                  : std::isfinite(f.value));
 }
 
-// Batcher's odd-even merge sort of kN keys (Knuth, TAOCP 5.3.4, exercise
-// 5.3.4-32): its comparators, pairs of positions in an order that sorts any
-// input, computed at compile time and applied unrolled, each a min and a max
-// of two keys held in registers. The time is the same whatever the keys,
-// where std::sort of 30 random keys mispredicts a branch for most of them:
-// 50 ns against 480 for W5's 30 (docs/benchmarks.md).
+// Batcher's odd-even merge sort of kN keys (a power of two): its
+// comparators, pairs of positions in an order that sorts any input, computed
+// at compile time and applied unrolled, each a min and a max of two keys
+// without a branch. The time is the same whatever the keys, where std::sort
+// of 30 random keys mispredicts a branch for most of them: 50 ns against 480
+// for W5's 30 (docs/benchmarks.md).
 template <size_t kN>
 class OddEvenMerge {
  public:

@@ -503,9 +503,10 @@ absl::StatusOr<bool> DataReader::ParseCsv(absl::string_view text, Example* e) {
     }
     double v;
     if (!ParseDouble(cells[k], &v)) {
-      // The column by its number, and by its name where the header has one.
+      // The column by its number, and by its name where the header names
+      // the data rows' columns (a summary row of another width does not).
       const std::string column =
-          k < header_.size() && !header_[k].empty()
+          header_.size() == columns_ && !header_[k].empty()
               ? absl::StrCat("column ", k, " (", Excerpt(header_[k], ""), ")")
               : absl::StrCat("column ", k);
       if (csv_header_ && !absl::StripAsciiWhitespace(cells[k]).empty()) {

@@ -283,6 +283,13 @@ TEST(DataReaderTest, ErrorsNameTheFileAndLine) {
   EXPECT_THAT(
       std::string(ParseData("1,2,1\n1,zz,1\n", "f.csv", {}).status().message()),
       HasSubstr("f.csv:2: column 1 \"zz\" is not a number"));
+  // A first row of another width (scikit-learn's summary row) names no
+  // column.
+  EXPECT_THAT(
+      std::string(ParseData("569,30,malignant,benign\n1,zz,1\n", "s.csv", {})
+                      .status()
+                      .message()),
+      HasSubstr("s.csv:2: column 1 \"zz\" is not a number"));
   EXPECT_EQ(ReadDataFile("/nonexistent/file.csv", {}).status().code(),
             absl::StatusCode::kNotFound);
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/candidate_sums.h"
+#include "core/prefetch.h"
 
 namespace perceptron {
 
@@ -93,7 +94,21 @@ double MulticlassCertificateSolver::Pass(double C, double* gap) {
   *gap = 0;
   double g[kMaxClasses], b[kMaxClasses], a[kMaxClasses];
   size_t kept = 0;  // active_[0, kept) stay active
+  // Rows are fetched ahead, as the binary solver's: their places, variables
+  // and classes' order 2 kAhead rows ahead, their values kAhead ahead.
+  constexpr size_t kAhead = 4;
   for (size_t s = 0; s < n; ++s) {
+    if (s + 2 * kAhead < n) {
+      const size_t ahead = active_[s + 2 * kAhead];
+      rows_.PrefetchPlace(ahead);
+      const double* alpha = alpha_.data() + ahead * k_;
+      PrefetchLine(alpha);
+      PrefetchLine(alpha + k_ - 1);
+      PrefetchLine(class_order_.data() + ahead * k_);
+      PrefetchLine(class_order_.data() + (ahead + 1) * k_ - 1);
+      PrefetchLine(active_classes_.data() + ahead);
+    }
+    if (s + kAhead < n) rows_.PrefetchValues(active_[s + kAhead]);
     const uint32_t t = active_[s];
     const double A = rows_.square(t);
     const int y = rows_.label(t);

@@ -624,44 +624,61 @@ class Model:
             self._one.close()
             self._one = None
 
-    def _predict(self, x, all_scores: bool = False) -> pb.PredictResponse:
-        """The Predict call for each row of `x` (or each dict by name in a list)."""
-        request = pb.PredictRequest(model_id=self.id, all_scores=all_scores)
+    def _predict(self, x, all_scores: bool = False, batch_size: Optional[int] = None) -> list:
+        """The predictions of each row of `x` (or each dict by name in a list), in order: Predict
+        calls of `batch_size` rows each (by default as many as learn sends a batch), so that
+        no request passes the server's --max_batch_items or the message limit."""
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
         x = self._frame(x)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            for row in x:
-                _named(row, request.examples.add().named)
-            return self.client._call("Predict", request)
-        kind, rows = _rows(x)
-        self._check_width(kind, rows)
-        for i in range(rows.shape[0]):
-            f = request.examples.add()
-            if kind == "dense":
-                f.dense.values.extend(rows[i])
-            else:
-                lo, hi = rows.indptr[i], rows.indptr[i + 1]
-                f.sparse.indices.extend(rows.indices[lo:hi].tolist())
-                f.sparse.values.extend(rows.data[lo:hi])
-        return self.client._call("Predict", request)
+            step = _batch_rows(batch_size)
+            n = len(x)
 
-    def decision_function(self, x) -> np.ndarray:
+            def fill(request, start):
+                for row in x[start:start + step]:
+                    _named(row, request.examples.add().named)
+        else:
+            kind, rows = _rows(x)
+            self._check_width(kind, rows)
+            step = _batch_rows(batch_size, kind, rows)
+            n = rows.shape[0]
+
+            def fill(request, start):
+                for i in range(start, min(n, start + step)):
+                    f = request.examples.add()
+                    if kind == "dense":
+                        f.dense.values.extend(rows[i])
+                    else:
+                        lo, hi = rows.indptr[i], rows.indptr[i + 1]
+                        f.sparse.indices.extend(rows.indices[lo:hi].tolist())
+                        f.sparse.values.extend(rows.data[lo:hi])
+        predictions = []
+        for start in range(0, n, step):
+            request = pb.PredictRequest(model_id=self.id, all_scores=all_scores)
+            fill(request, start)
+            predictions.extend(self.client._call("Predict", request).predictions)
+        return predictions
+
+    def decision_function(self, x, batch_size: Optional[int] = None) -> np.ndarray:
         """The model's score of each row of `x` (or of each dict by name in a list, for a model
         with hash_bits); nothing is learned or issued. A multiclass model's: a row of k scores
-        per example, in class order (those it decides on: averaged, or the votes for voted)."""
+        per example, in class order (those it decides on: averaged, or the votes for voted).
+        Sent in requests of `batch_size` rows, by default as learn sends them."""
         if self.classes:
-            response = self._predict(x, all_scores=True)
-            return np.array([list(p.scores) for p in response.predictions],
+            predictions = self._predict(x, all_scores=True, batch_size=batch_size)
+            return np.array([list(p.scores) for p in predictions],
                             dtype=np.float64).reshape(-1, len(self.classes))
-        response = self._predict(x)
-        return np.array([p.score for p in response.predictions], dtype=np.float64)
+        predictions = self._predict(x, batch_size=batch_size)
+        return np.array([p.score for p in predictions], dtype=np.float64)
 
-    def predict(self, x) -> np.ndarray:
+    def predict(self, x, batch_size: Optional[int] = None) -> np.ndarray:
         """+1 where the score is >= 0, else -1; a multiclass model's class names (the highest
-        score, the lowest index among ties)."""
+        score, the lowest index among ties). Sent as decision_function sends them."""
         if self.classes:
             names = np.array(self.classes, dtype=object)
-            return names[[p.label for p in self._predict(x).predictions]]
-        return np.where(self.decision_function(x) >= 0, 1, -1)
+            return names[[p.label for p in self._predict(x, batch_size=batch_size)]]
+        return np.where(self.decision_function(x, batch_size) >= 0, 1, -1)
 
 
 # grpc.StatusCode by its numeric value.

@@ -342,6 +342,42 @@ def test_no_rows_learn_and_predict_nothing(client):
         dense.learn([], [1])
 
 
+def test_predictions_of_more_rows_than_a_request_takes_go_in_several(client):
+    """decision_function and predict of more rows than the server's --max_batch_items (10,000
+    by default) send them in several Predict requests, in order: the same answers as smaller
+    calls, for vectors, dicts by name and a multiclass model."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(12_345, 3))
+    y = np.where(x[:, 0] + 0.3 * x[:, 1] > 0, 1, -1)
+    dense = client.create_model("many-dense", dimension=3)
+    dense.learn(x[:500], y[:500])
+    scores = dense.decision_function(x)
+    parts = np.concatenate([dense.decision_function(x[s:s + 1000])
+                            for s in range(0, len(x), 1000)])
+    assert scores.shape == (12_345,) and np.array_equal(bits(scores), bits(parts))
+    assert np.array_equal(bits(dense.decision_function(x[:100], batch_size=7)),
+                          bits(scores[:100]))
+    assert np.array_equal(dense.predict(x), np.where(scores >= 0, 1, -1))
+    sparse = scipy.sparse.csr_matrix(x)
+    assert np.array_equal(bits(dense.decision_function(sparse)[-100:]),
+                          bits(dense.decision_function(sparse[-100:])))
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        dense.predict(x, batch_size=0)
+    hashed = client.create_model("many-hashed", hash_bits=10)
+    rows = [{"a": float(r[0]), "b": float(r[1]), "c": str(int(r[2] > 0))} for r in x[:10_001]]
+    hashed.learn(rows[:300], y[:300])
+    named = hashed.decision_function(rows)
+    assert named.shape == (10_001,)
+    assert np.array_equal(bits(named[-50:]), bits(hashed.decision_function(rows[-50:])))
+    classes = client.create_model("many-classes", dimension=3, classes=["a", "b", "c"])
+    labels = np.array(["a", "b", "c"])[(x[:, 0] > 0).astype(int) + (x[:, 1] > 1)]
+    classes.learn(x[:500], labels[:500])
+    k = classes.decision_function(x)
+    assert k.shape == (12_345, 3)
+    assert np.array_equal(bits(k[-10:]), bits(classes.decision_function(x[-10:])))
+    assert list(classes.predict(x)[-10:]) == list(classes.predict(x[-10:]))
+
+
 def test_status_history_watch_and_the_model_lifecycle(client):
     x, y = breast_cancer()
     model = client.create_model("bc", dimension=30)

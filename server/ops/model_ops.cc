@@ -584,10 +584,75 @@ absl::Status ApplyReveals(
   return AwaitCommit(commit);
 }
 
+namespace {
+
+// PredictAll for a request of columns: every row, or INVALID_ARGUMENT naming
+// the first bad one (its index among the rows), nothing answered.
+absl::Status PredictColumns(ModelEntry& entry,
+                            const v1::PredictRequest& request, size_t limit,
+                            v1::PredictColumns* out)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  const v1::Columns& columns = request.columns();
+  if (!columns.labels().empty() || !columns.reveal_ids().empty() ||
+      !columns.reveal_labels().empty()) {
+    return absl::InvalidArgumentError(
+        "columns to predict carry rows only, no labels or reveals (those are "
+        "Learn's)");
+  }
+  absl::StatusOr<ColumnRows> rows = ColumnRows::Of(
+      columns, entry.model->config().dimension, entry.model->hasher());
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        rows->rows(), " rows in one request is over the limit of ", limit));
+  }
+  const bool all = request.all_scores() && entry.model->config().multiclass();
+  const int n = static_cast<int>(rows->rows());
+  out->mutable_scores()->Reserve(n);
+  out->mutable_labels()->Reserve(n);
+  Features named;
+  NamedScratch scratch;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<FeatureView> x =
+        rows->named()
+            ? rows->NamedRow(i, *entry.model->hasher(), &named, &scratch)
+            : rows->row(i);
+    if (x.ok() && !rows->named() && i + 1 < n) {
+      entry.model->Prefetch(rows->row(i + 1));
+    }
+    absl::StatusOr<Prediction> p =
+        x.ok() ? entry.model->Predict(*x) : x.status();
+    if (!p.ok()) {
+      out->Clear();
+      return ForItem(i, p.status());
+    }
+    out->add_labels(p->label);
+    out->add_scores(p->score);
+    if (all) {
+      absl::StatusOr<std::vector<double>> scores = entry.model->Scores(*x);
+      if (!scores.ok()) {
+        out->Clear();
+        return ForItem(i, scores.status());
+      }
+      out->mutable_class_scores()->Add(scores->begin(), scores->end());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
-                        v1::PredictResponse* response) {
+                        size_t limit, v1::PredictResponse* response) {
   absl::MutexLock lock(&entry.mu);
   if (entry.deleted) return entry.GoneStatus();
+  if (request.has_columns()) {
+    if (request.examples_size() > 0) {
+      return absl::InvalidArgumentError(
+          "a request carries examples or columns, not both");
+    }
+    return PredictColumns(entry, request, limit, response->mutable_columns());
+  }
   for (int i = 0; i < request.examples_size(); ++i) {
     if (i + 1 < request.examples_size()) {
       Prefetch(*entry.model, request.examples(i + 1));

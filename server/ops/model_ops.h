@@ -48,9 +48,11 @@ absl::Status ApplyReveals(
     google::protobuf::RepeatedPtrField<v1::ItemResult>* results,
     v1::ModelStats* stats);
 
-// Scores every example, or INVALID_ARGUMENT naming the first bad one.
+// Scores every example (or every row of the request's columns, at most
+// `limit`: RESOURCE_EXHAUSTED past it), or INVALID_ARGUMENT naming the first
+// bad one.
 absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
-                        v1::PredictResponse* response);
+                        size_t limit, v1::PredictResponse* response);
 
 // Cyclic training (Model::Train) over the request's examples.
 absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,

@@ -291,7 +291,7 @@ grpc::ServerUnaryReactor* PerceptronServiceImpl::Predict(
   return OnModel(
       context, Rpc::kPredict, *request, Role::kRead,
       [&](ModelEntry& entry) -> absl::Status {
-        return PredictAll(entry, *request, response);
+        return PredictAll(entry, *request, limits_.max_batch_items, response);
       },
       AtMost("examples", request->examples_size(), limits_.max_batch_items));
 }

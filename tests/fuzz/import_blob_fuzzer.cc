@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   predict.add_examples()->mutable_dense()->mutable_values()->Resize(
       status.dimension(), 0.5);
   perceptron::v1::PredictResponse predicted;
-  if (!PredictAll(**entry, predict, &predicted).ok()) std::abort();
+  if (!PredictAll(**entry, predict, 1, &predicted).ok()) std::abort();
   if (!ExportBlob(**entry).ok()) std::abort();
   return 0;
 }

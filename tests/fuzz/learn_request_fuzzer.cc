@@ -86,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (item.has_reveal()) *reveal.add_items() = item.reveal();
   }
   perceptron::v1::PredictResponse predicted;
-  const absl::Status p = PredictAll(*entry, predict, &predicted);
+  const absl::Status p =
+      PredictAll(*entry, predict, world->limits.max_batch_items, &predicted);
   if (p.ok() && predicted.predictions_size() != predict.examples_size())
     std::abort();
   perceptron::v1::RevealResponse revealed;
@@ -121,6 +122,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     } else if (s.code() != absl::StatusCode::kInvalidArgument &&
                s.code() != absl::StatusCode::kResourceExhausted) {
+      std::abort();
+    }
+    // Its rows predicted as columns: refused whole, or a label and a score
+    // (and with all_scores a multiclass model's k scores) a row.
+    perceptron::v1::PredictRequest rows;
+    *rows.mutable_columns() = request.columns();
+    rows.mutable_columns()->clear_labels();
+    rows.mutable_columns()->clear_reveal_ids();
+    rows.mutable_columns()->clear_reveal_labels();
+    rows.set_all_scores(true);
+    perceptron::v1::PredictResponse answered;
+    const absl::Status q =
+        PredictAll(*entry, rows, world->limits.max_batch_items, &answered);
+    const perceptron::v1::PredictColumns& c = answered.columns();
+    size_t k = 0;
+    {
+      absl::MutexLock lock(&entry->mu);
+      k = entry->model->config().classes.size();
+    }
+    if (q.ok()) {
+      if (c.labels_size() != c.scores_size() ||
+          static_cast<size_t>(c.class_scores_size()) != k * c.scores_size() ||
+          answered.predictions_size() != 0) {
+        std::abort();
+      }
+    } else if ((q.code() != absl::StatusCode::kInvalidArgument &&
+                q.code() != absl::StatusCode::kResourceExhausted) ||
+               c.scores_size() != 0) {
       std::abort();
     }
   }

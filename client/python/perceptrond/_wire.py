@@ -1,7 +1,7 @@
-"""Learn requests as columns (docs/design.md section 4), encoded from numpy arrays straight to the
-protobuf wire format: a packed repeated field is a tag, a length and the values, so a batch is a
-few array operations, with no value passing through Python one at a time. The answers' scores and
-labels are read back from their bytes the same way (column_answers)."""
+"""Learn and Predict requests as columns (docs/design.md section 4), encoded from numpy arrays
+straight to the protobuf wire format: a packed repeated field is a tag, a length and the values,
+so a batch is a few array operations, with no value passing through Python one at a time. The
+answers' scores and labels are read back from their bytes the same way (column_answers)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +10,9 @@ import numpy as np
 _LEARN_MODEL_ID = 0x0A  # LearnRequest.model_id = 1
 _LEARN_COLUMNS = 0x1A  # LearnRequest.columns = 3
 _LEARN_IF_EXAMPLES = 0x20  # LearnRequest.if_examples = 4 (varint)
+_PREDICT_MODEL_ID = 0x0A  # PredictRequest.model_id = 1
+_PREDICT_ALL_SCORES = 0x18  # PredictRequest.all_scores = 3 (varint)
+_PREDICT_COLUMNS = 0x22  # PredictRequest.columns = 4
 _DENSE = 0x0A  # Columns.dense = 1 (packed double)
 _ROW_ENDS = 0x12  # Columns.row_ends = 2 (packed uint32)
 _VALUES = 0x22  # Columns.values = 4 (packed double)
@@ -118,6 +121,15 @@ def learn_request(model_id: str, columns, if_examples: int | None = None) -> byt
     if if_examples is not None:
         m.add(bytes([_LEARN_IF_EXAMPLES]) + varint(if_examples))
     return bytes(m)
+
+
+def predict_request(model_id: str, columns, all_scores: bool) -> bytes:
+    """A serialized PredictRequest of columns (bytes or a Message), asking for a multiclass
+    model's every class score if `all_scores`."""
+    m = Message().field(_PREDICT_MODEL_ID, model_id.encode())
+    if all_scores:
+        m.add(bytes([_PREDICT_ALL_SCORES, 1]))
+    return bytes(m.field(_PREDICT_COLUMNS, columns))
 
 
 def dense_columns(rows: np.ndarray, labels: np.ndarray | None) -> Message:

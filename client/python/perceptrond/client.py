@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import logging
 import queue
+import re
 import time
 from typing import Iterator, Mapping, Optional, Sequence
 
@@ -624,61 +625,70 @@ class Model:
             self._one.close()
             self._one = None
 
-    def _predict(self, x, all_scores: bool = False, batch_size: Optional[int] = None) -> list:
-        """The predictions of each row of `x` (or each dict by name in a list), in order: Predict
-        calls of `batch_size` rows each (by default as many as learn sends a batch), so that
-        no request passes the server's --max_batch_items or the message limit."""
+    def _predict(self, x, all_scores: bool = False, batch_size: Optional[int] = None) -> tuple:
+        """The scores and labels of each row of `x` (an array, a sparse matrix, dicts by name
+        in a list, a DataFrame as learn reads it) and, with `all_scores`, a multiclass model's
+        k scores a row: Predict calls of columns of `batch_size` rows each (by default as many
+        as learn sends a batch), so that no request passes the server's --max_batch_items or
+        the message limit."""
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        x = self._frame(x)
-        if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            step = _batch_rows(batch_size)
+        if self._frame_by_name(x):
             n = len(x)
-
-            def fill(request, start):
-                for row in x[start:start + step]:
-                    _named(row, request.examples.add().named)
+            batches = _frame_batches(x, None, self._frame_batch_rows(x, batch_size))
+        elif isinstance(x := self._frame(x), (list, tuple)) and x and isinstance(
+                x[0], Mapping):
+            n = len(x)
+            step = _batch_rows(batch_size)
+            batches = (_named_columns(x[s:s + step], None) for s in range(0, n, step))
         else:
             kind, rows = _rows(x)
             self._check_width(kind, rows)
-            step = _batch_rows(batch_size, kind, rows)
             n = rows.shape[0]
-
-            def fill(request, start):
-                for i in range(start, min(n, start + step)):
-                    f = request.examples.add()
-                    if kind == "dense":
-                        f.dense.values.extend(rows[i])
-                    else:
-                        lo, hi = rows.indptr[i], rows.indptr[i + 1]
-                        f.sparse.indices.extend(rows.indices[lo:hi].tolist())
-                        f.sparse.values.extend(rows.data[lo:hi])
-        predictions = []
-        for start in range(0, n, step):
-            request = pb.PredictRequest(model_id=self.id, all_scores=all_scores)
-            fill(request, start)
-            predictions.extend(self.client._call("Predict", request).predictions)
-        return predictions
+            batches = _batches(kind, rows, None, _batch_rows(batch_size, kind, rows))
+        k = len(self.classes) if all_scores and self.classes else 0
+        scores = np.zeros(n)
+        labels = np.zeros(n, dtype=np.int64)
+        class_scores = np.zeros((n, k))
+        at = 0
+        for columns in batches:
+            try:
+                c = self.client._predict_columns(self.id, columns, k > 0)
+            except PerceptronError as e:
+                # The server names a row by its place in the request: here, in `x`.
+                item = re.match(r"item (\d+): ", e.message)
+                if item is None:
+                    raise
+                row = at + int(item.group(1))
+                raise PerceptronError(e.code, f"item {row}: {e.message[item.end():]}",
+                                      row) from None
+            part_scores, part_labels = _answers(c)
+            m = len(part_scores)
+            scores[at:at + m], labels[at:at + m] = part_scores, part_labels
+            if k:
+                class_scores[at:at + m] = np.array(c.class_scores, dtype=np.float64).reshape(m, k)
+            at += m
+        if at != n:
+            raise PerceptronError(grpc.StatusCode.INTERNAL,
+                                  f"the server answered {at} predictions for {n} rows")
+        return scores, labels, class_scores
 
     def decision_function(self, x, batch_size: Optional[int] = None) -> np.ndarray:
         """The model's score of each row of `x` (or of each dict by name in a list, for a model
         with hash_bits); nothing is learned or issued. A multiclass model's: a row of k scores
         per example, in class order (those it decides on: averaged, or the votes for voted).
-        Sent in requests of `batch_size` rows, by default as learn sends them."""
+        Sent as columns in requests of `batch_size` rows, by default as learn sends them."""
         if self.classes:
-            predictions = self._predict(x, all_scores=True, batch_size=batch_size)
-            return np.array([list(p.scores) for p in predictions],
-                            dtype=np.float64).reshape(-1, len(self.classes))
-        predictions = self._predict(x, batch_size=batch_size)
-        return np.array([p.score for p in predictions], dtype=np.float64)
+            return self._predict(x, all_scores=True, batch_size=batch_size)[2]
+        return self._predict(x, batch_size=batch_size)[0]
 
     def predict(self, x, batch_size: Optional[int] = None) -> np.ndarray:
         """+1 where the score is >= 0, else -1; a multiclass model's class names (the highest
         score, the lowest index among ties). Sent as decision_function sends them."""
+        scores, labels, _ = self._predict(x, batch_size=batch_size)
         if self.classes:
-            names = np.array(self.classes, dtype=object)
-            return names[[p.label for p in self._predict(x, batch_size=batch_size)]]
-        return np.where(self.decision_function(x, batch_size) >= 0, 1, -1)
+            return np.array(self.classes, dtype=object)[labels]
+        return np.where(scores >= 0, 1, -1)
 
 
 # grpc.StatusCode by its numeric value.
@@ -720,6 +730,9 @@ class Client:
         self._learn_raw = self._channel.stream_stream(
             "/perceptron.v1.PerceptronService/Learn", request_serializer=None,
             response_deserializer=pb.LearnResponse.FromString)
+        self._predict_raw = self._channel.unary_unary(
+            "/perceptron.v1.PerceptronService/Predict", request_serializer=None,
+            response_deserializer=pb.PredictResponse.FromString)
 
     def _another(self) -> "Client":
         """A client like this one on a connection of its own, not shared with this process's
@@ -750,6 +763,15 @@ class Client:
             return getattr(self._stub, method)(
                 request, timeout=self._timeout,
                 metadata=self._with_model(getattr(request, "model_id", "")))
+        except grpc.RpcError as e:
+            raise _raise(e) from None
+
+    def _predict_columns(self, model_id: str, columns, all_scores: bool) -> pb.PredictColumns:
+        """A Predict call of columns (_wire's bytes): its answer's packed arrays."""
+        try:
+            return self._predict_raw(_wire.predict_request(model_id, columns, all_scores),
+                                     timeout=self._timeout,
+                                     metadata=self._with_model(model_id)).columns
         except grpc.RpcError as e:
             raise _raise(e) from None
 

@@ -378,6 +378,99 @@ def test_predictions_of_more_rows_than_a_request_takes_go_in_several(client):
     assert list(classes.predict(x)[-10:]) == list(classes.predict(x[-10:]))
 
 
+def test_predict_columns_answer_as_the_same_examples_do(client):
+    """PredictRequest.columns: the same labels and scores, bit for bit, as the same rows sent
+    as examples (dense, sparse, by name, a multiclass model's k scores); labels in them,
+    examples beside them, a bad row, arrays that disagree and more rows than the limit are
+    refused whole; the client names a bad row by its place in its input."""
+    from perceptrond._inputs import _named, _named_columns
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(50, 4))
+    x[3, 1] = 0.0
+
+    def both(model_id, fill_items, fill_columns, all_scores=False):
+        items = pb.PredictRequest(model_id=model_id, all_scores=all_scores)
+        columns = pb.PredictRequest(model_id=model_id, all_scores=all_scores)
+        fill_items(items)
+        fill_columns(columns.columns)
+        a, b = client._call("Predict", items), client._call("Predict", columns)
+        assert len(b.predictions) == 0 and len(a.predictions) == len(b.columns.scores) > 0
+        assert np.array_equal(bits([p.score for p in a.predictions]), bits(b.columns.scores))
+        assert [p.label for p in a.predictions] == list(b.columns.labels)
+        assert [v for p in a.predictions for v in p.scores] == list(b.columns.class_scores)
+        return b.columns
+
+    def dense_items(r):
+        for row in x:
+            r.examples.add().dense.values.extend(row)
+
+    def dense_columns(c):
+        c.dense.extend(x.ravel())
+        c.dense_rows = len(x)
+
+    dense = client.create_model("pc-dense", dimension=4)
+    dense.learn(x, np.where(x[:, 0] > 0, 1, -1))
+    both("pc-dense", dense_items, dense_columns)
+    csr = scipy.sparse.csr_matrix(x)
+
+    def sparse_items(r):
+        for i in range(len(x)):
+            f = r.examples.add().sparse
+            f.indices.extend(csr[i].indices.tolist())
+            f.values.extend(csr[i].data)
+
+    def sparse_columns(c):
+        c.row_ends.extend(csr.indptr[1:].tolist())
+        c.fixed_indices.extend(csr.indices.tolist())
+        c.values.extend(csr.data)
+
+    both("pc-dense", sparse_items, sparse_columns)
+    rows = [{"a": float(r[0]), ("n", "b"): float(r[1]), "c": "yes" if r[2] > 0 else "no"}
+            for r in x]
+    hashed = client.create_model("pc-hashed", hash_bits=12)
+    hashed.learn(rows, np.where(x[:, 0] > 0, 1, -1))
+    both("pc-hashed", lambda r: [_named(row, r.examples.add().named) for row in rows],
+         lambda c: c.MergeFromString(bytes(_named_columns(rows, None))))
+    classes = client.create_model("pc-classes", dimension=4, classes=["a", "b", "c"])
+    classes.learn(x, np.array(["a", "b", "c"])[np.argmax(x[:, :3], axis=1)])
+    c = both("pc-classes", dense_items, dense_columns, all_scores=True)
+    assert len(c.class_scores) == 3 * len(x)
+
+    def refused(fill, code, message):
+        r = pb.PredictRequest(model_id="pc-dense")
+        fill(r)
+        with pytest.raises(perceptrond.PerceptronError) as e:
+            client._call("Predict", r)
+        assert e.value.code == code and message in e.value.message, e.value.message
+
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    refused(lambda r: (dense_columns(r.columns), r.columns.labels.extend([1] * len(x))),
+            invalid, "columns to predict carry rows only, no labels or reveals")
+    refused(lambda r: (dense_columns(r.columns), r.examples.add().dense.values.extend(x[0])),
+            invalid, "a request carries examples or columns, not both")
+    refused(lambda r: (r.columns.dense.extend([1.0] * 5), setattr(r.columns, "dense_rows", 1)),
+            invalid, "5 dense values are not dense_rows (1) rows of the model's dimension 4")
+    bad = x.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        dense.decision_function(bad)
+    items = pb.PredictRequest(model_id="pc-dense")
+    for row in bad:
+        items.examples.add().dense.values.extend(row)
+    with pytest.raises(perceptrond.PerceptronError) as per_item:
+        client._call("Predict", items)
+    assert e.value.code == invalid and e.value.message == per_item.value.message
+    assert e.value.message.startswith("item 7: ") and e.value.item == 7
+    with pytest.raises(perceptrond.PerceptronError) as e:
+        dense.predict(bad, batch_size=5)  # row 7 is the third of the second request
+    assert e.value.message == per_item.value.message and e.value.item == 7
+    many = np.zeros((10_001, 4))
+    refused(lambda r: (r.columns.dense.extend(many.ravel()),
+                       setattr(r.columns, "dense_rows", len(many))),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "10001 rows in one request is over the limit of 10000")
+
+
 def test_status_history_watch_and_the_model_lifecycle(client):
     x, y = breast_cancer()
     model = client.create_model("bc", dimension=30)

@@ -122,13 +122,13 @@ class Stream:
         elif isinstance(x := self._model._frame(x), (list, tuple)) and x and isinstance(
                 x[0], Mapping):
             n = len(x)
-            batch_size = _batch_rows(batch_size)
+            batch_size = self._model._rows_a_batch(batch_size)
             batches = (_named_columns(x[s:s + batch_size], None)
                        for s in range(0, n, batch_size))
         else:
             kind, rows = _rows(x)
             n = rows.shape[0]
-            batches = _batches(kind, rows, None, _batch_rows(batch_size, kind, rows))
+            batches = _batches(kind, rows, None, self._model._rows_a_batch(batch_size, kind, rows))
         ids = np.zeros(n, dtype=np.uint64)
         scores = np.zeros(n)
         labels = np.zeros(n, dtype=np.int64)
@@ -157,9 +157,10 @@ class Stream:
         multiclass model)."""
         ids = np.asarray(ids, dtype=np.uint64)
         labels = self._model._labels(y, ids.shape[0])
+        step = self._model._rows_a_batch(None)
         return self._model._named_classes(_outcomes(
-            (self._send(_wire.reveal_columns(ids[s:s + 1024], labels[s:s + 1024]))
-             for s in range(0, len(ids), 1024)), len(ids)))
+            (self._send(_wire.reveal_columns(ids[s:s + step], labels[s:s + step]))
+             for s in range(0, len(ids), step)), len(ids)))
 
     def learn(self, x, y, batch_size: Optional[int] = None) -> LearnResult:
         """Predict then learn, as Model.learn, on this stream (one batch of `batch_size` rows,
@@ -180,7 +181,8 @@ class Stream:
         if _is_named(x):
             return self._learn_named([x], self._model._labels([y], 1), 1)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
-            return self._learn_named(x, self._model._labels(y, len(x)), _batch_rows(batch_size))
+            return self._learn_named(x, self._model._labels(y, len(x)),
+                                     self._model._rows_a_batch(batch_size))
         if isinstance(x, Mapping):
             indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
             values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
@@ -192,7 +194,7 @@ class Stream:
         kind, rows = _rows(x)
         labels = self._model._labels(y, rows.shape[0])
         self._model._check_width(kind, rows)
-        batch_size = _batch_rows(batch_size, kind, rows)
+        batch_size = self._model._rows_a_batch(batch_size, kind, rows)
         return _outcomes((self._send(c) for c in _batches(kind, rows, labels, batch_size)),
                          rows.shape[0])
 
@@ -268,15 +270,24 @@ class Model:
                     "string as a categorical feature)") from None
         return x
 
+    def _rows_a_batch(self, batch_size: Optional[int], kind: Optional[str] = None,
+                      rows=None) -> int:
+        """`batch_size` if given, else the default for these rows (_batch_rows), at most the
+        items the server takes in a request (its --max_batch_items, asked once a client)."""
+        if batch_size is not None:
+            return batch_size
+        default = _batch_rows(None, kind, rows)
+        limit = self.client._max_items(self.id)
+        return min(default, limit) if limit > 0 else default
+
     def _frame_by_name(self, x, retry_for: float = 0) -> bool:
         """Whether `x` is a DataFrame of rows this model takes by name: sent as columns by name
         (_frame_batches), encoded column by column."""
         return _is_frame(x) and len(x) > 0 and self._by_name(retry_for)
 
-    @staticmethod
-    def _frame_batch_rows(frame, batch_size: Optional[int]) -> int:
+    def _frame_batch_rows(self, frame, batch_size: Optional[int]) -> int:
         """The rows of a batch of a DataFrame by name: `batch_size`, else the default."""
-        rows = _batch_rows(batch_size, "frame", frame)
+        rows = self._rows_a_batch(batch_size, "frame", frame)
         if rows < 1:
             raise ValueError("batch_size must be at least 1")
         return rows
@@ -398,7 +409,7 @@ class Model:
         Streamed as columnar batches of `batch_size` rows on one Learn stream, several in
         flight; by default as many rows as make about 2 MiB of values (at most 8,192, under the
         server's default --max_batch_items: a message's own cost is then small beside its
-        rows'), and 1,024 dicts by name.
+        rows'), and 1,024 dicts by name; never more than the server's --max_batch_items.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
         errors and change nothing; the others are learned.
 
@@ -439,7 +450,7 @@ class Model:
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
             labels = self._labels(y, len(x))
-            batch_size = _batch_rows(batch_size)
+            batch_size = self._rows_a_batch(batch_size)
             if batch_size < 1:
                 raise ValueError("batch_size must be at least 1")
             batches = [_wire.learn_request(self.id if s == 0 else "",
@@ -454,7 +465,7 @@ class Model:
         self._check_width(kind, rows, retry_for)
         # Encoded as the stream takes them (a few batches in memory, not a copy of x), once
         # what the encoding could refuse is checked: nothing is sent if it would be.
-        batch_size = _batch_rows(batch_size, kind, rows)
+        batch_size = self._rows_a_batch(batch_size, kind, rows)
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if retry_for > 0:
@@ -639,13 +650,13 @@ class Model:
         elif isinstance(x := self._frame(x), (list, tuple)) and x and isinstance(
                 x[0], Mapping):
             n = len(x)
-            step = _batch_rows(batch_size)
+            step = self._rows_a_batch(batch_size)
             batches = (_named_columns(x[s:s + step], None) for s in range(0, n, step))
         else:
             kind, rows = _rows(x)
             self._check_width(kind, rows)
             n = rows.shape[0]
-            batches = _batches(kind, rows, None, _batch_rows(batch_size, kind, rows))
+            batches = _batches(kind, rows, None, self._rows_a_batch(batch_size, kind, rows))
         k = len(self.classes) if all_scores and self.classes else 0
         scores = np.zeros(n)
         labels = np.zeros(n, dtype=np.int64)
@@ -719,6 +730,7 @@ class Client:
                 certificate_chain=tls.certificate_chain)
         self._metadata = [("authorization", "Bearer " + token)] if token else None
         self._timeout = timeout
+        self._item_limit: Optional[int] = None
         self._connect(self._options)
 
     def _connect(self, options: list) -> None:
@@ -765,6 +777,20 @@ class Client:
                 metadata=self._with_model(getattr(request, "model_id", "")))
         except grpc.RpcError as e:
             raise _raise(e) from None
+
+    def _max_items(self, model_id: str) -> int:
+        """The most items the server takes in a request (its --max_batch_items), asked once
+        (GetServerStatus, routed by `model_id`); 0 where it does not say or the call fails (the
+        calls after it say why)."""
+        if self._item_limit is None:
+            try:
+                status = self._stub.GetServerStatus(pb.GetServerStatusRequest(),
+                                                    timeout=self._timeout,
+                                                    metadata=self._with_model(model_id))
+                self._item_limit = int(status.max_batch_items)
+            except grpc.RpcError:
+                self._item_limit = 0
+        return self._item_limit
 
     def _predict_columns(self, model_id: str, columns, all_scores: bool) -> pb.PredictColumns:
         """A Predict call of columns (_wire's bytes): its answer's packed arrays."""

@@ -471,6 +471,38 @@ def test_predict_columns_answer_as_the_same_examples_do(client):
             "10001 rows in one request is over the limit of 10000")
 
 
+def test_default_batches_fit_a_server_with_a_lower_batch_limit(tmp_path):
+    """Against a server started with --max_batch_items=100, every call's default batches are
+    of at most 100 items (learn, issue, reveal, predict; arrays and dicts by name);
+    a batch_size given over the limit is the server's RESOURCE_EXHAUSTED, as before."""
+    server = Perceptrond(os.environ["PERCEPTROND"], "--max_batch_items=100",
+                         "--durability=none", data_dir=str(tmp_path / "data"))
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1_000, 5))
+    y = np.where(x[:, 0] > 0, 1, -1)
+    try:
+        with perceptrond.Client(server.target) as c:
+            model = c.create_model("limited", dimension=5)
+            result = model.learn(x, y)
+            assert result.errors == [] and result.stats.examples == 1_000
+            assert model.decision_function(x).shape == (1_000,)
+            with model.stream() as s:
+                issued = s.issue(x)
+                assert issued.errors == [] and len(issued.ids) == 1_000
+                assert s.reveal(issued.ids, y).errors == []
+            assert model.status().stats.examples == 2_000
+            named = c.create_model("limited-named", hash_bits=8)
+            rows = [{"a": float(r[0]), "b": "yes" if r[1] > 0 else "no"} for r in x[:300]]
+            assert named.learn(rows, y[:300]).errors == []
+            assert named.predict(rows).shape == (300,)
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                model.learn(x, y, batch_size=500)
+            assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "over the limit of 100" in e.value.message
+    finally:
+        assert server.stop() == 0
+
+
 def test_status_history_watch_and_the_model_lifecycle(client):
     x, y = breast_cancer()
     model = client.create_model("bc", dimension=30)

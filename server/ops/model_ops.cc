@@ -588,9 +588,8 @@ namespace {
 
 // PredictAll for a request of columns: every row, or INVALID_ARGUMENT naming
 // the first bad one (its index among the rows), nothing answered.
-absl::Status PredictColumns(ModelEntry& entry,
-                            const v1::PredictRequest& request, size_t limit,
-                            v1::PredictColumns* out)
+absl::Status PredictRows(ModelEntry& entry, const v1::PredictRequest& request,
+                         size_t limit, v1::PredictColumns* out)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
   const v1::Columns& columns = request.columns();
   if (!columns.labels().empty() || !columns.reveal_ids().empty() ||
@@ -651,7 +650,7 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
       return absl::InvalidArgumentError(
           "a request carries examples or columns, not both");
     }
-    return PredictColumns(entry, request, limit, response->mutable_columns());
+    return PredictRows(entry, request, limit, response->mutable_columns());
   }
   for (int i = 0; i < request.examples_size(); ++i) {
     if (i + 1 < request.examples_size()) {

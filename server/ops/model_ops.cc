@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/status_macros.h"
+#include "google/protobuf/repeated_field.h"
 #include "server/model/convert.h"
 
 namespace perceptron::server {
@@ -586,6 +587,20 @@ absl::Status ApplyReveals(
 
 namespace {
 
+// One example's prediction (x's error, if it is one) and, when `all`, its k
+// class scores appended to *scores.
+absl::StatusOr<Prediction> PredictOne(
+    const Model& model, const absl::StatusOr<FeatureView>& x, bool all,
+    google::protobuf::RepeatedField<double>* scores) {
+  if (!x.ok()) return x.status();
+  absl::StatusOr<Prediction> p = model.Predict(*x);
+  if (!p.ok() || !all) return p;
+  absl::StatusOr<std::vector<double>> k = model.Scores(*x);
+  if (!k.ok()) return k.status();
+  scores->Add(k->begin(), k->end());
+  return p;
+}
+
 // PredictAll for a request of columns: every row, or INVALID_ARGUMENT naming
 // the first bad one (its index among the rows), nothing answered.
 absl::Status PredictRows(ModelEntry& entry, const v1::PredictRequest& request,
@@ -620,21 +635,13 @@ absl::Status PredictRows(ModelEntry& entry, const v1::PredictRequest& request,
       entry.model->Prefetch(rows->row(i + 1));
     }
     absl::StatusOr<Prediction> p =
-        x.ok() ? entry.model->Predict(*x) : x.status();
+        PredictOne(*entry.model, x, all, out->mutable_class_scores());
     if (!p.ok()) {
       out->Clear();
       return ForItem(i, p.status());
     }
     out->add_labels(p->label);
     out->add_scores(p->score);
-    if (all) {
-      absl::StatusOr<std::vector<double>> scores = entry.model->Scores(*x);
-      if (!scores.ok()) {
-        out->Clear();
-        return ForItem(i, scores.status());
-      }
-      out->mutable_class_scores()->Add(scores->begin(), scores->end());
-    }
   }
   return absl::OkStatus();
 }
@@ -652,6 +659,7 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
     }
     return PredictRows(entry, request, limit, response->mutable_columns());
   }
+  const bool all = request.all_scores() && entry.model->config().multiclass();
   for (int i = 0; i < request.examples_size(); ++i) {
     if (i + 1 < request.examples_size()) {
       Prefetch(*entry.model, request.examples(i + 1));
@@ -659,23 +667,15 @@ absl::Status PredictAll(ModelEntry& entry, const v1::PredictRequest& request,
     Features named;
     absl::StatusOr<FeatureView> x =
         FeaturesFromProto(request.examples(i), entry.model->hasher(), &named);
+    v1::Prediction* out = response->add_predictions();
     absl::StatusOr<Prediction> p =
-        x.ok() ? entry.model->Predict(*x) : x.status();
+        PredictOne(*entry.model, x, all, out->mutable_scores());
     if (!p.ok()) {
       response->Clear();
       return ForItem(i, p.status());
     }
-    v1::Prediction* out = response->add_predictions();
     out->set_label(p->label);
     out->set_score(p->score);
-    if (request.all_scores() && entry.model->config().multiclass()) {
-      absl::StatusOr<std::vector<double>> scores = entry.model->Scores(*x);
-      if (!scores.ok()) {
-        response->Clear();
-        return ForItem(i, scores.status());
-      }
-      out->mutable_scores()->Add(scores->begin(), scores->end());
-    }
   }
   return absl::OkStatus();
 }

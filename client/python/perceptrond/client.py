@@ -45,6 +45,9 @@ _KERNELS = {"linear": pb.LINEAR, "polynomial": pb.POLYNOMIAL, "rbf": pb.RBF}
 _RESUMABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN,
               grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED,
               grpc.StatusCode.FAILED_PRECONDITION}
+# A GetServerStatus that fails so will fail again: Client._max_items stops asking.
+_LASTING_REFUSALS = {grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+                     grpc.StatusCode.UNIMPLEMENTED}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -702,9 +705,6 @@ class Model:
         return np.where(scores >= 0, 1, -1)
 
 
-# grpc.StatusCode by its numeric value.
-
-
 class Client:
     """A connection to perceptrond.
 
@@ -779,17 +779,21 @@ class Client:
             raise _raise(e) from None
 
     def _max_items(self, model_id: str) -> int:
-        """The most items the server takes in a request (its --max_batch_items), asked once
-        (GetServerStatus, routed by `model_id`); 0 where it does not say or the call fails (the
-        calls after it say why)."""
+        """The most items the server takes in a request (its --max_batch_items), asked
+        (GetServerStatus, routed by `model_id`) until it answers; 0 where it does not say or the
+        call fails (the calls after it say why). A refusal that will not change (a token that
+        may not read the server's status, a server without the call) is kept; any other failure
+        (the server unreachable for a while) asks again next time."""
         if self._item_limit is None:
             try:
                 status = self._stub.GetServerStatus(pb.GetServerStatusRequest(),
                                                     timeout=self._timeout,
                                                     metadata=self._with_model(model_id))
                 self._item_limit = int(status.max_batch_items)
-            except grpc.RpcError:
-                self._item_limit = 0
+            except grpc.RpcError as e:
+                if e.code() in _LASTING_REFUSALS:
+                    self._item_limit = 0
+                return 0
         return self._item_limit
 
     def _predict_columns(self, model_id: str, columns, all_scores: bool) -> pb.PredictColumns:

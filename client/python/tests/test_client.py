@@ -503,6 +503,43 @@ def test_default_batches_fit_a_server_with_a_lower_batch_limit(tmp_path):
         assert server.stop() == 0
 
 
+class _Refused(grpc.RpcError):
+    def __init__(self, code):
+        super().__init__()
+        self._code = code
+
+    def code(self):
+        return self._code
+
+
+class _ServerStatusStub:
+    """GetServerStatus failing with each of `codes` in turn, then answering a limit of 100."""
+
+    def __init__(self, *codes):
+        self.codes, self.calls = list(codes), 0
+
+    def GetServerStatus(self, request, timeout=None, metadata=None):
+        self.calls += 1
+        if self.codes:
+            raise _Refused(self.codes.pop(0))
+        return pb.ServerStatus(max_batch_items=100)
+
+
+def test_the_batch_limit_is_asked_again_after_a_passing_failure_only():
+    """The server's --max_batch_items is asked until it answers: a failure that passes (the
+    server unreachable for a while) is asked again by the next call, one that lasts (a token
+    that may not read the server's status) is not; an answer is kept."""
+    with perceptrond.Client("127.0.0.1:1") as c:
+        c._stub = stub = _ServerStatusStub(grpc.StatusCode.UNAVAILABLE,
+                                           grpc.StatusCode.DEADLINE_EXCEEDED)
+        assert [c._max_items("m") for _ in range(4)] == [0, 0, 100, 100]
+        assert stub.calls == 3
+    with perceptrond.Client("127.0.0.1:1") as c:
+        c._stub = stub = _ServerStatusStub(grpc.StatusCode.PERMISSION_DENIED)
+        assert [c._max_items("m") for _ in range(3)] == [0, 0, 0]
+        assert stub.calls == 1
+
+
 def test_status_history_watch_and_the_model_lifecycle(client):
     x, y = breast_cancer()
     model = client.create_model("bc", dimension=30)

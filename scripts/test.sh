@@ -7,6 +7,11 @@
 # nor run), unless PERCEPTRON_SKIP_SANITIZERS=1; then
 # the libFuzzer targets, at once, each for FUZZ_SECONDS (20) of a core's time, unless
 # PERCEPTRON_SKIP_FUZZ=1.
+# The sanitizer builds run in the background at the lowest priority (nice 19), on what the stages
+# before theirs leave of the cores: the asan build from the release tests on (their processes
+# wait on servers and sockets much of the time, the image's stage on podman and the mirror), the
+# tsan build (after scripts/tsan_abseil.sh) beside the asan tests. Each sanitizer stage waits for
+# its build and prints its output, its time and the wait.
 # Usage: scripts/test.sh [extra ctest flags]
 # Each stage's wall time is printed when it ends, and the whole run's at the end.
 set -euo pipefail
@@ -19,7 +24,32 @@ stage() {
   stage_name=$1 stage_start=$SECONDS
   [ -z "$1" ] || echo "== $1"
 }
-trap 'rc=$?; [ $rc = 0 ] || echo "== stage failed (exit $rc): $stage_name"; stage ""' EXIT
+builds=()  # the background builds' process groups
+stop_builds() {
+  for b in "${builds[@]}"; do kill -- "-$b" 2> /dev/null || kill "$b" 2> /dev/null || true; done
+}
+trap 'rc=$?; [ $rc = 0 ] || echo "== stage failed (exit $rc): $stage_name"
+      stage ""; stop_builds' EXIT
+# in_background NAME COMMANDS: COMMANDS (a bash script) in a process group of their own at the
+# lowest priority, their output in build/NAME.log; the group's id in $built.
+in_background() {
+  mkdir -p build
+  nice -n 19 setsid bash -c "set -e; start=\$SECONDS; $2
+    echo \"== $1: \$((SECONDS - start)) s in the background\"" > "build/$1.log" 2>&1 &
+  built=$!
+  builds+=("$built")
+}
+# await NAME PID: waits for in_background's build NAME and prints its output; fails if it failed.
+await() {
+  local waited=$SECONDS
+  if ! wait "$2"; then
+    cat "build/$1.log"
+    echo "$1 failed" >&2
+    exit 1
+  fi
+  cat "build/$1.log"
+  echo "== $1: waited $((SECONDS - waited)) s for it"
+}
 stage "setup"
 scripts/setup.sh
 if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
@@ -32,6 +62,10 @@ fi
 stage "release build"
 cmake --preset release
 cmake --build --preset release -j"$(nproc)"
+if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
+  in_background asan-build 'cmake --preset asan; cmake --build --preset asan -j"$(nproc)"'
+  asan_build=$built
+fi
 stage "release tests"
 ctest --preset release "$@"
 if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
@@ -46,13 +80,13 @@ if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
 fi
 if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-  cmake --preset asan
-  cmake --build --preset asan -j"$(nproc)"
+  await asan-build "$asan_build"
+  in_background tsan-build \
+    'scripts/tsan_abseil.sh; cmake --preset tsan; cmake --build --preset tsan -j"$(nproc)"'
+  tsan_build=$built
   ctest --preset asan "$@"
   stage "the same tests under ThreadSanitizer"
-  scripts/tsan_abseil.sh
-  cmake --preset tsan
-  cmake --build --preset tsan -j"$(nproc)"
+  await tsan-build "$tsan_build"
   # The tests that start no thread (the core library's; tests of the server's and client's pure
   # functions): nothing for ThreadSanitizer to find there (they run under the release build and
   # AddressSanitizer above); the preset does not build them.

@@ -18,6 +18,14 @@ void FeaturesToProto(const Example& e, v1::Features* out) {
   }
 }
 
+size_t RequestBytes(const Example& e) {
+  size_t bytes = 8 * e.values.size() + 4 * e.indices.size();
+  for (const v1::NamedFeature& f : e.named) {
+    bytes += f.space().size() + f.name().size() + f.category().size() + 12;
+  }
+  return bytes;
+}
+
 std::vector<absl::string_view> NamedColumns::Strings(const v1::Columns& c) {
   std::vector<absl::string_view> out(c.strings().begin(), c.strings().end());
   size_t begin = 0;

@@ -3,6 +3,7 @@
 #ifndef PERCEPTRON_CLIENT_EXAMPLE_H_
 #define PERCEPTRON_CLIENT_EXAMPLE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -55,6 +56,17 @@ inline bool IsNamed(const Example& e) { return e.by_name || !e.named.empty(); }
 
 // The one place the client converts its types to the wire's.
 void FeaturesToProto(const Example& e, v1::Features* out);
+
+// About the bytes `e`'s features take in a request: 8 a value, 4 an index,
+// a named feature's strings and 12 more. For sizing batches.
+size_t RequestBytes(const Example& e);
+
+// The bytes of features at which the client library's batches end whatever
+// their count (SessionOptions::max_batch_bytes, perceptron predict's
+// requests): rows of many coordinates go a few a request, well within the
+// message limit (64 MiB, ClientOptions::max_message_bytes); narrow ones are
+// not held back by it (64 rows of d = 1000 are 512 KB).
+inline constexpr size_t kBatchBytes = 4 << 20;
 
 // Columns of rows by name (Columns.text, text_lengths and named_*): each
 // batch's strings in a table, one run of bytes, referenced by index.

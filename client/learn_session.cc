@@ -203,6 +203,7 @@ void LearnSession::ClearBatch() {
   request_.Clear();
   names_.Clear();
   count_ = 0;
+  bytes_ = 0;
   as_items_ = dimension_ == 0;
   rows_ = Rows::kNone;
   labeled_ = false;
@@ -223,8 +224,12 @@ absl::Status LearnSession::Flush() {
   }
 }
 
+bool LearnSession::Counted() {
+  return ++count_ >= options_.batch_size || bytes_ >= options_.max_batch_bytes;
+}
+
 absl::Status LearnSession::Queued() {
-  if (++count_ >= options_.batch_size) return Flush();
+  if (Counted()) return Flush();
   return absl::OkStatus();
 }
 
@@ -275,6 +280,7 @@ void LearnSession::ToItems() {
 }
 
 void LearnSession::AddRow(const Example& e, bool labeled) {
+  bytes_ += RequestBytes(e);
   Rows rows = Rows::kNamed;
   if (!IsNamed(e)) {
     rows = Rows::kNone;  // not a row columns can hold
@@ -461,7 +467,7 @@ absl::Status LearnSession::Resume(absl::Status broke) {
     // By place in the session: a batch sent drops the answered ones.
     for (uint64_t i = held; i < added_ && sent; ++i) {
       AddRow(kept_[i - kept_first_], /*labeled=*/true);
-      if (++count_ >= options_.batch_size) sent = Send();
+      if (Counted()) sent = Send();
     }
     if (sent) return absl::OkStatus();
     broke = EndStream();

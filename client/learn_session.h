@@ -50,6 +50,10 @@ struct Resumption {
 struct SessionOptions {
   // Items per request. Default: 64.
   size_t batch_size = 64;
+  // A batch is also sent once its examples' features come to this many bytes
+  // (RequestBytes), so that wide rows do not make a request over the message
+  // limit. Default: kBatchBytes (4 MiB).
+  size_t max_batch_bytes = kBatchBytes;
   // Requests sent and not yet answered, at most; Add* blocks past it. Deep
   // enough that a server in sync durability mode commits many batches per
   // fsync. Default: 64.
@@ -170,6 +174,9 @@ class LearnSession {
   void ToItems();
   void AddRow(const Example& e, bool labeled);
   absl::Status Queued();
+  // Counts an item queued; whether the batch is full (batch_size items or
+  // max_batch_bytes of features).
+  bool Counted();
   // Sends the batch being built (waiting for room); false if the stream has
   // ended.
   bool Send();
@@ -211,6 +218,7 @@ class LearnSession {
   // The batch being built: columns while its items fit them, else items.
   v1::LearnRequest request_;
   size_t count_ = 0;
+  size_t bytes_ = 0;  // of its examples' features (RequestBytes)
   bool as_items_ = false;
   Rows rows_ = Rows::kNone;
   bool labeled_ = false;

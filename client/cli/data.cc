@@ -605,7 +605,9 @@ int Predict(const Args& args) {
   while (!end) {
     chunk.clear();
     lines.clear();
-    while (chunk.size() < batch) {
+    // --batch examples a request, fewer where their features pass kBatchBytes.
+    size_t bytes = 0;
+    while (chunk.size() < batch && bytes < kBatchBytes) {
       absl::StatusOr<bool> more = reader.Next(&e);
       if (!more.ok()) return FailLocal(more.status());
       if (!*more) {
@@ -615,6 +617,7 @@ int Predict(const Args& args) {
       absl::Status s = FitsTheModel(reader.name(), reader.line(),
                                     reader.index_base(), e, shape);
       if (!s.ok()) return FailLocal(s);
+      bytes += RequestBytes(e);
       chunk.push_back(std::move(e));
       lines.push_back(reader.line());
     }

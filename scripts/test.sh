@@ -31,10 +31,13 @@ stop_builds() {
 trap 'rc=$?; [ $rc = 0 ] || echo "== stage failed (exit $rc): $stage_name"
       stage ""; stop_builds' EXIT
 # in_background NAME COMMANDS: COMMANDS (a bash script) in a process group of their own at the
-# lowest priority, their output in build/NAME.log; the group's id in $built.
+# lowest priority, their output in build/NAME.log; the group's id in $built. The group is a
+# session of its own, which Linux schedules as a group (autogroup) beside the run's: that group's
+# nice value is set to 19 too, or it would share the cores half and half with the run's.
 in_background() {
   mkdir -p build
-  nice -n 19 setsid bash -c "set -e; start=\$SECONDS; $2
+  nice -n 19 setsid bash -c "set -e; start=\$SECONDS
+    [ ! -w /proc/self/autogroup ] || echo 19 > /proc/self/autogroup; $2
     echo \"== $1: \$((SECONDS - start)) s in the background\"" > "build/$1.log" 2>&1 &
   built=$!
   builds+=("$built")

@@ -15,7 +15,9 @@ from . import _wire
 #: When a call is given no batch_size, an array's batches hold about this many bytes of values
 #: (at most _MOST_ROWS rows, at least one): grpcio spends about half a millisecond on each
 #: message whatever its size, so narrow rows go many to a message and wide ones few
-#: (client/python/README.md). Lists of dicts by name go _NAMED_ROWS to a message.
+#: (client/python/README.md). Lists of dicts by name go _NAMED_ROWS to a message, fewer where
+#: their widest dict's features (16 bytes each) would pass _BATCH_BYTES. A client whose
+#: max_message_bytes is under twice _BATCH_BYTES sizes its batches to half its limit instead.
 _BATCH_BYTES = 2 << 20
 _MOST_ROWS = 8192
 _NAMED_ROWS = 1024
@@ -34,13 +36,16 @@ def _not_text(e: UnicodeEncodeError) -> ValueError:
                       f"Unicode text ({e.reason}); names and values are sent as UTF-8")
 
 
-def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None) -> int:
+def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None,
+                budget: int = _BATCH_BYTES) -> int:
     """`batch_size` if given, else the default for these rows ('dense' or 'sparse' from
-    _rows, 'frame' for a DataFrame by name; none for dicts by name)."""
+    _rows, 'frame' for a DataFrame by name; none for a list of dicts by name, or reveals
+    with no rows) in batches of about `budget` bytes."""
     if batch_size is not None:
         return batch_size
-    if kind is None:
-        return _NAMED_ROWS
+    if kind is None:  # a feature's reference, value and category
+        widest = max(map(len, rows), default=0) if rows is not None else 0
+        return int(min(_NAMED_ROWS, max(1, budget // max(1, 16 * widest))))
     n = rows.shape[0]
     if kind == "frame":  # a feature's name, value and category, each column
         per_row = 12 * rows.shape[1]
@@ -48,7 +53,7 @@ def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None
         per_row = 8 * rows.shape[1]
     else:  # a non-zero's index and value
         per_row = 12 * rows.nnz // n if n else 0
-    return int(min(_MOST_ROWS, max(1, _BATCH_BYTES // max(8, per_row))))
+    return int(min(_MOST_ROWS, max(1, budget // max(8, per_row))))
 
 
 def _rows(x) -> tuple:

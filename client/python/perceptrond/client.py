@@ -16,9 +16,9 @@ from perceptron.v1 import perceptron_pb2 as pb
 from perceptron.v1 import perceptron_pb2_grpc as pb_grpc
 
 from . import _wire
-from ._inputs import (_batch_rows, _class_key, _class_labels, _frame_batches, _frame_rows,
-                      _is_frame, _is_named, _labels, _named, _named_columns, _numeric_frame,
-                      _rows)
+from ._inputs import (_BATCH_BYTES, _batch_rows, _class_key, _class_labels, _frame_batches,
+                      _frame_rows, _is_frame, _is_named, _labels, _named, _named_columns,
+                      _numeric_frame, _rows)
 from ._results import (_CODES, Issued, LearnResult, PerceptronError, _answers, _batches, _bits,
                        _error, _item_outcomes, _outcomes, _raise)
 
@@ -117,7 +117,8 @@ class Stream:
     def issue(self, x, batch_size: Optional[int] = None) -> Issued:
         """Predicts each row of `x` (an array, a sparse matrix, or a list of dicts by name) and
         keeps it pending under a new prediction id, in batches of `batch_size` rows (by
-        default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts). A pandas
+        default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts, fewer where
+        they are wide: Model.learn's batches). A pandas
         DataFrame as Model.learn reads it."""
         if self._model._frame_by_name(x):
             n = len(x)
@@ -125,7 +126,7 @@ class Stream:
         elif isinstance(x := self._model._frame(x), (list, tuple)) and x and isinstance(
                 x[0], Mapping):
             n = len(x)
-            batch_size = self._model._rows_a_batch(batch_size)
+            batch_size = self._model._rows_a_batch(batch_size, None, x)
             batches = (_named_columns(x[s:s + batch_size], None)
                        for s in range(0, n, batch_size))
         else:
@@ -185,7 +186,7 @@ class Stream:
             return self._learn_named([x], self._model._labels([y], 1), 1)
         if isinstance(x, (list, tuple)) and x and isinstance(x[0], Mapping):
             return self._learn_named(x, self._model._labels(y, len(x)),
-                                     self._model._rows_a_batch(batch_size))
+                                     self._model._rows_a_batch(batch_size, None, x))
         if isinstance(x, Mapping):
             indices = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
             values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
@@ -275,11 +276,12 @@ class Model:
 
     def _rows_a_batch(self, batch_size: Optional[int], kind: Optional[str] = None,
                       rows=None) -> int:
-        """`batch_size` if given, else the default for these rows (_batch_rows), at most the
-        items the server takes in a request (its --max_batch_items, asked once a client)."""
+        """`batch_size` if given, else the default for these rows (_batch_rows, within the
+        client's message limit), at most the items the server takes in a request (its
+        --max_batch_items, asked once a client)."""
         if batch_size is not None:
             return batch_size
-        default = _batch_rows(None, kind, rows)
+        default = _batch_rows(None, kind, rows, self.client._batch_bytes)
         limit = self.client._max_items(self.id)
         return min(default, limit) if limit > 0 else default
 
@@ -412,7 +414,9 @@ class Model:
         Streamed as columnar batches of `batch_size` rows on one Learn stream, several in
         flight; by default as many rows as make about 2 MiB of values (at most 8,192, under the
         server's default --max_batch_items: a message's own cost is then small beside its
-        rows'), and 1,024 dicts by name; never more than the server's --max_batch_items.
+        rows'), and 1,024 dicts by name (fewer where the widest dict's features, 16 bytes each,
+        pass 2 MiB); half the client's max_message_bytes where that is less than 2 MiB; never
+        more than the server's --max_batch_items.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
         errors and change nothing; the others are learned.
 
@@ -453,7 +457,7 @@ class Model:
             if retry_for:
                 raise ValueError("retry_for applies to arrays, not to dicts by name")
             labels = self._labels(y, len(x))
-            batch_size = self._rows_a_batch(batch_size)
+            batch_size = self._rows_a_batch(batch_size, None, x)
             if batch_size < 1:
                 raise ValueError("batch_size must be at least 1")
             batches = [_wire.learn_request(self.id if s == 0 else "",
@@ -653,7 +657,7 @@ class Model:
         elif isinstance(x := self._frame(x), (list, tuple)) and x and isinstance(
                 x[0], Mapping):
             n = len(x)
-            step = self._rows_a_batch(batch_size)
+            step = self._rows_a_batch(batch_size, None, x)
             batches = (_named_columns(x[s:s + step], None) for s in range(0, n, step))
         else:
             kind, rows = _rows(x)
@@ -730,6 +734,8 @@ class Client:
                 certificate_chain=tls.certificate_chain)
         self._metadata = [("authorization", "Bearer " + token)] if token else None
         self._timeout = timeout
+        # The bytes of a default batch: half the message limit where that is the less.
+        self._batch_bytes = max(1, min(_BATCH_BYTES, max_message_bytes // 2))
         self._item_limit: Optional[int] = None
         self._connect(self._options)
 

@@ -503,6 +503,33 @@ def test_default_batches_fit_a_server_with_a_lower_batch_limit(tmp_path):
         assert server.stop() == 0
 
 
+def test_default_batches_fit_the_clients_message_limit(server):
+    """A client whose max_message_bytes is 1 MiB sizes its default batches to half of it: dense
+    rows of d = 1000 (8 KB a row; they went 262 rows, 2 MB, a request) and dicts of 200
+    features (they went 1,024 a request, about 2.5 MB) are learned, issued and predicted;
+    a batch_size over the limit is still grpcio's refusal."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(600, 1_000))
+    y = np.where(x[:, 0] > 0, 1, -1)
+    rows = [{f"w{j}": float(v) for j, v in enumerate(rng.normal(size=200))}
+            for _ in range(1_100)]
+    labels = np.where(rng.normal(size=1_100) > 0, 1, -1)
+    with perceptrond.Client(server.target, max_message_bytes=1 << 20) as c:
+        model = c.create_model("wide", dimension=1_000)
+        assert model.learn(x, y).stats.examples == 600
+        assert model.decision_function(x).shape == (600,)
+        with model.stream() as s:
+            assert s.issue(x).errors == []
+        named = c.create_model("wide-named", hash_bits=12)
+        assert named.learn(rows, labels).stats.examples == 1_100
+        assert named.predict(rows).shape == (1_100,)
+        with named.stream() as s:
+            assert len(s.issue(rows).ids) == 1_100
+        with pytest.raises(perceptrond.PerceptronError) as e:
+            model.learn(x, y, batch_size=600)
+        assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 class _Refused(grpc.RpcError):
     def __init__(self, code):
         super().__init__()

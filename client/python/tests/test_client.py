@@ -506,7 +506,7 @@ def test_default_batches_fit_a_server_with_a_lower_batch_limit(tmp_path):
 def test_default_batches_fit_the_clients_message_limit(server):
     """A client whose max_message_bytes is 1 MiB sizes its default batches to half of it: dense
     rows of d = 1000 (8 KB a row; they went 262 rows, 2 MB, a request) and dicts of 200
-    features (they went 1,024 a request, about 2.5 MB) are learned, issued and predicted;
+    features (they went 1,024 a request, about 1.9 MB) are learned, issued and predicted;
     a batch_size over the limit is still grpcio's refusal."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=(600, 1_000))

@@ -1,5 +1,6 @@
 #include "client/cli/checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -71,10 +72,17 @@ RequestLimits LimitsFor(Client& client, const std::string& model) {
 
 }  // namespace
 
-absl::Status BatchFitsTheServer(Client& client, const std::string& model) {
-  const uint64_t batch = absl::GetFlag(FLAGS_batch);
+absl::StatusOr<uint32_t> BatchForTheServer(Client& client,
+                                           const std::string& model,
+                                           uint32_t fallback) {
   const uint64_t limit = LimitsFor(client, model).items;
-  if (limit == 0 || batch <= limit) return absl::OkStatus();
+  if (!FlagGiven("batch")) {
+    return limit == 0
+               ? fallback
+               : static_cast<uint32_t>(std::min<uint64_t>(fallback, limit));
+  }
+  const uint64_t batch = absl::GetFlag(FLAGS_batch);
+  if (limit == 0 || batch <= limit) return static_cast<uint32_t>(batch);
   return absl::InvalidArgumentError(absl::StrCat(
       "--batch=", batch, " is over the server's limit of ", limit,
       " items a request (perceptrond --max_batch_items): --batch=", limit,

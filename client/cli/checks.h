@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
 #include "client/example.h"
@@ -26,13 +27,16 @@ bool ByNameFromFlags();
 // --classes, ...) are said, on standard error, not to apply.
 void SayCreateFlagsUnused(const v1::Model& m);
 
-// OK if a request of --batch examples to `model` is within the limit on
-// items a request of the server that owns it (ServerStatus.max_batch_items,
-// asked with the model's routing header, so that a shard proxy routes it);
-// else INVALID_ARGUMENT naming both, before anything is read or sent. A
-// server that does not say its limits (or a status call that fails: the
-// calls after it say why) is not checked.
-absl::Status BatchFitsTheServer(Client& client, const std::string& model);
+// The examples a request to `model`: --batch if given and within the limit
+// on items a request of the server that owns it (ServerStatus.max_batch_items,
+// asked with the model's routing header, so that a shard proxy routes it),
+// else INVALID_ARGUMENT naming both, before anything is read or sent; if not
+// given, `fallback` (the command's default), or the server's limit where that
+// is lower. A server that does not say its limits (or a status call that
+// fails: the calls after it say why) is not checked.
+absl::StatusOr<uint32_t> BatchForTheServer(Client& client,
+                                           const std::string& model,
+                                           uint32_t fallback);
 
 // OK if fit's one Train request (of file `name`) is within the limits on
 // items and bytes a request of the server that owns its model

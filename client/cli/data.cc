@@ -160,11 +160,16 @@ void HashNamesByDefault(const std::string& path) {
       why.empty() ? ":" : why.c_str(), kDefaultHashBits);
 }
 
-// 0 if --batch is within the limit of the server that owns `model`
-// (BatchFitsTheServer), else the exit code of a usage error saying why.
-int CheckBatch(Client& client, const std::string& model) {
-  const absl::Status s = BatchFitsTheServer(client, model);
-  return s.ok() ? 0 : Usage(std::string(s.message()));
+// Sets --batch to the examples a request to `model` (BatchForTheServer: as
+// given, or else `fallback` within the server's limit) and returns 0, or the
+// exit code of a usage error saying why a given one is over the limit.
+int SetBatch(Client& client, const std::string& model,
+             uint32_t fallback = kDefaultBatch) {
+  const absl::StatusOr<uint32_t> batch =
+      BatchForTheServer(client, model, fallback);
+  if (!batch.ok()) return Usage(std::string(batch.status().message()));
+  absl::SetFlag(&FLAGS_batch, *batch);
+  return 0;
 }
 
 }  // namespace
@@ -259,7 +264,7 @@ int Train(const Args& args) {
   if (epochs == 0) return Usage("--epochs must be at least 1");
   const absl::Time start = absl::Now();
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
+  if (int rc = SetBatch(*client, model); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   const bool create = !m.ok() &&
                       m.status().code() == absl::StatusCode::kNotFound &&
@@ -529,7 +534,10 @@ int Predict(const Args& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return Usage("predict needs --model");
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
+  // Plain predict waits for each answer: larger requests, fewer round trips.
+  const uint32_t fallback =
+      absl::GetFlag(FLAGS_issue) ? kDefaultBatch : kDefaultPredictBatch;
+  if (int rc = SetBatch(*client, model, fallback); rc != 0) return rc;
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());
   // A multiclass model's labels in the file are not read (any is taken).
@@ -646,7 +654,7 @@ int Reveal(const Args& args) {
         "input) of \"ID LABEL\" lines");
   }
   std::unique_ptr<Client> client = Connect();
-  if (int rc = CheckBatch(*client, model); rc != 0) return rc;
+  if (int rc = SetBatch(*client, model); rc != 0) return rc;
   // A multiclass model's labels are its class names.
   absl::StatusOr<v1::Model> m = client->GetModel(model);
   if (!m.ok()) return Fail(m.status());

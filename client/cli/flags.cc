@@ -112,9 +112,11 @@ ABSL_FLAG(bool, create, false,
           "unless --hash_bits, --dim or --feature_names_file says otherwise");
 ABSL_FLAG(uint32_t, epochs, 1, "train: passes over the file");
 ABSL_FLAG(uint32_t, max_epochs, 100, "fit: passes at most");
-ABSL_FLAG(uint32_t, batch, 64,
-          "train/predict: examples per request (fewer where their features "
-          "pass 4 MiB: wide rows go a few a request)");
+ABSL_FLAG(uint32_t, batch, perceptron::client::cli::kDefaultBatch,
+          "train/predict/reveal: examples per request (fewer where their "
+          "features pass 4 MiB: wide rows go a few a request); if not given, "
+          "64, or 1024 for predict without --issue, at most the server's "
+          "max_batch_items");
 ABSL_FLAG(uint32_t, in_flight, 64, "train: requests in flight at most");
 ABSL_FLAG(bool, columnar, true,
           "train, predict --issue, reveal: send batches as packed columns "

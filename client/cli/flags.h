@@ -66,6 +66,12 @@ ABSL_DECLARE_FLAG(std::string, separator_out);
 
 namespace perceptron::client::cli {
 
+// --batch when not given (at most the server's max_batch_items): train,
+// predict --issue and reveal keep requests in flight; plain predict waits for
+// each answer, so it sends larger ones.
+inline constexpr uint32_t kDefaultBatch = 64;
+inline constexpr uint32_t kDefaultPredictBatch = 1024;
+
 // The flags a model's configuration is read from: create's, and train's and
 // fit's with --create (create's help lists them; a model that exists says
 // which of them it did not apply).

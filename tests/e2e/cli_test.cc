@@ -825,39 +825,6 @@ TEST_F(CliTest, BadRowsAreNamedByLineBeforeAnythingIsSent) {
   EXPECT_THAT(r.output, HasSubstr("trained p on " + zero + ": 2 examples"));
 }
 
-// Rows of many coordinates: train, predict and predict --issue end a batch
-// once its features pass 4 MiB (client::kBatchBytes). 64 rows of d = 140,000
-// would be a request of 72 MB, over the message limit of 64 MiB, and failed.
-TEST_F(CliTest, WideRowsGoAFewToARequest) {
-  const testing::ScopedDir dir("cli-wide");
-  const std::string path = dir.path() + "/wide.csv";
-  constexpr int kDim = 140000, kRows = 70;
-  {
-    std::ofstream out(path);
-    std::string row;
-    for (int i = 0; i < kRows; ++i) {
-      row.clear();
-      for (int j = 0; j < kDim; ++j) row += j % 997 == i ? "1," : "0,";
-      row += i % 2 == 0 ? "1\n" : "-1\n";
-      out << row;
-    }
-  }
-  testing::CommandResult r =
-      RunCommand(Cli(*server_, "train " + path + " --model=wide --create"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  // 4 rows of 1.12 MB a request: 17 of them and one of 2.
-  EXPECT_THAT(r.output, HasSubstr(": 70 examples in "));
-  EXPECT_THAT(r.output, HasSubstr(", 18 requests"));
-  EXPECT_EQ(client_->GetStatus("wide")->stats().examples(), 70u);
-  r = RunCommand(Cli(*server_, "predict " + path + " --model=wide"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), kRows);
-  r = RunCommand(Cli(*server_, "predict " + path + " --model=wide --issue"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), kRows);
-  EXPECT_EQ(client_->GetStatus("wide")->stats().pending(), uint64_t{kRows});
-}
-
 TEST_F(CliTest, PredictIssueAndRevealThroughTheCli) {
   const testing::ScopedDir scoped("cli-reveal");
   const std::string dir = scoped.path();

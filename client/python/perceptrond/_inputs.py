@@ -16,8 +16,9 @@ from . import _wire
 #: (at most _MOST_ROWS rows, at least one): grpcio spends about half a millisecond on each
 #: message whatever its size, so narrow rows go many to a message and wide ones few
 #: (client/python/README.md). Lists of dicts by name go _NAMED_ROWS to a message, fewer where
-#: their widest dict's features (16 bytes each) would pass _BATCH_BYTES. A client whose
-#: max_message_bytes is under twice _BATCH_BYTES sizes its batches to half its limit instead.
+#: their widest dict's features (16 bytes each and their names' text) would pass _BATCH_BYTES.
+#: A client whose max_message_bytes is under twice _BATCH_BYTES sizes its batches to half its
+#: limit instead.
 _BATCH_BYTES = 2 << 20
 _MOST_ROWS = 8192
 _NAMED_ROWS = 1024
@@ -43,9 +44,9 @@ def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None
     with no rows) in batches of about `budget` bytes."""
     if batch_size is not None:
         return batch_size
-    if kind is None:  # a feature's reference, value and category
-        widest = max(map(len, rows), default=0) if rows is not None else 0
-        return int(min(_NAMED_ROWS, max(1, budget // max(1, 16 * widest))))
+    if kind is None:  # a feature's reference, value and category, and its name's text
+        widest = max(map(_named_row_bytes, rows), default=0) if rows is not None else 0
+        return int(min(_NAMED_ROWS, max(1, budget // max(1, widest))))
     n = rows.shape[0]
     if kind == "frame":  # a feature's name, value and category, each column
         per_row = 12 * rows.shape[1]
@@ -54,6 +55,16 @@ def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None
     else:  # a non-zero's index and value
         per_row = 12 * rows.nnz // n if n else 0
     return int(min(_MOST_ROWS, max(1, budget // max(8, per_row))))
+
+
+def _named_row_bytes(x) -> int:
+    """About the bytes of a dict by name in a request, at most: 16 a feature and its names'
+    characters (a name said again in the batch is sent once; a category's text is not
+    counted). 0 for what is not a dict: the encoder says why."""
+    try:
+        return 16 * len(x) + sum(map(len, x))
+    except TypeError:
+        return 0
 
 
 def _rows(x) -> tuple:

@@ -507,7 +507,7 @@ def test_default_batches_fit_the_clients_message_limit(server):
     """A client whose max_message_bytes is 1 MiB sizes its default batches to half of it: dense
     rows of d = 1000 (8 KB a row; they went 262 rows, 2 MB, a request) and dicts of 200
     features (they went 1,024 a request, about 1.9 MB) are learned, issued and predicted;
-    a batch_size over the limit is still grpcio's refusal."""
+    a batch_size over the limit is still grpcio's refusal. Long names are counted too."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=(600, 1_000))
     y = np.where(x[:, 0] > 0, 1, -1)
@@ -528,6 +528,16 @@ def test_default_batches_fit_the_clients_message_limit(server):
         with pytest.raises(perceptrond.PerceptronError) as e:
             model.learn(x, y, batch_size=600)
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # Names are counted too: dicts of 200 features of 40-character names, each row's own,
+    # went 1,024 a request, 5.8 MB, through a client of 4 MiB.
+    long_rows = [{f"a_rather_long_feature_name_{i:05d}_{j:03d}_pad": 1.0 for j in range(200)}
+                 for i in range(1_100)]
+    with perceptrond.Client(server.target, max_message_bytes=4 << 20) as c:
+        named = c.create_model("long-names", hash_bits=12)
+        assert named.learn(long_rows, labels).stats.examples == 1_100
+        assert named.predict(long_rows).shape == (1_100,)
+        with named.stream() as s:
+            assert len(s.issue(long_rows).ids) == 1_100
 
 
 class _Refused(grpc.RpcError):

@@ -244,8 +244,9 @@ int Fit(const Args& args) {
   }
   absl::StatusOr<v1::TrainResponse> r = client->Train(request);
   if (!r.ok()) return Fail(r.status());
-  std::printf("fit %s on %s: %u passes, %s, %llu updates (%llu mistakes)\n",
+  std::printf("fit %s on %s: %u pass%s, %s, %llu updates (%llu mistakes)\n",
               model.c_str(), args[0].c_str(), r->epochs(),
+              r->epochs() == 1 ? "" : "es",
               r->converged() ? "separated" : "not separated",
               static_cast<unsigned long long>(r->updates()),
               static_cast<unsigned long long>(r->mistakes()));
@@ -490,11 +491,12 @@ int Train(const Args& args) {
   if (!stopped) {
     std::printf(
         "trained %s on %s: %llu examples in %.3f s (%.0f examples/s, "
-        "reading included), %llu requests (%llu as columns)\n",
+        "reading included), %llu request%s (%llu as columns)\n",
         model.c_str(), reader.name().c_str(),
         static_cast<unsigned long long>(learned), seconds,
         learned / std::max(seconds, 1e-9),
         static_cast<unsigned long long>(summary->requests),
+        summary->requests == 1 ? "" : "s",
         static_cast<unsigned long long>(summary->columnar_requests));
   }
   if (resumed > 0) {

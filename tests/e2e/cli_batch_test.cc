@@ -99,6 +99,14 @@ TEST_F(CliTest, DefaultBatchesKeepWithinTheServersItemLimit) {
   r = RunCommand(Cli(*server_, "predict " + more + " --model=d --batch=700"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(PredictRequests(*server_) - before, 6);
+  // One of a thing is said as one.
+  const std::string few = WriteRows(dir.path() + "/few.svm", 5);
+  r = RunCommand(
+      Cli(*server_, "train " + few + " --model=one --create --dim=2"));
+  EXPECT_THAT(r.output, HasSubstr(": 5 examples in ")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(", 1 request (1 as columns)")) << r.output;
+  r = RunCommand(Cli(*server_, "fit " + few + " --model=one --max_epochs=1"));
+  EXPECT_THAT(r.output, HasSubstr(": 1 pass, ")) << r.output;
 }
 
 // Rows of many coordinates: train, predict and predict --issue end a batch

@@ -16,7 +16,7 @@ from . import _wire
 #: (at most _MOST_ROWS rows, at least one): grpcio spends about half a millisecond on each
 #: message whatever its size, so narrow rows go many to a message and wide ones few
 #: (client/python/README.md). Lists of dicts by name go _NAMED_ROWS to a message, fewer where
-#: their widest dict's features (16 bytes each and their names' text) would pass _BATCH_BYTES.
+#: their widest dict's features (16 bytes each and their text) would pass _BATCH_BYTES.
 #: A client whose max_message_bytes is under twice _BATCH_BYTES sizes its batches to half its
 #: limit instead.
 _BATCH_BYTES = 2 << 20
@@ -57,13 +57,25 @@ def _batch_rows(batch_size: Optional[int], kind: Optional[str] = None, rows=None
     return int(min(_MOST_ROWS, max(1, budget // max(8, per_row))))
 
 
+#: The types of a dict's values that are one feature each (the common row).
+_PLAIN_VALUES = frozenset({float, int, str, bool, type(None), np.float64, np.int64})
+
+
 def _named_row_bytes(x) -> int:
-    """About the bytes of a dict by name in a request, at most: 16 a feature and its names'
-    characters (a name said again in the batch is sent once; a category's text is not
-    counted). 0 for what is not a dict: the encoder says why."""
+    """About the bytes of a dict by name in a request, at most: 16 a feature and the text of
+    its names and category (a string said again in the batch is sent once). 0 for what is
+    not a dict of features: the encoder says why."""
     try:
-        return 16 * len(x) + sum(map(len, x))
-    except TypeError:
+        values = set(map(type, x.values()))
+        if values <= _PLAIN_VALUES and set(map(type, x)) == {str}:
+            n = 16 * len(x) + sum(map(len, x))
+            if str in values:
+                n += sum(len(v) for v in x.values() if type(v) is str)
+            return n
+        # (namespace, name) keys, namespaces of features, other types of value.
+        return sum(16 + len(space) + len(name) + (len(v) if isinstance(v, str) else 0)
+                   for space, name, v in _features(x))
+    except (AttributeError, TypeError, ValueError):
         return 0
 
 

@@ -415,7 +415,7 @@ class Model:
         flight; by default as many rows as make about 2 MiB of values (at most 8,192, under the
         server's default --max_batch_items: a message's own cost is then small beside its
         rows'), and 1,024 dicts by name (fewer where the widest dict's features, 16 bytes each
-        and their names' text, pass 2 MiB); half the client's max_message_bytes where that is
+        and the text of their names, pass 2 MiB); half the client's max_message_bytes where that is
         less than 2 MiB; never more than the server's --max_batch_items.
         Examples the server refuses (a NaN, an index out of range) are listed in the result's
         errors and change nothing; the others are learned.

@@ -525,6 +525,10 @@ def test_default_batches_fit_the_clients_message_limit(server):
         assert named.predict(rows).shape == (1_100,)
         with named.stream() as s:
             assert len(s.issue(rows).ids) == 1_100
+        # The same features in a namespace: one key a dict, counted by its features.
+        spaced = [{"w": row} for row in rows]
+        assert named.learn(spaced, labels).stats.examples == 2_200
+        assert named.predict(spaced).shape == (1_100,)
         with pytest.raises(perceptrond.PerceptronError) as e:
             model.learn(x, y, batch_size=600)
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -41,7 +41,7 @@ absl::StatusOr<uint32_t> BatchForTheServer(Client& client,
 // OK if fit's one Train request (of file `name`) is within the limits on
 // items and bytes a request of the server that owns its model
 // (ServerStatus.max_batch_items and max_message_bytes, asked as
-// BatchFitsTheServer asks them; not checked where they are not said); else
+// BatchForTheServer asks them; not checked where they are not said); else
 // INVALID_ARGUMENT naming the limit, its flag, and train --epochs, which
 // streams a file of any size.
 absl::Status FitsOneRequest(Client& client, const std::string& name,

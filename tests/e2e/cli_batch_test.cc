@@ -27,12 +27,8 @@ using testing::ServerProcess;
 
 // The Predict requests the server has answered, from its /metrics.
 long PredictRequests(const ServerProcess& server) {
-  const testing::CommandResult r = RunCommand(
-      absl::StrCat(PERCEPTRON_PYTHON,
-                   " -c \"import urllib.request; print(urllib.request.urlopen("
-                   "'http://127.0.0.1:",
-                   server.http_port(), "/metrics').read().decode())\""));
-  for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
+  const std::string metrics = testing::MetricsText(server);
+  for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
     if (!absl::StartsWith(line, "grpc_server_handled_total{") ||
         !absl::StrContains(line, "grpc_method=\"Predict\"")) {
       continue;

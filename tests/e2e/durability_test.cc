@@ -507,14 +507,10 @@ TEST(DurabilityTest, AModelThatCannotBeRecoveredIsSetAsideAndEveryOtherServes) {
   EXPECT_EQ(c->CreateModel("broken", config).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // Metrics show it.
-  const testing::CommandResult metrics = RunCommand(
-      absl::StrCat(PERCEPTRON_PYTHON,
-                   " -c \"import urllib.request; print(urllib.request.urlopen("
-                   "'http://127.0.0.1:",
-                   server->http_port(), "/metrics').read().decode())\""));
-  EXPECT_THAT(metrics.output,
+  const std::string metrics = testing::MetricsText(*server);
+  EXPECT_THAT(metrics,
               HasSubstr("perceptron_model_set_aside{model=\"broken\"} 1"));
-  EXPECT_THAT(metrics.output, HasSubstr("perceptron_models 2"));
+  EXPECT_THAT(metrics, HasSubstr("perceptron_models 2"));
   EXPECT_EQ(server->Stop(SIGTERM), 0);
   // Its data is untouched.
   {

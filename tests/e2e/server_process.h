@@ -165,6 +165,17 @@ inline CommandResult RunCommand(const std::string& command) {
   return r;
 }
 
+// The text of `server`'s /metrics (Prometheus' text format), read with
+// Python's urllib; what went wrong instead if it could not be read.
+inline std::string MetricsText(const ServerProcess& server) {
+  return RunCommand(
+             absl::StrCat(PERCEPTRON_PYTHON,
+                          " -c \"import urllib.request; "
+                          "print(urllib.request.urlopen('http://127.0.0.1:",
+                          server.http_port(), "/metrics').read().decode())\""))
+      .output;
+}
+
 }  // namespace perceptron::testing
 
 #endif  // PERCEPTRON_TESTS_E2E_SERVER_PROCESS_H_

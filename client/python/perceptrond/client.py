@@ -118,8 +118,7 @@ class Stream:
         """Predicts each row of `x` (an array, a sparse matrix, or a list of dicts by name) and
         keeps it pending under a new prediction id, in batches of `batch_size` rows (by
         default about 2 MiB of an array's values, at most 8,192 rows; 1,024 dicts, fewer where
-        they are wide: Model.learn's batches). A pandas
-        DataFrame as Model.learn reads it."""
+        they are wide: Model.learn's batches). A pandas DataFrame as Model.learn reads it."""
         if self._model._frame_by_name(x):
             n = len(x)
             batches = _frame_batches(x, None, self._model._frame_batch_rows(x, batch_size))

@@ -15,7 +15,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/quoted.h"
 #include "core/status_macros.h"
@@ -154,6 +153,25 @@ bool ParseDouble(absl::string_view s, double* v) {
   return absl::SimpleAtod(absl::StripAsciiWhitespace(s), v);
 }
 
+// A LIBSVM "index:value" at `p` (before `end`) in one pass, the common
+// form: digits, ':' and a number std::from_chars reads up to a space, a tab
+// or the end. Returns where it ends, or null for any other form (which the
+// token's own reading takes: ParseIndex and ParseDouble, or an error); where
+// both read a token they read the same numbers.
+const char* ReadIndexValue(const char* p, const char* end, uint64_t* index,
+                           double* value) {
+  const auto [colon, index_error] = std::from_chars(p, end, *index);
+  if (index_error != std::errc() || colon == end || *colon != ':') {
+    return nullptr;
+  }
+  const auto [after, value_error] = std::from_chars(colon + 1, end, *value);
+  if (value_error != std::errc() ||
+      (after != end && *after != ' ' && *after != '\t')) {
+    return nullptr;
+  }
+  return after;
+}
+
 // A feature by name: a number is its value (times `scale`), anything else a
 // categorical value (VW's "name:value" where value is not a number).
 absl::Status AddNamed(absl::string_view space, absl::string_view name,
@@ -264,8 +282,14 @@ class DataReader::CsvParser {
 absl::Status DataReader::SplitCsv(absl::string_view text) {
   if (!absl::StrContains(text, '"')) {
     // Without quotes, the cells are the text between commas (libcsv's spaces
-    // around them are stripped where each cell is read).
-    cells_ = absl::StrSplit(text, ',');
+    // around them are stripped where each cell is read), in the vector of
+    // the line before.
+    cells_.clear();
+    for (size_t comma; (comma = text.find(',')) != absl::string_view::npos;
+         text.remove_prefix(comma + 1)) {
+      cells_.push_back(text.substr(0, comma));
+    }
+    cells_.push_back(text);
     return absl::OkStatus();
   }
   if (csv_ == nullptr) csv_ = std::make_unique<CsvParser>();
@@ -415,23 +439,38 @@ absl::StatusOr<bool> DataReader::ParseLibsvm(absl::string_view text,
   e->sparse = true;
   absl::string_view token;
   NextToken(&text, &token);  // text is not empty: one token at least
-  bool more = true;          // `token` is an index:value to read
   if (!absl::StrContains(token, ':')) {
     if (absl::Status s = SetLabel(token, e); !s.ok()) return s;
-    more = NextToken(&text, &token);
   } else if (options_.require_labels) {
     return Bad("no label");
+  } else {
+    // No label: the token is the first index:value.
+    text = absl::string_view(token.data(),
+                             text.data() + text.size() - token.data());
   }
-  for (; more; more = NextToken(&text, &token)) {
-    const size_t colon = token.find(':');
-    const absl::string_view index_text = token.substr(0, colon);
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (true) {
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    if (p == end) break;
     uint64_t index;
     double value;
-    if (colon == absl::string_view::npos || !ParseIndex(index_text, &index) ||
-        !ParseDouble(token.substr(colon + 1), &value)) {
-      return Bad(
-          absl::StrCat("cannot read ", Quoted(token), " as index:value"));
+    const char* after = ReadIndexValue(p, end, &index, &value);
+    if (after == nullptr) {
+      // Not digits, ':' and a number that from_chars reads whole: the
+      // token, read as ParseIndex and ParseDouble read it, or refused.
+      after = p + 1;
+      while (after < end && *after != ' ' && *after != '\t') ++after;
+      token = absl::string_view(p, after - p);
+      const size_t colon = token.find(':');
+      if (colon == absl::string_view::npos ||
+          !ParseIndex(token.substr(0, colon), &index) ||
+          !ParseDouble(token.substr(colon + 1), &value)) {
+        return Bad(
+            absl::StrCat("cannot read ", Quoted(token), " as index:value"));
+      }
     }
+    p = after;
     if (index < static_cast<uint64_t>(options_.index_base) ||
         index - options_.index_base >= (1ull << 32) - 1) {
       return Bad(absl::StrCat("index ", index,

@@ -43,7 +43,9 @@ TEST(DataReaderTest, Libsvm) {
 // Numbers are read as glibc's strtod reads them, bit for bit (random doubles
 // written in full and in short, a subnormal, overflow and underflow, signs),
 // indices with a sign too; tabs, runs of spaces and a CR end separate tokens;
-// what is no number is refused naming the token.
+// what is no number is refused naming the token. Each number is read both
+// after an index with a sign (the token's own reading) and after plain
+// digits (the common form's one pass), and the two agree.
 TEST(DataReaderTest, LibsvmNumbersAreReadAsStrtodReadsThem) {
   std::vector<std::string> texts = {"0",
                                     "-0",
@@ -70,19 +72,34 @@ TEST(DataReaderTest, LibsvmNumbersAreReadAsStrtodReadsThem) {
   std::string file;
   for (const std::string& t : texts) {
     absl::StrAppend(&file, "+1\t+3:", t, "  \t 7:1\r\n");
+    absl::StrAppend(&file, "-1 3:", t, "\t7:", t, "\n");
   }
   absl::StatusOr<Dataset> d = ParseData(file, "n.svm", {});
   ASSERT_TRUE(d.ok()) << d.status();
-  ASSERT_EQ(d->examples.size(), texts.size());
+  ASSERT_EQ(d->examples.size(), 2 * texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
-    const Example& e = d->examples[i];
-    ASSERT_EQ(e.indices, (std::vector<uint32_t>{2, 6})) << texts[i];
     const double want = std::strtod(texts[i].c_str(), nullptr);
-    EXPECT_EQ(std::bit_cast<uint64_t>(e.values[0]),
+    for (const Example& e : {d->examples[2 * i], d->examples[2 * i + 1]}) {
+      ASSERT_EQ(e.indices, (std::vector<uint32_t>{2, 6})) << texts[i];
+      EXPECT_EQ(std::bit_cast<uint64_t>(e.values[0]),
+                std::bit_cast<uint64_t>(want))
+          << texts[i];
+    }
+    EXPECT_EQ(std::bit_cast<uint64_t>(d->examples[2 * i + 1].values[1]),
               std::bit_cast<uint64_t>(want))
         << texts[i];
   }
-  for (const char* bad : {"1.5x", "--1", "1e", ".", "1,5"}) {
+  // Without a label (where none is required) the first token is a feature.
+  ReadOptions unlabeled;
+  unlabeled.require_labels = false;
+  d = ParseData("2:0.5 4:-1\n  3:2\n", "u.svm", unlabeled);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  EXPECT_EQ(d->examples[0].indices, (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(d->examples[0].values, (std::vector<double>{0.5, -1}));
+  EXPECT_FALSE(d->examples[0].label.has_value());
+  EXPECT_EQ(d->examples[1].indices, (std::vector<uint32_t>{2}));
+  for (const char* bad : {"1.5x", "--1", "1e", ".", "1,5", "2:3", ""}) {
     EXPECT_THAT(
         std::string(ParseData(absl::StrCat("+1 1:", bad, "\n"), "b.svm", {})
                         .status()
@@ -93,6 +110,8 @@ TEST(DataReaderTest, LibsvmNumbersAreReadAsStrtodReadsThem) {
   }
   EXPECT_FALSE(ParseData("+1 -3:1\n", "b.svm", {}).ok());
   EXPECT_FALSE(ParseData("+1 3\n", "b.svm", {}).ok());
+  EXPECT_FALSE(ParseData("+1 :3\n", "b.svm", {}).ok());
+  EXPECT_FALSE(ParseData("+1 99999999999999999999:3\n", "b.svm", {}).ok());
 }
 
 TEST(DataReaderTest, CsvWithHeaderAndNamedPositiveClass) {

@@ -114,12 +114,13 @@ absl::Status FitsOneRequest(Client& client, const std::string& name,
 
 absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
                           const Example& e, const Shape& shape) {
-  const std::string at = absl::StrCat(name, ":", line, ": ");
+  // Written only for an error (this runs for every example sent).
+  const auto at = [&] { return absl::StrCat(name, ":", line, ": "); };
   bool zero = true;
   if (IsNamed(e)) {
     if (!shape.hashed) {
       return absl::InvalidArgumentError(absl::StrCat(
-          at,
+          at(),
           "the features are names, and the model takes vectors: create it "
           "with --hash_bits (e.g. 18) to hash names as Vowpal Wabbit does, or "
           "with --feature_names_file to list them"));
@@ -127,7 +128,7 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
     for (const v1::NamedFeature& f : e.named) {
       if (f.has_number() && !std::isfinite(f.number())) {
         return absl::InvalidArgumentError(
-            absl::StrCat(at, "feature ", f.name(), "'s value ", f.number(),
+            absl::StrCat(at(), "feature ", f.name(), "'s value ", f.number(),
                          " is not a finite number"));
       }
       zero = zero && f.has_number() && f.number() == 0;
@@ -139,7 +140,7 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
         // A sparse row's feature by its index as the file writes it; a dense
         // row's by its place among the features, from 1.
         return absl::InvalidArgumentError(absl::StrCat(
-            at, "feature ",
+            at(), "feature ",
             e.sparse ? absl::StrCat("index ", e.indices[k] + index_base)
                      : absl::StrCat(k + 1, " of ", e.values.size()),
             " has the value ", v, ", not a finite number"));
@@ -149,7 +150,7 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
   }
   if (zero && shape.normalize && !shape.bias) {
     return absl::InvalidArgumentError(absl::StrCat(
-        at,
+        at(),
         "every feature is 0, and the model normalizes without a bias: x / "
         "||x|| does not exist (give the model a bias, or leave the row out)"));
   }
@@ -158,14 +159,14 @@ absl::Status FitsTheModel(const std::string& name, size_t line, int index_base,
     for (uint32_t i : e.indices) {
       if (i >= shape.dimension) {
         return absl::InvalidArgumentError(absl::StrCat(
-            at, "index ", i + index_base, " is past the model's dimension ",
+            at(), "index ", i + index_base, " is past the model's dimension ",
             shape.dimension, " (indices ", index_base, " to ",
             shape.dimension - 1 + index_base, ")"));
       }
     }
   } else if (e.values.size() != shape.dimension) {
     return absl::InvalidArgumentError(
-        absl::StrCat(at, e.values.size(),
+        absl::StrCat(at(), e.values.size(),
                      " features; the model's dimension is ", shape.dimension));
   }
   return absl::OkStatus();

@@ -28,11 +28,20 @@ extern "C" {
 namespace perceptron::client {
 namespace {
 
+// True if every byte of `text` is ASCII, as most names are: UTF-8 with
+// nothing to decode (a loop the compiler makes one of whole vectors).
+bool Ascii(absl::string_view text) {
+  unsigned char any = 0;
+  for (const char c : text) any |= static_cast<unsigned char>(c);
+  return any < 0x80;
+}
+
 // OK if `text` is UTF-8, as the wire's names and labels must be; else
 // INVALID_ARGUMENT naming `what` (quoted, unless it is a whole line) and its
 // first byte that is not.
 absl::Status CheckUtf8(absl::string_view what, absl::string_view text,
                        bool quote = true) {
+  if (Ascii(text)) return absl::OkStatus();
   const auto bad = utf8::find_invalid(text.begin(), text.end());
   if (bad == text.end()) return absl::OkStatus();
   // Escaped byte by byte (it is not text), kQuotedBytes of it at most.
@@ -174,11 +183,14 @@ const char* ReadIndexValue(const char* p, const char* end, uint64_t* index,
 
 // A feature by name: a number is its value (times `scale`), anything else a
 // categorical value (VW's "name:value" where value is not a number).
+// `ascii`: the line is ASCII (Ascii), so the strings need no check.
 absl::Status AddNamed(absl::string_view space, absl::string_view name,
                       absl::string_view value, bool has_value, double scale,
-                      Example* e) {
-  PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the namespace", space));
-  PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the feature", name));
+                      bool ascii, Example* e) {
+  if (!ascii) {
+    PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the namespace", space));
+    PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the feature", name));
+  }
   v1::NamedFeature& f = e->AddNamed();
   if (!space.empty()) f.set_space(space.data(), space.size());
   f.set_name(name.data(), name.size());
@@ -199,7 +211,9 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
     return absl::InvalidArgumentError(
         absl::StrCat("feature ", Excerpt(name), ": the value is empty"));
   } else {
-    PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the categorical value", value));
+    if (!ascii) {
+      PERCEPTRON_RETURN_IF_ERROR(CheckUtf8("the categorical value", value));
+    }
     f.set_category(std::string(value));
   }
   return absl::OkStatus();
@@ -599,7 +613,8 @@ absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
       continue;
     }
     if (cell.empty()) continue;
-    if (absl::Status s = AddNamed("", header_[k], cell, true, 1.0, e);
+    if (absl::Status s = AddNamed("", header_[k], cell, true, 1.0,
+                                  /*ascii=*/false, e);
         !s.ok()) {
       return Bad(
           absl::StrCat("column ", k, " (", header_[k], "): ", s.message()));
@@ -611,6 +626,8 @@ absl::StatusOr<bool> DataReader::ParseNamedCsv(absl::string_view text,
 absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
   if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
   if (absl::StripAsciiWhitespace(text).empty()) return false;
+  // Most lines are ASCII: then no name on them needs a check of its own.
+  const bool ascii = Ascii(text);
   const size_t bar = text.find('|');
   if (bar == absl::string_view::npos) {
     return Bad("no '|': a Vowpal Wabbit line is \"label |namespace features\"");
@@ -708,7 +725,8 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
                                           ? absl::string_view()
                                           : token.substr(colon + 1);
       const bool has_value = !value.empty();
-      if (absl::Status s = AddNamed(space, name, value, has_value, scale, e);
+      if (absl::Status s =
+              AddNamed(space, name, value, has_value, scale, ascii, e);
           !s.ok()) {
         return Bad(s.message());
       }

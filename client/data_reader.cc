@@ -219,6 +219,23 @@ absl::Status AddNamed(absl::string_view space, absl::string_view name,
   return absl::OkStatus();
 }
 
+// A file read a MiB a read(2), not libstdc++'s 8 KiB: a system call each,
+// 56,000 of them for train's two passes over a file of 228 MB.
+class BufferedFile : public std::ifstream {
+ public:
+  explicit BufferedFile(const std::string& path)
+      : buffer_(std::make_unique<char[]>(kSize)) {
+    rdbuf()->pubsetbuf(buffer_.get(), kSize);  // before open, or ignored
+    open(path);
+  }
+  // Closed while its buffer is there.
+  ~BufferedFile() override { close(); }
+
+ private:
+  static constexpr std::streamsize kSize = 1 << 20;
+  std::unique_ptr<char[]> buffer_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(
@@ -233,7 +250,7 @@ absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(
   if (GzipInput::IsGzip(path)) {
     gzip = std::make_unique<GzipInput>(path);
   } else {
-    file = std::make_unique<std::ifstream>(path);
+    file = std::make_unique<BufferedFile>(path);
   }
   if (!(gzip ? gzip->opened() : static_cast<bool>(*file))) {
     return absl::NotFoundError(

@@ -601,9 +601,9 @@ absl::StatusOr<std::vector<std::pair<int, std::vector<double>>>> ReadAll(
 
 TEST(DataReaderTest, GzipFilesAreReadAsTheFileWithin) {
   testing::ScopedDir dir("gzip");
-  // Enough lines to span several of zlib's 64 KiB reads.
+  // Enough lines to span several of GzipInput's 256 KiB blocks.
   std::string csv = "a,b,label\n";
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < 100000; ++i) {
     absl::StrAppend(&csv, i % 7, ".25,", -i, ",", i % 3 == 0 ? 1 : -1, "\n");
   }
   const std::string plain = dir.path() + "/data.csv";
@@ -611,7 +611,7 @@ TEST(DataReaderTest, GzipFilesAreReadAsTheFileWithin) {
   WriteGzip(plain + ".gz", csv);
   auto want = ReadAll(plain, {});
   ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_EQ(want->size(), 20000u);
+  ASSERT_EQ(want->size(), 100000u);
   std::unique_ptr<DataReader> reader;
   auto got = ReadAll(plain + ".gz", {}, &reader);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -626,6 +626,28 @@ TEST(DataReaderTest, GzipFilesAreReadAsTheFileWithin) {
   ASSERT_TRUE(more.ok() && *more) << more.status();
   EXPECT_EQ(e.values, (*want)[0].second);
   EXPECT_EQ(reader->line(), 2u);
+  // And from the middle of the file, the next blocks inflated already (the
+  // thread that inflates them stopped and started again): the whole again.
+  for (int i = 0; i < 30000; ++i) ASSERT_TRUE(*reader->Next(&e));
+  ASSERT_TRUE(reader->Rewind().ok());
+  size_t k = 0;
+  while (true) {
+    more = reader->Next(&e);
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    ASSERT_LT(k, want->size());
+    EXPECT_EQ(e.label.value_or(0), (*want)[k].first);
+    EXPECT_EQ(e.values, (*want)[k].second);
+    ++k;
+  }
+  EXPECT_EQ(k, want->size());
+  // A reader closed in the middle of the file.
+  {
+    absl::StatusOr<std::unique_ptr<DataReader>> half =
+        DataReader::Open(plain + ".gz", {});
+    ASSERT_TRUE(half.ok()) << half.status();
+    for (int i = 0; i < 1000; ++i) ASSERT_TRUE(*(*half)->Next(&e));
+  }
 
   // By its contents, not its name: a gzip file named "x.svm" is LIBSVM, one
   // named "x.gz" too.

@@ -155,6 +155,11 @@ class DataReader {
   absl::StatusOr<bool> ParseNamedCsv(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseVw(absl::string_view text, Example* e);
   absl::StatusOr<bool> ParseJsonl(absl::string_view text, Example* e);
+  // JSON lines: `text` (one JSON value, UTF-8) read into *e through simdjson
+  // if the line needs nothing else (a well-formed example with no repeated
+  // key); false otherwise, *e then to be cleared and the line read by
+  // ParseJsonl's own path (nlohmann/json), which says what is wrong.
+  bool ReadJsonFast(absl::string_view text, Example* e);
   absl::Status Bad(absl::string_view why) const;
   // Sets e's label from its text as options_ say; the error names the line.
   absl::Status SetLabel(absl::string_view raw, Example* e) const;
@@ -189,6 +194,13 @@ class DataReader {
   std::unique_ptr<CsvParser> csv_;
   std::vector<absl::string_view> cells_;
   std::vector<std::string> quoted_;  // the cells of a line with quotes
+  // JSON lines: simdjson's parser and its padded copy of the line
+  // (data_reader_jsonl.cc).
+  struct JsonParser;
+  struct JsonParserDeleter {
+    void operator()(JsonParser* p) const;
+  };
+  std::unique_ptr<JsonParser, JsonParserDeleter> json_;
   // CSV: the label's column as the header names it (ReadOptions), or npos.
   size_t label_at_ = std::string::npos;
   // CSV: the label's column in a row of `width` cells (after the header).

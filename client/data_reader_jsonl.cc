@@ -1,8 +1,14 @@
-// DataReader's JSON lines (".jsonl"): one object a line, read with
-// nlohmann/json (Debian's nlohmann-json3-dev).
+// DataReader's JSON lines (".jsonl"): one object a line, read with simdjson
+// (Debian's libsimdjson-dev); a line it cannot read whole, or with a repeated
+// key, again with nlohmann/json (Debian's nlohmann-json3-dev), whose reading
+// is the reference and whose messages say what is wrong.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -10,9 +16,83 @@
 #include "client/utf8_text.h"
 #include "core/quoted.h"
 #include "nlohmann/json.hpp"
+#include "simdjson.h"
 
 namespace perceptron::client {
+
+struct DataReader::JsonParser {
+  simdjson::dom::parser parser;
+  // The line and simdjson's padding after it (zeros).
+  std::string line;
+  // The keys of the features object and of one namespace, to find a repeat.
+  std::vector<std::string_view> keys, inner_keys;
+};
+
+void DataReader::JsonParserDeleter::operator()(JsonParser* p) const {
+  delete p;
+}
+
 namespace {
+
+// Whether a key is in `keys` twice.
+bool Repeats(std::vector<std::string_view>& keys) {
+  if (keys.size() <= 16) {
+    for (size_t i = 1; i < keys.size(); ++i) {
+      for (size_t k = 0; k < i; ++k) {
+        if (keys[i] == keys[k]) return true;
+      }
+    }
+    return false;
+  }
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+}
+
+// One feature of a line simdjson read, as AddJsonFeature adds it: false
+// (nothing added) for a value AddJsonFeature refuses. The value's type is
+// checked before it is read (value_unsafe: no error to see, no exception). A
+// number is the double nlohmann/json's get<double> gives: an integer converted,
+// any other rounded from its decimal text (both read it correctly rounded;
+// simdjson refuses a number past a double's range, which the other path then
+// refuses).
+bool AddFastFeature(std::string_view space, std::string_view name,
+                    simdjson::dom::element value, Example* e) {
+  if (name.empty()) return false;
+  using Type = simdjson::dom::element_type;
+  double number = 0;
+  std::string_view category;
+  switch (value.type()) {
+    case Type::INT64:
+      number = static_cast<double>(value.get_int64().value_unsafe());
+      break;
+    case Type::UINT64:
+      number = static_cast<double>(value.get_uint64().value_unsafe());
+      break;
+    case Type::DOUBLE:
+      number = value.get_double().value_unsafe();
+      break;
+    case Type::STRING:
+      category = value.get_string().value_unsafe();
+      if (category.empty()) return false;
+      break;
+    case Type::BOOL:
+      if (!value.get_bool().value_unsafe()) return true;  // false: no feature
+      break;
+    case Type::NULL_VALUE:
+      return true;
+    default:
+      return false;
+  }
+  v1::NamedFeature* f = e->named.Add();
+  f->set_space(space.data(), space.size());
+  f->set_name(name.data(), name.size());
+  if (value.type() == Type::STRING) {
+    f->set_category(category.data(), category.size());
+  } else if (value.type() != Type::BOOL) {
+    f->set_number(number);
+  }
+  return true;
+}
 
 // One JSON feature: a number, a string (categorical), or true (1; false is
 // 0, no feature).
@@ -85,6 +165,75 @@ std::string JsonError(absl::string_view text) {
 
 }  // namespace
 
+bool DataReader::ReadJsonFast(absl::string_view text, Example* e) {
+  using Type = simdjson::dom::element_type;
+  if (json_ == nullptr) json_.reset(new JsonParser);
+  JsonParser& j = *json_;
+  j.line.assign(text.data(), text.size());
+  j.line.append(simdjson::SIMDJSON_PADDING, '\0');
+  simdjson::dom::object top;
+  if (j.parser.parse(j.line.data(), text.size(), false).get(top)) return false;
+  // nlohmann/json keeps the last of a repeated key: such a line goes there.
+  simdjson::dom::element label, features;
+  int labels = 0, features_seen = 0;
+  for (const simdjson::dom::key_value_pair field : top) {
+    if (field.key == "label") {
+      label = field.value;
+      ++labels;
+    } else if (field.key == "features") {
+      features = field.value;
+      ++features_seen;
+    }
+  }
+  if (labels > 1 || features_seen != 1) return false;
+  if (labels == 1 && label.type() != Type::NULL_VALUE) {
+    // The label's text as the other path writes it (nlohmann/json's dump).
+    std::string raw;
+    switch (label.type()) {
+      case Type::STRING:
+        raw = label.get_string().value_unsafe();
+        break;
+      case Type::BOOL:
+        raw = label.get_bool().value_unsafe() ? "1" : "0";
+        break;
+      case Type::INT64:
+        raw = absl::StrCat(label.get_int64().value_unsafe());
+        break;
+      case Type::UINT64:
+        raw = absl::StrCat(label.get_uint64().value_unsafe());
+        break;
+      case Type::DOUBLE:
+        // A number with a fraction or an exponent to both libraries (an
+        // integer is an INT64 or UINT64 here, or out of range and an error).
+        raw = nlohmann::json(label.get_double().value_unsafe()).dump();
+        break;
+      default:
+        return false;
+    }
+    if (!SetLabel(raw, e).ok()) return false;
+  } else if (options_.require_labels) {
+    return false;
+  }
+  simdjson::dom::object all;
+  if (features.get_object().get(all)) return false;
+  j.keys.clear();
+  for (const simdjson::dom::key_value_pair field : all) {
+    j.keys.push_back(field.key);
+    simdjson::dom::object space;
+    if (field.value.get_object().get(space)) {
+      if (!AddFastFeature("", field.key, field.value, e)) return false;
+      continue;
+    }
+    j.inner_keys.clear();
+    for (const simdjson::dom::key_value_pair inner : space) {
+      j.inner_keys.push_back(inner.key);
+      if (!AddFastFeature(field.key, inner.key, inner.value, e)) return false;
+    }
+    if (Repeats(j.inner_keys)) return false;
+  }
+  return !Repeats(j.keys);
+}
+
 absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
                                             Example* e) {
   text = absl::StripAsciiWhitespace(text);
@@ -94,6 +243,8 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
   if (absl::Status s = CheckUtf8("the line", text, false); !s.ok()) {
     return Bad(s.message());
   }
+  if (ReadJsonFast(text, e)) return true;
+  e->Clear();
   // ordered_json keeps the features in the line's order, the order in which
   // colliding features are added.
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(

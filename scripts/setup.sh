@@ -12,7 +12,7 @@ build_packages=(
   cmake ninja-build g++ make pkg-config ca-certificates
   libabsl-dev libxxhash-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libleveldb-dev libsnappy-dev libisal-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev
-  libgoogle-perftools-dev nlohmann-json3-dev libcsv-dev libutfcpp-dev
+  libgoogle-perftools-dev libsimdjson-dev nlohmann-json3-dev libcsv-dev libutfcpp-dev
 )
 
 packages=(
@@ -33,9 +33,10 @@ packages=(
   libleveldb-dev libsnappy-dev libisal-dev zlib1g-dev
   # The programs' allocator: tcmalloc (CMakeLists.txt's PERCEPTRON_MALLOC).
   libgoogle-perftools-dev
-  # JSON lines data files (client/data_reader.cc): header-only; CSV files' quoted cells: libcsv;
-  # names and labels checked as UTF-8 before they are sent: utfcpp (header-only).
-  nlohmann-json3-dev libcsv-dev libutfcpp-dev
+  # JSON lines data files (client/data_reader_jsonl.cc): simdjson, and nlohmann/json (header-only)
+  # for a line simdjson cannot read; CSV files' quoted cells: libcsv; names and labels checked as
+  # UTF-8 before they are sent: utfcpp (header-only).
+  libsimdjson-dev nlohmann-json3-dev libcsv-dev libutfcpp-dev
   # The Python package (client/python): built by pip with setuptools, tested with pytest; sparse
   # input through scipy.
   python3-grpcio python3-protobuf python3-pip python3-setuptools python3-pytest python3-scipy

@@ -167,6 +167,10 @@ std::string JsonError(absl::string_view text) {
 
 bool DataReader::ReadJsonFast(absl::string_view text, Example* e) {
   using Type = simdjson::dom::element_type;
+  // simdjson's parser takes about 10 bytes of memory a byte of the longest
+  // line it has read, and keeps them: a longer line goes the other way.
+  constexpr size_t kLongestLine = size_t{1} << 20;
+  if (text.size() > kLongestLine) return false;
   if (json_ == nullptr) json_.reset(new JsonParser);
   JsonParser& j = *json_;
   j.line.assign(text.data(), text.size());

@@ -244,6 +244,24 @@ TEST(DataReaderJsonTest, LinesAreReadAsTheRulesReadThem) {
   EXPECT_LT(repeats, 18000);
 }
 
+TEST(DataReaderJsonTest, LongLinesAreReadToo) {
+  // Past the MiB a line that simdjson reads.
+  const std::string value(3 << 20, 'v');
+  absl::StatusOr<Dataset> d = ParseData(
+      absl::StrCat("{\"label\": 1, \"features\": {\"a\": 2, \"s\": {\"b\": \"",
+                   value,
+                   "\"}}}\n{\"label\": 0, \"features\": {\"c\": true}}\n"),
+      "l.jsonl", {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->examples.size(), 2u);
+  EXPECT_EQ(Read(d->examples[0]),
+            (std::vector<std::string>{Show("", "a", ShowNumber(2)),
+                                      Show("s", "b", "c" + value)}));
+  EXPECT_EQ(d->examples[0].label, 1);
+  EXPECT_EQ(Read(d->examples[1]), std::vector<std::string>{Show("", "c", "1")});
+  EXPECT_EQ(d->examples[1].label, -1);
+}
+
 TEST(DataReaderJsonTest, BadLinesSayWhy) {
   struct Case {
     std::string line, says;

@@ -137,10 +137,10 @@ class DataReader {
   // that cell ("line 2: column 0 \"red\""); else empty. Such a file is read
   // by name by a model with hash_bits.
   const std::string& categorical_cell() const { return categorical_cell_; }
-  // From the next example on, labels name these classes (ReadOptions::classes;
-  // raw_labels off).
   // From the next example on, ReadOptions::unlabeled_width.
   void set_unlabeled_width(uint32_t width) { options_.unlabeled_width = width; }
+  // From the next example on, labels name these classes (ReadOptions::classes;
+  // raw_labels off).
   void set_classes(std::vector<std::string> classes) {
     options_.classes = std::move(classes);
     options_.raw_labels = false;

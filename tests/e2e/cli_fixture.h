@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "client/data_reader.h"
 #include "core/model.h"
@@ -49,6 +50,25 @@ inline void ExpectSameModel(client::Client& client, const std::string& id,
                         core.weights().size() * sizeof(double)),
             0)
       << "weights differ from the core library's, bit for bit";
+}
+
+// The model's status once its certificate is solved over every example and
+// converged (it then stays as it is); a failure if that takes minutes.
+inline v1::ModelStatus SolvedStatus(client::Client& client,
+                                    const std::string& id) {
+  v1::ModelStatus last;
+  EXPECT_TRUE(client
+                  .Watch(
+                      id, absl::Milliseconds(20),
+                      [&](const v1::ModelStatus& x) {
+                        last = x;
+                        const v1::Certificate& c = x.stats().certificate();
+                        return !(c.available() && c.converged() &&
+                                 c.solved() == x.stats().examples());
+                      },
+                      absl::Minutes(5))
+                  .ok());
+  return last;
 }
 
 class CliTest : public ::testing::Test {

@@ -156,18 +156,7 @@ TEST_F(CliTest, GeneratedStreamWithItsSeparatorReportsTheBound) {
 
   // Once the certificate is solved over every example and converged (so it
   // stays as it is), watch and plot show it too.
-  v1::ModelStatus solved;
-  ASSERT_TRUE(client_
-                  ->Watch(
-                      "gen", absl::Milliseconds(20),
-                      [&](const v1::ModelStatus& x) {
-                        solved = x;
-                        const v1::Certificate& c = x.stats().certificate();
-                        return !(c.available() && c.converged() &&
-                                 c.solved() == x.stats().examples());
-                      },
-                      absl::Minutes(5))
-                  .ok());
+  const v1::ModelStatus solved = testing::SolvedStatus(*client_, "gen");
   const v1::Certificate& cert = solved.stats().certificate();
   ASSERT_TRUE(cert.available()) << cert.DebugString();
   r = RunCommand(Cli(*server_, "watch gen --count=1"));
@@ -213,18 +202,7 @@ TEST_F(CliTest, AKernelModelsCertificateIsWrittenAsAnExpansion) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(Cli(*server_, "train " + data + " --model=kc"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  v1::ModelStatus solved;
-  ASSERT_TRUE(client_
-                  ->Watch(
-                      "kc", absl::Milliseconds(20),
-                      [&](const v1::ModelStatus& x) {
-                        solved = x;
-                        const v1::Certificate& c = x.stats().certificate();
-                        return !(c.available() && c.converged() &&
-                                 c.solved() == x.stats().examples());
-                      },
-                      absl::Minutes(5))
-                  .ok());
+  const v1::ModelStatus solved = testing::SolvedStatus(*client_, "kc");
   const v1::Certificate& cert = solved.stats().certificate();
   r = RunCommand(Cli(*server_, "status kc"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -321,16 +299,7 @@ TEST_F(CliTest, StatusSaysWhenOnlyTheTrivialBoundHolds) {
         Cli(*server_, absl::StrCat("train ", scoped.path(), "/", name,
                                    ".svm --model=", name, " --create")));
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    ASSERT_TRUE(client_
-                    ->Watch(
-                        name, absl::Milliseconds(20),
-                        [](const v1::ModelStatus& x) {
-                          const v1::Certificate& c = x.stats().certificate();
-                          return !(c.available() && c.converged() &&
-                                   c.solved() == x.stats().examples());
-                        },
-                        absl::Minutes(5))
-                    .ok());
+    testing::SolvedStatus(*client_, name);
     r = RunCommand(Cli(*server_, absl::StrCat("status ", name)));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const bool trivial = name[0] == 'c';

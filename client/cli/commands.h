@@ -4,6 +4,8 @@
 #define PERCEPTRON_CLIENT_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/cli/common.h"
@@ -19,8 +21,10 @@ int Reset(const Args& args);
 int Weights(const Args& args);
 int Health(const Args& args);
 int RebalanceCommand(const Args& args);
-// A model configuration from the create flags (also for train --create).
-absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension);
+// A model configuration from the create flags (also for train --create, whose
+// file gives `classes` where --classes does not).
+absl::StatusOr<v1::ModelConfig> ConfigFromFlags(
+    uint32_t dimension, const std::vector<std::string>& classes = {});
 
 // data.cc
 int Train(const Args& args);

@@ -225,11 +225,9 @@ int Fit(const Args& args) {
   if (create) {
     absl::StatusOr<v1::ModelConfig> config =
         ConfigFromFlags(absl::GetFlag(FLAGS_dim) != 0 ? absl::GetFlag(FLAGS_dim)
-                                                      : data->dimension);
+                                                      : data->dimension,
+                        classes);
     if (!config.ok()) return FailLocal(config.status());
-    if (config->classes().empty()) {
-      config->mutable_classes()->Add(classes.begin(), classes.end());
-    }
     m = client->CreateModel(model, *config);
     if (m.ok() && collect && !classes.empty()) {
       std::printf("classes of %s: %s\n", model.c_str(),
@@ -342,11 +340,9 @@ int Train(const Args& args) {
         "(hashed into 2^18 coordinates, or --hash_bits=B)");
   }
   if (create) {
-    absl::StatusOr<v1::ModelConfig> config = ConfigFromFlags(dimension);
+    absl::StatusOr<v1::ModelConfig> config =
+        ConfigFromFlags(dimension, classes);
     if (!config.ok()) return FailLocal(config.status());
-    if (config->classes().empty()) {
-      config->mutable_classes()->Add(classes.begin(), classes.end());
-    }
     m = client->CreateModel(model, *config);
     if (!m.ok()) return Fail(m.status());
     dimension = m->config().dimension();

@@ -50,7 +50,9 @@ ABSL_FLAG(double, gamma, 0, "create: margin gamma (0: none)");
 ABSL_FLAG(
     std::string, comparator_file, "",
     "create: a file of d or d+1 numbers, the comparator u (needs --gamma); "
-    "for k classes, k such vectors one after another");
+    "for k classes, k such vectors one after another; or its non-zeros as "
+    "\"index:value\" (as weights and certificate --out write a wide "
+    "model's), the rest 0");
 ABSL_FLAG(std::string, kernel, "linear",
           "create: linear, polynomial or rbf (kernel algorithm)");
 ABSL_FLAG(uint32_t, degree, 2, "create: polynomial degree");

@@ -343,8 +343,10 @@ int CertificateCommand(const Args& args) {
     return FailLocal(absl::PermissionDeniedError(
         absl::StrCat("cannot write ", out, ": ", Errno())));
   }
-  std::printf("comparator u   written to %s (%d numbers; gamma %.17g)\n",
-              out.c_str(), c->comparator_size(), c->certificate().gamma());
+  std::printf("comparator u   written to %s (%d %s; gamma %.17g)\n",
+              out.c_str(), c->comparator_size(),
+              wide ? "non-zeros \"index:value\"" : "numbers",
+              c->certificate().gamma());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -24,6 +25,11 @@
 namespace perceptron::client::cli {
 
 namespace {
+
+// The coordinates of a weight vector above which it is wide: the
+// certificate's comparator then comes as its non-zeros (perceptron.proto's
+// CertificateResponse), and `weights` prints only its non-zeros.
+constexpr size_t kWideCoordinates = size_t{1} << 16;
 
 // `get`: the model's configuration, one field a line, as `status` prints.
 void PrintModel(const v1::Model& m) {
@@ -90,28 +96,102 @@ void PrintModel(const v1::Model& m) {
   }
 }
 
-absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
+// The weight coordinates of a model configured as `c`: its dimension (2^b
+// with hash_bits b, or the number of names listed), the bias's, for each of
+// its classes.
+uint64_t WeightCoordinates(const v1::ModelConfig& c) {
+  uint64_t d = c.dimension();
+  if (c.hash_bits() > 0) {
+    d = uint64_t{1} << std::min(c.hash_bits(), 32u);
+  } else if (c.feature_names_size() > 0) {
+    d = static_cast<uint64_t>(c.feature_names_size());
+  }
+  if (!c.has_bias() || c.bias()) ++d;
+  return d * static_cast<uint64_t>(std::max(1, c.classes_size()));
+}
+
+// A comparator file (create --comparator_file) for a model of `coordinates`
+// weight coordinates: numbers split by whitespace or commas, as `weights` and
+// `certificate --out` write them, or a wide model's non-zeros as
+// "index:value" (their form for it), the other coordinates 0. "#" to the end
+// of its line is a comment (as `weights` writes a multiclass model's class
+// names). Errors name the file and line.
+absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
+                                                   uint64_t coordinates) {
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(
         absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
-  // Numbers split by whitespace or commas; "#" to the end of its line is a
-  // comment (as `weights` writes a multiclass model's class names).
   std::vector<double> out;
+  // The non-zeros given as "index:value": (index, value, line).
+  std::vector<std::tuple<uint64_t, double, size_t>> sparse;
+  size_t line_number = 0, first_line = 0;
   std::string line;
   while (std::getline(in, line)) {
+    ++line_number;
     const absl::string_view text =
         absl::string_view(line).substr(0, line.find('#'));
     for (absl::string_view t : absl::StrSplit(
              text, absl::ByAnyChar(" \t\r\f\v,"), absl::SkipEmpty())) {
-      double v;
-      if (!absl::SimpleAtod(t, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": ", Quoted(t), " is not a number"));
+      const std::string at = absl::StrCat(path, ":", line_number, ": ");
+      const size_t colon = t.find(':');
+      const bool pair = colon != absl::string_view::npos;
+      if (first_line == 0) first_line = line_number;
+      if (pair ? !out.empty() : !sparse.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, Quoted(t), pair ? " is index:value" : " is a number alone",
+            ", after ", pair ? "numbers alone" : "index:value pairs",
+            " (from line ", first_line,
+            "): a comparator file is one form or the other"));
       }
-      out.push_back(v);
+      double v;
+      if (!pair) {
+        if (!absl::SimpleAtod(t, &v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(at, Quoted(t), " is not a number"));
+        }
+        out.push_back(v);
+        continue;
+      }
+      uint64_t index;
+      if (!absl::SimpleAtoi(t.substr(0, colon), &index) ||
+          !absl::SimpleAtod(t.substr(colon + 1), &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, Quoted(t),
+                         " is not index:value (a coordinate from 0 and a "
+                         "number)"));
+      }
+      if (index >= coordinates) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, "index ", index, " is past the model's ", coordinates,
+            " weight coordinates (0 to ", coordinates - 1, ")"));
+      }
+      sparse.emplace_back(index, v, line_number);
     }
+  }
+  if (sparse.empty()) return out;
+  // Expanded to every coordinate, as a model's configuration holds it.
+  const uint64_t bytes = coordinates * sizeof(double);
+  const uint64_t limit = static_cast<uint64_t>(Options().max_message_bytes);
+  if (bytes > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a comparator of ", coordinates, " coordinates takes ",
+        bytes >> 20,
+        " MiB in the model's configuration, more than a request's ",
+        limit >> 20, " MiB"));
+  }
+  std::sort(sparse.begin(), sparse.end());
+  out.assign(coordinates, 0.0);
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const auto& [index, v, at] = sparse[k];
+    if (k > 0 && std::get<0>(sparse[k - 1]) == index) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": index ", index, " is given twice (lines ",
+                       std::min(std::get<2>(sparse[k - 1]), at), " and ",
+                       std::max(std::get<2>(sparse[k - 1]), at), ")"));
+    }
+    out[index] = v;
   }
   return out;
 }
@@ -135,7 +215,8 @@ absl::StatusOr<std::vector<std::string>> ReadNames(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
+absl::StatusOr<v1::ModelConfig> ConfigFromFlags(
+    uint32_t dimension, const std::vector<std::string>& classes) {
   v1::ModelConfig c;
   c.set_dimension(dimension);
   const std::string a = absl::GetFlag(FLAGS_algorithm);
@@ -153,13 +234,8 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   c.set_bias_constant(absl::GetFlag(FLAGS_bias_constant));
   c.set_normalize(absl::GetFlag(FLAGS_normalize));
   if (absl::GetFlag(FLAGS_gamma) != 0) c.set_gamma(absl::GetFlag(FLAGS_gamma));
-  if (!absl::GetFlag(FLAGS_comparator_file).empty()) {
-    absl::StatusOr<std::vector<double>> u =
-        ReadNumbers(absl::GetFlag(FLAGS_comparator_file));
-    if (!u.ok()) return u.status();
-    c.mutable_comparator()->Add(u->begin(), u->end());
-  }
-  if (c.has_gamma() && c.comparator_size() == 0 && algorithm != v1::MARGIN) {
+  const std::string comparator_file = absl::GetFlag(FLAGS_comparator_file);
+  if (c.has_gamma() && comparator_file.empty() && algorithm != v1::MARGIN) {
     return absl::InvalidArgumentError(
         "--gamma without --comparator_file does nothing: gamma is the margin "
         "of a comparator u (with --comparator_file), or the margin rule's "
@@ -198,9 +274,19 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(uint32_t dimension) {
   for (const std::string& name : absl::GetFlag(FLAGS_classes)) {
     c.add_classes(name);
   }
+  if (c.classes().empty())
+    c.mutable_classes()->Add(classes.begin(), classes.end());
   if ((c.hash_bits() != 0 || c.feature_names_size() > 0) &&
       absl::GetFlag(FLAGS_dim) == 0) {
     c.set_dimension(0);
+  }
+  // Last: a comparator given by its non-zeros is expanded to the model's
+  // weight coordinates, which the flags above and the classes set.
+  if (!comparator_file.empty()) {
+    absl::StatusOr<std::vector<double>> u =
+        ReadComparator(comparator_file, WeightCoordinates(c));
+    if (!u.ok()) return u.status();
+    c.mutable_comparator()->Add(u->begin(), u->end());
   }
   return c;
 }
@@ -406,11 +492,28 @@ int Weights(const Args& args) {
     }
     const size_t block =
         classes.empty() ? 0 : w->values_size() / classes.size();
+    // A wide model's vectors (more than 2^16 coordinates each, as a hashing
+    // model's are): only the non-zeros, as "index:value" with the index
+    // counted across the k vectors, the form `certificate --out` writes its
+    // comparator in. --comparator_file reads both forms.
+    const bool wide =
+        (block > 0 ? block : static_cast<size_t>(w->values_size())) >
+        kWideCoordinates;
+    if (wide) {
+      const auto nonzero = std::count_if(w->values().begin(), w->values().end(),
+                                         [](double v) { return v != 0; });
+      std::printf("# %lld of %d weights are non-zero: \"index:value\" a line\n",
+                  static_cast<long long>(nonzero), w->values_size());
+    }
     for (int i = 0; i < w->values_size(); ++i) {
       if (block > 0 && i % block == 0) {
         std::printf("# class %s\n", classes[i / block].c_str());
       }
-      std::printf("%.17g\n", w->values(i));
+      if (!wide) {
+        std::printf("%.17g\n", w->values(i));
+      } else if (w->values(i) != 0) {
+        std::printf("%d:%.17g\n", i, w->values(i));
+      }
     }
     return 0;
   }

@@ -394,6 +394,16 @@ absl::Status DataReader::FindLabel(
                           options_.label_name, "\" (the label's column)"));
 }
 
+std::string DataReader::DefaultLabelColumn() const {
+  if (format_ != Format::kCsv || header_.empty() ||
+      label_at_ != std::string::npos || options_.label_column >= 0 ||
+      !options_.label_name.empty()) {
+    return "";
+  }
+  return absl::StrCat("column ", header_.size() - 1, " (",
+                      absl::StripAsciiWhitespace(header_.back()), ")");
+}
+
 absl::StatusOr<size_t> DataReader::LabelAt(size_t width) const {
   if (label_at_ != std::string::npos) {
     if (label_at_ >= width) {
@@ -735,6 +745,7 @@ absl::StatusOr<Dataset> ReadAll(DataReader& r) {
   d.index_base = r.index_base();
   d.sparse = r.sparse();
   d.dimension = r.dimension();
+  d.default_label_column = r.DefaultLabelColumn();
   return d;
 }
 

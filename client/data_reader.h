@@ -137,6 +137,10 @@ class DataReader {
   // that cell ("line 2: column 0 \"red\""); else empty. Such a file is read
   // by name by a model with hash_bits.
   const std::string& categorical_cell() const { return categorical_cell_; }
+  // CSV with a header, whose label is the last column for want of another
+  // (no label_column or label_name given, no column named "label"): that
+  // column, as `column 3 (species)`; else empty. Read before Rewind.
+  std::string DefaultLabelColumn() const;
   // From the next example on, ReadOptions::unlabeled_width.
   void set_unlabeled_width(uint32_t width) { options_.unlabeled_width = width; }
   // From the next example on, labels name these classes (ReadOptions::classes;
@@ -221,6 +225,8 @@ struct Dataset {
   // + 1.
   uint32_t dimension = 0;
   bool sparse = false;
+  // DataReader::DefaultLabelColumn.
+  std::string default_label_column;
 };
 
 // The whole of a file ("-": standard input) in memory.

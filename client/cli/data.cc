@@ -85,6 +85,21 @@ absl::StatusOr<ReadOptions> ReadOptionsFromFlags(
   return o;
 }
 
+// train and fit --create: the classes the file's labels named, and the CSV
+// column they came from when it was the last for want of another (a header's
+// first column is as often the label).
+void SayClasses(const std::string& model,
+                const std::vector<std::string>& classes,
+                const std::string& label_column) {
+  std::printf("classes of %s: %s%s\n", model.c_str(),
+              absl::StrJoin(classes, ",").c_str(),
+              label_column.empty()
+                  ? ""
+                  : absl::StrCat(" (the labels of ", label_column,
+                                 ", the last; --label_column=NAME for another)")
+                        .c_str());
+}
+
 // `classes`: a multiclass model's, which labels name; `raw_labels`: labels
 // kept as written (ReadOptions::raw_labels), to collect a file's classes.
 absl::StatusOr<std::unique_ptr<DataReader>> OpenData(
@@ -230,8 +245,7 @@ int Fit(const Args& args) {
     if (!config.ok()) return FailLocal(config.status());
     m = client->CreateModel(model, *config);
     if (m.ok() && collect && !classes.empty()) {
-      std::printf("classes of %s: %s\n", model.c_str(),
-                  absl::StrJoin(classes, ",").c_str());
+      SayClasses(model, classes, data->default_label_column);
     }
   }
   if (!m.ok()) return Fail(m.status());
@@ -302,7 +316,8 @@ int Train(const Args& args) {
   ProgressLine progress(ShowProgress());
   uint64_t per_pass = 0;  // examples in the file; 0 for standard input
   Example e;
-  LabelsSeen labels_seen;  // collect
+  LabelsSeen labels_seen;    // collect
+  std::string label_column;  // DataReader::DefaultLabelColumn
   Shape checked = create ? ShapeFromFlags(dimension) : ShapeOf(m->config());
   checked.dimension = dimension;
   if (file) {
@@ -332,6 +347,7 @@ int Train(const Args& args) {
       classes = *std::move(found);
       reader.set_classes(classes);  // none: -1/+1 as before
     }
+    label_column = reader.DefaultLabelColumn();
     if (absl::Status s = reader.Rewind(); !s.ok()) return FailLocal(s);
   } else if (create && dimension == 0 && !hashed) {
     return Usage(
@@ -347,8 +363,7 @@ int Train(const Args& args) {
     if (!m.ok()) return Fail(m.status());
     dimension = m->config().dimension();
     if (collect && !classes.empty()) {
-      std::printf("classes of %s: %s\n", model.c_str(),
-                  absl::StrJoin(classes, ",").c_str());
+      SayClasses(model, classes, label_column);
     }
   }
   const uint64_t total = per_pass * epochs;

@@ -46,7 +46,12 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
       Cli(*server_, "train " + csv + " --model=fl --create --epochs=2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Names in byte order: iris, lily, rose.
-  EXPECT_THAT(r.output, HasSubstr("classes of fl: iris,lily,rose"));
+  // The label the last column for want of another: said, with the flag
+  // that chooses another.
+  EXPECT_THAT(r.output,
+              HasSubstr("classes of fl: iris,lily,rose (the labels of column 3 "
+                        "(species), the last; --label_column=NAME for "
+                        "another)\n"));
   client::ReadOptions options;
   options.classes = {"iris", "lily", "rose"};
   absl::StatusOr<client::Dataset> data = client::ReadDataFile(csv, options);
@@ -75,6 +80,7 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
       *server_,
       "train " + scoped.path() + "/first.csv --model=fl4 --create --epochs=2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("classes of fl4: iris,lily,rose\n"));
   ExpectSameModel(*client_, "fl4", *core);
   r = RunCommand(Cli(*server_, "train " + scoped.path() +
                                    "/named.csv --model=fl5 --create --epochs=2 "
@@ -87,8 +93,15 @@ TEST_F(CliTest, AFileOfClassNamesMakesAMulticlassModelAsTheCoreLearnsIt) {
                                    "/named.csv --model=fl6 --create "
                                    "--max_epochs=2 --label_column=species"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("classes of fl6: iris,lily,rose"));
+  EXPECT_THAT(r.output, HasSubstr("classes of fl6: iris,lily,rose\n"));
   ExpectSameModel(*client_, "fl6", *core);
+  r = RunCommand(Cli(*server_, "fit " + csv +
+                                   " --model=fl9 --create "
+                                   "--max_epochs=2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("classes of fl9: iris,lily,rose (the labels "
+                                  "of column 3 (species), the last;"));
+  ExpectSameModel(*client_, "fl9", *core);
   {
     // The same file gzip-compressed (zlib's gzwrite, the test's own), as
     // scikit-learn ships its digits: read as the CSV within, both epochs.

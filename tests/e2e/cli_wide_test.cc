@@ -165,7 +165,10 @@ TEST_F(CliTest, AWideModelsWeightsAndComparatorGoAsNonZerosAndComeBack) {
                                      " non-zeros \"index:value\"; gamma ")));
   std::map<long long, double> attained;
   for (int k = 0; k < full->comparator_size(); ++k) {
-    attained[full->comparator_indices(k)] = full->comparator(k);
+    // Its support's coordinates, some of which may hold 0.
+    if (full->comparator(k) != 0) {
+      attained[full->comparator_indices(k)] = full->comparator(k);
+    }
   }
   r = RunCommand(
       Cli(*server_, absl::StrFormat("create mu --hash_bits=18 --gamma=%.17g "

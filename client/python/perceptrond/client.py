@@ -708,6 +708,32 @@ class Model:
         return np.where(scores >= 0, 1, -1)
 
 
+
+def _comparator_values(comparator, config: pb.ModelConfig, max_bytes: int):
+    """create_model's comparator as the configuration holds it: numbers as given, or a mapping
+    of non-zeros {coordinate: value} spread over the weight coordinates of a model so configured
+    (its dimension, 2^hash_bits or the names listed, the bias's, for each class)."""
+    if not isinstance(comparator, Mapping):
+        return comparator
+    if config.hash_bits:
+        d = 1 << config.hash_bits
+    else:
+        d = len(config.feature_names) or config.dimension
+    width = d + (1 if not config.HasField("bias") or config.bias else 0)
+    total = width * max(1, len(config.classes))
+    if 8 * total > max_bytes:
+        raise ValueError(f"a comparator of {total} coordinates takes {8 * total >> 20} MiB in the "
+                         f"model's configuration, more than a request's {max_bytes >> 20} MiB")
+    u = np.zeros(total)
+    for index, value in comparator.items():
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise ValueError(f"comparator coordinate {index!r} is not an integer")
+        if not 0 <= index < total:
+            raise ValueError(f"comparator coordinate {index} is past the model's {total} weight "
+                             f"coordinates (0 to {total - 1})")
+        u[index] = value
+    return u
+
 class Client:
     """A connection to perceptrond.
 
@@ -735,6 +761,7 @@ class Client:
         self._timeout = timeout
         # The bytes of a default batch: half the message limit where that is the less.
         self._batch_bytes = max(1, min(_BATCH_BYTES, max_message_bytes // 2))
+        self._max_message_bytes = max_message_bytes
         self._item_limit: Optional[int] = None
         self._connect(self._options)
 
@@ -853,7 +880,8 @@ class Client:
     def create_model(self, model_id: str, dimension: int = 0, algorithm: str = "classic", *,
                      eta: Optional[float] = None, bias: Optional[bool] = None,
                      bias_constant: Optional[float] = None, normalize: Optional[bool] = None,
-                     gamma: Optional[float] = None, comparator: Optional[Sequence[float]] = None,
+                     gamma: Optional[float] = None,
+                     comparator: Optional[Sequence[float] | Mapping[int, float]] = None,
                      kernel: Optional[str] = None, degree: Optional[int] = None,
                      c0: Optional[float] = None, sigma: Optional[float] = None,
                      kernel_budget: Optional[int] = None,
@@ -870,7 +898,10 @@ class Client:
         classes: a multiclass model (docs/design.md section 2.8) of these 2..64 classes, in
         index order; numbers name the classes "0", "1", ... as labels then do (learn's y may be
         numbers or strings). idle_expiry (seconds): the server deletes the model once it has
-        learned nothing for that long (a model made for a while); None keeps it."""
+        learned nothing for that long (a model made for a while); None keeps it.
+        comparator (with gamma): u as d or d+1 numbers (a multiclass model's k such vectors one
+        after another), or as a mapping {coordinate: value} of its non-zeros, the rest 0, as
+        certificate() gives a wide model's: dict(zip(c.comparator_indices, c.comparator))."""
         if algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(_ALGORITHMS)}")
         def put(message, name: str, value) -> None:
@@ -890,14 +921,15 @@ class Client:
                             ("hash_bits", hash_bits), ("idle_expiry_seconds", idle_expiry)):
             if value is not None:
                 put(config, name, value)
-        if comparator is not None:
-            config.comparator.extend(comparator)
         if interactions is not None:
             config.interactions.extend(interactions)
         if feature_names is not None:
             config.feature_names.extend(feature_names)
         if classes is not None:
             config.classes.extend(_class_key(c) for c in classes)
+        if comparator is not None:
+            config.comparator.extend(
+                _comparator_values(comparator, config, self._max_message_bytes))
         if kernel is not None:
             if kernel not in _KERNELS:
                 raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")

@@ -731,6 +731,45 @@ def test_a_hashed_model_reads_its_weights_by_name(client, server, bits_):
     assert f"names          {info.names} kept, {info.collided_slots} slots" in out, out
 
 
+def test_a_wide_models_comparator_comes_back_as_a_mapping_of_its_non_zeros(client):
+    """certificate() gives a wide model's comparator as its non-zeros at their coordinates;
+    create_model takes them as a mapping {coordinate: value} (binary, and multiclass with the
+    coordinates counted across the classes), and the same rows then have the certificate's U
+    as their bound."""
+    rows, y = text_like(300)
+    labels = ["a" if t > 0 else "bc"[i % 2] for i, t in enumerate(y)]
+    for name, classes, targets in (("bin", None, y), ("three", ["a", "b", "c"], labels)):
+        extra = {"classes": classes} if classes else {}
+        model = client.create_model(name, hash_bits=17, **extra)
+        assert not model.learn(rows, targets).errors
+        c = settled(model, len(rows))
+        answer = model.certificate()
+        u = dict(zip(answer.comparator_indices, answer.comparator))
+        assert len(u) == len(answer.comparator) > 0
+        width = ((1 << 17) + 1) * len(classes or [0])
+        again = client.create_model(name + "-u", hash_bits=17, gamma=answer.certificate.gamma,
+                                    comparator=u, **extra)
+        config = next(m.config for m in client.list_models() if m.model_id == again.id)
+        assert len(config.comparator) == width
+        assert ({i: v for i, v in enumerate(config.comparator) if v != 0}
+                == {i: v for i, v in u.items() if v != 0})
+        assert not again.learn(rows, targets).errors
+        stats = again.status().stats
+        assert stats.bound_available and stats.bound == pytest.approx(c.upper, rel=1e-9)
+    # A coordinate past the model's, one that is not an integer, and a comparator too large
+    # for a request: refused before anything is sent.
+    for bad, says, extra in (({(1 << 17) + 1: 1.0}, "past the model's 131073 weight", {}),
+                             ({3 * (1 << 17) + 3: 1.0}, "past the model's 393219 weight",
+                              {"classes": ["a", "b", "c"]}),
+                             ({"7": 1.0}, "coordinate '7' is not an integer", {}),
+                             ({True: 1.0}, "coordinate True is not an integer", {})):
+        with pytest.raises(ValueError, match=says):
+            client.create_model("bad", hash_bits=17, gamma=0.1, comparator=bad, **extra)
+    with pytest.raises(ValueError, match="16777217 coordinates takes 128 MiB"):
+        client.create_model("bad", hash_bits=24, gamma=0.1, comparator={1: 1.0})
+    assert all(m.model_id != "bad" for m in client.list_models())
+
+
 def names_of(model):
     """The heaviest features' names and the name table's figures (its tags are allocated at the
     first name recorded, so they are left out)."""

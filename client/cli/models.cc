@@ -134,13 +134,13 @@ absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
         absl::string_view(line).substr(0, line.find('#'));
     for (absl::string_view t : absl::StrSplit(
              text, absl::ByAnyChar(" \t\r\f\v,"), absl::SkipEmpty())) {
-      const std::string at = absl::StrCat(path, ":", line_number, ": ");
+      auto at = [&] { return absl::StrCat(path, ":", line_number, ": "); };
       const size_t colon = t.find(':');
       const bool pair = colon != absl::string_view::npos;
       if (first_line == 0) first_line = line_number;
       if (pair ? !out.empty() : !sparse.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            at, Quoted(t), pair ? " is index:value" : " is a number alone",
+            at(), Quoted(t), pair ? " is index:value" : " is a number alone",
             ", after ", pair ? "numbers alone" : "index:value pairs",
             " (from line ", first_line,
             "): a comparator file is one form or the other"));
@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
       if (!pair) {
         if (!absl::SimpleAtod(t, &v)) {
           return absl::InvalidArgumentError(
-              absl::StrCat(at, Quoted(t), " is not a number"));
+              absl::StrCat(at(), Quoted(t), " is not a number"));
         }
         out.push_back(v);
         continue;
@@ -158,13 +158,13 @@ absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
       if (!absl::SimpleAtoi(t.substr(0, colon), &index) ||
           !absl::SimpleAtod(t.substr(colon + 1), &v)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(at, Quoted(t),
+            absl::StrCat(at(), Quoted(t),
                          " is not index:value (a coordinate from 0 and a "
                          "number)"));
       }
       if (index >= coordinates) {
         return absl::InvalidArgumentError(absl::StrCat(
-            at, "index ", index, " is past the model's ", coordinates,
+            at(), "index ", index, " is past the model's ", coordinates,
             " weight coordinates (0 to ", coordinates - 1, ")"));
       }
       sparse.emplace_back(index, v, line_number);

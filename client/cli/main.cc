@@ -48,7 +48,7 @@ constexpr char kUsage[] = R"(the command-line client of perceptrond
              "ID LABEL" lines, as predict --issue prints them with the true labels)
   perceptron status MODEL [--format=json]
   perceptron certificate MODEL   (the bound with no comparator given, and the comparator u
-             that attains it: as numbers for --comparator_file)
+             that attains it, as --comparator_file reads it)
   perceptron watch MODEL [--interval=200ms] [--count=N]
   perceptron plot MODEL --out=FILE.svg [--log_scale]
              (cumulative mistakes and the bound against examples, as an SVG)

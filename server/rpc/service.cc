@@ -52,11 +52,12 @@ absl::StatusOr<std::string> PageTokenAfter(const std::string& token) {
 }
 
 // OK if a model of `config` can always be exported: the weight vectors its
-// algorithm keeps at most, with its pending predictions at their limit, stay
-// within a blob (1 MiB is left for the rest). The kernel store's size depends
-// on the examples (dense or sparse), so it is checked only when exported.
+// algorithm keeps at most (k of them a step for k classes) and its comparator,
+// with its pending predictions at their limit, stay within a blob (1 MiB is
+// left for the rest). The kernel store's size depends on the examples (dense
+// or sparse), so it is checked only when exported.
 absl::Status FitsAnExport(const ModelConfig& config, size_t max_pending_bytes) {
-  const double vector = 8.0 * config.weight_dimension();
+  const double vector = 8.0 * static_cast<double>(config.weight_count());
   double vectors = 0;
   switch (config.algorithm) {
     case Algorithm::kClassic:
@@ -72,18 +73,22 @@ absl::Status FitsAnExport(const ModelConfig& config, size_t max_pending_bytes) {
     case Algorithm::kKernel:
       return absl::OkStatus();
   }
+  if (!config.comparator.empty()) vectors += 1;
   const double most = static_cast<double>(kMaxBlobBytes) - (1 << 20) -
                       static_cast<double>(max_pending_bytes);
   if (vectors * vector <= most) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
-      "config: a %s model of dimension %u keeps up to %.0f vectors of %u "
-      "weights, %.2f GB, more than the %.2f GB an export can carry beside "
-      "--max_pending_bytes; %s",
+      "config: this %s model of dimension %u keeps up to %.0f vectors of %s "
+      "weights, %.3f GB, more than the %.3f GB an export can carry beside "
+      "--max_pending_bytes; lower %sthe dimension%s",
       AlgorithmName(config.algorithm), config.dimension, vectors,
-      config.weight_dimension(), vectors * vector / 1e9, most / 1e9,
-      config.algorithm == Algorithm::kVoted
-          ? "lower max_voted_vectors or the dimension"
-          : "lower the dimension"));
+      config.multiclass()
+          ? absl::StrFormat("%u classes x %u", config.weight_vectors(),
+                            config.weight_dimension())
+          : absl::StrCat(config.weight_dimension()),
+      vectors * vector / 1e9, most / 1e9,
+      config.algorithm == Algorithm::kVoted ? "max_voted_vectors or " : "",
+      config.multiclass() ? " or the classes" : ""));
 }
 
 }  // namespace

@@ -282,6 +282,17 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("lower max_voted_vectors or the dimension"));
+  // The k vectors of a multiclass model count: averaged, 7 classes of 2^24 + 1
+  // weights keep 14 such vectors, 1.879 GB.
+  config.set_algorithm(v1::AVERAGED);
+  for (const char* name : {"a", "b", "c", "d", "e", "f", "g"}) {
+    config.add_classes(name);
+  }
+  s = ca->CreateModel("classes", config).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("this averaged model of dimension 16777216 keeps up to "
+                        "2 vectors of 7 classes x 16777217 weights, 1.879 GB"));
   // So is a pending limit no export could carry.
   r = RunCommand(std::string(PERCEPTROND_PATH) +
                  " --port=0 --http_port=-1 --durability=none"

@@ -70,8 +70,12 @@ void PrintModel(const v1::Model& m) {
   if (c.comparator_size() > 0) {
     double sq = 0;
     for (double u : c.comparator()) sq += u * u;
-    std::printf("comparator     %d values, |u| = %.6g (scaled to 1)\n",
-                c.comparator_size(), std::sqrt(sq));
+    std::printf("comparator     %d %s, |u| = %.6g (scaled to 1)\n",
+                c.comparator_size(),
+                c.comparator_indices_size() == 0 ? "values"
+                : c.comparator_size() == 1       ? "non-zero"
+                                                 : "non-zeros",
+                std::sqrt(sq));
   } else {
     std::printf("comparator     none (no TD_gamma or bound)\n");
   }
@@ -110,19 +114,19 @@ uint64_t WeightCoordinates(const v1::ModelConfig& c) {
   return d * static_cast<uint64_t>(std::max(1, c.classes_size()));
 }
 
-// A comparator file (create --comparator_file) for a model of `coordinates`
-// weight coordinates: numbers split by whitespace or commas, as `weights` and
-// `certificate --out` write them, or a wide model's non-zeros as
-// "index:value" (their form for it), the other coordinates 0. "#" to the end
-// of its line is a comment (as `weights` writes a multiclass model's class
-// names). Errors name the file and line.
-absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
-                                                   uint64_t coordinates) {
+// A comparator file (create --comparator_file), read into `c`'s comparator:
+// numbers split by whitespace or commas, as `weights` and `certificate --out`
+// write them, or a wide model's non-zeros as "index:value" (their form for
+// it), sent as they are (comparator_indices; the server spreads them over its
+// weight coordinates). "#" to the end of its line is a comment (as `weights`
+// writes a multiclass model's class names). Errors name the file and line.
+absl::Status ReadComparator(const std::string& path, v1::ModelConfig& c) {
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(
         absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
+  const uint64_t coordinates = WeightCoordinates(c);
   std::vector<double> out;
   // The non-zeros given as "index:value": (index, value, line).
   std::vector<std::tuple<uint64_t, double, size_t>> sparse;
@@ -170,19 +174,8 @@ absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
       sparse.emplace_back(index, v, line_number);
     }
   }
-  if (sparse.empty()) return out;
-  // Expanded to every coordinate, as a model's configuration holds it.
-  const uint64_t bytes = coordinates * sizeof(double);
-  const uint64_t limit = static_cast<uint64_t>(Options().max_message_bytes);
-  if (bytes > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": a comparator of ", coordinates, " coordinates takes ",
-        bytes >> 20,
-        " MiB in the model's configuration, more than a request's ",
-        limit >> 20, " MiB"));
-  }
+  c.mutable_comparator()->Add(out.begin(), out.end());
   std::sort(sparse.begin(), sparse.end());
-  out.assign(coordinates, 0.0);
   for (size_t k = 0; k < sparse.size(); ++k) {
     const auto& [index, v, at] = sparse[k];
     if (k > 0 && std::get<0>(sparse[k - 1]) == index) {
@@ -191,9 +184,10 @@ absl::StatusOr<std::vector<double>> ReadComparator(const std::string& path,
                        std::min(std::get<2>(sparse[k - 1]), at), " and ",
                        std::max(std::get<2>(sparse[k - 1]), at), ")"));
     }
-    out[index] = v;
+    c.add_comparator_indices(static_cast<uint32_t>(index));
+    c.add_comparator(v);
   }
-  return out;
+  return absl::OkStatus();
 }
 
 // The lines of `path`, each a feature name (trailing whitespace dropped,
@@ -280,13 +274,10 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags(
       absl::GetFlag(FLAGS_dim) == 0) {
     c.set_dimension(0);
   }
-  // Last: a comparator given by its non-zeros is expanded to the model's
-  // weight coordinates, which the flags above and the classes set.
+  // Last: a comparator's indices are checked against the model's weight
+  // coordinates, which the flags above and the classes set.
   if (!comparator_file.empty()) {
-    absl::StatusOr<std::vector<double>> u =
-        ReadComparator(comparator_file, WeightCoordinates(c));
-    if (!u.ok()) return u.status();
-    c.mutable_comparator()->Add(u->begin(), u->end());
+    if (absl::Status s = ReadComparator(comparator_file, c); !s.ok()) return s;
   }
   return c;
 }

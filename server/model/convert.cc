@@ -1,12 +1,64 @@
 #include "server/model/convert.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "core/certificate.h"
 #include "core/feature_hash.h"
 #include "core/quoted.h"
 #include "core/status_macros.h"
 #include "google/protobuf/stubs/common.h"
 
 namespace perceptron::server {
+namespace {
+
+// The most weight coordinates a comparator given by its non-zeros is spread
+// over: 2^27 (1 GiB). A model's export could not carry more beside one weight
+// vector.
+constexpr uint64_t kMaxSpreadCoordinates = uint64_t{1} << 27;
+
+// `in`'s comparator given as its non-zeros (comparator_indices), spread over
+// every weight coordinate of `c` (whose dimension and classes are set), the
+// rest 0.
+absl::StatusOr<std::vector<double>> SpreadComparator(const v1::ModelConfig& in,
+                                                     const ModelConfig& c) {
+  if (in.comparator_indices_size() != in.comparator_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: comparator_indices has ", in.comparator_indices_size(),
+        " coordinates for ", in.comparator_size(),
+        " comparator values; they go in pairs"));
+  }
+  const uint64_t total = c.weight_count();
+  if (total > kMaxSpreadCoordinates) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: a comparator given by its non-zeros is spread over every "
+        "weight coordinate, ",
+        total, " here, more than ", kMaxSpreadCoordinates, " (1 GiB)"));
+  }
+  std::vector<uint32_t> sorted(in.comparator_indices().begin(),
+                               in.comparator_indices().end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    if (sorted[k] >= total) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: comparator_indices: coordinate ", sorted[k],
+                       " is past the model's ", total,
+                       " weight coordinates (0 to ", total - 1, ")"));
+    }
+    if (k > 0 && sorted[k] == sorted[k - 1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: comparator_indices: coordinate ", sorted[k],
+                       " is given twice"));
+    }
+  }
+  std::vector<double> u(total, 0.0);
+  for (int k = 0; k < in.comparator_size(); ++k) {
+    u[in.comparator_indices(k)] = in.comparator(k);
+  }
+  return u;
+}
+
+}  // namespace
 
 absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
                                             uint32_t max_dimension) {
@@ -100,6 +152,10 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
           ", over the server's limit ", max_dimension));
     }
   }
+  if (in.comparator_indices_size() > 0 && c.dimension > 0) {
+    // (A dimension of 0 is refused below.)
+    PERCEPTRON_ASSIGN_OR_RETURN(c.comparator, SpreadComparator(in, c));
+  }
   if (absl::Status s = ValidateConfig(c); !s.ok()) return s;
   return c;
 }
@@ -115,7 +171,19 @@ v1::ModelConfig ConfigToProto(const ModelConfig& in) {
   out.set_bias_constant(in.bias_constant);
   out.set_normalize(in.normalize);
   if (in.gamma) out.set_gamma(*in.gamma);
-  out.mutable_comparator()->Add(in.comparator.begin(), in.comparator.end());
+  if (IsWide(in.weight_dimension()) && !in.comparator.empty()) {
+    // Its non-zeros, at their weight coordinates (a vector of d values a
+    // class has a 0 for the bias coordinate).
+    const uint64_t given = in.comparator.size() / in.weight_vectors();
+    for (uint64_t j = 0; j < in.comparator.size(); ++j) {
+      if (in.comparator[j] == 0) continue;
+      out.add_comparator_indices(
+          static_cast<uint32_t>(j / given * in.weight_dimension() + j % given));
+      out.add_comparator(in.comparator[j]);
+    }
+  } else {
+    out.mutable_comparator()->Add(in.comparator.begin(), in.comparator.end());
+  }
   static constexpr v1::KernelType kKernels[] = {v1::LINEAR, v1::POLYNOMIAL,
                                                 v1::RBF};
   out.mutable_kernel()->set_type(kKernels[static_cast<int>(in.kernel.type)]);

@@ -103,14 +103,21 @@ std::map<long long, double> NonZeros(const Values& values) {
 
 // The comparator `id` was created with (as given: the server scales a copy to
 // unit length), against `expected` by index, to the bit (the files hold
-// shortest round-trip numbers): every other coordinate 0.
+// shortest round-trip numbers): every other coordinate 0. The configuration
+// holds a wide model's as its non-zeros at their coordinates.
 void ExpectComparator(client::Client& client, const std::string& id,
                       const std::map<long long, double>& expected,
                       size_t coordinates) {
   absl::StatusOr<v1::Model> m = client.GetModel(id);
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_EQ(static_cast<size_t>(m->config().comparator_size()), coordinates);
-  EXPECT_EQ(NonZeros(m->config().comparator()), expected);
+  const v1::ModelConfig& c = m->config();
+  ASSERT_EQ(c.comparator_indices_size(), c.comparator_size());
+  std::map<long long, double> given;
+  for (int k = 0; k < c.comparator_size(); ++k) {
+    ASSERT_LT(c.comparator_indices(k), coordinates);
+    given[c.comparator_indices(k)] = c.comparator(k);
+  }
+  EXPECT_EQ(given, expected);
 }
 
 TEST_F(CliTest, AWideModelsWeightsAndComparatorGoAsNonZerosAndComeBack) {
@@ -272,9 +279,6 @@ TEST_F(CliTest, ABadComparatorFileIsRefusedWithItsLineAndNothingIsMade) {
        "u.txt:1: \"x:1\" is not index:value (a coordinate from 0 and a "
        "number)"},
       {"4:nope\n", "--hash_bits=18", "u.txt:1: \"4:nope\" is not index:value"},
-      {"1:1\n", "--hash_bits=24",
-       "u.txt: a comparator of 16777217 coordinates takes 128 MiB in the "
-       "model's configuration, more than a request's 64 MiB"},
       // Three classes of 2^17 + 1: 393219 coordinates.
       {"393219:1\n", "--hash_bits=17 --classes=a,b,c",
        "index 393219 is past the model's 393219 weight coordinates"},
@@ -300,6 +304,17 @@ TEST_F(CliTest, ABadComparatorFileIsRefusedWithItsLineAndNothingIsMade) {
                          scoped.path() + "/u.txt"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ExpectComparator(*client_, "good", {{393218, 1.0}}, 3 * ((1 << 17) + 1));
+  // 2^24 coordinates: the comparator goes as its non-zeros (spread over every
+  // coordinate it would take 128 MiB, more than a request's 64).
+  std::ofstream(scoped.path() + "/u.txt") << "1:1\n16777216:-2\n";
+  r = RunCommand(Cli(*server_,
+                     "create big --hash_bits=24 --gamma=0.1 "
+                     "--comparator_file=" +
+                         scoped.path() + "/u.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ExpectComparator(*client_, "big", {{1, 1.0}, {16777216, -2.0}},
+                   (size_t{1} << 24) + 1);
+  EXPECT_TRUE(client_->DeleteModel("big").ok());
 }
 
 }  // namespace

@@ -709,30 +709,22 @@ class Model:
 
 
 
-def _comparator_values(comparator, config: pb.ModelConfig, max_bytes: int):
-    """create_model's comparator as the configuration holds it: numbers as given, or a mapping
-    of non-zeros {coordinate: value} spread over the weight coordinates of a model so configured
-    (its dimension, 2^hash_bits or the names listed, the bias's, for each class)."""
+def _set_comparator(config: pb.ModelConfig, comparator) -> None:
+    """create_model's comparator into config: numbers as given, or a mapping of non-zeros
+    {coordinate: value} as their coordinates and values (the server spreads them over the
+    model's weight coordinates and says which is past them)."""
     if not isinstance(comparator, Mapping):
-        return comparator
-    if config.hash_bits:
-        d = 1 << config.hash_bits
-    else:
-        d = len(config.feature_names) or config.dimension
-    width = d + (1 if not config.HasField("bias") or config.bias else 0)
-    total = width * max(1, len(config.classes))
-    if 8 * total > max_bytes:
-        raise ValueError(f"a comparator of {total} coordinates takes {8 * total >> 20} MiB in the "
-                         f"model's configuration, more than a request's {max_bytes >> 20} MiB")
-    u = np.zeros(total)
+        config.comparator.extend(comparator)
+        return
     for index, value in comparator.items():
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
             raise ValueError(f"comparator coordinate {index!r} is not an integer")
-        if not 0 <= index < total:
-            raise ValueError(f"comparator coordinate {index} is past the model's {total} weight "
-                             f"coordinates (0 to {total - 1})")
-        u[index] = value
-    return u
+        if not 0 <= index < 1 << 32:
+            raise ValueError(f"comparator coordinate {index} is not one of a model's (0 to "
+                             f"2^32 - 1)")
+        config.comparator_indices.append(int(index))
+        config.comparator.append(value)
+
 
 class Client:
     """A connection to perceptrond.
@@ -928,8 +920,7 @@ class Client:
         if classes is not None:
             config.classes.extend(_class_key(c) for c in classes)
         if comparator is not None:
-            config.comparator.extend(
-                _comparator_values(comparator, config, self._max_message_bytes))
+            _set_comparator(config, comparator)
         if kernel is not None:
             if kernel not in _KERNELS:
                 raise ValueError(f"kernel {kernel!r}: one of {', '.join(_KERNELS)}")

@@ -749,25 +749,34 @@ def test_a_wide_models_comparator_comes_back_as_a_mapping_of_its_non_zeros(clien
         width = ((1 << 17) + 1) * len(classes or [0])
         again = client.create_model(name + "-u", hash_bits=17, gamma=answer.certificate.gamma,
                                     comparator=u, **extra)
+        # The configuration gives a wide model's comparator back as its non-zeros.
         config = next(m.config for m in client.list_models() if m.model_id == again.id)
-        assert len(config.comparator) == width
-        assert ({i: v for i, v in enumerate(config.comparator) if v != 0}
+        assert len(config.comparator_indices) == len(config.comparator) <= width
+        assert (dict(zip(config.comparator_indices, config.comparator))
                 == {i: v for i, v in u.items() if v != 0})
         assert not again.learn(rows, targets).errors
         stats = again.status().stats
         assert stats.bound_available and stats.bound == pytest.approx(c.upper, rel=1e-9)
-    # A coordinate past the model's, one that is not an integer, and a comparator too large
-    # for a request: refused before anything is sent.
-    for bad, says, extra in (({(1 << 17) + 1: 1.0}, "past the model's 131073 weight", {}),
+    # 2^24 coordinates: a comparator dense would take 128 MiB, more than a request's 64.
+    big = client.create_model("big", hash_bits=24, gamma=0.1, comparator={3: 1.0, 1 << 24: -2.0})
+    config = next(m.config for m in client.list_models() if m.model_id == big.id)
+    assert (list(config.comparator_indices), list(config.comparator)) == ([3, 1 << 24], [1, -2])
+    big.delete()
+    # A coordinate past the model's (the server's check), one that is not an integer or not a
+    # coordinate at all (before anything is sent): nothing is made.
+    for bad, says, extra in (({(1 << 17) + 1: 1.0}, "coordinate 131073 is past the model's "
+                              "131073 weight coordinates (0 to 131072)", {}),
                              ({3 * (1 << 17) + 3: 1.0}, "past the model's 393219 weight",
-                              {"classes": ["a", "b", "c"]}),
-                             ({"7": 1.0}, "coordinate '7' is not an integer", {}),
-                             ({True: 1.0}, "coordinate True is not an integer", {})):
-        with pytest.raises(ValueError, match=says):
+                              {"classes": ["a", "b", "c"]})):
+        with pytest.raises(perceptrond.PerceptronError, match=re.escape(says)) as e:
             client.create_model("bad", hash_bits=17, gamma=0.1, comparator=bad, **extra)
-    with pytest.raises(ValueError, match="16777217 coordinates takes 128 MiB"):
-        client.create_model("bad", hash_bits=24, gamma=0.1, comparator={1: 1.0})
-    assert all(m.model_id != "bad" for m in client.list_models())
+        assert e.value.code.name == "INVALID_ARGUMENT"
+    for bad, says in (({"7": 1.0}, "coordinate '7' is not an integer"),
+                      ({True: 1.0}, "coordinate True is not an integer"),
+                      ({-1: 1.0}, "coordinate -1 is not one of a model's")):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            client.create_model("bad", hash_bits=17, gamma=0.1, comparator=bad)
+    assert all(m.model_id not in ("bad", "big") for m in client.list_models())
 
 
 def names_of(model):

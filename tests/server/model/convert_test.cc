@@ -69,6 +69,96 @@ TEST(ConvertTest, BadConfigsAreRefused) {
               ::testing::HasSubstr("gamma is required by the margin rule"));
 }
 
+TEST(ConvertTest, AComparatorGivenByItsNonZerosIsSpreadAndComesBackSo) {
+  // A wide model (2^17 coordinates a vector) of 3 classes: 3 (2^17 + 1)
+  // weight coordinates, class r's coordinate i at r (2^17 + 1) + i.
+  constexpr uint32_t kWidth = (1u << 17) + 1;
+  v1::ModelConfig in;
+  in.set_hash_bits(17);
+  in.set_gamma(0.5);
+  for (const char* name : {"a", "b", "c"}) in.add_classes(name);
+  const std::vector<std::pair<uint32_t, double>> given = {
+      {2 * kWidth + 5, -0.25}, {3, 1.5}, {kWidth - 1, 2}};
+  for (const auto& [i, v] : given) {
+    in.add_comparator_indices(i);
+    in.add_comparator(v);
+  }
+  absl::StatusOr<ModelConfig> c = ConfigFromProto(in, 1u << 24);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->comparator.size(), 3u * kWidth);
+  for (size_t i = 0; i < c->comparator.size(); ++i) {
+    double expected = 0;
+    for (const auto& [j, v] : given) expected = j == i ? v : expected;
+    ASSERT_EQ(c->comparator[i], expected) << i;
+  }
+  // Back as its non-zeros in coordinate order, and the same config again.
+  const v1::ModelConfig out = ConfigToProto(*c);
+  EXPECT_THAT(out.comparator_indices(),
+              ::testing::ElementsAre(3, kWidth - 1, 2 * kWidth + 5));
+  EXPECT_THAT(out.comparator(), ::testing::ElementsAre(1.5, 2, -0.25));
+  EXPECT_EQ(*ConfigFromProto(out, 1u << 24), *c);
+
+  // A wide comparator given densely as d values a class (no bias coordinate)
+  // comes back at its weight coordinates.
+  v1::ModelConfig dense = in;
+  dense.clear_comparator_indices();
+  dense.clear_comparator();
+  dense.mutable_comparator()->Resize(3 * (kWidth - 1), 0.0);
+  dense.set_comparator(2 * (kWidth - 1) + 7, 4.0);
+  c = ConfigFromProto(dense, 1u << 24);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(ConfigToProto(*c).comparator_indices(),
+              ::testing::ElementsAre(2 * kWidth + 7));
+
+  // A model of vectors up to 2^16 coordinates keeps its comparator dense.
+  v1::ModelConfig narrow;
+  narrow.set_dimension(3);
+  narrow.set_gamma(0.5);
+  narrow.add_comparator_indices(3);  // the bias coordinate
+  narrow.add_comparator(1.0);
+  c = ConfigFromProto(narrow, 1000);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->comparator, (std::vector<double>{0, 0, 0, 1}));
+  EXPECT_THAT(ConfigToProto(*c).comparator(),
+              ::testing::ElementsAre(0, 0, 0, 1));
+  EXPECT_EQ(ConfigToProto(*c).comparator_indices_size(), 0);
+
+  auto refused = [](const v1::ModelConfig& config) {
+    return std::string(ConfigFromProto(config, 1u << 24).status().message());
+  };
+  v1::ModelConfig bad = in;
+  bad.add_comparator_indices(9);
+  EXPECT_EQ(refused(bad),
+            "config: comparator_indices has 4 coordinates for 3 comparator "
+            "values; they go in pairs");
+  bad = in;
+  bad.set_comparator_indices(1, 3 * kWidth);
+  EXPECT_EQ(refused(bad),
+            "config: comparator_indices: coordinate 393219 is past the "
+            "model's 393219 weight coordinates (0 to 393218)");
+  bad = in;
+  bad.set_comparator_indices(1, 2 * kWidth + 5);
+  EXPECT_EQ(refused(bad),
+            "config: comparator_indices: coordinate 262151 is given twice");
+  bad = in;
+  bad.set_comparator(0, 0);
+  bad.set_comparator(1, 0);
+  bad.set_comparator(2, 0);
+  EXPECT_EQ(refused(bad),
+            "config: comparator is zero and cannot be scaled to unit length");
+  bad = in;
+  bad.clear_gamma();
+  EXPECT_EQ(refused(bad), "config: gamma is required with a comparator");
+  // Spread over 8 classes of 2^24 + 1 it would take 1 GiB.
+  bad = in;
+  bad.set_hash_bits(24);
+  for (const char* name : {"d", "e", "f", "g", "h"}) bad.add_classes(name);
+  EXPECT_EQ(refused(bad),
+            "config: a comparator given by its non-zeros is spread over "
+            "every weight coordinate, 134217736 here, more than 134217728 (1 "
+            "GiB)");
+}
+
 TEST(ConvertTest, FeaturesAreViewedWithoutCopying) {
   v1::Features f;
   f.mutable_sparse()->add_indices(4);

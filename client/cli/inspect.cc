@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/numeric/bits.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -150,8 +151,11 @@ void PrintConfusion(const v1::ModelStatus& st) {
 
 void PrintStatus(const v1::ModelStatus& st) {
   const v1::ModelStats& s = st.stats();
-  std::printf("model          %s (%s, d=%u)\n", st.model_id().c_str(),
-              AlgorithmText(st.algorithm()), st.dimension());
+  // A hashing model's (the one kind with a table of names) as `list` says it.
+  const bool hashing = st.has_names() && absl::has_single_bit(st.dimension());
+  std::printf("model          %s (%s, %s=%u)\n", st.model_id().c_str(),
+              AlgorithmText(st.algorithm()), hashing ? "hash_bits" : "d",
+              hashing ? absl::countr_zero(st.dimension()) : st.dimension());
   if (st.classes_size() > 0) {
     std::string shown;
     for (int r = 0; r < st.classes_size() && r < 20; ++r) {

@@ -128,6 +128,10 @@ TEST_F(CliTest, AWideModelsWeightsAndComparatorGoAsNonZerosAndComeBack) {
       Cli(*server_, "train " + vw + " --model=m --create --hash_bits=18"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   constexpr size_t kCoordinates = (size_t{1} << 18) + 1;  // with the bias
+  // status says the model's shape as it was made.
+  r = RunCommand(Cli(*server_, "status m"));
+  EXPECT_THAT(r.output,
+              HasSubstr("model          m (classic, hash_bits=18)\n"));
 
   // weights: the non-zeros of the server's vector, each once, to the bit.
   r = RunCommand(Cli(*server_, "weights m"));

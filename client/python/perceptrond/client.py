@@ -708,7 +708,6 @@ class Model:
         return np.where(scores >= 0, 1, -1)
 
 
-
 def _set_comparator(config: pb.ModelConfig, comparator) -> None:
     """create_model's comparator into config: numbers as given, or a mapping of non-zeros
     {coordinate: value} as their coordinates and values (the server spreads them over the

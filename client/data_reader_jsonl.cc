@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "client/data_reader.h"
 #include "client/utf8_text.h"
@@ -153,9 +154,11 @@ std::string JsonError(absl::string_view text) {
     bool parse_error(std::size_t, const std::string&,
                      const nlohmann::detail::exception& e) override {
       // "[json.exception.parse_error.101] parse error at line 1, ...".
+      // A line is parsed alone: its "line 1, " says nothing.
       error = e.what();
       const size_t at = error.find("] ");
       if (at != std::string::npos) error.erase(0, at + 2);
+      absl::StrReplaceAll({{"at line 1, column", "at column"}}, &error);
       return false;
     }
   } events;
@@ -273,8 +276,14 @@ absl::StatusOr<bool> DataReader::ParseJsonl(absl::string_view text,
     return Bad("no label");
   }
   const auto features = j.find("features");
-  if (features == j.end() || !features->is_object()) {
-    return Bad("no \"features\" object");
+  if (features == j.end()) return Bad("no \"features\" object");
+  if (!features->is_object()) {
+    const std::string type = features->type_name();
+    const char* article = features->is_null()    ? ""
+                          : features->is_array() ? "an "
+                                                 : "a ";
+    return Bad(absl::StrCat("\"features\" is ", article, type,
+                            ", not an object {\"name\": value, ...}"));
   }
   for (const auto& [key, value] : features->items()) {
     if (value.is_object()) {

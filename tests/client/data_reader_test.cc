@@ -567,8 +567,8 @@ TEST(DataReaderTest, JsonLines) {
       ParseData("{\"label\": 1, \"features\": {\"a\": 1,}}\n", "e.jsonl", {})
           .status()
           .message(),
-      HasSubstr("e.jsonl:1: not a JSON object (parse error at line 1, column "
-                "34: syntax error while parsing object key"));
+      HasSubstr("e.jsonl:1: not a JSON object (parse error at column 34: "
+                "syntax error while parsing object key"));
 }
 
 // `text` written to `path` compressed (zlib's gzwrite: the test's own).

@@ -53,6 +53,16 @@ await() {
   cat "build/$1.log"
   echo "== $1: waited $((SECONDS - waited)) s for it"
 }
+# build PRESET: the preset's build, and once more if it fails, which builds only what failed:
+# GCC 12 crashed here once (an internal compiler error in a test's use of its precompiled header)
+# and built the same file the next time, where a compile error fails again.
+build() {
+  cmake --build --preset "$1" -j"$(nproc)" || {
+    echo "== the $1 build failed; building once more, to tell a compiler's crash from an error"
+    cmake --build --preset "$1" -j"$(nproc)"
+  }
+}
+export -f build
 stage "setup"
 scripts/setup.sh
 if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
@@ -64,9 +74,9 @@ if [ "${PERCEPTRON_SKIP_IMAGE:-0}" != 1 ]; then
 fi
 stage "release build"
 cmake --preset release
-cmake --build --preset release -j"$(nproc)"
+build release
 if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
-  in_background asan-build 'cmake --preset asan; cmake --build --preset asan -j"$(nproc)"'
+  in_background asan-build 'cmake --preset asan; build asan'
   asan_build=$built
 fi
 stage "release tests"
@@ -85,7 +95,7 @@ if [ "${PERCEPTRON_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "the same tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   await asan-build "$asan_build"
   in_background tsan-build \
-    'scripts/tsan_abseil.sh; cmake --preset tsan; cmake --build --preset tsan -j"$(nproc)"'
+    'scripts/tsan_abseil.sh; cmake --preset tsan; build tsan'
   tsan_build=$built
   ctest --preset asan "$@"
   stage "the same tests under ThreadSanitizer"

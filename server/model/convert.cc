@@ -12,11 +12,6 @@
 namespace perceptron::server {
 namespace {
 
-// The most weight coordinates a comparator given by its non-zeros is spread
-// over: 2^27 (1 GiB). A model's export could not carry more beside one weight
-// vector.
-constexpr uint64_t kMaxSpreadCoordinates = uint64_t{1} << 27;
-
 // `in`'s comparator given as its non-zeros (comparator_indices), spread over
 // every weight coordinate of `c` (whose dimension and classes are set), the
 // rest 0.
@@ -29,12 +24,6 @@ absl::StatusOr<std::vector<double>> SpreadComparator(const v1::ModelConfig& in,
         " comparator values; they go in pairs"));
   }
   const uint64_t total = c.weight_count();
-  if (total > kMaxSpreadCoordinates) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config: a comparator given by its non-zeros is spread over every "
-        "weight coordinate, ",
-        total, " here, more than ", kMaxSpreadCoordinates, " (1 GiB)"));
-  }
   std::vector<uint32_t> sorted(in.comparator_indices().begin(),
                                in.comparator_indices().end());
   std::sort(sorted.begin(), sorted.end());
@@ -152,8 +141,10 @@ absl::StatusOr<ModelConfig> ConfigFromProto(const v1::ModelConfig& in,
           ", over the server's limit ", max_dimension));
     }
   }
-  if (in.comparator_indices_size() > 0 && c.dimension > 0) {
-    // (A dimension of 0 is refused below.)
+  if (in.comparator_indices_size() > 0 && c.dimension > 0 &&
+      c.weight_count() <= kMaxMulticlassWeights) {
+    // (A dimension of 0 is refused below, and so are more weights than a
+    // multiclass model may have, before any are spread.)
     PERCEPTRON_ASSIGN_OR_RETURN(c.comparator, SpreadComparator(in, c));
   }
   if (absl::Status s = ValidateConfig(c); !s.ok()) return s;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/certificate.h"
 #include "core/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/model/convert.h"
@@ -73,20 +74,30 @@ absl::Status FitsAnExport(const ModelConfig& config, size_t max_pending_bytes) {
     case Algorithm::kKernel:
       return absl::OkStatus();
   }
-  if (!config.comparator.empty()) vectors += 1;
+  // A comparator travels in the model's configuration: a wide model's as its
+  // non-zeros (an index and a value each, ConfigToProto), any other's dense.
+  double comparator = 0;
+  if (IsWide(config.weight_dimension())) {
+    comparator = 12.0 * static_cast<double>(std::count_if(
+                            config.comparator.begin(), config.comparator.end(),
+                            [](double u) { return u != 0; }));
+  } else {
+    comparator = 8.0 * static_cast<double>(config.comparator.size());
+  }
+  const double bytes = vectors * vector + comparator;
   const double most = static_cast<double>(kMaxBlobBytes) - (1 << 20) -
                       static_cast<double>(max_pending_bytes);
-  if (vectors * vector <= most) return absl::OkStatus();
+  if (bytes <= most) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "config: this %s model of dimension %u keeps up to %.0f vectors of %s "
-      "weights, %.3f GB, more than the %.3f GB an export can carry beside "
+      "weights%s, %.3f GB, more than the %.3f GB an export can carry beside "
       "--max_pending_bytes; lower %sthe dimension%s",
       AlgorithmName(config.algorithm), config.dimension, vectors,
       config.multiclass()
           ? absl::StrFormat("%u classes x %u", config.weight_vectors(),
                             config.weight_dimension())
           : absl::StrCat(config.weight_dimension()),
-      vectors * vector / 1e9, most / 1e9,
+      comparator > 0 ? " and a comparator" : "", bytes / 1e9, most / 1e9,
       config.algorithm == Algorithm::kVoted ? "max_voted_vectors or " : "",
       config.multiclass() ? " or the classes" : ""));
 }

@@ -282,6 +282,22 @@ TEST(DurabilityTest, AModelOfTheLargestDimensionIsReadExportedAndImported) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("lower max_voted_vectors or the dimension"));
+  // A wide comparator counts as its non-zeros, as an export carries it: voted
+  // with 12 past vectors and the current one (1.745 GB) and a comparator of
+  // 2 non-zeros fits, where counted dense (1.879 GB) it would not.
+  config.set_max_voted_vectors(12);
+  config.set_gamma(0.5);
+  config.add_comparator_indices(0);
+  config.add_comparator(1);
+  config.add_comparator_indices(kD - 1);
+  config.add_comparator(-1);
+  s = ca->CreateModel("compared", config).status();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(ca->DeleteModel("compared").ok());
+  config.clear_max_voted_vectors();
+  config.clear_gamma();
+  config.clear_comparator_indices();
+  config.clear_comparator();
   // The k vectors of a multiclass model count: averaged, 7 classes of 2^24 + 1
   // weights keep 14 such vectors, 1.879 GB.
   config.set_algorithm(v1::AVERAGED);

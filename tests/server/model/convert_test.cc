@@ -149,14 +149,14 @@ TEST(ConvertTest, AComparatorGivenByItsNonZerosIsSpreadAndComesBackSo) {
   bad = in;
   bad.clear_gamma();
   EXPECT_EQ(refused(bad), "config: gamma is required with a comparator");
-  // Spread over 8 classes of 2^24 + 1 it would take 1 GiB.
+  // 8 classes of 2^24 + 1 weights are more than a model may have: refused
+  // for that, before the comparator is spread over them.
   bad = in;
   bad.set_hash_bits(24);
   for (const char* name : {"d", "e", "f", "g", "h"}) bad.add_classes(name);
   EXPECT_EQ(refused(bad),
-            "config: a comparator given by its non-zeros is spread over "
-            "every weight coordinate, 134217736 here, more than 134217728 (1 "
-            "GiB)");
+            "config: classes 8 weight vectors of 16777217 are 134217736 "
+            "weights; at most 134217728");
 }
 
 TEST(ConvertTest, FeaturesAreViewedWithoutCopying) {

@@ -653,6 +653,13 @@ absl::StatusOr<bool> DataReader::ParseVw(absl::string_view text, Example* e) {
   for (size_t k = 0; k < n; ++k) {
     if (words[k][0] == '\'') return Bad("the tag must come last, before '|'");
     if (k == 0) {
+      if (absl::StrContains(words[k], ':')) {
+        // Vowpal Wabbit's cost-sensitive and contextual-bandit labels.
+        return Bad(absl::StrCat(
+            "label ", Quoted(words[k]),
+            " is Vowpal Wabbit's class:cost form; the perceptron reads a "
+            "label alone (a class, or -1/+1)"));
+      }
       if (absl::Status s = SetLabel(words[k], e); !s.ok()) return s;
     } else if (k == 1) {
       double w;

@@ -489,6 +489,9 @@ TEST(DataReaderTest, VowpalWabbitTags) {
 TEST(DataReaderTest, VowpalWabbitErrorsNameTheLine) {
   EXPECT_THAT(ParseData("1 |a x\n1 0.5 |a y\n", "w.vw", {}).status().message(),
               HasSubstr("w.vw:2: importance weight 0.5"));
+  EXPECT_THAT(ParseData("1 |a x\n2:0.5 |a y\n", "w.vw", {}).status().message(),
+              HasSubstr("w.vw:2: label \"2:0.5\" is Vowpal Wabbit's class:cost "
+                        "form"));
   EXPECT_THAT(ParseData("1 a x\n", "w.vw", {}).status().message(),
               HasSubstr("w.vw:1: no '|'"));
   EXPECT_THAT(ParseData("1 |a x:inf\n", "w.vw", {}).status().message(),

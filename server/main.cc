@@ -33,7 +33,8 @@ ABSL_FLAG(int, port, 50051, "TCP port; 0 picks a free one (printed at start)");
 ABSL_FLAG(uint64_t, max_models, 100000, "Most models the server holds");
 ABSL_FLAG(uint64_t, max_models_mb, 0,
           "Most MiB every model's weight vectors may take together (k vectors "
-          "of d+1 doubles a model, twice that averaged); a model past it is "
+          "of d+1 doubles a model, twice that averaged, max_voted_vectors + 1 "
+          "times that voted, a comparator twice); a model past it is "
           "refused with RESOURCE_EXHAUSTED. 0: three quarters of the memory "
           "the server may use (the machine's, or its cgroup's limit)");
 ABSL_FLAG(uint32_t, max_dimension, 1u << 24,

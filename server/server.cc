@@ -183,8 +183,9 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
             const ByteBudget& names = registry_.names_budget();
             for (const Gauge& g : {
                      Gauge{"perceptron_models_weight_bytes",
-                           "Bytes the models' weight vectors take together, "
-                           "bounded by --max_models_mb",
+                           "Bytes the models' weight vectors may take "
+                           "together (as many as each model's rule keeps, "
+                           "and comparators), bounded by --max_models_mb",
                            registry_.weight_bytes()},
                      Gauge{"perceptron_models_weight_bytes_limit",
                            "The bound on the models' weight vectors' bytes "

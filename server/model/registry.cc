@@ -203,15 +203,31 @@ void Registry::Erase(const std::shared_ptr<ModelEntry>& entry) {
 }
 
 uint64_t Registry::WeightBytes(const ModelConfig& config) {
-  const uint64_t vector = 8 * config.weight_count();
+  // In double, then saturated: max_voted_vectors may be any count (a model
+  // whose vectors no export could carry is refused when created).
+  const double vector = 8.0 * static_cast<double>(config.weight_count());
+  double vectors = 0;
   switch (config.algorithm) {
     case Algorithm::kAveraged:
-      return 2 * vector;
+      vectors = 2;
+      break;
+    case Algorithm::kVoted:
+      vectors = static_cast<double>(config.max_voted_vectors) + 1;
+      break;
     case Algorithm::kKernel:
-      return 0;
+      break;
     default:
-      return vector;
+      vectors = 1;
+      break;
   }
+  double bytes = vectors * vector;
+  if (!config.comparator.empty()) {
+    // The comparator as given (the model's configuration) and scaled to unit
+    // length over every weight coordinate (its bound's).
+    bytes += 8.0 * static_cast<double>(config.comparator.size()) + vector;
+  }
+  constexpr double kMost = 0x1p63;
+  return bytes >= kMost ? uint64_t{1} << 63 : static_cast<uint64_t>(bytes);
 }
 
 uint64_t Registry::weight_bytes() const {

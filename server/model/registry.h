@@ -224,10 +224,11 @@ class Registry {
   // Limits::models_bytes but is never refused for it (its data is there).
   absl::Status Insert(std::shared_ptr<ModelEntry> entry,
                       bool recovered = false);
-  // The bytes of the weight vectors a model of `config` takes when made: its
-  // k vectors of the weight dimension (twice that for the averaged rule's
-  // sums; the voted rule's current vector, its kept ones not counted; none for
-  // a kernel model, whose examples are bounded by its budget).
+  // The bytes of the weight vectors a model of `config` may take: its k
+  // vectors of the weight dimension (twice that for the averaged rule's sums;
+  // max_voted_vectors + 1 times that for the voted rule, its current vector
+  // and as many past ones as it keeps; none for a kernel model, whose
+  // examples are bounded by its budget), and its comparator's two copies.
   static uint64_t WeightBytes(const ModelConfig& config);
   // The weight bytes of every model held (Limits::models_bytes bounds them).
   uint64_t weight_bytes() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -805,7 +805,7 @@ def test_train_resumes_each_broken_stream_on_a_connection_of_its_own(tmp_path):
 
 
 def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
-    """--max_models_mb bounds the bytes every model's weight vectors take together: a model
+    """--max_models_mb bounds the bytes every model's weight vectors may take together: a model
     past it is not created or imported (RESOURCE_EXHAUSTED, nothing made), deleting one gives
     its bytes back, and a restart with a lower bound still recovers every model stored."""
     binary, data = os.environ["PERCEPTROND"], str(tmp_path / "data")
@@ -828,6 +828,20 @@ def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
             assert (status.models_weight_bytes, status.max_models_weight_bytes) == \
                 (2 * wide, 40 << 20)
             c.create_model("small", dimension=10)  # (10 + 1) * 8 bytes still fit
+            # What a model may come to hold counts: the voted rule's past vectors (as many as
+            # max_voted_vectors) and a comparator's two copies (given and scaled), 8 MiB left.
+            for make, takes in (
+                    (lambda: c.create_model("voted", dimension=2 ** 13, algorithm="voted"),
+                     "62.6 MiB"),  # 1001 vectors of 2^13 + 1
+                    (lambda: c.create_model("u", dimension=2 ** 19, gamma=0.5,
+                                            comparator={0: 1.0}), "12.0 MiB")):  # 3 of 2^19 + 1
+                with pytest.raises(perceptrond.PerceptronError) as e:
+                    make()
+                assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
+                assert "the model's weights take " + takes in e.value.message, e.value.message
+            c.create_model("voted", dimension=2 ** 13, algorithm="voted", max_voted_vectors=99)
+            assert c.server_status().models_weight_bytes == 2 * wide + 88 + 100 * (2 ** 13 + 1) * 8
+            c.model("voted").delete()
             c.model("a").delete()
             c.create_model("c", dimension=2 ** 21)
             assert c.server_status().models_weight_bytes == 2 * wide + 88

@@ -137,8 +137,30 @@ absl::StatusOr<bool> KernelLearner::LearnFromScore(const Prepared& x, int y,
                                                    double f) {
   if (!std::isfinite(f)) return NonFiniteScore(f);
   if (y * f > 0 || x.norm == 0) return false;
-  store_.Push(MakeStored(ToSupportVector(x, eta_ * y)));
+  Stored s = MakeStored(ToSupportVector(x, eta_ * y));
+  held_.Add(Bytes(s));
+  if (store_.size() == store_.cap()) held_.Remove(Bytes(*store_.begin()));
+  store_.Push(std::move(s));
   return true;
+}
+
+absl::Status KernelLearner::StoreRoom() const {
+  const ByteBudget* budget = held_.budget();
+  if (budget == nullptr || budget->used() <= budget->limit())
+    return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("a kernel model stores its mistakes, and ", budget->reason(),
+                   "; nothing was applied"));
+}
+
+void KernelLearner::Recount() {
+  uint64_t bytes = 0;
+  for (const Stored& s : store_) bytes += Bytes(s);
+  if (bytes >= held_.held()) {
+    held_.Add(bytes - held_.held());
+  } else {
+    held_.Remove(held_.held() - bytes);
+  }
 }
 
 absl::StatusOr<bool> KernelLearner::Learn(const Prepared& x, int y) {
@@ -202,10 +224,14 @@ absl::Status KernelLearner::ImportState(LearnerState state) {
   for (SupportVector& sv : state.support)
     stored.push_back(MakeStored(std::move(sv)));
   store_.Assign(std::move(stored), state.dropped);
+  Recount();
   return absl::OkStatus();
 }
 
-void KernelLearner::Reset() { store_.Clear(); }
+void KernelLearner::Reset() {
+  store_.Clear();
+  held_.Clear();
+}
 
 void KernelLearner::SetJournaling(bool on) { store_.SetJournaling(on); }
 
@@ -225,8 +251,19 @@ absl::Status KernelLearner::ApplyDelta(const LearnerDelta& d) {
   }
   std::vector<Stored> added;
   added.reserve(d.support_added.size());
-  for (const SupportVector& sv : d.support_added)
+  // What the delta removes is the front of the store followed by `added`.
+  uint64_t removed = 0;
+  for (const SupportVector& sv : d.support_added) {
     added.push_back(MakeStored(sv));
+    held_.Add(Bytes(added.back()));
+  }
+  for (const Stored& s : store_) {
+    if (removed == d.support_removed) break;
+    held_.Remove(Bytes(s));
+    ++removed;
+  }
+  for (size_t i = 0; removed < d.support_removed; ++i, ++removed)
+    held_.Remove(Bytes(added[i]));
   store_.Apply(std::move(added), d.support_removed, d.dropped);
   return absl::OkStatus();
 }

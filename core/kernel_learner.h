@@ -30,6 +30,12 @@ class KernelLearner : public Learner {
                                        bool* updated) override;
   absl::Span<const double> weights() const override { return {}; }
   LearnerFigures figures() const override;
+  // Counts each stored mistake as sizeof(Stored) and 12 bytes a non-zero (its
+  // index and value).
+  void set_store_budget(std::shared_ptr<ByteBudget> budget) override {
+    held_.set_budget(std::move(budget));
+  }
+  absl::Status StoreRoom() const override;
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;
@@ -48,11 +54,17 @@ class KernelLearner : public Learner {
   }
   absl::StatusOr<bool> LearnFromScore(const Prepared& x, int y, double f);
   static Stored MakeStored(SupportVector sv);
+  static uint64_t Bytes(const Stored& s) {
+    return sizeof(Stored) + 12 * uint64_t{s.sv.indices.size()};
+  }
+  // Counts the store's bytes again from scratch (a state replaced).
+  void Recount();
 
   KernelConfig kernel_;
   double eta_;
   uint32_t weight_dimension_;
   CappedDeque<Stored> store_;  // the stored mistakes, at most kernel_budget
+  HeldBytes held_;             // their bytes (Bytes), in the store budget
   // Checks stored vectors (ImportState, ApplyDelta).
   absl::Status CheckSupport(const std::vector<SupportVector>& support) const;
 };

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "absl/base/casts.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/byte_budget.h"
 #include "core/config.h"
 #include "core/journal.h"
 #include "core/prefetch.h"
@@ -180,6 +182,14 @@ class Learner {
   virtual void Prefetch(const FeatureView& /*x*/) const {}
 
   virtual LearnerFigures figures() const { return {}; }
+
+  // A learner whose memory grows as it learns (the kernel learner's stored
+  // mistakes) counts its bytes in `budget` from now on (null: none), whether
+  // or not they fit; StoreRoom then says whether it may grow: OK, or
+  // RESOURCE_EXHAUSTED with the budget's reason once the budget is past its
+  // limit. Learners of a fixed size have nothing to count.
+  virtual void set_store_budget(std::shared_ptr<ByteBudget> /*budget*/) {}
+  virtual absl::Status StoreRoom() const { return absl::OkStatus(); }
 
   virtual LearnerState ExportState() const = 0;
 

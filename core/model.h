@@ -336,6 +336,16 @@ class Model {
     std::shared_ptr<ByteBudget> budget;
   };
   void set_pending_limits(PendingLimits limits);
+  // The memory a kernel model's stored mistakes take is counted in `budget`
+  // from now on (null: none); a server's models share it with their weights
+  // (--max_models_mb). StoreRoom: OK, or RESOURCE_EXHAUSTED once the budget
+  // is past its limit, and learning that may store more is to be refused (a
+  // batch passes the limit by at most its own examples). Other models hold
+  // nothing that grows: always OK.
+  void set_store_budget(std::shared_ptr<ByteBudget> budget) {
+    learner_->set_store_budget(std::move(budget));
+  }
+  absl::Status StoreRoom() const { return learner_->StoreRoom(); }
 
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -127,6 +127,74 @@ TEST(KernelLearnerTest, BudgetDropsTheOldestAndCountsThem) {
   ASSERT_EQ(state.support.size(), 3u);
 }
 
+// The stored mistakes' bytes, counted in the store budget: a fixed cost for
+// each and 12 bytes a non-zero, kept in step through drops by the budget, a
+// journal replayed, a state imported, a reset and the model's end; and the
+// room to store more refused once the budget is past its limit.
+TEST(KernelLearnerTest, StoredMistakesAreCountedInTheStoreBudget) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal;
+  ModelConfig c;
+  c.dimension = 40;
+  c.algorithm = Algorithm::kKernel;
+  c.kernel.type = KernelType::kRbf;
+  c.kernel.sigma = 0.3;  // local: most examples are mistakes
+  c.kernel_budget = 7;
+  auto budget = std::make_shared<ByteBudget>(1 << 20, "the budget is taken");
+  auto replica_budget = std::make_shared<ByteBudget>(1 << 20, "taken");
+  auto model = *Model::Create(c);
+  auto replica = *Model::Create(c);
+  model->set_store_budget(budget);
+  replica->set_store_budget(replica_budget);
+  model->SetJournaling(true);
+  // What the store holds, from the state: {stored, non-zeros}.
+  const auto held = [](const Model& m) {
+    uint64_t nonzeros = 0;
+    const LearnerState state = m.ExportState().learner;
+    for (const SupportVector& sv : state.support) nonzeros += sv.indices.size();
+    return std::pair<uint64_t, uint64_t>{state.support.size(), nonzeros};
+  };
+  uint64_t fixed = 0;  // the cost of one stored mistake besides its non-zeros
+  for (int t = 0; t < 200; ++t) {
+    std::vector<uint32_t> idx;
+    std::vector<double> val;
+    for (uint32_t i = 0; i < 40; ++i) {
+      if (rng() % 4 == 0) idx.push_back(i), val.push_back(normal(rng));
+    }
+    ASSERT_TRUE(
+        model->Learn(FeatureView::Sparse(idx, val), t % 2 ? 1 : -1).ok());
+    ASSERT_TRUE(replica->ApplyJournal(model->TakeJournal()).ok());
+    const auto [stored, nonzeros] = held(*model);
+    ASSERT_GT(stored, 0u);
+    ASSERT_GE(budget->used(), 12 * nonzeros);
+    if (fixed == 0) fixed = (budget->used() - 12 * nonzeros) / stored;
+    ASSERT_EQ(budget->used(), stored * fixed + 12 * nonzeros) << t;
+    ASSERT_EQ(replica_budget->used(), budget->used()) << t;
+  }
+  EXPECT_GT(model->stats().figures.dropped, 0u);
+  EXPECT_GE(fixed, sizeof(SupportVector));
+  const uint64_t used = budget->used();
+
+  // A state imported counts what it holds, whether or not it fits; learning
+  // that may store more is then refused.
+  auto imported = *Model::FromState(model->ExportState());
+  auto small = std::make_shared<ByteBudget>(used - 1, "the small one is taken");
+  imported->set_store_budget(small);
+  EXPECT_EQ(small->used(), used);
+  EXPECT_EQ(imported->StoreRoom().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(imported->StoreRoom().message().find("the small one is taken"),
+            std::string::npos);
+  EXPECT_TRUE(model->StoreRoom().ok());
+  imported->Reset();
+  EXPECT_EQ(small->used(), 0u);
+  EXPECT_TRUE(imported->StoreRoom().ok());
+  // A model gone, or moved to no budget, gives its bytes back.
+  replica.reset();
+  EXPECT_EQ(replica_budget->used(), 0u);
+  model->set_store_budget(nullptr);
+  EXPECT_EQ(budget->used(), 0u);
+}
+
 TEST(KernelLearnerTest, SparseAndDenseInputsScoreAlike) {
   std::mt19937_64 rng(8);
   std::normal_distribution<double> normal;

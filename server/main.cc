@@ -32,10 +32,12 @@ ABSL_FLAG(
 ABSL_FLAG(int, port, 50051, "TCP port; 0 picks a free one (printed at start)");
 ABSL_FLAG(uint64_t, max_models, 100000, "Most models the server holds");
 ABSL_FLAG(uint64_t, max_models_mb, 0,
-          "Most MiB every model's weight vectors may take together (k vectors "
-          "of d+1 doubles a model, twice that averaged, max_voted_vectors + 1 "
-          "times that voted, a comparator twice); a model past it is "
-          "refused with RESOURCE_EXHAUSTED. 0: three quarters of the memory "
+          "Most MiB every model may take together: its weight vectors (k "
+          "vectors of d+1 doubles a model, twice that averaged, "
+          "max_voted_vectors + 1 times that voted, a comparator twice), and a "
+          "kernel model's stored mistakes as they come; a model past it is "
+          "refused with RESOURCE_EXHAUSTED, and so is a kernel model's "
+          "learning once they are past it. 0: three quarters of the memory "
           "the server may use (the machine's, or its cgroup's limit)");
 ABSL_FLAG(uint32_t, max_dimension, 1u << 24,
           "Largest input dimension of a model");

@@ -185,10 +185,11 @@ PerceptronServer::PerceptronServer(const ServerOptions& options,
                      Gauge{"perceptron_models_weight_bytes",
                            "Bytes the models' weight vectors may take "
                            "together (as many as each model's rule keeps, "
-                           "and comparators), bounded by --max_models_mb",
+                           "and comparators), and kernel models' stored "
+                           "mistakes take, bounded by --max_models_mb",
                            registry_.weight_bytes()},
                      Gauge{"perceptron_models_weight_bytes_limit",
-                           "The bound on the models' weight vectors' bytes "
+                           "The bound on the models' bytes "
                            "(--max_models_mb; 0: none)",
                            options_.limits.models_bytes},
                      Gauge{"perceptron_pending_prediction_bytes",

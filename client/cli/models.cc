@@ -373,7 +373,7 @@ int Health(const Args& args) {
   // says neither).
   if (status->max_pending_prediction_bytes() > 0) {
     std::printf(
-        "weights %s of %s (--max_models_mb), pending predictions %s of %s "
+        "models %s of %s (--max_models_mb), pending predictions %s of %s "
         "(--max_pending_mb), feature names %s of %s (--name_tables_mb)\n",
         SizeText(status->models_weight_bytes()).c_str(),
         status->max_models_weight_bytes() == 0

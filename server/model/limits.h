@@ -54,10 +54,12 @@ struct Limits {
   // The share of one core the background refresher may use (the flag's
   // default, main.cc, is 0.1).
   double certificate_cpu = 0.25;
-  // The most bytes every model's weight vectors may take together (as
-  // Registry::WeightBytes counts them); a model that would pass it is not
-  // created or imported (RESOURCE_EXHAUSTED). 0: no bound. Default: three
-  // quarters of the memory the server may use (main.cc).
+  // The most bytes every model's weight vectors (as Registry::WeightBytes
+  // counts them) and kernel models' stored mistakes may take together; a
+  // model that would pass it is not created or imported, and a kernel model's
+  // learning is refused once they are past it (RESOURCE_EXHAUSTED). 0: no
+  // bound. Default: three quarters of the memory the server may use
+  // (main.cc).
   uint64_t models_bytes = 0;
 };
 

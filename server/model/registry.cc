@@ -140,6 +140,7 @@ void Registry::Attach(ModelEntry& entry) const {
     names->set_budget(names_budget_);
   }
   entry.model->set_pending_limits(PendingLimits(pending_budget_));
+  entry.model->set_store_budget(models_budget_);
   if (limits_.certificate_examples == 0) {
     entry.model->DisableCertificate();  // one carried by a stored state
     return;
@@ -167,8 +168,7 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
   Attach(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(id));
-  PERCEPTRON_RETURN_IF_ERROR(CheckRoom(bytes));
-  weight_bytes_ += bytes;
+  PERCEPTRON_RETURN_IF_ERROR(CheckRoom(bytes, /*take=*/true));
   models_.emplace(id, entry);
   Unmoved(id);
   return entry;
@@ -183,8 +183,11 @@ absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry,
   Attach(*entry);
   absl::MutexLock lock(&mu_);
   PERCEPTRON_RETURN_IF_ERROR(CheckFree(entry->id));
-  if (!recovered) PERCEPTRON_RETURN_IF_ERROR(CheckRoom(entry->weight_bytes));
-  weight_bytes_ += entry->weight_bytes;
+  if (recovered) {
+    models_budget_->Force(entry->weight_bytes);
+  } else {
+    PERCEPTRON_RETURN_IF_ERROR(CheckRoom(entry->weight_bytes, /*take=*/true));
+  }
   Unmoved(entry->id);
   models_.emplace(entry->id, std::move(entry));
   return absl::OkStatus();
@@ -199,7 +202,7 @@ void Registry::Erase(const std::shared_ptr<ModelEntry>& entry) {
   auto it = models_.find(entry->id);
   if (it == models_.end() || it->second != entry) return;
   models_.erase(it);
-  weight_bytes_ -= entry->weight_bytes;
+  models_budget_->Give(entry->weight_bytes);
 }
 
 uint64_t Registry::WeightBytes(const ModelConfig& config) {
@@ -230,21 +233,20 @@ uint64_t Registry::WeightBytes(const ModelConfig& config) {
   return bytes >= kMost ? uint64_t{1} << 63 : static_cast<uint64_t>(bytes);
 }
 
-uint64_t Registry::weight_bytes() const {
-  absl::MutexLock lock(&mu_);
-  return weight_bytes_;
-}
-
-absl::Status Registry::CheckRoom(uint64_t bytes) const {
+absl::Status Registry::CheckRoom(uint64_t bytes, bool take) const {
   const uint64_t most = limits_.models_bytes;
-  if (most == 0 || weight_bytes_ + bytes <= most) return absl::OkStatus();
+  const uint64_t used = models_budget_->used();
+  if (take ? models_budget_->Take(bytes)
+           : most == 0 || (bytes <= most && used <= most - bytes)) {
+    return absl::OkStatus();
+  }
   const auto mib = [](uint64_t b) {
     return absl::StrFormat("%.1f MiB", static_cast<double>(b) / (1 << 20));
   };
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "the model's weights take ", mib(bytes), ", and the ", models_.size(),
-      " models held take ", mib(weight_bytes_), " of the ", mib(most),
-      " the server gives models' weights (--max_models_mb)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the model's weights take ", mib(bytes), ", and the ",
+                   models_.size(), " models held take ", mib(used), " of the ",
+                   mib(most), " the server gives models (--max_models_mb)"));
 }
 
 absl::Status Registry::CheckFree(const std::string& id) const {
@@ -304,6 +306,7 @@ std::vector<std::pair<std::string, absl::Status>> Registry::SetAsideModels()
 void Registry::Detach(ModelEntry& entry) const {
   entry.model->set_pending_limits(PendingLimits(nullptr));
   if (NameTable* names = entry.model->names()) names->set_budget(nullptr);
+  entry.model->set_store_budget(nullptr);
 }
 
 absl::Status Registry::Delete(const std::string& id, bool if_moving) {

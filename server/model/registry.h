@@ -209,7 +209,10 @@ class Registry {
         names_budget_(std::make_shared<ByteBudget>(
             limits.name_tables_memory,
             "the server's memory for feature names (--name_tables_mb) is "
-            "taken")) {}
+            "taken")),
+        models_budget_(std::make_shared<ByteBudget>(
+            limits.models_bytes == 0 ? UINT64_MAX : limits.models_bytes,
+            "the server's memory for models (--max_models_mb) is taken")) {}
 
   // INVALID_ARGUMENT for a bad id or config, ALREADY_EXISTS,
   // FAILED_PRECONDITION for the id of a model set aside, or RESOURCE_EXHAUSTED
@@ -227,11 +230,13 @@ class Registry {
   // The bytes of the weight vectors a model of `config` may take: its k
   // vectors of the weight dimension (twice that for the averaged rule's sums;
   // max_voted_vectors + 1 times that for the voted rule, its current vector
-  // and as many past ones as it keeps; none for a kernel model, whose
-  // examples are bounded by its budget), and its comparator's two copies.
+  // and as many past ones as it keeps; none for a kernel model, whose stored
+  // mistakes its learner counts as they come, Model::set_store_budget), and
+  // its comparator's two copies.
   static uint64_t WeightBytes(const ModelConfig& config);
-  // The weight bytes of every model held (Limits::models_bytes bounds them).
-  uint64_t weight_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The bytes of every model held: their weight bytes, and the kernel models'
+  // stored mistakes (Limits::models_bytes bounds them).
+  uint64_t weight_bytes() const { return models_budget_->used(); }
   // Removes `entry` if it is still the one under its id (undoing a Create whose
   // storing failed).
   void Remove(const std::shared_ptr<ModelEntry>& entry);
@@ -284,6 +289,10 @@ class Registry {
   const std::shared_ptr<CertificateBudget> certificate_budget_;
   const std::shared_ptr<ByteBudget> pending_budget_;
   const std::shared_ptr<ByteBudget> names_budget_;
+  // Limits::models_bytes: the weight bytes of the models held, taken by the
+  // registry, and the kernel models' stored mistakes, counted by their
+  // learners (Model::set_store_budget).
+  const std::shared_ptr<ByteBudget> models_budget_;
   const std::shared_ptr<CertificateWakeup> certificate_wakeup_ =
       std::make_shared<CertificateWakeup>();
   mutable absl::Mutex mu_;
@@ -301,12 +310,12 @@ class Registry {
       ABSL_GUARDED_BY(mu_);
   void Unmoved(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  uint64_t weight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // OK if `id` may name a new model.
   absl::Status CheckFree(const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK if `bytes` more of weights stay within Limits::models_bytes.
-  absl::Status CheckRoom(uint64_t bytes) const
+  // OK if `bytes` more of weights stay within Limits::models_bytes; with
+  // `take`, they are then taken.
+  absl::Status CheckRoom(uint64_t bytes, bool take = false) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A model's pending limits (Limits::max_pending, max_pending_bytes) with
   // `budget` as the memory shared for them.
@@ -316,7 +325,7 @@ class Registry {
   // own limits stay.
   void Detach(ModelEntry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
   // Takes `entry` out of models_ if it is still the one under its id, and its
-  // weight bytes from weight_bytes_.
+  // weight bytes from models_budget_.
   void Erase(const std::shared_ptr<ModelEntry>& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // NOT_FOUND, or DATA_LOSS for a model set aside.

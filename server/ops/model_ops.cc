@@ -29,6 +29,14 @@ absl::Status Changeable(const ModelEntry& entry, const Persistence& persistence)
   return absl::OkStatus();
 }
 
+// Changeable, and the model may learn: a kernel model stores its mistakes only
+// while the models' memory has room (Model::StoreRoom).
+absl::Status Learnable(const ModelEntry& entry, const Persistence& persistence)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
+  PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
+  return entry.model->StoreRoom();
+}
+
 // The end of a batch that may have changed the model. Under entry.mu, Finish
 // records the time and the statistics after the batch and stages its log
 // record; once the lock is released, Announce wakes the certificate's
@@ -392,7 +400,7 @@ absl::Status ApplyLearnItems(
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
+    PERCEPTRON_RETURN_IF_ERROR(Learnable(entry, persistence));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     const int64_t now = NowNanos();
     results->Reserve(items.size());
@@ -442,7 +450,7 @@ absl::Status ApplyLearnColumns(ModelEntry& entry, Persistence& persistence,
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
+    PERCEPTRON_RETURN_IF_ERROR(Learnable(entry, persistence));
     if (absl::Status s = CheckExamples(entry, if_examples); !s.ok()) return s;
     absl::StatusOr<ColumnRows> rows = ColumnRows::Of(
         columns, entry.model->config().dimension, entry.model->hasher());
@@ -563,7 +571,7 @@ absl::Status ApplyReveals(
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
+    PERCEPTRON_RETURN_IF_ERROR(Learnable(entry, persistence));
     for (int i = 0; i < items.size(); ++i) {
       v1::ItemResult* result = results->Add();
       absl::StatusOr<int> label = LabelFromProto(
@@ -724,7 +732,7 @@ absl::Status TrainOn(ModelEntry& entry, Persistence& persistence,
   BatchEnd end;
   {
     absl::MutexLock lock(&entry.mu);
-    PERCEPTRON_RETURN_IF_ERROR(Changeable(entry, persistence));
+    PERCEPTRON_RETURN_IF_ERROR(Learnable(entry, persistence));
     options.on_example = [&entry](uint32_t, size_t, const Outcome& o)
                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu) {
                                entry.Observe(o.mistake);

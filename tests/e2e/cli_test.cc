@@ -430,7 +430,7 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
                             "resident memory [0-9.]+ MiB \\([a-z]+\\)\n"));
   // And what its memory bounds leave: no prediction is pending here.
   EXPECT_THAT(r.output,
-              ContainsRegex("\nweights [0-9.]+ [A-Za-z]+ of [0-9.]+ [A-Za-z]+ "
+              ContainsRegex("\nmodels [0-9.]+ [A-Za-z]+ of [0-9.]+ [A-Za-z]+ "
                             "\\(--max_models_mb\\), pending predictions 0 "
                             "bytes of 1.0 GiB \\(--max_pending_mb\\), "
                             "feature names 0 bytes of 1.0 GiB "

@@ -821,7 +821,7 @@ def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
                 with pytest.raises(perceptrond.PerceptronError) as e:
                     make()
                 assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
-                assert "of the 40.0 MiB the server gives models' weights (--max_models_mb)" \
+                assert "of the 40.0 MiB the server gives models (--max_models_mb)" \
                     in e.value.message, e.value.message
             assert [m.model_id for m in c.list_models()] == ["a", "b"]
             status = c.server_status()
@@ -854,6 +854,59 @@ def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
             assert c.server_status().models_weight_bytes == 2 * wide + 88
             with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
                 c.create_model("d", dimension=2 ** 17)
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_kernel_models_stored_mistakes_count_in_max_models_mb(tmp_path):
+    """A kernel model's stored mistakes take memory as it learns: they count in
+    --max_models_mb with the weights, and once the models' bytes are past it the model's
+    learning is refused (RESOURCE_EXHAUSTED, naming the flag, nothing applied) and no model is
+    created, while predictions go on; a reset gives the room back, and a restart counts the
+    stored mistakes again."""
+    binary, data = os.environ["PERCEPTROND"], str(tmp_path / "data")
+    # An rbf kernel of sigma 1 over Gaussian rows of d = 1000, not normalized: k(x, x') =
+    # exp(-||x - x'||^2 / 2) is 0 in doubles, so every example is a mistake and is stored, with
+    # its 1001 non-zeros (the bias too) of 12 bytes and a fixed cost for its entry.
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(200, 1000)), np.where(rng.random(200) < 0.5, -1, 1)
+    server = Perceptrond(binary, "--max_models_mb=1", data_dir=data)
+    try:
+        with perceptrond.Client(server.target) as c:
+            model = c.create_model("k", dimension=1000, algorithm="kernel", kernel="rbf",
+                                   sigma=1.0, normalize=False)
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                model.learn(X, y, batch_size=10)
+            assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
+            assert "a kernel model stores its mistakes, and the server's memory for models " \
+                "(--max_models_mb) is taken; nothing was applied" in e.value.message, e.value
+            # Each batch is let in while the bytes are within 1 MiB: 86 mistakes of about
+            # 12 KB fit, the ninth batch of 10 passes the bound, and the tenth is refused.
+            status = model.status()
+            assert (status.stats.examples, status.stats.mistakes, status.support_vectors) == \
+                (90, 90, 90)
+            held = c.server_status().models_weight_bytes
+            assert held == 90 * (12 * 1001 + 64), held  # 64 bytes for a stored mistake's entry
+            with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
+                c.create_model("small", dimension=10)
+            assert len(model.predict(X[:5])) == 5
+    finally:
+        assert server.stop() == 0
+    server = Perceptrond(binary, "--max_models_mb=1", data_dir=data)
+    try:
+        with perceptrond.Client(server.target) as c:
+            model = c.model("k")
+            assert model.status().support_vectors == 90
+            assert c.server_status().models_weight_bytes == held
+            with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
+                model.learn(X[:1], y[:1])
+            model.reset()
+            assert c.server_status().models_weight_bytes == 0
+            assert model.learn(X[:10], y[:10]).mistakes.sum() == 10
+            assert c.server_status().models_weight_bytes == held // 9
+            c.create_model("small", dimension=10)
+            model.delete()
+            assert c.server_status().models_weight_bytes == 88
     finally:
         assert server.stop() == 0
 

@@ -72,7 +72,7 @@ ABSL_FLAG(uint32_t, hash_bits, 0,
           "Vowpal Wabbit hashes them (1..24; --dim is then 2^b)");
 ABSL_FLAG(std::vector<std::string>, interactions, {},
           "create: with --hash_bits, namespace pairs to cross, as Vowpal "
-          "Wabbit's -q (e.g. ab,ac)");
+          "Wabbit's -q (e.g. ab,ac); -q ab, repeated, adds to them");
 ABSL_FLAG(
     std::vector<std::string>, classes, {},
     "create: a multiclass model of these classes, in index order (e.g. "

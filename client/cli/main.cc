@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -213,6 +214,41 @@ std::vector<std::pair<std::string, std::string>> FlagsOnCommandLine(
   return given;
 }
 
+// Vowpal Wabbit's way of writing --interactions: `-q ab`, `-qab` or
+// `--quadratic ab` (each with `=` too), repeated for more pairs. Takes them
+// out of argv (before "--"), leaving the rest in order, and returns their
+// values, or a usage error for a -q without a value. No flag of this client
+// starts with q.
+absl::StatusOr<std::vector<std::string>> TakeQuadratic(
+    std::vector<char*>& argv) {
+  std::vector<std::string> pairs;
+  std::vector<char*> rest;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") {
+      rest.insert(rest.end(), argv.begin() + i, argv.end());
+      break;
+    }
+    const bool q = absl::ConsumePrefix(&arg, "-q");
+    if (i == 0 || !(q || absl::ConsumePrefix(&arg, "--quadratic")) ||
+        (!q && !arg.empty() && arg[0] != '=')) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    absl::ConsumePrefix(&arg, "=");
+    if (!arg.empty()) {
+      pairs.emplace_back(arg);
+    } else if (i + 1 < argv.size()) {
+      pairs.emplace_back(argv[++i]);
+    } else {
+      return absl::InvalidArgumentError(
+          "-q takes a pair of namespaces (-q ab, as Vowpal Wabbit writes it)");
+    }
+  }
+  argv = std::move(rest);
+  return pairs;
+}
+
 // The first flag of `given` that `command` does not read, as written; ""
 // when there is none or the command is unknown (Run says so). A flag a
 // command ignores is a mistake the user should hear of (generate --gamma is
@@ -310,7 +346,22 @@ int main(int argc, char** argv) {
       if (a == "--help" || a == "-help") return cli::PrintHelp(argv[1]);
     }
   }
+  // From here on argv is without Vowpal Wabbit's -q (still null-terminated).
+  std::vector<char*> given_argv(argv, argv + argc);
+  absl::StatusOr<std::vector<std::string>> quadratic =
+      cli::TakeQuadratic(given_argv);
+  if (!quadratic.ok()) {
+    return cli::Usage(std::string(quadratic.status().message()));
+  }
+  argc = static_cast<int>(given_argv.size());
+  given_argv.push_back(nullptr);
+  argv = given_argv.data();
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (!quadratic->empty()) {
+    std::vector<std::string> pairs = absl::GetFlag(FLAGS_interactions);
+    pairs.insert(pairs.end(), quadratic->begin(), quadratic->end());
+    absl::SetFlag(&FLAGS_interactions, pairs);
+  }
   // The server's address: --server if given, else PERCEPTRON_SERVER if set.
   bool server_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -344,14 +395,18 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_interval) < absl::ZeroDuration()) {
     return cli::Usage("--interval must not be negative");
   }
-  const auto given = cli::FlagsOnCommandLine(argc, argv);
+  auto given = cli::FlagsOnCommandLine(argc, argv);
+  if (!quadratic->empty()) given.emplace_back("interactions", "-q");
   for (const auto& [name, written] : given) cli::SetFlagGiven(name);
   if (const std::string unread = cli::UnreadFlag(rest[1], given);
       !unread.empty()) {
+    // As written: --name, or -q.
+    const std::string shown =
+        absl::StartsWith(unread, "-") ? unread : "--" + unread;
     std::fprintf(stderr,
-                 "perceptron: %s does not read --%s (perceptron help %s "
+                 "perceptron: %s does not read %s (perceptron help %s "
                  "lists the flags it reads)\n",
-                 rest[1], unread.c_str(), rest[1]);
+                 rest[1], shown.c_str(), rest[1]);
     return 2;
   }
   const cli::Args args(rest.begin() + 2, rest.end());

@@ -3,7 +3,7 @@
 // non-zeros as "index:value", `certificate --out` writes the comparator's
 // non-zeros so, and `create --comparator_file` reads both back, binary and
 // multiclass, to the same bound; bad comparator files are refused with their
-// file and line, and no model is made.
+// file and line, and no model is made. Vowpal Wabbit's -q names interactions.
 #include <fstream>
 #include <map>
 #include <random>
@@ -319,6 +319,48 @@ TEST_F(CliTest, ABadComparatorFileIsRefusedWithItsLineAndNothingIsMade) {
   ExpectComparator(*client_, "big", {{1, 1.0}, {16777216, -2.0}},
                    (size_t{1} << 24) + 1);
   EXPECT_TRUE(client_->DeleteModel("big").ok());
+}
+
+// `-q ab` as Vowpal Wabbit writes it (also -qab, --quadratic, repeated) adds
+// to --interactions, for create and for train --create; a -q without its pair
+// is a usage error, and a command that makes no model does not read it.
+TEST_F(CliTest, VowpalWabbitsDashQNamesInteractions) {
+  const testing::ScopedDir scoped("cli-wide-q");
+  const auto interactions = [&](const std::string& id) {
+    absl::StatusOr<v1::Model> m = client_->GetModel(id);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? std::vector<std::string>(m->config().interactions().begin(),
+                                             m->config().interactions().end())
+                  : std::vector<std::string>{};
+  };
+  testing::CommandResult r = RunCommand(Cli(
+      *server_, "create q1 --hash_bits=12 -q ab -qac --quadratic=bc -q=cd"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "created q1 (classic, hash_bits=12, -q ab,ac,bc,cd)\n");
+  EXPECT_EQ(interactions("q1"),
+            (std::vector<std::string>{"ab", "ac", "bc", "cd"}));
+  r = RunCommand(Cli(*server_,
+                     "create q2 --interactions=ab,ba --hash_bits=12 "
+                     "--quadratic cc"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(interactions("q2"), (std::vector<std::string>{"ab", "ba", "cc"}));
+
+  const std::string vw = scoped.path() + "/words.vw";
+  WriteVw(vw, 50, false);
+  r = RunCommand(Cli(
+      *server_, "train " + vw + " --model=q3 --create --hash_bits=12 -q aa"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(interactions("q3"), std::vector<std::string>{"aa"});
+
+  r = RunCommand(Cli(*server_, "create q4 --hash_bits=12 -q"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("-q takes a pair of namespaces (-q ab, as "
+                                  "Vowpal Wabbit writes it)"));
+  EXPECT_EQ(client_->GetModel("q4").status().code(),
+            absl::StatusCode::kNotFound);
+  r = RunCommand(Cli(*server_, "predict " + vw + " --model=q3 -q ab"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("predict does not read -q"));
 }
 
 }  // namespace

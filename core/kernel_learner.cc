@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
 namespace perceptron {
@@ -148,9 +149,13 @@ absl::Status KernelLearner::StoreRoom() const {
   const ByteBudget* budget = held_.budget();
   if (budget == nullptr || budget->used() <= budget->limit())
     return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat("a kernel model stores its mistakes, and ", budget->reason(),
-                   "; nothing was applied"));
+  const auto mib = [](uint64_t b) {
+    return absl::StrFormat("%.2f MiB", static_cast<double>(b) / (1 << 20));
+  };
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a kernel model stores its mistakes, and ", budget->reason(), ": ",
+      mib(budget->used()), " of ", mib(budget->limit()),
+      "; nothing was applied (a reset or a model deleted gives room back)"));
 }
 
 void KernelLearner::Recount() {

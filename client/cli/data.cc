@@ -491,7 +491,29 @@ int Train(const Args& args) {
                  rejected_at().c_str());
     return 1;
   }
-  if (!summary.ok()) return Fail(summary.status());
+  if (!summary.ok()) {
+    const int rc = Fail(summary.status());
+    // The server answered with a refusal: what the model holds now (the
+    // requests before the refused one were learned). Not when it could not
+    // be reached, where asking would wait again.
+    const absl::StatusCode code = summary.status().code();
+    if (code == absl::StatusCode::kUnavailable ||
+        code == absl::StatusCode::kDeadlineExceeded) {
+      return rc;
+    }
+    if (absl::StatusOr<v1::ModelStatus> now = client->GetStatus(model);
+        now.ok()) {
+      std::fprintf(stderr,
+                   "perceptron: %s now: %llu examples, %llu mistakes, %llu "
+                   "updates (the requests before the refused one were "
+                   "learned)\n",
+                   model.c_str(),
+                   static_cast<unsigned long long>(now->stats().examples()),
+                   static_cast<unsigned long long>(now->stats().mistakes()),
+                   static_cast<unsigned long long>(now->stats().updates()));
+    }
+    return rc;
+  }
   // Examples learned: those answered, and those a broken stream had the model
   // learn without an answer.
   const uint64_t learned = summary->items + summary->unanswered;

@@ -879,7 +879,8 @@ def test_a_kernel_models_stored_mistakes_count_in_max_models_mb(tmp_path):
                 model.learn(X, y, batch_size=10)
             assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
             assert "a kernel model stores its mistakes, and the server's memory for models " \
-                "(--max_models_mb) is taken; nothing was applied" in e.value.message, e.value
+                "(--max_models_mb) is taken: 1.04 MiB of 1.00 MiB; nothing was applied (a " \
+                "reset or a model deleted gives room back)" in e.value.message, e.value
             # Each batch is let in while the bytes are within 1 MiB: 86 mistakes of about
             # 12 KB fit, the ninth batch of 10 passes the bound, and the tenth is refused.
             status = model.status()
@@ -900,6 +901,19 @@ def test_a_kernel_models_stored_mistakes_count_in_max_models_mb(tmp_path):
             assert c.server_status().models_weight_bytes == held
             with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
                 model.learn(X[:1], y[:1])
+            # The CLI says the refusal and what the model holds after it.
+            svm = tmp_path / "rows.svm"
+            svm.write_text("".join(f"{label} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in
+                                                          enumerate(row)) + "\n"
+                                   for row, label in zip(X[:20], y[:20])))
+            run = subprocess.run([os.environ["PERCEPTRON_CLI"], "--server=" + server.target,
+                                  "train", str(svm), "--model=k", "--progress=no"],
+                                 capture_output=True, text=True, timeout=60)
+            assert run.returncode == 1, run
+            assert "perceptron: RESOURCE_EXHAUSTED: a kernel model stores its mistakes" \
+                in run.stderr, run.stderr
+            assert "perceptron: k now: 90 examples, 90 mistakes, 90 updates (the requests " \
+                "before the refused one were learned)" in run.stderr, run.stderr
             model.reset()
             assert c.server_status().models_weight_bytes == 0
             assert model.learn(X[:10], y[:10]).mistakes.sum() == 10

@@ -36,6 +36,7 @@ class KernelLearner : public Learner {
     held_.set_budget(std::move(budget));
   }
   absl::Status StoreRoom() const override;
+  uint64_t store_bytes() const override { return held_.held(); }
   LearnerState ExportState() const override;
   absl::Status ImportState(LearnerState state) override;
   void Reset() override;

@@ -190,6 +190,8 @@ class Learner {
   // limit. Learners of a fixed size have nothing to count.
   virtual void set_store_budget(std::shared_ptr<ByteBudget> /*budget*/) {}
   virtual absl::Status StoreRoom() const { return absl::OkStatus(); }
+  // The bytes it counts (in a budget or not).
+  virtual uint64_t store_bytes() const { return 0; }
 
   virtual LearnerState ExportState() const = 0;
 

@@ -346,6 +346,8 @@ class Model {
     learner_->set_store_budget(std::move(budget));
   }
   absl::Status StoreRoom() const { return learner_->StoreRoom(); }
+  // The bytes of a kernel model's stored mistakes (0 for other models).
+  uint64_t store_bytes() const { return learner_->store_bytes(); }
 
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -176,9 +176,17 @@ absl::StatusOr<std::shared_ptr<ModelEntry>> Registry::Create(
 
 absl::Status Registry::Insert(std::shared_ptr<ModelEntry> entry,
                               bool recovered) {
+  uint64_t stored = 0;  // a kernel model's stored mistakes
   {
     absl::MutexLock lock(&entry->mu);
     entry->weight_bytes = WeightBytes(entry->model->config());
+    stored = entry->model->store_bytes();
+  }
+  if (!recovered) {
+    // The whole model, before Attach counts its stored mistakes: one refused
+    // never counts.
+    absl::MutexLock lock(&mu_);
+    PERCEPTRON_RETURN_IF_ERROR(CheckRoom(entry->weight_bytes + stored));
   }
   Attach(*entry);
   absl::MutexLock lock(&mu_);
@@ -244,9 +252,9 @@ absl::Status Registry::CheckRoom(uint64_t bytes, bool take) const {
     return absl::StrFormat("%.1f MiB", static_cast<double>(b) / (1 << 20));
   };
   return absl::ResourceExhaustedError(
-      absl::StrCat("the model's weights take ", mib(bytes), ", and the ",
-                   models_.size(), " models held take ", mib(used), " of the ",
-                   mib(most), " the server gives models (--max_models_mb)"));
+      absl::StrCat("the model takes ", mib(bytes), ", and the ", models_.size(),
+                   " models held take ", mib(used), " of the ", mib(most),
+                   " the server gives models (--max_models_mb)"));
 }
 
 absl::Status Registry::CheckFree(const std::string& id) const {

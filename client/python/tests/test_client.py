@@ -838,7 +838,7 @@ def test_the_models_weights_are_bounded_by_max_models_mb(tmp_path):
                 with pytest.raises(perceptrond.PerceptronError) as e:
                     make()
                 assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
-                assert "the model's weights take " + takes in e.value.message, e.value.message
+                assert "the model takes " + takes in e.value.message, e.value.message
             c.create_model("voted", dimension=2 ** 13, algorithm="voted", max_voted_vectors=99)
             assert c.server_status().models_weight_bytes == 2 * wide + 88 + 100 * (2 ** 13 + 1) * 8
             c.model("voted").delete()
@@ -891,6 +891,13 @@ def test_a_kernel_models_stored_mistakes_count_in_max_models_mb(tmp_path):
             with pytest.raises(perceptrond.PerceptronError, match="--max_models_mb"):
                 c.create_model("small", dimension=10)
             assert len(model.predict(X[:5])) == 5
+            # An import counts its stored mistakes: a copy of the model is refused, saying so.
+            with pytest.raises(perceptrond.PerceptronError) as e:
+                c.import_model(c.export_model("k"), "copy")
+            assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
+            assert f"the model takes {held / 2 ** 20:.1f} MiB, and the 1 models held take " \
+                f"{held / 2 ** 20:.1f} MiB of the 1.0 MiB" in e.value.message, e.value.message
+            assert c.server_status().models_weight_bytes == held
     finally:
         assert server.stop() == 0
     server = Perceptrond(binary, "--max_models_mb=1", data_dir=data)

@@ -329,11 +329,11 @@ class Model {
     uint64_t count = std::numeric_limits<uint64_t>::max();
     uint64_t bytes = std::numeric_limits<uint64_t>::max();
     // How the error names `bytes` (a server's flag), if it is set.
-    std::string bytes_name;
+    std::string bytes_name{};
     // The memory for pending predictions this model shares with others (a
     // server's --max_pending_mb; the error gives its reason): what the model
     // holds is counted there from now on. Null: none.
-    std::shared_ptr<ByteBudget> budget;
+    std::shared_ptr<ByteBudget> budget{};
   };
   void set_pending_limits(PendingLimits limits);
   // The memory a kernel model's stored mistakes take is counted in `budget`

@@ -51,7 +51,7 @@ void ClassScores(const double* w, int k, uint32_t dim, const Prepared& x,
   }
   // A dense x: the k sums in one pass over x per four classes (DenseDotsOf),
   // each in DenseDot's order, then the bias and scale as Dot applies them.
-  const double* vs[kMaxClasses];
+  const double* vs[kMaxClasses] = {};
   double raw[kMaxClasses];
   for (int r = 0; r < k; ++r) vs[r] = block(r).data();
   DenseDotsOf(vs, static_cast<size_t>(k), x.x.values.data(), x.x.values.size(),

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
 #include "core/feature_hash.h"
@@ -37,7 +38,7 @@ const Pool& Examples() {
     auto* p = new Pool;
     std::mt19937_64 rng(5);
     for (size_t i = 0; i < kVocabulary; ++i) {
-      p->words.push_back("w" + std::to_string(rng() % 1000000000));
+      p->words.push_back(absl::StrCat("w", rng() % 1000000000));
     }
     std::uniform_int_distribution<size_t> word(0, kVocabulary - 1);
     for (size_t t = 0; t < kPool; ++t) {

@@ -229,7 +229,9 @@ TEST(DataReaderJsonTest, LinesAreReadAsTheRulesReadThem) {
     const Example& e = d->examples[0];
     EXPECT_EQ(Read(e), want) << line;
     EXPECT_EQ(e.label.has_value(), !want_label.empty()) << line;
-    if (e.label) EXPECT_EQ(e.raw_label, ClassKey(want_label)) << line;
+    if (e.label) {
+      EXPECT_EQ(e.raw_label, ClassKey(want_label)) << line;
+    }
     // --positive compares the label's text itself.
     d = ParseData(line + "\n", "r.jsonl", positive);
     ASSERT_TRUE(d.ok()) << line << ": " << d.status();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/model.h"
 #include "gtest/gtest.h"
 #include "tests/core/breast_cancer.h"
@@ -24,8 +25,8 @@ struct Sklearn {
 };
 
 Sklearn RunSklearn() {
-  const std::string out = testing::RunPeer(std::string(PERCEPTRON_PYTHON) +
-                                           " " + PERCEPTRON_SKLEARN_SCRIPT);
+  const std::string out = testing::RunPeer(
+      absl::StrCat(PERCEPTRON_PYTHON, " ", PERCEPTRON_SKLEARN_SCRIPT));
   Sklearn r;
   std::istringstream lines(out);
   std::string line;

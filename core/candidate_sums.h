@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/huge_pages.h"
 #include "core/kept_rows.h"
+#include "core/prefetch.h"
 #include "core/prepare.h"
 
 namespace perceptron {
@@ -122,6 +123,23 @@ class CandidateSupport {
   // The same over kept row t of `rows` (at their coordinates).
   void ClassScores(const std::vector<std::vector<double>>& vs, uint32_t c,
                    int k, const KeptRows& rows, size_t t, double* out) const;
+  // Asks for what Scores over x's non-zeros reads first: the values kept by
+  // coordinate (dense_), one line a coordinate, or else the slots of the
+  // coordinates the filter lets through in the table of positions (their
+  // values are asked for as Scores finds them). A hint: it changes nothing.
+  void Prefetch(const FeatureView& x) const {
+    if (dense_.empty()) {
+      MakeLookup();
+      for (const uint32_t i : x.indices) {
+        if (Passes(i)) positions_.prefetch(i);
+      }
+      return;
+    }
+    const size_t m = dense_which_.size(), size = dense_.size() / m;
+    for (const uint32_t i : x.indices) {
+      if (i < size) PrefetchLine(dense_.data() + size_t{i} * m);
+    }
+  }
   // False if coordinate i is not in the support (a bit of the filter below);
   // true if it may be.
   bool MayHold(uint32_t i) const {

@@ -268,6 +268,13 @@ class CertificateTracker {
   // training repeats them, counts that row once more instead of being kept
   // again: the solver solves it as that many equal examples.
   void Observe(const Prepared& x, int label);
+  // Asks for what Observe(x) first waits on in a wide model, as
+  // Model::Prefetch asks for the weights: the candidates' values at x's
+  // coordinates where they are kept by coordinate, else the slots of x's
+  // coordinates in the table of positions. A hint: it changes nothing.
+  void Prefetch(const FeatureView& x) const {
+    if (support_ != nullptr && classes_ == 0 && !kernel_) support_->Prefetch(x);
+  }
 
   // ---- The figures ----
 

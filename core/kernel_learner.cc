@@ -161,11 +161,8 @@ absl::Status KernelLearner::StoreRoom() const {
 void KernelLearner::Recount() {
   uint64_t bytes = 0;
   for (const Stored& s : store_) bytes += Bytes(s);
-  if (bytes >= held_.held()) {
-    held_.Add(bytes - held_.held());
-  } else {
-    held_.Remove(held_.held() - bytes);
-  }
+  held_.Clear();
+  held_.Add(bytes);
 }
 
 absl::StatusOr<bool> KernelLearner::Learn(const Prepared& x, int y) {

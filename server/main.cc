@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "common/program.h"
 #include "perceptron/v1/perceptron.grpc.pb.h"
+#include "server/allocator_env.h"
 #include "server/huge_heap.h"
 #include "server/memory.h"
 #include "server/server.h"
@@ -133,6 +134,14 @@ ABSL_FLAG(uint64_t, allocator_thread_cache_mb, 4,
           "in MiB (tcmalloc's own default is 32): the threads that served a "
           "burst keep what they cached until they next free");
 
+ABSL_FLAG(uint32_t, allocator_transfer_objects, 4,
+          "The batch of small objects tcmalloc moves at a time between a "
+          "thread's cache and its shared caches, which keep up to 64 batches "
+          "of each size: smaller batches keep less of what a burst freed "
+          "(tcmalloc reads it as the program starts, so the server starts "
+          "itself again with TCMALLOC_TRANSFER_NUM_OBJ set; a value already "
+          "in the environment is kept); 0 leaves tcmalloc's own, 32");
+
 ABSL_FLAG(bool, allocator_huge_pages, true,
           "The allocator's heap grows in 2 MiB pages advised as transparent "
           "huge pages (where the system gives them on request: Debian's "
@@ -170,6 +179,9 @@ int main(int argc, char** argv) {
       {!(absl::GetFlag(FLAGS_async_interval) > absl::ZeroDuration()) ||
            absl::GetFlag(FLAGS_async_interval) == absl::InfiniteDuration(),
        "--async_interval must be positive and finite"},
+      {absl::GetFlag(FLAGS_allocator_transfer_objects) >
+           perceptron::server::kMaxTransferObjects,
+       "--allocator_transfer_objects must be at most 1024"},
   };
   for (const auto& [bad, why] : checks) {
     if (bad) {
@@ -177,6 +189,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Before any thread starts: tcmalloc takes its transfer batch from the
+  // environment as the program starts (server/allocator_env.h).
+  perceptron::server::StartWithTransferBatch(
+      "perceptrond", argv, absl::GetFlag(FLAGS_allocator_transfer_objects));
 
   // Debian's Abseil keeps its debug checks, among them a search for lock-order
   // cycles on every Mutex lock (a graph shared by every thread, under one

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "server/allocator_env.h"
+
 // gperftools' C interface (gperftools/malloc_extension_c.h), weak: null
 // unless tcmalloc is linked into the program.
 extern "C" {
@@ -59,6 +61,7 @@ MemoryFigures ReadMemory() {
                          Property("tcmalloc.transfer_cache_free_bytes") +
                          Property("tcmalloc.central_cache_free_bytes");
     m.thread_cache_limit = Property("tcmalloc.max_total_thread_cache_bytes");
+    m.transfer_batch = TransferBatch();
   } else {
     m.allocator = "system";
     const struct mallinfo2 i = mallinfo2();

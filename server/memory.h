@@ -30,6 +30,9 @@ struct MemoryFigures {
   // The bound on the thread caches' share (LimitThreadCaches), as tcmalloc
   // reports it; 0 for the system allocator.
   uint64_t thread_cache_limit = 0;
+  // The batch of small objects tcmalloc moves between its caches at a time
+  // (server/allocator_env.h); 0 for the system allocator.
+  uint32_t transfer_batch = 0;
   // "tcmalloc", or "system" (glibc's malloc, or a sanitizer's).
   std::string allocator;
 };

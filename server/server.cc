@@ -139,6 +139,11 @@ std::vector<prom::MetricFamily> MemoryFamilies(uint64_t releases) {
       "The bound on what the allocator's per-thread caches keep together "
       "(--allocator_thread_cache_mb; 0 for the system allocator)",
       T::Gauge, static_cast<double>(m.thread_cache_limit));
+  one("perceptron_memory_allocator_transfer_objects",
+      "The batch of small objects the allocator moves between its per-thread "
+      "and shared caches (--allocator_transfer_objects; 0 for the system "
+      "allocator)",
+      T::Gauge, static_cast<double>(m.transfer_batch));
   one("perceptron_memory_releases_total",
       "Times the allocator's free memory was given back to the system",
       T::Counter, static_cast<double>(releases));

@@ -6,7 +6,8 @@
 // With --sync_dir=DIR it is the least a durable server does: each request's
 // bytes are appended to DIR/echo.log and fdatasync'd before it is answered.
 // Its allocator's heap is perceptrond's: tcmalloc on huge pages
-// (--allocator_huge_pages, server/huge_heap.h).
+// (--allocator_huge_pages, server/huge_heap.h), with the same transfer batch
+// (--allocator_transfer_objects, server/allocator_env.h).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,12 +24,16 @@
 #include "common/read_ahead.h"
 #include "echo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "server/allocator_env.h"
 #include "server/huge_heap.h"
 
 ABSL_FLAG(int, port, 0, "TCP port; 0 picks a free one");
 ABSL_FLAG(bool, allocator_huge_pages, true,
           "The allocator's heap on transparent huge pages, as perceptrond's "
           "flag of the same name");
+ABSL_FLAG(uint32_t, allocator_transfer_objects, 4,
+          "tcmalloc's transfer batch, as perceptrond's flag of the same name "
+          "(at most 1024; 0 leaves tcmalloc's own)");
 ABSL_FLAG(std::string, sync_dir, "",
           "If set, each request is appended to SYNC_DIR/echo.log and "
           "fdatasync'd before its answer");
@@ -173,7 +178,16 @@ class EchoService final : public Echo::CallbackService {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  // The same heap as perceptrond's (its flag of the same name).
+  // The same heap as perceptrond's (its flags of the same names).
+  if (absl::GetFlag(FLAGS_allocator_transfer_objects) >
+      perceptron::server::kMaxTransferObjects) {
+    std::fprintf(stderr,
+                 "echo_server: --allocator_transfer_objects must be at most "
+                 "1024\n");
+    return 2;
+  }
+  perceptron::server::StartWithTransferBatch(
+      "echo_server", argv, absl::GetFlag(FLAGS_allocator_transfer_objects));
   if (absl::GetFlag(FLAGS_allocator_huge_pages)) {
     perceptron::server::PutHeapOnHugePages();
   }

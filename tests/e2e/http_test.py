@@ -457,6 +457,42 @@ class MemoryTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_transfer_batch(self):
+        """With tcmalloc, the server runs with the transfer batch of --allocator_transfer_objects
+        (4 by default): it starts itself again, the same process, with TCMALLOC_TRANSFER_NUM_OBJ
+        in its environment, and /metrics says the batch; a value the environment already sets
+        is kept; 0 leaves tcmalloc's own, 32. Under the system allocator none of it applies:
+        the batch is 0 and the environment is left as it was."""
+        cases = [((), None, "4", 4), (("--allocator_transfer_objects=6",), None, "6", 6),
+                 (("--allocator_transfer_objects=6",), {"TCMALLOC_TRANSFER_NUM_OBJ": "8"}, "8", 8),
+                 (("--allocator_transfer_objects=0",), None, None, 32)]
+        for flags, env, environ, batch in cases:
+            with self.subTest(flags=flags, env=env):
+                server = pp.Perceptrond(PERCEPTROND, "--durability=none", *flags, env=env)
+                try:
+                    metrics = samples(server.get("/metrics")[2])
+                    allocator = [dict(labels)["allocator"] for name, labels in metrics
+                                 if name == "perceptron_memory_allocator"]
+                    with open("/proc/%d/environ" % server.proc.pid, "rb") as f:
+                        variables = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if v)
+                    got = variables.get(b"TCMALLOC_TRANSFER_NUM_OBJ")
+                    got = got.decode() if got is not None else None
+                    shown = metrics[("perceptron_memory_allocator_transfer_objects", frozenset())]
+                    if allocator == ["tcmalloc"]:
+                        self.assertEqual(got, environ)
+                        self.assertEqual(shown, batch)
+                    else:
+                        self.assertEqual(allocator, ["system"])
+                        self.assertEqual(got, (env or {}).get("TCMALLOC_TRANSFER_NUM_OBJ"))
+                        self.assertEqual(shown, 0)
+                finally:
+                    self.assertEqual(server.stop(), 0)
+        # A batch past the most is refused before anything starts.
+        run = subprocess.run([PERCEPTROND, "--allocator_transfer_objects=1025"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("--allocator_transfer_objects must be at most 1024", run.stderr)
+
     def test_heap_on_huge_pages(self):
         """With tcmalloc, the heap the server takes is advised as huge pages
         (--allocator_huge_pages, the default; "hg" in smaps' VmFlags) and, once free memory has

@@ -52,15 +52,16 @@ class ServerTest(unittest.TestCase):
 
 
 class Perceptrond:
-    def __init__(self, binary, *flags, data_dir=None):
+    def __init__(self, binary, *flags, data_dir=None, env=None):
         """With `data_dir`, the server uses (and leaves) that data directory; by default a new
-        temporary one, removed by stop()."""
+        temporary one, removed by stop(). `env`: variables added to the server's environment."""
         self.dir = tempfile.TemporaryDirectory(prefix="perceptrond-")
         self.stderr = open(os.path.join(self.dir.name, "stderr"), "w+")
         self.data_dir = data_dir or self.dir.name + "/data"
         self.proc = subprocess.Popen(
             [binary, "--port=0", "--http_port=0", "--data_dir=" + self.data_dir, *flags],
-            stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0)
+            stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0,
+            env=None if env is None else {**os.environ, **env})
         self._pending = b""
         self.port = self._port("listening on")
         line = self._readline()

@@ -30,12 +30,22 @@ void StartWithTransferBatch(const char* program, char** argv,
     return;
   }
   const std::string value = std::to_string(objects);
-  if (setenv(kVariable, value.c_str(), 1) != 0) return;
-  std::fflush(nullptr);
-  execv("/proc/self/exe", argv);
-  // Still here: the program could not be run again.
-  const int error = errno;
-  unsetenv(kVariable);
+  // The program's own path, not /proc/self/exe itself: the kernel names the
+  // process (ps, top, pkill) after the file it runs.
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path));
+  int error = 0;
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(path)) {
+    error = n < 0 ? errno : ENAMETOOLONG;
+  } else {
+    path[n] = '\0';
+    if (setenv(kVariable, value.c_str(), 1) != 0) return;
+    std::fflush(nullptr);
+    execv(path, argv);
+    // Still here: the program could not be run again.
+    error = errno;
+    unsetenv(kVariable);
+  }
   std::fprintf(stderr,
                "%s: could not start again with %s=%s (%s); tcmalloc keeps its "
                "own batch of %u\n",

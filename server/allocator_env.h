@@ -25,8 +25,8 @@ inline constexpr uint32_t kMaxTransferObjects = 1024;
 
 // Where the program's allocator is tcmalloc, `objects` is not 0 and the
 // environment does not set TCMALLOC_TRANSFER_NUM_OBJ already (a value there
-// is the user's, and is kept), runs the program again (execv of
-// /proc/self/exe with `argv`, in this process) with
+// is the user's, and is kept), runs the program again (execv of its own file,
+// /proc/self/exe's target, with `argv`, in this process) with
 // TCMALLOC_TRANSFER_NUM_OBJ=objects, and does not return. Returns otherwise,
 // and when the program cannot be run again (it then says why on stderr,
 // naming `program`, and goes on with tcmalloc's own batch). Call before any

@@ -478,6 +478,10 @@ class MemoryTest(unittest.TestCase):
                     got = variables.get(b"TCMALLOC_TRANSFER_NUM_OBJ")
                     got = got.decode() if got is not None else None
                     shown = metrics[("perceptron_memory_allocator_transfer_objects", frozenset())]
+                    with open("/proc/%d/comm" % server.proc.pid) as f:
+                        name = f.read().strip()
+                    # Started again from its own file: named after it, as before.
+                    self.assertEqual(name, "perceptrond")
                     if allocator == ["tcmalloc"]:
                         self.assertEqual(got, environ)
                         self.assertEqual(shown, batch)
